@@ -1,0 +1,2 @@
+pub mod cel;
+pub mod report;

@@ -1,0 +1,230 @@
+//! The report model: one value per estimated object, shared by `celcost estimate --output json`
+//! and the `CostReport` status written by the operator.
+//!
+//! Field names follow `shared/corpus/expected/README.md` (the upstream oracle's output), so a
+//! report can be compared with the API server's own numbers field by field. Costs are `u64`:
+//! upstream saturates at 2^64-1, and that value is meaningful ("unbounded").
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Per-rule static cost limit (rule cost × cardinality, and each messageExpression).
+/// Upstream: k8s.io/apiextensions-apiserver pkg/apis/apiextensions/validation `StaticEstimatedCostLimit`.
+pub const PER_RULE_COST_LIMIT: u64 = 10_000_000;
+/// Per-schema (per CRD version) static cost limit.
+/// Upstream: `StaticEstimatedCRDCostLimit` in the same file.
+pub const PER_SCHEMA_COST_LIMIT: u64 = 100_000_000;
+/// Runtime limit of one CEL expression evaluation.
+/// Upstream: k8s.io/apiserver pkg/apis/cel/config.go `PerCallLimit`.
+pub const PER_CALL_LIMIT: u64 = 1_000_000;
+/// Runtime budget of one custom-resource validation or one policy-binding evaluation.
+/// Upstream: k8s.io/apiserver pkg/apis/cel/config.go `RuntimeCELCostBudget`.
+pub const RUNTIME_COST_BUDGET: u64 = 10_000_000;
+/// Runtime budget of a policy's matchConditions.
+/// Upstream: k8s.io/apiserver pkg/apis/cel/config.go `RuntimeCELCostBudgetMatchConditions`.
+pub const MATCH_CONDITIONS_COST_BUDGET: u64 = 2_500_000;
+
+/// The estimate of one Kubernetes object (a CRD or a ValidatingAdmissionPolicy).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectReport {
+    /// Where the object was read from: `<path as given>#<document number>` (1-based), or
+    /// `cluster` for objects read from an API server.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    /// `CustomResourceDefinition` or `ValidatingAdmissionPolicy`.
+    pub kind: String,
+    /// `apiVersion` of the object as read.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// The Kubernetes version whose cost model was applied, e.g. `v1.36`.
+    pub kubernetes_version: String,
+    /// Whether the API server would accept the object on create.
+    pub valid: bool,
+    /// The API server's field errors, `<field path>: <type>: <detail>`.
+    #[serde(default)]
+    pub errors: Vec<String>,
+    /// CRDs: one entry per validated schema root.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schemas: Vec<SchemaReport>,
+    /// Policies: every CEL expression.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expressions: Vec<ExpressionReport>,
+    /// Policies: the runtime budgets, summed the way the runtime spends them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_budget: Option<PolicyBudget>,
+}
+
+/// One validated schema root of a CRD.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SchemaReport {
+    /// `spec.validation.openAPIV3Schema` when every version shares the schema, else
+    /// `spec.versions[i].schema.openAPIV3Schema`.
+    pub schema_field_path: String,
+    /// The versions this schema belongs to.
+    #[serde(default)]
+    pub versions: Vec<String>,
+    /// Sum of every rule's cost and every messageExpression's cost (saturating), compared with
+    /// [`PER_SCHEMA_COST_LIMIT`].
+    pub total_cost: u64,
+    /// Whether `total_cost` exceeds [`PER_SCHEMA_COST_LIMIT`].
+    pub exceeds_total_limit: bool,
+    /// Number of `x-kubernetes-validations` entries in the schema.
+    pub rule_count: u64,
+    /// Every rule, in schema walk order.
+    #[serde(default)]
+    pub rules: Vec<RuleReport>,
+}
+
+/// One `x-kubernetes-validations` entry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleReport {
+    /// The schema node, `^.spec.a.b[*]` (`[*]` for items and additionalProperties).
+    pub path: String,
+    /// The API server's field path of the schema node.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node_field_path: String,
+    /// The API server's field path of the rule.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rule_field_path: String,
+    /// Index in the node's `x-kubernetes-validations`.
+    pub index: u64,
+    /// The CEL expression.
+    pub rule: String,
+    /// The compiled rule's estimated cost per evaluation.
+    pub max_cost: u64,
+    /// The CEL compiler's cardinality for the node (the request-size fallback).
+    pub max_cardinality: u64,
+    /// Product of the ancestors' maxItems / maxProperties; `None` when an ancestor is unbounded.
+    pub schema_max_cardinality: Option<u64>,
+    /// The cardinality the API server multiplies with.
+    pub cardinality_used: u64,
+    /// `max_cost × cardinality_used` (saturating): what the API server compares with
+    /// [`PER_RULE_COST_LIMIT`].
+    pub cost: u64,
+    /// Whether `cost` exceeds [`PER_RULE_COST_LIMIT`].
+    pub exceeds_cost_limit: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_expression: Option<String>,
+    /// The messageExpression's estimated cost (not multiplied by cardinality).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_expression_cost: Option<u64>,
+    /// Whether the rule refers to `oldSelf` (a transition rule).
+    #[serde(default)]
+    pub uses_old_self: bool,
+    /// The compile error, in the API server's words, when the rule does not compile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_error: Option<String>,
+    /// The messageExpression's compile error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_expression_compile_error: Option<String>,
+    /// False where the API server skips CEL for the node because the schema has errors at or
+    /// below it (such rules are not in the total).
+    pub compiled_by_apiserver: bool,
+    /// Why the number is what it is.
+    #[serde(default, skip_serializing_if = "Drivers::is_empty")]
+    pub drivers: Drivers,
+}
+
+/// What drives a rule's cost: the schema bounds an author can add.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Drivers {
+    /// Ancestors without maxItems / maxProperties, which make the cardinality fall back to the
+    /// request-size estimate (`^.spec.items`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unbounded_ancestors: Vec<String>,
+    /// Strings, lists and maps the rule reads that have no maxLength / maxItems /
+    /// maxProperties, so their size is estimated from the 3 MiB request limit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unbounded_fields: Vec<String>,
+}
+
+impl Drivers {
+    pub fn is_empty(&self) -> bool {
+        self.unbounded_ancestors.is_empty() && self.unbounded_fields.is_empty()
+    }
+}
+
+/// One CEL expression of a ValidatingAdmissionPolicy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpressionReport {
+    /// e.g. `spec.validations[0].expression`.
+    pub field_path: String,
+    /// `validation`, `messageExpression`, `matchCondition`, `auditAnnotation`, `variable:<name>`.
+    pub kind: String,
+    pub expression: String,
+    /// The compile environment, as the upstream oracle names it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub env: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output_type: String,
+    /// Upstream's estimate (object/oldObject/params typed dyn).
+    pub min_cost: u64,
+    pub max_cost: u64,
+    pub max_cost_unbounded: bool,
+    pub per_call_limit: u64,
+    pub max_cost_exceeds_per_call_limit: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_error: Option<String>,
+    /// Beyond upstream: the estimate with `object`/`oldObject`/`params` typed from the schemas
+    /// of what the policy matches. Absent when no schema was available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typed: Option<TypedEstimate>,
+}
+
+/// An estimate with `object`, `oldObject` and `params` typed from schemas.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TypedEstimate {
+    /// The resources whose schemas typed `object`/`oldObject` (`apps/v1/deployments`, ...);
+    /// the worst case over them.
+    #[serde(default)]
+    pub against: Vec<String>,
+    pub min_cost: u64,
+    pub max_cost: u64,
+    pub max_cost_unbounded: bool,
+    /// Unbounded strings, lists and maps the expression reads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unbounded_fields: Vec<String>,
+}
+
+/// A policy's runtime budgets, summed the way the runtime spends them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyBudget {
+    /// Worst case of one policy-binding evaluation (validations, their messageExpressions and
+    /// the variables they use, each variable once), compared with [`RUNTIME_COST_BUDGET`].
+    pub validation_cost: u64,
+    /// Same with the typed estimates, where available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typed_validation_cost: Option<u64>,
+    /// Worst case of the matchConditions, compared with [`MATCH_CONDITIONS_COST_BUDGET`].
+    pub match_conditions_cost: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typed_match_conditions_cost: Option<u64>,
+    /// Worst case of the auditAnnotations (a fresh budget).
+    pub audit_annotations_cost: u64,
+}
+
+impl ObjectReport {
+    /// The highest rule cost (rule × cardinality, or a messageExpression) of a CRD.
+    pub fn highest_rule_cost(&self) -> u64 {
+        self.schemas
+            .iter()
+            .flat_map(|s| s.rules.iter())
+            .map(|r| r.cost.max(r.message_expression_cost.unwrap_or(0)))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The highest schema total of a CRD.
+    pub fn highest_total_cost(&self) -> u64 {
+        self.schemas.iter().map(|s| s.total_cost).max().unwrap_or(0)
+    }
+}
