@@ -1,5 +1,7 @@
 //! CEL: parsing (through the `cel` crate's parser), type checking and cost estimation, following
 //! cel-go and the Kubernetes CEL libraries. Pure: no IO, no cluster client.
 
+pub mod ast;
 pub mod decls;
+pub mod parse;
 pub mod types;

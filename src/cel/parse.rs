@@ -1,0 +1,864 @@
+//! The parser adapter: the `cel` crate's ANTLR parser (the maintained successor of
+//! `cel-parser`), with cel-go's macros registered on it, turned into our AST.
+//!
+//! Everything the rest of the crate knows about the `cel` crate is in this file.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cel::common::ast as cast;
+use cel::common::ast::operators;
+use cel::parser::{Macro, MacroExprHelper, ParseError};
+
+use super::ast::{Comprehension, Expr, ExprId, ExprKind, Literal, MapEntry, ParsedExpr, StructField};
+use super::decls::Version;
+
+/// cel-go's default parser limits (`parser/options.go`); Kubernetes keeps the defaults.
+pub const MAX_RECURSION_DEPTH: usize = 250;
+pub const EXPRESSION_SIZE_CODE_POINT_LIMIT: usize = 100_000;
+/// Parsing runs on a thread with this much stack when the source is long enough to nest deeply.
+const BIG_STACK: usize = 512 << 20;
+const INLINE_PARSE_LIMIT: usize = 256;
+
+/// A parse failure, formatted as cel-go formats it (`ERROR: <input>:L:C: msg` + snippet lines).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyntaxErrors(pub String);
+
+/// The parser options of a compile environment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ParserOptions {
+    pub optional_syntax: bool,
+    pub two_var_comprehensions: bool,
+    pub lists_sort_by: bool,
+}
+
+impl ParserOptions {
+    pub fn for_version(v: Version) -> Self {
+        ParserOptions {
+            optional_syntax: v >= Version::new(1, 28),
+            two_var_comprehensions: v >= Version::new(1, 32),
+            lists_sort_by: v >= Version::new(1, 34),
+        }
+    }
+}
+
+/// Parses `source` into our AST.
+pub fn parse(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxErrors> {
+    let code_points = source.chars().count();
+    if code_points > EXPRESSION_SIZE_CODE_POINT_LIMIT {
+        return Err(SyntaxErrors(format!(
+            "ERROR: <input>:-1:0: expression code point size exceeds limit: size: {code_points}, limit {EXPRESSION_SIZE_CODE_POINT_LIMIT}"
+        )));
+    }
+    let depth = nesting_depth(source);
+    if depth > MAX_RECURSION_DEPTH {
+        return Err(recursion_error());
+    }
+    let parsed = if source.len() <= INLINE_PARSE_LIMIT && depth <= 32 {
+        parse_inner(source, opts)
+    } else {
+        let src = source.to_string();
+        std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("cel-parse".into())
+                .stack_size(BIG_STACK)
+                .spawn_scoped(s, move || parse_inner(&src, opts))
+                .map(|h| h.join().unwrap_or_else(|_| Err(SyntaxErrors("ERROR: <input>:-1:0: internal parser failure".into()))))
+                .unwrap_or_else(|e| Err(SyntaxErrors(format!("ERROR: <input>:-1:0: cannot start the parser: {e}"))))
+        })
+    }?;
+    Ok(parsed)
+}
+
+fn recursion_error() -> SyntaxErrors {
+    SyntaxErrors(format!("ERROR: <input>:-1:0: expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"))
+}
+
+/// Bracket nesting depth, outside string literals: a cheap bound checked before parsing so
+/// that absurd nesting never reaches the recursive parser.
+fn nesting_depth(source: &str) -> usize {
+    let b = source.as_bytes();
+    let mut depth = 0usize;
+    let mut max = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            q @ (b'"' | b'\'') => {
+                let triple = i + 2 < b.len() && b[i + 1] == q && b[i + 2] == q;
+                let raw = i > 0 && (b[i - 1] == b'r' || b[i - 1] == b'R');
+                if triple {
+                    i += 3;
+                    while i + 2 < b.len() && !(b[i] == q && b[i + 1] == q && b[i + 2] == q) {
+                        if b[i] == b'\\' && !raw {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    i += 2;
+                } else {
+                    i += 1;
+                    while i < b.len() && b[i] != q && b[i] != b'\n' {
+                        if b[i] == b'\\' && !raw {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    max
+}
+
+/// An estimate of cel-go's recursion measure (the deepest nesting of one grammar rule): nested
+/// sub-expressions, and chains of the left-recursive rules (member selection and calls,
+/// arithmetic, relations).
+fn rule_depth(e: &Expr) -> usize {
+    fn go(e: &Expr, member: usize, calc: usize, rel: usize, nest: usize, max: &mut usize) {
+        *max = (*max).max(member).max(calc).max(rel).max(nest);
+        match &e.kind {
+            ExprKind::Select { operand, .. } => go(operand, member + 1, 0, 0, nest, max),
+            ExprKind::Call { function, target, args } => {
+                let f = function.as_str();
+                let (is_calc, is_rel) = match f {
+                    "_+_" | "_-_" | "_*_" | "_/_" | "_%_" => (true, false),
+                    "_<_" | "_<=_" | "_>_" | "_>=_" | "_==_" | "_!=_" | "@in" => (false, true),
+                    _ => (false, false),
+                };
+                if is_calc || is_rel {
+                    if let Some(l) = args.first() {
+                        go(l, 0, if is_calc { calc + 1 } else { 0 }, if is_rel { rel + 1 } else { 0 }, nest, max);
+                    }
+                    for a in args.iter().skip(1) {
+                        go(a, 0, 0, 0, nest, max);
+                    }
+                } else if let Some(t) = target {
+                    go(t, member + 1, 0, 0, nest, max);
+                    for a in args {
+                        go(a, 0, 0, 0, nest + 1, max);
+                    }
+                } else {
+                    for a in args {
+                        go(a, 0, 0, 0, nest + 1, max);
+                    }
+                }
+            }
+            ExprKind::List { elements, .. } => elements.iter().for_each(|a| go(a, 0, 0, 0, nest + 1, max)),
+            ExprKind::Map { entries } => entries.iter().for_each(|en| {
+                go(&en.key, 0, 0, 0, nest + 1, max);
+                go(&en.value, 0, 0, 0, nest + 1, max);
+            }),
+            ExprKind::Struct { fields, .. } => fields.iter().for_each(|f| go(&f.value, 0, 0, 0, nest + 1, max)),
+            ExprKind::Comprehension(c) => {
+                go(&c.iter_range, member + 1, 0, 0, nest, max);
+                go(&c.loop_step, 0, 0, 0, nest + 1, max);
+                go(&c.result, 0, 0, 0, nest + 1, max);
+            }
+            ExprKind::Literal(_) | ExprKind::Ident(_) => {}
+        }
+    }
+    let mut max = 0;
+    go(e, 1, 1, 1, 1, &mut max);
+    max
+}
+
+fn parse_inner(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxErrors> {
+    let env = env_for(opts);
+    let parser = env
+        .parser()
+        .enable_optional_syntax(opts.optional_syntax)
+        .max_recursion_depth(u16::MAX);
+    match parser.parse_with_source_info(source) {
+        Ok((expr, info)) => {
+            let byte_to_cp = ByteToCodePoint::new(source);
+            let mut conv = Converter { offsets: HashMap::new(), info: &info, byte_to_cp: &byte_to_cp, next: 1, ids: HashMap::new() };
+            let e = conv.expr(expr);
+            if rule_depth(&e) > MAX_RECURSION_DEPTH {
+                // Dropped here, on the parser's (large) stack.
+                drop(e);
+                return Err(recursion_error());
+            }
+            let max_id = conv.next;
+            let mut offsets = vec![0u32; max_id as usize];
+            for (id, off) in conv.offsets {
+                offsets[id as usize] = off;
+            }
+            Ok(ParsedExpr { expr: e, source: source.to_string(), offsets, max_id })
+        }
+        Err(errs) => Err(SyntaxErrors(format_parse_errors(source, &errs.errors))),
+    }
+}
+
+/// cel-go `common.Error.ToDisplayString` for every error, joined by newlines.
+fn format_parse_errors(source: &str, errors: &[ParseError]) -> String {
+    let mut out = Vec::new();
+    for e in errors {
+        // The cel crate reports 1-based lines and 1-based columns counted in bytes; cel-go
+        // reports 0-based columns in code points (displayed + 1).
+        let (line, col_bytes) = (e.pos.0, e.pos.1);
+        let mut msg = e.msg.clone();
+        if let Some(rest) = msg.strip_prefix("Recursion limit of ") {
+            let _ = rest;
+            msg = format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}");
+        }
+        if line <= 0 {
+            out.push(format!("ERROR: <input>:-1:0: {msg}"));
+            continue;
+        }
+        let line_text = source.split('\n').nth((line - 1) as usize).unwrap_or("");
+        let col_byte = (col_bytes - 1).max(0) as usize;
+        let col = line_text
+            .char_indices()
+            .take_while(|(i, _)| *i < col_byte)
+            .count();
+        out.push(display_error(source, line as usize, col, &msg));
+    }
+    out.join("\n")
+}
+
+/// cel-go's error display: `ERROR: <input>:L:C: msg`, then ` | line` and ` | ...^`.
+pub fn display_error(source: &str, line: usize, col: usize, msg: &str) -> String {
+    let mut s = format!("ERROR: <input>:{}:{}: {}", line, col + 1, msg);
+    if let Some(snippet) = source.split('\n').nth(line.wrapping_sub(1)) {
+        if snippet.len() <= 16384 {
+            let snippet = snippet.replace('\t', " ");
+            s.push_str("\n | ");
+            s.push_str(&snippet);
+            s.push_str("\n | ");
+            let mut chars = snippet.chars();
+            for _ in 0..col {
+                match chars.next() {
+                    Some(c) if c.len_utf8() > 1 => s.push('\u{ff0e}'),
+                    Some(_) => s.push('.'),
+                    None => break,
+                }
+            }
+            match chars.next() {
+                Some(c) if c.len_utf8() > 1 => s.push('\u{ff3e}'),
+                _ => s.push('^'),
+            }
+        }
+    }
+    s
+}
+
+struct ByteToCodePoint {
+    /// code-point index of each byte offset that starts a char
+    table: Vec<u32>,
+}
+
+impl ByteToCodePoint {
+    fn new(s: &str) -> Self {
+        let mut table = vec![0u32; s.len() + 1];
+        let mut cp = 0u32;
+        let mut last = 0;
+        for (i, _) in s.char_indices() {
+            for t in table.iter_mut().take(i + 1).skip(last) {
+                *t = cp;
+            }
+            cp += 1;
+            last = i + 1;
+        }
+        for t in table.iter_mut().skip(last) {
+            *t = cp;
+        }
+        ByteToCodePoint { table }
+    }
+    fn get(&self, byte: u32) -> u32 {
+        self.table.get(byte as usize).copied().unwrap_or_else(|| *self.table.last().unwrap_or(&0))
+    }
+}
+
+/// Renumbers the `cel` crate's ids densely and converts its AST into ours.
+struct Converter<'a> {
+    offsets: HashMap<ExprId, u32>,
+    info: &'a cast::SourceInfo,
+    byte_to_cp: &'a ByteToCodePoint,
+    next: ExprId,
+    ids: HashMap<u64, ExprId>,
+}
+
+impl Converter<'_> {
+    fn id(&mut self, old: u64) -> ExprId {
+        if let Some(&id) = self.ids.get(&old) {
+            // The same node reachable twice (macros may reuse one): give the copy its own id.
+            let _ = id;
+        }
+        let id = self.next;
+        self.next += 1;
+        self.ids.insert(old, id);
+        let off = self.info.offset_for(old).map(|(s, _)| self.byte_to_cp.get(s)).unwrap_or(0);
+        self.offsets.insert(id, off);
+        id
+    }
+
+    fn expr(&mut self, e: cast::IdedExpr) -> Expr {
+        let id = self.id(e.id);
+        let kind = match e.expr {
+            cast::Expr::Unspecified => ExprKind::Literal(Literal::Null),
+            cast::Expr::Literal(l) => ExprKind::Literal(match l {
+                cast::LiteralValue::Boolean(b) => Literal::Bool(*b.inner()),
+                cast::LiteralValue::Bytes(b) => Literal::Bytes(b.inner().to_vec()),
+                cast::LiteralValue::Double(d) => Literal::Double(*d.inner()),
+                cast::LiteralValue::Int(i) => Literal::Int(*i.inner()),
+                cast::LiteralValue::Null => Literal::Null,
+                cast::LiteralValue::String(s) => Literal::String(s.inner().to_string()),
+                cast::LiteralValue::UInt(u) => Literal::Uint(*u.inner()),
+            }),
+            cast::Expr::Ident(n) => ExprKind::Ident(n),
+            cast::Expr::Select(s) => ExprKind::Select {
+                operand: Box::new(self.expr(*s.operand)),
+                field: s.field,
+                test_only: s.test,
+            },
+            cast::Expr::Call(c) => {
+                let target = c.target.map(|t| Box::new(self.expr(*t)));
+                let args = c.args.into_iter().map(|a| self.expr(a)).collect();
+                ExprKind::Call { function: c.func_name, target, args }
+            }
+            cast::Expr::List(l) => ExprKind::List {
+                elements: l.elements.into_iter().map(|a| self.expr(a)).collect(),
+                optional_indices: l.optional_indices,
+            },
+            cast::Expr::Map(m) => {
+                let mut entries = Vec::new();
+                for en in m.entries {
+                    let eid = self.id(en.id);
+                    if let cast::EntryExpr::MapEntry(me) = en.expr {
+                        entries.push(MapEntry {
+                            id: eid,
+                            key: self.expr(me.key),
+                            value: self.expr(me.value),
+                            optional: me.optional,
+                        });
+                    }
+                }
+                ExprKind::Map { entries }
+            }
+            cast::Expr::Struct(s) => {
+                let mut fields = Vec::new();
+                for en in s.entries {
+                    let eid = self.id(en.id);
+                    if let cast::EntryExpr::StructField(f) = en.expr {
+                        fields.push(StructField {
+                            id: eid,
+                            name: f.field,
+                            value: self.expr(f.value),
+                            optional: f.optional,
+                        });
+                    }
+                }
+                ExprKind::Struct { type_name: s.type_name, fields }
+            }
+            cast::Expr::Comprehension(c) => {
+                let c = *c;
+                ExprKind::Comprehension(Box::new(Comprehension {
+                    iter_range: self.expr(c.iter_range),
+                    iter_var: c.iter_var,
+                    iter_var2: c.iter_var2,
+                    accu_var: c.accu_var,
+                    accu_init: self.expr(c.accu_init),
+                    loop_cond: self.expr(c.loop_cond),
+                    loop_step: self.expr(c.loop_step),
+                    result: self.expr(c.result),
+                }))
+            }
+        };
+        Expr { id, kind }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Macros, as cel-go expands them (parser/macro.go, ext/comprehensions.go, cel/library.go
+// optMap/optFlatMap, ext/lists.go sortBy). The accumulator is cel-go's hidden `@result`.
+
+const ACCU: &str = "@result";
+const LEGACY_ACCU: &str = "__result__";
+
+fn env_for(opts: ParserOptions) -> Arc<cel::Env> {
+    static ENVS: OnceLock<Mutex<HashMap<ParserOptions, Arc<cel::Env>>>> = OnceLock::new();
+    let m = ENVS.get_or_init(Default::default);
+    let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+    g.entry(opts).or_insert_with(|| Arc::new(build_env(opts))).clone()
+}
+
+fn build_env(opts: ParserOptions) -> cel::Env {
+    let mut env = cel::Env::default();
+    let mut add = |m: Macro| {
+        let _ = env.add_macro(m);
+    };
+    add(Macro::global("has", 1, has));
+    add(Macro::receiver("all", 2, |h, t, a| quantifier(Quant::All, h, t, a)));
+    add(Macro::receiver("exists", 2, |h, t, a| quantifier(Quant::Exists, h, t, a)));
+    add(Macro::receiver("exists_one", 2, |h, t, a| quantifier(Quant::ExistsOne, h, t, a)));
+    add(Macro::receiver("existsOne", 2, |h, t, a| quantifier(Quant::ExistsOne, h, t, a)));
+    add(Macro::receiver("map", 2, map_macro));
+    add(Macro::receiver("map", 3, map_macro));
+    add(Macro::receiver("filter", 2, filter_macro));
+    if opts.two_var_comprehensions {
+        add(Macro::receiver("all", 3, |h, t, a| quantifier2(Quant::All, h, t, a)));
+        add(Macro::receiver("exists", 3, |h, t, a| quantifier2(Quant::Exists, h, t, a)));
+        add(Macro::receiver("existsOne", 3, |h, t, a| quantifier2(Quant::ExistsOne, h, t, a)));
+        add(Macro::receiver("exists_one", 3, |h, t, a| quantifier2(Quant::ExistsOne, h, t, a)));
+        add(Macro::receiver("transformList", 3, |h, t, a| transform(Transform::List, h, t, a)));
+        add(Macro::receiver("transformList", 4, |h, t, a| transform(Transform::List, h, t, a)));
+        add(Macro::receiver("transformMap", 3, |h, t, a| transform(Transform::Map, h, t, a)));
+        add(Macro::receiver("transformMap", 4, |h, t, a| transform(Transform::Map, h, t, a)));
+        add(Macro::receiver("transformMapEntry", 3, |h, t, a| transform(Transform::MapEntry, h, t, a)));
+        add(Macro::receiver("transformMapEntry", 4, |h, t, a| transform(Transform::MapEntry, h, t, a)));
+    }
+    if opts.optional_syntax {
+        add(Macro::receiver("optMap", 2, |h, t, a| opt_map(false, h, t, a)));
+        add(Macro::receiver("optFlatMap", 2, |h, t, a| opt_map(true, h, t, a)));
+    }
+    if opts.lists_sort_by {
+        add(Macro::receiver("sortBy", 2, sort_by));
+    }
+    env
+}
+
+type MacroResult = Result<Option<cast::IdedExpr>, ParseError>;
+
+fn lit_bool(h: &mut MacroExprHelper, b: bool) -> cast::IdedExpr {
+    h.next_expr(cast::Expr::Literal(cast::LiteralValue::Boolean(b.into())))
+}
+fn lit_int(h: &mut MacroExprHelper, i: i64) -> cast::IdedExpr {
+    h.next_expr(cast::Expr::Literal(cast::LiteralValue::Int(i.into())))
+}
+fn ident(h: &mut MacroExprHelper, n: &str) -> cast::IdedExpr {
+    h.next_expr(cast::Expr::Ident(n.to_string()))
+}
+fn call(h: &mut MacroExprHelper, f: &str, args: Vec<cast::IdedExpr>) -> cast::IdedExpr {
+    h.next_expr(cast::Expr::Call(cast::CallExpr { func_name: f.to_string(), target: None, args }))
+}
+fn member_call(h: &mut MacroExprHelper, f: &str, target: cast::IdedExpr, args: Vec<cast::IdedExpr>) -> cast::IdedExpr {
+    h.next_expr(cast::Expr::Call(cast::CallExpr { func_name: f.to_string(), target: Some(Box::new(target)), args }))
+}
+fn list(h: &mut MacroExprHelper, elems: Vec<cast::IdedExpr>) -> cast::IdedExpr {
+    h.next_expr(cast::Expr::List(cast::ListExpr::new(elems)))
+}
+fn empty_map(h: &mut MacroExprHelper) -> cast::IdedExpr {
+    h.next_expr(cast::Expr::Map(cast::MapExpr { entries: vec![] }))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn comprehension(
+    h: &mut MacroExprHelper,
+    range: cast::IdedExpr,
+    v1: String,
+    v2: Option<String>,
+    accu: &str,
+    init: cast::IdedExpr,
+    cond: cast::IdedExpr,
+    step: cast::IdedExpr,
+    result: cast::IdedExpr,
+) -> cast::IdedExpr {
+    h.next_expr(cast::Expr::Comprehension(Box::new(cast::ComprehensionExpr {
+        iter_range: range,
+        iter_var: v1,
+        iter_var2: v2,
+        accu_var: accu.to_string(),
+        accu_init: init,
+        loop_cond: cond,
+        loop_step: step,
+        result,
+    })))
+}
+
+/// A deep copy with fresh ids (cel-go `ExprHelper.Copy`).
+fn copy(h: &mut MacroExprHelper, e: &cast::IdedExpr) -> cast::IdedExpr {
+    let kind = match &e.expr {
+        cast::Expr::Select(s) => cast::Expr::Select(cast::SelectExpr {
+            operand: Box::new(copy(h, &s.operand)),
+            field: s.field.clone(),
+            test: s.test,
+        }),
+        cast::Expr::Call(c) => cast::Expr::Call(cast::CallExpr {
+            func_name: c.func_name.clone(),
+            target: c.target.as_ref().map(|t| Box::new(copy(h, t))),
+            args: c.args.iter().map(|a| copy(h, a)).collect(),
+        }),
+        cast::Expr::List(l) => cast::Expr::List(cast::ListExpr::new_with_optionals(
+            l.elements.iter().map(|a| copy(h, a)).collect(),
+            l.optional_indices.clone(),
+        )),
+        cast::Expr::Map(m) => cast::Expr::Map(cast::MapExpr {
+            entries: m
+                .entries
+                .iter()
+                .map(|en| cast::IdedEntryExpr {
+                    id: h.next_expr(cast::Expr::Unspecified).id,
+                    expr: match &en.expr {
+                        cast::EntryExpr::MapEntry(me) => cast::EntryExpr::MapEntry(cast::MapEntryExpr {
+                            key: copy(h, &me.key),
+                            value: copy(h, &me.value),
+                            optional: me.optional,
+                        }),
+                        cast::EntryExpr::StructField(f) => cast::EntryExpr::StructField(cast::StructFieldExpr {
+                            field: f.field.clone(),
+                            value: copy(h, &f.value),
+                            optional: f.optional,
+                        }),
+                    },
+                })
+                .collect(),
+        }),
+        cast::Expr::Struct(s) => cast::Expr::Struct(cast::StructExpr {
+            type_name: s.type_name.clone(),
+            entries: s
+                .entries
+                .iter()
+                .map(|en| cast::IdedEntryExpr {
+                    id: h.next_expr(cast::Expr::Unspecified).id,
+                    expr: match &en.expr {
+                        cast::EntryExpr::StructField(f) => cast::EntryExpr::StructField(cast::StructFieldExpr {
+                            field: f.field.clone(),
+                            value: copy(h, &f.value),
+                            optional: f.optional,
+                        }),
+                        cast::EntryExpr::MapEntry(me) => cast::EntryExpr::MapEntry(cast::MapEntryExpr {
+                            key: copy(h, &me.key),
+                            value: copy(h, &me.value),
+                            optional: me.optional,
+                        }),
+                    },
+                })
+                .collect(),
+        }),
+        cast::Expr::Comprehension(c) => cast::Expr::Comprehension(Box::new(cast::ComprehensionExpr {
+            iter_range: copy(h, &c.iter_range),
+            iter_var: c.iter_var.clone(),
+            iter_var2: c.iter_var2.clone(),
+            accu_var: c.accu_var.clone(),
+            accu_init: copy(h, &c.accu_init),
+            loop_cond: copy(h, &c.loop_cond),
+            loop_step: copy(h, &c.loop_step),
+            result: copy(h, &c.result),
+        })),
+        other => other.clone(),
+    };
+    h.next_expr(kind)
+}
+
+fn has(h: &mut MacroExprHelper, _t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+    let arg = args.remove(0);
+    match arg.expr {
+        cast::Expr::Select(mut s) => {
+            s.test = true;
+            Ok(Some(h.next_expr(cast::Expr::Select(s))))
+        }
+        _ => Err(h.new_error(arg.id, "invalid argument to has() macro")),
+    }
+}
+
+fn iter_ident(h: &MacroExprHelper, e: &cast::IdedExpr, msg: &str) -> Result<String, ParseError> {
+    match &e.expr {
+        cast::Expr::Ident(n) => {
+            if n == ACCU || n == LEGACY_ACCU {
+                Err(h.new_error(e.id, "iteration variable overwrites accumulator variable"))
+            } else {
+                Ok(n.clone())
+            }
+        }
+        _ => Err(h.new_error(e.id, msg)),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Quant {
+    All,
+    Exists,
+    ExistsOne,
+}
+
+fn quant_parts(
+    q: Quant,
+    h: &mut MacroExprHelper,
+    pred: cast::IdedExpr,
+) -> (cast::IdedExpr, cast::IdedExpr, cast::IdedExpr, cast::IdedExpr) {
+    match q {
+        Quant::All => {
+            let init = lit_bool(h, true);
+            let a = ident(h, ACCU);
+            let cond = call(h, operators::NOT_STRICTLY_FALSE, vec![a]);
+            let a = ident(h, ACCU);
+            let step = call(h, operators::LOGICAL_AND, vec![a, pred]);
+            let result = ident(h, ACCU);
+            (init, cond, step, result)
+        }
+        Quant::Exists => {
+            let init = lit_bool(h, false);
+            let a = ident(h, ACCU);
+            let not = call(h, operators::LOGICAL_NOT, vec![a]);
+            let cond = call(h, operators::NOT_STRICTLY_FALSE, vec![not]);
+            let a = ident(h, ACCU);
+            let step = call(h, operators::LOGICAL_OR, vec![a, pred]);
+            let result = ident(h, ACCU);
+            (init, cond, step, result)
+        }
+        Quant::ExistsOne => {
+            let init = lit_int(h, 0);
+            let cond = lit_bool(h, true);
+            let a = ident(h, ACCU);
+            let one = lit_int(h, 1);
+            let add = call(h, operators::ADD, vec![a, one]);
+            let a = ident(h, ACCU);
+            let step = call(h, operators::CONDITIONAL, vec![pred, add, a]);
+            let a = ident(h, ACCU);
+            let one = lit_int(h, 1);
+            let result = call(h, operators::EQUALS, vec![a, one]);
+            (init, cond, step, result)
+        }
+    }
+}
+
+fn quantifier(q: Quant, h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+    let v = iter_ident(h, &args[0], "argument must be a simple name")?;
+    let pred = args.pop().unwrap();
+    args.clear();
+    let (init, cond, step, result) = quant_parts(q, h, pred);
+    let range = t.take().unwrap();
+    Ok(Some(comprehension(h, range, v, None, ACCU, init, cond, step, result)))
+}
+
+fn iter_vars(h: &MacroExprHelper, a0: &cast::IdedExpr, a1: &cast::IdedExpr) -> Result<(String, String), ParseError> {
+    let v1 = match &a0.expr {
+        cast::Expr::Ident(n) => n.clone(),
+        _ => return Err(h.new_error(a0.id, "argument must be a simple name")),
+    };
+    let v2 = match &a1.expr {
+        cast::Expr::Ident(n) => n.clone(),
+        _ => return Err(h.new_error(a1.id, "argument must be a simple name")),
+    };
+    if v1 == v2 {
+        return Err(h.new_error(a1.id, format!("duplicate variable name: {v1}")));
+    }
+    if v1 == ACCU || v1 == LEGACY_ACCU {
+        return Err(h.new_error(a0.id, "iteration variable overwrites accumulator variable"));
+    }
+    if v2 == ACCU || v2 == LEGACY_ACCU {
+        return Err(h.new_error(a1.id, "iteration variable overwrites accumulator variable"));
+    }
+    Ok((v1, v2))
+}
+
+fn quantifier2(q: Quant, h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+    let (v1, v2) = iter_vars(h, &args[0], &args[1])?;
+    let pred = args.pop().unwrap();
+    args.clear();
+    let (init, cond, step, result) = quant_parts(q, h, pred);
+    let range = t.take().unwrap();
+    Ok(Some(comprehension(h, range, v1, Some(v2), ACCU, init, cond, step, result)))
+}
+
+fn map_macro(h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+    let v = match &args[0].expr {
+        cast::Expr::Ident(n) if n == ACCU || n == LEGACY_ACCU => {
+            return Err(h.new_error(args[0].id, "iteration variable overwrites accumulator variable"));
+        }
+        cast::Expr::Ident(n) => n.clone(),
+        _ => return Err(h.new_error(args[0].id, "argument is not an identifier")),
+    };
+    let f = args.pop().unwrap();
+    let filter = if args.len() == 2 { args.pop() } else { None };
+    args.clear();
+    let range = t.take().unwrap();
+    Ok(Some(build_map(h, range, v, filter, f)))
+}
+
+fn build_map(h: &mut MacroExprHelper, range: cast::IdedExpr, v: String, filter: Option<cast::IdedExpr>, f: cast::IdedExpr) -> cast::IdedExpr {
+    let init = list(h, vec![]);
+    let cond = lit_bool(h, true);
+    let a = ident(h, ACCU);
+    let l = list(h, vec![f]);
+    let mut step = call(h, operators::ADD, vec![a, l]);
+    if let Some(p) = filter {
+        let a = ident(h, ACCU);
+        step = call(h, operators::CONDITIONAL, vec![p, step, a]);
+    }
+    let result = ident(h, ACCU);
+    comprehension(h, range, v, None, ACCU, init, cond, step, result)
+}
+
+fn filter_macro(h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+    let v = match &args[0].expr {
+        cast::Expr::Ident(n) if n == ACCU || n == LEGACY_ACCU => {
+            return Err(h.new_error(args[0].id, "iteration variable overwrites accumulator variable"));
+        }
+        cast::Expr::Ident(n) => n.clone(),
+        _ => return Err(h.new_error(args[0].id, "argument is not an identifier")),
+    };
+    let p = args.pop().unwrap();
+    let var = args.pop().unwrap();
+    let range = t.take().unwrap();
+    let init = list(h, vec![]);
+    let cond = lit_bool(h, true);
+    let a = ident(h, ACCU);
+    let l = list(h, vec![var]);
+    let step = call(h, operators::ADD, vec![a, l]);
+    let a = ident(h, ACCU);
+    let step = call(h, operators::CONDITIONAL, vec![p, step, a]);
+    let result = ident(h, ACCU);
+    Ok(Some(comprehension(h, range, v, None, ACCU, init, cond, step, result)))
+}
+
+#[derive(Clone, Copy)]
+enum Transform {
+    List,
+    Map,
+    MapEntry,
+}
+
+fn transform(k: Transform, h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+    let (v1, v2) = iter_vars(h, &args[0], &args[1])?;
+    let f = args.pop().unwrap();
+    let filter = if args.len() == 3 { args.pop() } else { None };
+    args.clear();
+    let range = t.take().unwrap();
+    let init = match k {
+        Transform::List => list(h, vec![]),
+        _ => empty_map(h),
+    };
+    let cond = lit_bool(h, true);
+    let a = ident(h, ACCU);
+    let mut step = match k {
+        Transform::List => {
+            let l = list(h, vec![f]);
+            call(h, operators::ADD, vec![a, l])
+        }
+        Transform::Map => {
+            let k1 = ident(h, &v1);
+            call(h, "cel.@mapInsert", vec![a, k1, f])
+        }
+        Transform::MapEntry => call(h, "cel.@mapInsert", vec![a, f]),
+    };
+    if let Some(p) = filter {
+        let a = ident(h, ACCU);
+        step = call(h, operators::CONDITIONAL, vec![p, step, a]);
+    }
+    let result = ident(h, ACCU);
+    Ok(Some(comprehension(h, range, v1, Some(v2), ACCU, init, cond, step, result)))
+}
+
+fn opt_map(flat: bool, h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+    let var = match &args[0].expr {
+        cast::Expr::Ident(n) => n.clone(),
+        _ => {
+            let m = if flat {
+                "optFlatMap() variable name must be a simple identifier"
+            } else {
+                "optMap() variable name must be a simple identifier"
+            };
+            return Err(h.new_error(args[0].id, m));
+        }
+    };
+    let f = args.pop().unwrap();
+    args.clear();
+    let target = t.take().unwrap();
+    let target_copy = copy(h, &target);
+    let has_value = member_call(h, "hasValue", target, vec![]);
+    let empty = list(h, vec![]);
+    let value = member_call(h, "value", target_copy, vec![]);
+    let cond = lit_bool(h, false);
+    let step = ident(h, &var);
+    let bind = comprehension(h, empty, "#unused".into(), None, &var, value, cond, step, f);
+    let then = if flat { bind } else { call(h, "optional.of", vec![bind]) };
+    let none = call(h, "optional.none", vec![]);
+    Ok(Some(call(h, operators::CONDITIONAL, vec![has_value, then, none])))
+}
+
+fn sort_by(h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+    const INPUT: &str = "@__sortBy_input__";
+    let target_ok = matches!(
+        t.as_ref().map(|e| &e.expr),
+        Some(cast::Expr::List(_) | cast::Expr::Select(_) | cast::Expr::Ident(_) | cast::Expr::Comprehension(_) | cast::Expr::Call(_))
+    );
+    if !target_ok {
+        let id = t.as_ref().map(|e| e.id).unwrap_or(0);
+        return Err(h.new_error(id, "sortBy can only be applied to a list, identifier, comprehension, call or select expression"));
+    }
+    let var_ident = ident(h, INPUT);
+    let v = match &args[0].expr {
+        cast::Expr::Ident(n) if n == ACCU || n == LEGACY_ACCU => {
+            return Err(h.new_error(args[0].id, "iteration variable overwrites accumulator variable"));
+        }
+        cast::Expr::Ident(n) => n.clone(),
+        _ => return Err(h.new_error(args[0].id, "argument is not an identifier")),
+    };
+    let f = args.pop().unwrap();
+    args.clear();
+    let range = copy(h, &var_ident);
+    let map_compr = build_map(h, range, v, None, f);
+    let recv = copy(h, &var_ident);
+    let call_expr = member_call(h, "@sortByAssociatedKeys", recv, vec![map_compr]);
+    let target = t.take().unwrap();
+    let empty = list(h, vec![]);
+    let cond = lit_bool(h, false);
+    Ok(Some(comprehension(h, empty, "#unused".into(), None, INPUT, target, cond, var_ident, call_expr)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<ParsedExpr, SyntaxErrors> {
+        parse(s, ParserOptions::for_version(Version::new(1, 35)))
+    }
+
+    #[test]
+    fn syntax_errors_read_like_cel_go() {
+        let e = p("self.all(x,").unwrap_err();
+        assert_eq!(
+            e.0,
+            "ERROR: <input>:1:12: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.all(x,\n | ...........^"
+        );
+    }
+
+    #[test]
+    fn macros_expand_to_comprehensions() {
+        let e = p("self.all(x, x > 0)").unwrap();
+        assert!(matches!(e.expr.kind, ExprKind::Comprehension(_)));
+        let e = p("self.all(k, v, v > 0)").unwrap();
+        match e.expr.kind {
+            ExprKind::Comprehension(c) => assert_eq!(c.iter_var2.as_deref(), Some("v")),
+            _ => panic!(),
+        }
+        let e = p("self.transformMap(k, v, v + 1)").unwrap();
+        assert!(matches!(e.expr.kind, ExprKind::Comprehension(_)));
+        let e = p("optional.of(1).optMap(x, x + 1)").unwrap();
+        assert!(matches!(e.expr.kind, ExprKind::Call { .. }));
+    }
+
+    #[test]
+    fn ids_are_dense_and_unique() {
+        let e = p("self.l.filter(x, x.a).map(y, y.b).exists(z, z == 'a')").unwrap();
+        let mut ids = Vec::new();
+        e.expr.walk(&mut |n| ids.push(n.id));
+        let n = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), n);
+        assert!(ids.iter().all(|&i| i > 0 && i < e.max_id));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = "(".repeat(100_001);
+        assert!(p(&deep).unwrap_err().0.contains("expression code point size exceeds limit"));
+        let deep = format!("{}1{}", "(".repeat(300), ")".repeat(300));
+        assert!(p(&deep).unwrap_err().0.contains("recursion limit exceeded"));
+        let chain = format!("a{}", ".b".repeat(5000));
+        assert!(p(&chain).unwrap_err().0.contains("recursion limit exceeded"));
+        let sum = format!("1{}", " + 1".repeat(5000));
+        assert!(p(&sum).unwrap_err().0.contains("recursion limit exceeded"));
+        let ok = format!("a{}", " || a".repeat(5000));
+        assert!(p(&ok).is_ok());
+    }
+}
