@@ -1,2 +1,8 @@
 pub mod cel;
+pub mod crd;
+pub mod estimate;
+pub mod input;
 pub mod report;
+pub mod schema;
+
+pub use estimate::Estimator;

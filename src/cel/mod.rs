@@ -4,4 +4,8 @@
 pub mod ast;
 pub mod decls;
 pub mod parse;
+pub mod checker;
+pub mod cost;
+pub mod env;
+pub mod k8s_cost;
 pub mod types;

@@ -1,0 +1,173 @@
+//! A compile environment for one Kubernetes version: which libraries, macros and parser
+//! options exist (k8s.io/apiserver pkg/cel/environment/base.go), and `compile` = parse, check,
+//! AST validators, as cel-go's `Env.Compile` does.
+
+use super::ast::{Expr, ExprKind, Literal};
+use super::checker::{check, CheckEnv, CheckedExpr, TypeProvider};
+use super::decls::{Declarations, Version};
+use super::parse::{display_error, parse, ParserOptions};
+use super::types::Type;
+
+/// The environment of one Kubernetes version. `compatibility` is the CEL compatibility version
+/// (the API server's minor − 1), which decides what new expressions may use.
+pub struct Env {
+    pub kubernetes: Version,
+    pub compatibility: Version,
+    pub decls: Declarations,
+    pub parser: ParserOptions,
+}
+
+/// A compile failure, formatted like cel-go's `Issues.String()`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileError(pub String);
+
+impl Env {
+    /// The environment of a Kubernetes minor version (`NewExpressions`: the compatibility
+    /// version is one minor lower).
+    pub fn for_kubernetes(kubernetes: Version) -> Env {
+        let compatibility = Version::new(kubernetes.major, kubernetes.minor.saturating_sub(1));
+        Env {
+            kubernetes,
+            compatibility,
+            decls: Declarations::for_version(compatibility),
+            parser: ParserOptions::for_version(compatibility),
+        }
+    }
+
+    /// Parses, type-checks and validates `source` with the given variables.
+    pub fn compile(
+        &self,
+        source: &str,
+        vars: &[(String, Type)],
+        provider: &dyn TypeProvider,
+    ) -> Result<CheckedExpr, CompileError> {
+        let parsed = parse(source, self.parser).map_err(|e| CompileError(e.0))?;
+        let env = CheckEnv { decls: &self.decls, vars, provider, homogeneous_literals: true };
+        let checked = match check(parsed, &env) {
+            Ok(c) => c,
+            Err((parsed, errors)) => {
+                let mut located: Vec<(usize, usize, String)> = errors
+                    .into_iter()
+                    .map(|e| {
+                        let (l, c) = parsed.location(e.id);
+                        (l, c, e.message)
+                    })
+                    .collect();
+                return Err(CompileError(format_issues(&parsed.source, &mut located)));
+            }
+        };
+        if self.compatibility >= Version::new(1, 29) {
+            let mut issues = Vec::new();
+            validate_literals(&checked, checked.expr(), &mut issues);
+            if !issues.is_empty() {
+                let mut located: Vec<(usize, usize, String)> = issues
+                    .into_iter()
+                    .map(|(id, m)| {
+                        let (l, c) = checked.parsed.location(id);
+                        (l, c, m)
+                    })
+                    .collect();
+                return Err(CompileError(format_issues(&checked.parsed.source, &mut located)));
+            }
+        }
+        Ok(checked)
+    }
+}
+
+/// cel-go `Errors.ToDisplayString`: sorted by location (stable), at most 100 shown.
+fn format_issues(source: &str, errs: &mut [(usize, usize, String)]) -> String {
+    errs.sort_by_key(|(l, c, _)| (*l, *c));
+    let mut out: Vec<String> = errs.iter().take(100).map(|(l, c, m)| display_error(source, *l, *c, m)).collect();
+    if errs.len() > 100 {
+        out.push(format!("{} more errors were truncated", errs.len() - 100));
+    }
+    out.join("\n")
+}
+
+/// The AST validators Kubernetes enables from 1.29 (cel-go `cel/validator.go`): literal
+/// arguments of `duration`, `timestamp` and `matches` must be valid, aggregate literals
+/// homogeneous (the checker already enforces the latter with `HomogeneousAggregateLiterals`).
+fn validate_literals(checked: &CheckedExpr, e: &Expr, issues: &mut Vec<(u32, String)>) {
+    e.walk(&mut |n| {
+        if let ExprKind::Call { function, args, .. } = &n.kind {
+            let Some(ExprKind::Literal(lit)) = args.first().map(|a| &a.kind) else { return };
+            let ok = match (function.as_str(), lit) {
+                ("duration", Literal::String(s)) => parse_duration(s).is_some(),
+                ("timestamp", Literal::String(s)) => valid_timestamp(s),
+                ("timestamp", Literal::Int(_)) => true,
+                ("matches", Literal::String(s)) => regex_syntax::Parser::new().parse(s).is_ok(),
+                ("duration" | "timestamp" | "matches", _) => true,
+                _ => return,
+            };
+            if !ok {
+                issues.push((args[0].id, format!("invalid {function} argument")));
+            }
+        }
+    });
+    let _ = checked;
+}
+
+/// Go `time.ParseDuration` (as cel-go's `duration()` uses it): nanoseconds, or `None`.
+pub fn parse_duration(s: &str) -> Option<i128> {
+    let mut rest = s;
+    let mut neg = false;
+    if let Some(r) = rest.strip_prefix('-') {
+        neg = true;
+        rest = r;
+    } else if let Some(r) = rest.strip_prefix('+') {
+        rest = r;
+    }
+    if rest == "0" {
+        return Some(0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: f64 = 0.0;
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        if num_end == 0 {
+            return None;
+        }
+        let num: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit = &rest[..unit_end];
+        rest = &rest[unit_end..];
+        let mult = match unit {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        total += num * mult;
+    }
+    if total > 9.223_372_036_854_775_807e18 {
+        return None;
+    }
+    Some(if neg { -(total as i128) } else { total as i128 })
+}
+
+/// RFC 3339 timestamps as cel-go's `timestamp()` accepts them.
+fn valid_timestamp(s: &str) -> bool {
+    chrono::DateTime::parse_from_rfc3339(s).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1h"), Some(3_600_000_000_000));
+        assert_eq!(parse_duration("1m30s"), Some(90_000_000_000));
+        assert_eq!(parse_duration("1.5s"), Some(1_500_000_000));
+        assert_eq!(parse_duration("0"), Some(0));
+        assert_eq!(parse_duration("1"), None);
+        assert_eq!(parse_duration("1d"), None);
+        assert_eq!(parse_duration(""), None);
+    }
+}

@@ -1,0 +1,417 @@
+//! The CRD walk: which schemas the API server validates, the cardinality of every node, the
+//! per-rule and per-schema accounting and the API server's field errors
+//! (k8s.io/apiextensions-apiserver pkg/apis/apiextensions/validation, validation.go and
+//! cel_validation.go). This is accounting, not CEL: CEL is reached through [`compile_rule`].
+
+mod compile;
+pub mod fielderr;
+mod validate;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use compile::{compile_rule, RuleCompilation};
+use fielderr::FieldError;
+
+use crate::cel::env::Env;
+use crate::report::{Drivers, ObjectReport, RuleReport, SchemaReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT};
+use crate::schema::decltype::{schema_decl_type, DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES};
+use crate::schema::{Schema, SchemaReadError};
+
+/// A schema root the API server validates.
+struct SchemaRoot {
+    field_path: String,
+    versions: Vec<String>,
+    schema: Schema,
+    status_enabled: bool,
+}
+
+/// Estimates one CRD object (apiextensions.k8s.io/v1, as JSON).
+pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
+    let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut report = ObjectReport {
+        source: source.to_string(),
+        kind: "CustomResourceDefinition".into(),
+        api_version: crd.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
+        name,
+        kubernetes_version: format!("v{}", env.kubernetes),
+        ..Default::default()
+    };
+    let mut errors: Vec<FieldError> = Vec::new();
+    let roots = match schema_roots(crd) {
+        Ok(r) => r,
+        Err(e) => {
+            errors.push(FieldError::invalid(&e.path, fielderr::BadValue::Omit, &e.message));
+            report.errors = errors.iter().map(FieldError::to_string).collect();
+            report.valid = false;
+            return report;
+        }
+    };
+    errors.extend(validate::validate_crd_spec(crd));
+    for root in roots {
+        let (schema_report, errs) = estimate_schema(env, &root);
+        errors.extend(errs);
+        report.schemas.push(schema_report);
+    }
+    report.valid = errors.is_empty();
+    report.errors = errors.iter().map(FieldError::to_string).collect();
+    report
+}
+
+/// The validated schema roots: one hoisted `spec.validation.openAPIV3Schema` when every version
+/// has the same schema (the v1 → internal conversion), else one per version that has one.
+fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot>, SchemaReadError> {
+    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
+    if versions.is_empty() {
+        return Ok(vec![]);
+    }
+    let names: Vec<String> =
+        versions.iter().map(|v| v.get("name").and_then(Value::as_str).unwrap_or_default().to_string()).collect();
+    let schema_of = |v: &Value| v.get("schema").filter(|s| !s.is_null()).cloned();
+    let sub_of = |v: &Value| v.get("subresources").filter(|s| !s.is_null()).cloned();
+    let first = schema_of(&versions[0]);
+    let identical = versions.iter().all(|v| schema_of(v) == first);
+    let first_sub = sub_of(&versions[0]);
+    let subs_identical = versions.iter().all(|v| sub_of(v) == first_sub);
+    let status_of = |s: Option<Value>| s.is_some_and(|s| s.get("status").is_some_and(|x| !x.is_null()));
+    let any_status = versions.iter().any(|v| status_of(sub_of(v)));
+    let mut roots = Vec::new();
+    if identical {
+        if let Some(s) = first.as_ref().and_then(|s| s.get("openAPIV3Schema")).filter(|s| !s.is_null()) {
+            let path = "spec.validation.openAPIV3Schema";
+            roots.push(SchemaRoot {
+                field_path: path.into(),
+                versions: names,
+                schema: Schema::from_json(s, path)?,
+                status_enabled: if subs_identical { status_of(first_sub) } else { any_status },
+            });
+        }
+        return Ok(roots);
+    }
+    for (i, v) in versions.iter().enumerate() {
+        if let Some(s) = schema_of(v).as_ref().and_then(|s| s.get("openAPIV3Schema")).filter(|s| !s.is_null()) {
+            let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            roots.push(SchemaRoot {
+                schema: Schema::from_json(s, &path)?,
+                field_path: path,
+                versions: vec![names[i].clone()],
+                status_enabled: if subs_identical { status_of(first_sub.clone()) } else { status_of(sub_of(v)) },
+            });
+        }
+    }
+    Ok(roots)
+}
+
+/// The CEL context of one schema node (`CELSchemaContext`).
+#[derive(Clone)]
+struct Ctx {
+    /// Cardinality from ancestors' maxItems / maxProperties; `None` = unbounded.
+    cardinality: Option<u64>,
+    /// The node's DeclType when an ancestor provided type info.
+    decl: Option<Arc<DeclType>>,
+    /// Ancestors (display paths) with no maxItems / maxProperties.
+    unbounded_ancestors: Vec<String>,
+    /// Whether oldSelf is forbidden below (the uncorrelatable path).
+    old_self_forbidden: Option<String>,
+    is_root: bool,
+    inside_resource_meta: bool,
+}
+
+struct Walk<'e> {
+    env: &'e Env,
+    provider: DeclTypeProvider,
+    total: u64,
+    most_expensive: Vec<(String, u64)>,
+    rules: Vec<RuleReport>,
+    rule_count: u64,
+}
+
+/// Estimates one schema root; returns the report and the field errors.
+fn estimate_schema(env: &Env, root: &SchemaRoot) -> (SchemaReport, Vec<FieldError>) {
+    let mut errors = Vec::new();
+    let s = &root.schema;
+    errors.extend(validate::validate_root(s, &root.field_path, root.status_enabled));
+    let structural_errors = validate::validate_structural(s, &root.field_path);
+    let cel_enabled = structural_errors.is_empty();
+    errors.extend(structural_errors);
+    let root_decl = schema_decl_type(s, true, env.compatibility, "selfType");
+    let provider = DeclTypeProvider::new(&root_decl.iter().collect::<Vec<_>>(), env.compatibility);
+    let mut w = Walk { env, provider, total: 0, most_expensive: Vec::new(), rules: Vec::new(), rule_count: 0 };
+    let ctx = Ctx {
+        cardinality: Some(1),
+        decl: root_decl,
+        unbounded_ancestors: vec![],
+        old_self_forbidden: None,
+        is_root: true,
+        inside_resource_meta: false,
+    };
+    let mut schema_errors = Vec::new();
+    let mut cel_errors = Vec::new();
+    w.walk(s, &root.field_path, "^", &ctx, cel_enabled, &mut schema_errors, &mut cel_errors);
+    errors.extend(schema_errors);
+    errors.extend(cel_errors);
+    if cel_enabled && w.total > PER_SCHEMA_COST_LIMIT {
+        for (path, _) in &w.most_expensive {
+            errors.push(FieldError::forbidden(
+                path,
+                "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+            ));
+        }
+        errors.push(FieldError::forbidden(
+            &root.field_path,
+            &cost_error_message(
+                "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+                w.total,
+                PER_SCHEMA_COST_LIMIT,
+            ),
+        ));
+    }
+    let report = SchemaReport {
+        schema_field_path: root.field_path.clone(),
+        versions: root.versions.clone(),
+        total_cost: w.total,
+        exceeds_total_limit: w.total > PER_SCHEMA_COST_LIMIT,
+        rule_count: w.rule_count,
+        rules: w.rules,
+    };
+    (report, errors)
+}
+
+/// `getCostErrorMessage`.
+pub fn cost_error_message(name: &str, cost: u64, limit: u64) -> String {
+    let x = cost as f64 / limit as f64;
+    let factor = if x > 100.0 {
+        "more than 100x".to_string()
+    } else if x < 1.5 {
+        format!("{x:.6}x")
+    } else {
+        format!("{x:.1}x")
+    };
+    format!(
+        "{name} exceeds budget by factor of {factor} (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+    )
+}
+
+/// `multiplyWithOverflowGuard`.
+pub fn multiply_with_overflow_guard(base: u64, card: u64) -> u64 {
+    if base == 0 {
+        0
+    } else if u64::MAX / base < card {
+        u64::MAX
+    } else {
+        base * card
+    }
+}
+
+/// `extractMaxElements` of a parent: what its children's cardinality is multiplied by.
+fn max_elements(s: &Schema) -> Option<u64> {
+    match s.type_.as_str() {
+        "object" => {
+            if s.additional_properties.is_some() {
+                s.max_properties.map(|m| m.max(0) as u64)
+            } else {
+                Some(1)
+            }
+        }
+        "array" => s.max_items.map(|m| m.max(0) as u64),
+        _ => Some(1),
+    }
+}
+
+impl Walk<'_> {
+    fn child_ctx(&self, parent: &Schema, ctx: &Ctx, display: &str, decl: Option<Arc<DeclType>>) -> Ctx {
+        let mut unbounded = ctx.unbounded_ancestors.clone();
+        let cardinality = match (ctx.cardinality, max_elements(parent)) {
+            (Some(c), Some(e)) => Some(multiply_with_overflow_guard_card(c, e)),
+            (_, None) => {
+                unbounded.push(display.to_string());
+                None
+            }
+            (None, _) => None,
+        };
+        Ctx {
+            cardinality,
+            decl,
+            unbounded_ancestors: unbounded,
+            old_self_forbidden: ctx.old_self_forbidden.clone(),
+            is_root: false,
+            inside_resource_meta: ctx.inside_resource_meta,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &mut self,
+        s: &Schema,
+        fld: &str,
+        display: &str,
+        ctx: &Ctx,
+        cel_enabled: bool,
+        schema_errors: &mut Vec<FieldError>,
+        cel_errors: &mut Vec<FieldError>,
+    ) {
+        let errors_before = schema_errors.len();
+        schema_errors.extend(validate::validate_node(s, fld, ctx.inside_resource_meta, ctx.is_root));
+        if let Some(ap) = s.additional_properties_schema() {
+            let decl = ctx.decl.as_ref().and_then(|d| d.elem().cloned());
+            let child_display = format!("{display}[*]");
+            let c = self.child_ctx(s, ctx, display, decl);
+            self.walk(ap, &format!("{fld}.additionalProperties"), &child_display, &c, cel_enabled, schema_errors, cel_errors);
+        }
+        for (pname, prop) in &s.properties {
+            let decl = ctx.decl.as_ref().and_then(|d| crate::schema::decltype::escape(pname).and_then(|e| d.field(&e).cloned()));
+            let child_display = format!("{display}.{pname}");
+            let mut c = self.child_ctx(s, ctx, display, decl);
+            if c.old_self_forbidden.is_none() && !matches!(s.x_map_type.as_deref(), None | Some("granular") | Some("atomic")) {
+                c.old_self_forbidden = Some(fld.to_string());
+            }
+            if (ctx.is_root || s.x_embedded_resource) && matches!(pname.as_str(), "metadata" | "kind" | "apiVersion") {
+                c.inside_resource_meta = true;
+            }
+            self.walk(prop, &format!("{fld}.properties[{pname}]"), &child_display, &c, cel_enabled, schema_errors, cel_errors);
+        }
+        if let Some(items) = &s.items {
+            let decl = ctx.decl.as_ref().and_then(|d| d.elem().cloned());
+            let child_display = format!("{display}[*]");
+            let mut c = self.child_ctx(s, ctx, display, decl);
+            if c.old_self_forbidden.is_none() && s.x_list_type.as_deref() != Some("map") {
+                c.old_self_forbidden = Some(fld.to_string());
+            }
+            self.walk(items, &format!("{fld}.items"), &child_display, &c, cel_enabled, schema_errors, cel_errors);
+        }
+        if s.x_validations.is_empty() {
+            return;
+        }
+        self.rule_count += s.x_validations.len() as u64;
+        let subtree_ok = schema_errors.len() == errors_before;
+        let compile = cel_enabled && subtree_ok;
+        // Type info: from the ancestors when they have it, else converted from this node.
+        let mut local_provider = None;
+        let decl = match &ctx.decl {
+            Some(d) => Some(d.clone()),
+            None => {
+                let d = schema_decl_type(s, ctx.is_root || s.x_embedded_resource, self.env.compatibility, "selfType");
+                if let Some(d) = &d {
+                    local_provider = Some(DeclTypeProvider::new(&[d], self.env.compatibility));
+                }
+                d
+            }
+        };
+        let display_path = if display == "^" { "^".to_string() } else { display.to_string() };
+        if compile && decl.is_none() {
+            cel_errors.push(FieldError::internal(
+                &format!("{fld}.x-kubernetes-validations"),
+                "internal error: failed to construct type information for x-kubernetes-validations rules: unable to convert structural schema to CEL declarations",
+            ));
+        }
+        for (i, rule) in s.x_validations.iter().enumerate() {
+            let rule_fld = format!("{fld}.x-kubernetes-validations[{i}].rule");
+            let mut r = RuleReport {
+                path: display_path.clone(),
+                node_field_path: fld.to_string(),
+                rule_field_path: rule_fld.clone(),
+                index: i as u64,
+                rule: rule.rule.clone(),
+                schema_max_cardinality: ctx.cardinality,
+                message_expression: if rule.message_expression.is_empty() { None } else { Some(rule.message_expression.clone()) },
+                compiled_by_apiserver: compile && decl.is_some(),
+                ..Default::default()
+            };
+            if !compile || decl.is_none() {
+                self.rules.push(r);
+                continue;
+            }
+            let decl = decl.as_ref().unwrap();
+            let provider: &DeclTypeProvider = local_provider.as_ref().unwrap_or(&self.provider);
+            let cr = compile_rule(self.env, rule, decl, provider);
+            let fallback = MAX_REQUEST_SIZE_BYTES as u64 / (decl.min_serialized_size as u64 + 1);
+            r.max_cost = cr.max_cost;
+            r.max_cardinality = if cr.error.is_none() { fallback } else { 0 };
+            r.uses_old_self = cr.uses_old_self;
+            r.cardinality_used = ctx.cardinality.unwrap_or(r.max_cardinality);
+            r.cost = multiply_with_overflow_guard(cr.max_cost, r.cardinality_used);
+            r.exceeds_cost_limit = r.cost > PER_RULE_COST_LIMIT;
+            r.compile_error = cr.error.as_ref().map(|e| e.detail.clone());
+            r.message_expression_cost = cr.message_expression_cost;
+            r.message_expression_compile_error = cr.message_error.clone();
+            if r.cost > PER_RULE_COST_LIMIT {
+                cel_errors.push(FieldError::forbidden(
+                    &rule_fld,
+                    &cost_error_message("estimated rule cost", r.cost, PER_RULE_COST_LIMIT),
+                ));
+            }
+            self.observe(&rule_fld, r.cost);
+            if let Some(e) = &cr.error {
+                if e.required {
+                    cel_errors.push(FieldError::required(&rule_fld, &e.detail));
+                } else {
+                    cel_errors.push(FieldError::invalid(&rule_fld, fielderr::BadValue::Rule(rule.clone()), &e.detail));
+                }
+            }
+            let me_fld = format!("{fld}.x-kubernetes-validations[{i}].messageExpression");
+            if let Some(me) = &cr.message_error {
+                cel_errors.push(FieldError::invalid(&me_fld, fielderr::BadValue::Rule(rule.clone()), me));
+            } else if let Some(mc) = cr.message_expression_cost {
+                if mc > PER_RULE_COST_LIMIT {
+                    cel_errors.push(FieldError::forbidden(
+                        &me_fld,
+                        &cost_error_message("estimated messageExpression cost", mc, PER_RULE_COST_LIMIT),
+                    ));
+                }
+                self.observe(&me_fld, mc);
+            }
+            if cr.uses_old_self {
+                if let Some(p) = &ctx.old_self_forbidden {
+                    cel_errors.push(FieldError::invalid(
+                        &rule_fld,
+                        fielderr::BadValue::Str(rule.rule.clone()),
+                        &format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {p}"),
+                    ));
+                }
+            } else if let Some(b) = rule.optional_old_self {
+                cel_errors.push(FieldError::invalid(
+                    &format!("{fld}.x-kubernetes-validations[{i}].optionalOldSelf"),
+                    fielderr::BadValue::Bool(b),
+                    "may not be set if oldSelf is not used in rule",
+                ));
+            }
+            r.drivers = Drivers {
+                unbounded_ancestors: if ctx.cardinality.is_none() { ctx.unbounded_ancestors.clone() } else { vec![] },
+                unbounded_fields: cr.unbounded_fields.iter().map(|f| join_display(&display_path, f)).collect(),
+            };
+            self.rules.push(r);
+        }
+    }
+
+    /// `TotalCost.ObserveExpressionCost`.
+    fn observe(&mut self, path: &str, cost: u64) {
+        self.total = self.total.saturating_add(cost);
+        if cost < PER_SCHEMA_COST_LIMIT / 100 {
+            return;
+        }
+        self.most_expensive.push((path.to_string(), cost));
+        self.most_expensive.sort_by(|a, b| b.1.cmp(&a.1));
+        self.most_expensive.truncate(4);
+    }
+}
+
+fn multiply_with_overflow_guard_card(c: u64, e: u64) -> u64 {
+    if c == 0 {
+        0
+    } else if u64::MAX / c < e {
+        u64::MAX
+    } else {
+        c * e
+    }
+}
+
+fn join_display(node: &str, rel: &str) -> String {
+    if rel.is_empty() {
+        node.to_string()
+    } else if rel.starts_with('[') {
+        format!("{node}{rel}")
+    } else {
+        format!("{node}.{rel}")
+    }
+}

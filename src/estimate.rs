@@ -1,0 +1,67 @@
+//! The estimator's entry point: Kubernetes objects (as JSON values) in, reports out. Pure: no
+//! IO, no cluster client. The CLI and the operator both call this.
+
+use serde_json::Value;
+
+use crate::cel::decls::Version;
+use crate::cel::env::Env;
+use crate::crd::estimate_crd;
+use crate::report::ObjectReport;
+
+/// The default Kubernetes version of the cost model.
+pub const DEFAULT_KUBERNETES_VERSION: Version = Version::new(1, 36);
+
+/// What an object is, for the estimator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetKind {
+    CustomResourceDefinition,
+    ValidatingAdmissionPolicy,
+}
+
+impl TargetKind {
+    /// The estimable kind of a manifest, from `apiVersion` and `kind`.
+    pub fn of(v: &Value) -> Option<TargetKind> {
+        let kind = v.get("kind").and_then(Value::as_str)?;
+        let api = v.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+        match (kind, api) {
+            ("CustomResourceDefinition", "apiextensions.k8s.io/v1") => Some(TargetKind::CustomResourceDefinition),
+            ("ValidatingAdmissionPolicy", "admissionregistration.k8s.io/v1" | "admissionregistration.k8s.io/v1beta1") => {
+                Some(TargetKind::ValidatingAdmissionPolicy)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// An estimator for one Kubernetes version.
+pub struct Estimator {
+    env: Env,
+}
+
+impl Default for Estimator {
+    fn default() -> Self {
+        Estimator::new(DEFAULT_KUBERNETES_VERSION)
+    }
+}
+
+impl Estimator {
+    pub fn new(kubernetes: Version) -> Self {
+        Estimator { env: Env::for_kubernetes(kubernetes) }
+    }
+
+    pub fn kubernetes_version(&self) -> Version {
+        self.env.kubernetes
+    }
+
+    /// Estimates an object; `None` when its kind is not one the estimator handles.
+    pub fn estimate(&self, v: &Value, source: &str) -> Option<ObjectReport> {
+        match TargetKind::of(v)? {
+            TargetKind::CustomResourceDefinition => Some(self.estimate_crd(v, source)),
+            TargetKind::ValidatingAdmissionPolicy => None,
+        }
+    }
+
+    pub fn estimate_crd(&self, v: &Value, source: &str) -> ObjectReport {
+        estimate_crd(&self.env, v, source)
+    }
+}

@@ -1,0 +1,423 @@
+//! Reading manifests: multi-document YAML (with the YAML 1.1 scalar rules of the go-yaml v2
+//! fork behind `sigs.k8s.io/yaml`, which the API server and kubectl use), JSON, and `kind: List`.
+//! Built on `saphyr-parser` events, with limits on nesting and alias expansion so that hostile
+//! input fails with an error instead of exhausting memory.
+
+use std::collections::HashMap;
+
+use saphyr_parser::{Event, Parser, ScalarStyle};
+use serde_json::{Map, Number, Value};
+
+/// Containers nested deeper than this are refused.
+pub const MAX_DEPTH: usize = 10_000;
+/// Aliases may not expand a document to more than this many nodes beyond what it spells out.
+pub const MAX_ALIAS_NODES: usize = 1_000_000;
+
+/// One document of a manifest file.
+#[derive(Debug)]
+pub struct Document {
+    /// 1-based document number within the file.
+    pub index: usize,
+    /// The document, or why it could not be read.
+    pub value: Result<Value, String>,
+}
+
+/// Splits and parses a manifest file. JSON is YAML, so one parser serves both.
+pub fn parse_documents(text: &str) -> Vec<Document> {
+    if text.as_bytes().contains(&0) {
+        return vec![Document { index: 1, value: Err("the file is binary (contains NUL bytes), not YAML or JSON".into()) }];
+    }
+    let mut docs = Vec::new();
+    let mut b = Builder::new();
+    let mut parser = Parser::new_from_str(text);
+    let mut index = 0;
+    loop {
+        match parser.next_event() {
+            None => break,
+            Some(Err(e)) => {
+                let m = e.marker();
+                let msg = format!("YAML syntax error at line {} column {}: {}", m.line(), m.col() + 1, e.info());
+                if b.in_document {
+                    index += 1;
+                }
+                docs.push(Document { index: index.max(1), value: Err(msg) });
+                break;
+            }
+            Some(Ok((ev, _span))) => match ev {
+                Event::DocumentStart(_) => {
+                    index += 1;
+                    b = Builder::new();
+                    b.in_document = true;
+                }
+                Event::DocumentEnd => {
+                    let v = b.finish();
+                    docs.push(Document { index, value: v });
+                    b = Builder::new();
+                }
+                Event::StreamStart | Event::StreamEnd | Event::Nothing => {}
+                other => b.on_event(other),
+            },
+        }
+    }
+    docs
+}
+
+enum Frame {
+    Seq(Vec<Value>, usize),
+    Map(Map<String, Value>, Option<String>, usize),
+}
+
+struct Builder {
+    stack: Vec<Frame>,
+    root: Option<Value>,
+    anchors: HashMap<usize, Value>,
+    error: Option<String>,
+    alias_nodes: usize,
+    in_document: bool,
+}
+
+impl Builder {
+    fn new() -> Self {
+        Builder { stack: Vec::new(), root: None, anchors: HashMap::new(), error: None, alias_nodes: 0, in_document: false }
+    }
+
+    fn finish(self) -> Result<Value, String> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        Ok(self.root.unwrap_or(Value::Null))
+    }
+
+    fn fail(&mut self, msg: String) {
+        if self.error.is_none() {
+            self.error = Some(msg);
+        }
+        self.stack.clear();
+    }
+
+    fn on_event(&mut self, ev: Event<'_>) {
+        if self.error.is_some() {
+            return;
+        }
+        match ev {
+            Event::Scalar(text, style, anchor, tag) => {
+                let tag = tag.map(|t| format!("{}{}", t.handle, t.suffix));
+                let v = resolve_scalar(&text, style, tag.as_deref());
+                self.push_value(v, anchor);
+            }
+            Event::SequenceStart(anchor, _) => {
+                if self.stack.len() >= MAX_DEPTH {
+                    return self.fail(format!("YAML nesting is deeper than {MAX_DEPTH} levels"));
+                }
+                self.stack.push(Frame::Seq(Vec::new(), anchor));
+            }
+            Event::MappingStart(anchor, _) => {
+                if self.stack.len() >= MAX_DEPTH {
+                    return self.fail(format!("YAML nesting is deeper than {MAX_DEPTH} levels"));
+                }
+                self.stack.push(Frame::Map(Map::new(), None, anchor));
+            }
+            Event::SequenceEnd => {
+                if let Some(Frame::Seq(v, anchor)) = self.stack.pop() {
+                    self.push_value(Value::Array(v), anchor);
+                }
+            }
+            Event::MappingEnd => {
+                if let Some(Frame::Map(m, _, anchor)) = self.stack.pop() {
+                    self.push_value(Value::Object(m), anchor);
+                }
+            }
+            Event::Alias(id) => {
+                let Some(v) = self.anchors.get(&id).cloned() else {
+                    return self.fail("YAML alias refers to an unknown anchor".into());
+                };
+                self.alias_nodes = self.alias_nodes.saturating_add(count_nodes(&v, MAX_ALIAS_NODES + 1));
+                if self.alias_nodes > MAX_ALIAS_NODES {
+                    return self.fail("document contains excessive aliasing".into());
+                }
+                self.push_value(v, 0);
+            }
+            _ => {}
+        }
+    }
+
+    fn push_value(&mut self, v: Value, anchor: usize) {
+        if anchor != 0 {
+            self.anchors.insert(anchor, v.clone());
+        }
+        match self.stack.last_mut() {
+            None => self.root = Some(v),
+            Some(Frame::Seq(items, _)) => items.push(v),
+            Some(Frame::Map(m, key, _)) => match key.take() {
+                None => match json_key(&v) {
+                    Some(k) => *key = Some(k),
+                    None => self.fail("YAML mapping keys must be scalars".into()),
+                },
+                Some(k) => {
+                    if k == "<<" {
+                        // Merge keys: the mapping(s) given are merged without overriding.
+                        let sources = match v {
+                            Value::Array(a) => a,
+                            other => vec![other],
+                        };
+                        for s in sources {
+                            if let Value::Object(src) = s {
+                                for (sk, sv) in src {
+                                    m.entry(sk).or_insert(sv);
+                                }
+                            }
+                        }
+                    } else {
+                        m.insert(k, v);
+                    }
+                }
+            },
+        }
+    }
+}
+
+fn count_nodes(v: &Value, cap: usize) -> usize {
+    let mut n = 1;
+    match v {
+        Value::Array(a) => {
+            for x in a {
+                n += count_nodes(x, cap);
+                if n > cap {
+                    return n;
+                }
+            }
+        }
+        Value::Object(o) => {
+            for x in o.values() {
+                n += count_nodes(x, cap);
+                if n > cap {
+                    return n;
+                }
+            }
+        }
+        _ => {}
+    }
+    n
+}
+
+/// Non-string keys become their JSON text, as `sigs.k8s.io/yaml` converts them.
+fn json_key(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Null => Some("null".into()),
+        _ => None,
+    }
+}
+
+/// go-yaml v2's resolution of scalars (YAML 1.1 booleans, octal, `~` nulls, ...).
+fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
+    match tag {
+        Some("!!str") | Some("tag:yaml.org,2002:str") => return Value::String(text.to_string()),
+        Some("!!binary") | Some("tag:yaml.org,2002:binary") => return Value::String(text.to_string()),
+        _ => {}
+    }
+    if style != ScalarStyle::Plain {
+        return Value::String(text.to_string());
+    }
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => return Value::Bool(true),
+        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => return Value::Bool(false),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF" | ".nan" | ".NaN" | ".NAN" => {
+            // JSON has no infinities or NaN; sigs.k8s.io/yaml fails on them, keep the text.
+            return Value::String(text.to_string());
+        }
+        _ => {}
+    }
+    let first = text.as_bytes()[0];
+    if first.is_ascii_digit() || first == b'-' || first == b'+' || first == b'.' {
+        let plain: String = text.chars().filter(|&c| c != '_').collect();
+        if let Some(i) = parse_go_int(&plain) {
+            return Value::Number(i);
+        }
+        if is_yaml_float(&plain) {
+            if let Ok(f) = plain.parse::<f64>() {
+                if let Some(n) = Number::from_f64(f) {
+                    return Value::Number(n);
+                }
+            }
+        }
+    }
+    Value::String(text.to_string())
+}
+
+/// Go `strconv.ParseInt(s, 0, 64)`, then `ParseUint` (go-yaml v2 tries both).
+fn parse_go_int(s: &str) -> Option<Number> {
+    let (neg, body) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if body.is_empty() {
+        return None;
+    }
+    let (radix, digits) = if let Some(r) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        (16, r)
+    } else if let Some(r) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
+        (2, r)
+    } else if let Some(r) = body.strip_prefix("0o").or_else(|| body.strip_prefix("0O")) {
+        (8, r)
+    } else if body.len() > 1 && body.starts_with('0') {
+        (8, &body[1..])
+    } else {
+        (10, body)
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mag = u64::from_str_radix(digits, radix).ok()?;
+    if neg {
+        if mag <= i64::MAX as u64 + 1 {
+            return Some(Number::from((mag as i128 * -1) as i64));
+        }
+        return None;
+    }
+    Some(Number::from(mag))
+}
+
+fn is_yaml_float(s: &str) -> bool {
+    // ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$
+    let b = s.as_bytes();
+    let mut i = 0;
+    if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
+        i += 1;
+    }
+    let start = i;
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        let d = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == d {
+            return false;
+        }
+    } else {
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+        if i < b.len() && b[i] == b'.' {
+            i += 1;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+        }
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        i += 1;
+        if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
+            i += 1;
+        }
+        let d = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == d {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
+/// A Kubernetes object found in a manifest, with where it came from.
+#[derive(Debug)]
+pub struct FoundObject {
+    /// `<path>#<document>`; items of a `kind: List` add `[i]`.
+    pub source: String,
+    pub value: Value,
+}
+
+/// Objects of a document: the document itself, or the items of a `kind: List`.
+pub fn objects_of(source: &str, v: Value) -> Vec<FoundObject> {
+    let is_list = v.get("kind").and_then(Value::as_str).is_some_and(|k| k == "List" || k.ends_with("List"))
+        && v.get("items").is_some_and(Value::is_array);
+    if is_list {
+        if let Value::Object(mut o) = v {
+            if let Some(Value::Array(items)) = o.remove("items") {
+                return items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, it)| FoundObject { source: format!("{source}[{i}]"), value: it })
+                    .collect();
+            }
+        }
+        return vec![];
+    }
+    vec![FoundObject { source: source.to_string(), value: v }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(y: &str) -> Value {
+        parse_documents(y).remove(0).value.unwrap()
+    }
+
+    #[test]
+    fn yaml_1_1_scalars() {
+        let v = one("a: yes\nb: off\nc: 0755\nd: 0x1F\ne: '=' \nf: =\ng: 1_000\nh: 1.5e3\ni: ~\nj: '1'\nk: 2.\n");
+        assert_eq!(v["a"], Value::Bool(true));
+        assert_eq!(v["b"], Value::Bool(false));
+        assert_eq!(v["c"], 493);
+        assert_eq!(v["d"], 31);
+        assert_eq!(v["e"], "=");
+        assert_eq!(v["f"], "=");
+        assert_eq!(v["g"], 1000);
+        assert_eq!(v["h"], 1500.0);
+        assert_eq!(v["i"], Value::Null);
+        assert_eq!(v["j"], "1");
+        assert_eq!(v["k"], 2.0);
+    }
+
+    #[test]
+    fn multi_document_and_errors() {
+        let docs = parse_documents("a: 1\n---\n---\nb: [1, 2\n");
+        assert_eq!(docs.len(), 3);
+        assert_eq!(docs[0].value.as_ref().unwrap()["a"], 1);
+        assert_eq!(docs[1].value.as_ref().unwrap(), &Value::Null);
+        assert!(docs[2].value.is_err());
+        assert_eq!(docs[2].index, 3);
+    }
+
+    #[test]
+    fn alias_bombs_are_refused() {
+        let mut y = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..10 {
+            y.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n", p = i - 1));
+        }
+        let docs = parse_documents(&y);
+        assert!(docs[0].value.as_ref().unwrap_err().contains("excessive aliasing"));
+    }
+
+    #[test]
+    fn deep_nesting_and_binary_are_errors() {
+        let deep = "[".repeat(20_000);
+        assert!(parse_documents(&deep)[0].value.is_err());
+        assert!(parse_documents("a\0b")[0].value.is_err());
+    }
+
+    #[test]
+    fn json_is_yaml() {
+        let v = one(r#"{"kind": "CustomResourceDefinition", "n": [1, 2.5, true, null]}"#);
+        assert_eq!(v["n"][1], 2.5);
+    }
+
+    #[test]
+    fn lists_are_unwrapped() {
+        let v = one("kind: List\nitems:\n- kind: A\n- kind: B\n");
+        let objs = objects_of("f#1", v);
+        assert_eq!(objs.len(), 2);
+        assert_eq!(objs[1].source, "f#1[1]");
+    }
+}

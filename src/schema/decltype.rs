@@ -1,0 +1,390 @@
+//! Schema → CEL type with size bounds (`DeclType`), the CRD size estimator and the type
+//! provider that resolves object fields for the checker.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+
+use super::Schema;
+use crate::cel::cost::{AstNode, Size};
+use crate::cel::checker::TypeProvider;
+use crate::cel::decls::Version;
+use crate::cel::k8s_cost::SizeSource;
+use crate::cel::types::Type;
+
+/// `DefaultMaxRequestSizeBytes` (k8s.io/apiserver pkg/cel/limits.go).
+pub const MAX_REQUEST_SIZE_BYTES: i64 = 3 * 1024 * 1024;
+pub const MAX_DURATION_SIZE_JSON: i64 = 32;
+pub const MAX_DATETIME_SIZE_JSON: i64 = 32;
+pub const JSON_DATE_SIZE: i64 = 12;
+pub const MIN_DURATION_SIZE_JSON: i64 = 3;
+pub const MIN_DATETIME_SIZE_JSON: i64 = 21;
+pub const MIN_STRING_SIZE: i64 = 2;
+pub const MIN_BOOL_SIZE: i64 = 4;
+pub const MIN_NUMBER_SIZE: i64 = 1;
+
+#[derive(Clone, Debug)]
+pub enum DeclKind {
+    Scalar,
+    List(Arc<DeclType>),
+    /// Key type (the shared `string` type, MaxElements 0) and value type.
+    Map(Arc<DeclType>, Arc<DeclType>),
+    /// Fields keyed by their CEL-escaped name.
+    Object(IndexMap<String, Arc<DeclType>>),
+}
+
+/// A CEL type with the bounds the estimator reads.
+#[derive(Clone, Debug)]
+pub struct DeclType {
+    pub kind: DeclKind,
+    pub cel: Type,
+    pub max_elements: i64,
+    pub min_serialized_size: i64,
+    /// Whether a schema bound (maxLength, maxItems, maxProperties, enum, format) fixes
+    /// `max_elements`, rather than the request-size estimate.
+    pub bounded: bool,
+}
+
+impl DeclType {
+    fn scalar(cel: Type, min: i64, max: i64, bounded: bool) -> Arc<DeclType> {
+        Arc::new(DeclType { kind: DeclKind::Scalar, cel, max_elements: max, min_serialized_size: min, bounded })
+    }
+
+    pub fn elem(&self) -> Option<&Arc<DeclType>> {
+        match &self.kind {
+            DeclKind::List(e) | DeclKind::Map(_, e) => Some(e),
+            _ => None,
+        }
+    }
+
+    pub fn key(&self) -> Option<&Arc<DeclType>> {
+        match &self.kind {
+            DeclKind::Map(k, _) => Some(k),
+            _ => None,
+        }
+    }
+
+    pub fn field(&self, name: &str) -> Option<&Arc<DeclType>> {
+        match &self.kind {
+            DeclKind::Object(f) => f.get(name),
+            _ => None,
+        }
+    }
+
+    /// Whether this type's size comes from the request-size estimate (no schema bound) and the
+    /// size matters for cost (strings, bytes, lists, maps, int-or-string).
+    pub fn is_unbounded_sized(&self) -> bool {
+        !self.bounded && !matches!(self.kind, DeclKind::Object(_)) && self.max_elements > 0
+    }
+}
+
+/// cel-go reserved words that Kubernetes escapes as `__word__` in field names.
+const CEL_RESERVED: &[&str] = &[
+    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if", "import", "let",
+    "loop", "package", "namespace", "return", "var", "void", "while",
+];
+
+/// k8s.io/apiserver pkg/cel/escaping.go `Escape`.
+pub fn escape(ident: &str) -> Option<String> {
+    let first = ident.as_bytes().first()?;
+    if first.is_ascii_digit() {
+        return None;
+    }
+    if CEL_RESERVED.contains(&ident) {
+        return Some(format!("__{ident}__"));
+    }
+    let mut out = String::with_capacity(ident.len());
+    let chars: Vec<char> = ident.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '_' && i + 1 < chars.len() && chars[i + 1] == '_' {
+            out.push_str("__underscores__");
+            i += 2;
+            continue;
+        }
+        match c {
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c if c.is_ascii_alphanumeric() || c == '_' => out.push(c),
+            _ => return None,
+        }
+        i += 1;
+    }
+    Some(out)
+}
+
+/// Reverses [`escape`] for display.
+pub fn unescape(name: &str) -> String {
+    if let Some(inner) = name.strip_prefix("__").and_then(|s| s.strip_suffix("__")) {
+        if CEL_RESERVED.contains(&inner) {
+            return inner.to_string();
+        }
+    }
+    name.replace("__underscores__", "\u{0}")
+        .replace("__dot__", ".")
+        .replace("__dash__", "-")
+        .replace("__slash__", "/")
+        .replace('\u{0}', "__")
+}
+
+/// Converts a schema to its DeclType (`SchemaDeclType`), or `None` when the node is not visible
+/// to CEL. `name` names object types (`name.field` below).
+pub fn schema_decl_type(s: &Schema, is_resource_root: bool, version: Version, name: &str) -> Option<Arc<DeclType>> {
+    let unbounded_string = MAX_REQUEST_SIZE_BYTES - 2;
+    if s.x_int_or_string {
+        let (max, bounded) = match s.max_length {
+            Some(m) if version >= Version::new(1, 34) => (zero_if_negative(m).saturating_mul(4), true),
+            _ => (unbounded_string, false),
+        };
+        return Some(DeclType::scalar(Type::Dyn, 1, max, bounded));
+    }
+    let owned;
+    let s = if is_resource_root {
+        owned = with_type_and_object_meta(s, version);
+        owned.as_ref().unwrap_or(s)
+    } else {
+        s
+    };
+    match s.type_.as_str() {
+        "array" => {
+            let items = s.items.as_ref()?;
+            let elem = schema_decl_type(items, items.x_embedded_resource, version, &format!("{name}.@idx"))?;
+            let (max, bounded) = match s.max_items {
+                Some(m) => (zero_if_negative(m), true),
+                None => (unbounded_string / (elem.min_serialized_size + 1), false),
+            };
+            Some(Arc::new(DeclType {
+                cel: Type::list(elem.cel.clone()),
+                kind: DeclKind::List(elem),
+                max_elements: max,
+                min_serialized_size: 2,
+                bounded,
+            }))
+        }
+        "object" => {
+            if let Some(ap) = s.additional_properties_schema() {
+                let val = schema_decl_type(ap, ap.x_embedded_resource, version, &format!("{name}.@elem"))?;
+                let (max, bounded) = match s.max_properties {
+                    Some(m) => (zero_if_negative(m), true),
+                    None => (unbounded_string / (val.min_serialized_size + 6), false),
+                };
+                let key = DeclType::scalar(Type::String, MIN_STRING_SIZE, 0, true);
+                return Some(Arc::new(DeclType {
+                    cel: Type::map(Type::String, val.cel.clone()),
+                    kind: DeclKind::Map(key, val),
+                    max_elements: max,
+                    min_serialized_size: 2,
+                    bounded,
+                }));
+            }
+            let mut fields = IndexMap::new();
+            let mut min_size = 2i64;
+            for (pname, prop) in &s.properties {
+                let escaped = escape(pname);
+                let child_name = format!("{name}.{}", escaped.as_deref().unwrap_or(pname));
+                if let Some(ft) = schema_decl_type(prop, prop.x_embedded_resource, version, &child_name) {
+                    let required = s.required.iter().any(|r| r == pname);
+                    if required && prop.default.is_none() {
+                        min_size += pname.len() as i64 + ft.min_serialized_size + 4;
+                    }
+                    if let Some(e) = escaped {
+                        fields.insert(e, ft);
+                    }
+                }
+            }
+            Some(Arc::new(DeclType {
+                kind: DeclKind::Object(fields),
+                cel: Type::object(name),
+                max_elements: 0,
+                min_serialized_size: min_size,
+                bounded: true,
+            }))
+        }
+        "string" => {
+            let (cel, min, max, bounded) = match s.format.as_str() {
+                "byte" => {
+                    let (max, b) = match s.max_length {
+                        Some(m) => (zero_if_negative(m), true),
+                        None => (unbounded_string, false),
+                    };
+                    (Type::Bytes, MIN_STRING_SIZE, max, b)
+                }
+                "duration" => (Type::Duration, MIN_DURATION_SIZE_JSON, MAX_DURATION_SIZE_JSON, true),
+                "date" => (Type::Timestamp, JSON_DATE_SIZE, JSON_DATE_SIZE, true),
+                "date-time" => (Type::Timestamp, MIN_DATETIME_SIZE_JSON, MAX_DATETIME_SIZE_JSON, true),
+                _ => {
+                    let (max, b) = if let Some(m) = s.max_length {
+                        (zero_if_negative(m).saturating_mul(4), true)
+                    } else if !s.enum_values.is_empty() && version >= Version::new(1, 29) {
+                        let longest =
+                            s.enum_values.iter().filter_map(|v| v.as_str()).map(|v| v.len() as i64).max().unwrap_or(0);
+                        (longest, true)
+                    } else {
+                        (unbounded_string, false)
+                    };
+                    (Type::String, MIN_STRING_SIZE, max, b)
+                }
+            };
+            Some(DeclType::scalar(cel, min, max, bounded))
+        }
+        "boolean" => Some(DeclType::scalar(Type::Bool, MIN_BOOL_SIZE, 0, true)),
+        "number" => Some(DeclType::scalar(Type::Double, MIN_NUMBER_SIZE, 0, true)),
+        "integer" => Some(DeclType::scalar(Type::Int, MIN_NUMBER_SIZE, 0, true)),
+        _ => None,
+    }
+}
+
+fn zero_if_negative(v: i64) -> i64 {
+    v.max(0)
+}
+
+/// apiextensions `model.WithTypeAndObjectMeta`: `kind`, `apiVersion` and a `metadata` with only
+/// `name` and `generateName` at resource roots, unless the schema declares them all.
+fn with_type_and_object_meta(s: &Schema, version: Version) -> Option<Schema> {
+    let is = |p: Option<&Schema>, t: &str| p.is_some_and(|p| p.type_ == t);
+    let meta = s.properties.get("metadata");
+    if !s.properties.is_empty()
+        && is(s.properties.get("kind"), "string")
+        && is(s.properties.get("apiVersion"), "string")
+        && is(meta, "object")
+        && meta.is_some_and(|m| {
+            !m.properties.is_empty()
+                && is(m.properties.get("name"), "string")
+                && is(m.properties.get("generateName"), "string")
+        })
+    {
+        return None;
+    }
+    let mut r = s.clone();
+    let string = Schema { type_: "string".into(), ..Default::default() };
+    r.properties.insert("kind".into(), string.clone());
+    r.properties.insert("apiVersion".into(), string.clone());
+    let mut name = string.clone();
+    let mut generate_name = string;
+    if version >= Version::new(1, 37) {
+        let declared = |f: &str| meta.and_then(|m| m.properties.get(f)).and_then(|p| p.max_length);
+        name.max_length = Some(declared("name").map_or(253, |d| d.min(253)));
+        generate_name.max_length = Some(declared("generateName").map_or(252, |d| d.min(252)));
+    }
+    let mut metadata = Schema { type_: "object".into(), ..Default::default() };
+    metadata.properties.insert("name".into(), name);
+    metadata.properties.insert("generateName".into(), generate_name);
+    r.properties.insert("metadata".into(), metadata);
+    Some(r)
+}
+
+/// The CRD size estimator (apiextensions `compilation.go` `sizeEstimator`): walks the node's
+/// path from the rule's DeclType, skipping the first element whatever it is.
+pub struct RuleSizes {
+    pub root: Arc<DeclType>,
+}
+
+impl RuleSizes {
+    pub fn resolve(&self, path: &[std::rc::Rc<str>]) -> Option<&Arc<DeclType>> {
+        if path.is_empty() {
+            return None;
+        }
+        let mut cur = &self.root;
+        for name in &path[1..] {
+            cur = match &**name {
+                "@items" | "@values" => cur.elem()?,
+                "@keys" => cur.key()?,
+                other => cur.field(other)?,
+            };
+        }
+        Some(cur)
+    }
+}
+
+impl SizeSource for RuleSizes {
+    fn estimate_size(&self, node: &AstNode<'_>) -> Option<Size> {
+        let path = node.path_elems();
+        self.resolve(&path).map(|t| Size::new(0, t.max_elements as u64))
+    }
+}
+
+/// Resolves the object types of a DeclType tree by name.
+pub struct DeclTypeProvider {
+    objects: HashMap<String, Arc<DeclType>>,
+    /// Compatibility ≥ 1.31: `self.namespace` finds the field escaped as `__namespace__`.
+    keywords_as_field_names: bool,
+}
+
+impl DeclTypeProvider {
+    pub fn new(roots: &[&Arc<DeclType>], version: Version) -> Self {
+        let mut objects = HashMap::new();
+        fn walk(t: &Arc<DeclType>, out: &mut HashMap<String, Arc<DeclType>>) {
+            match &t.kind {
+                DeclKind::Object(fields) => {
+                    out.insert(t.cel.type_name().to_string(), t.clone());
+                    for f in fields.values() {
+                        walk(f, out);
+                    }
+                }
+                DeclKind::List(e) => walk(e, out),
+                DeclKind::Map(_, v) => walk(v, out),
+                DeclKind::Scalar => {}
+            }
+        }
+        for r in roots {
+            walk(r, &mut objects);
+        }
+        DeclTypeProvider { objects, keywords_as_field_names: version >= Version::new(1, 31) }
+    }
+}
+
+impl TypeProvider for DeclTypeProvider {
+    fn has_struct_type(&self, name: &str) -> bool {
+        self.objects.contains_key(name)
+    }
+
+    fn field_type(&self, struct_name: &str, field: &str) -> Option<Type> {
+        let t = self.objects.get(struct_name)?;
+        let mut f = t.field(field);
+        if f.is_none() && self.keywords_as_field_names && CEL_RESERVED.contains(&field) {
+            f = t.field(&format!("__{field}__"));
+        }
+        f.map(|f| f.cel.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_matches_kubernetes() {
+        assert_eq!(escape("foo").as_deref(), Some("foo"));
+        assert_eq!(escape("namespace").as_deref(), Some("__namespace__"));
+        assert_eq!(escape("foo-bar").as_deref(), Some("foo__dash__bar"));
+        assert_eq!(escape("a.b/c").as_deref(), Some("a__dot__b__slash__c"));
+        assert_eq!(escape("a__b").as_deref(), Some("a__underscores__b"));
+        assert_eq!(escape("1a"), None);
+        assert_eq!(escape("a b"), None);
+        assert_eq!(escape(""), None);
+        assert_eq!(unescape("foo__dash__bar"), "foo-bar");
+        assert_eq!(unescape("__namespace__"), "namespace");
+    }
+
+    fn s(json: &str) -> Schema {
+        Schema::from_json(&serde_json::from_str(json).unwrap(), "x").unwrap()
+    }
+
+    #[test]
+    fn min_serialized_sizes() {
+        let v = Version::new(1, 35);
+        let obj = s(r#"{"type":"object","required":["key","value"],"properties":{"key":{"type":"string"},"value":{"type":"string"}}}"#);
+        assert_eq!(schema_decl_type(&obj, false, v, "o").unwrap().min_serialized_size, 22);
+        let list = s(r#"{"type":"array","items":{"type":"boolean"}}"#);
+        assert_eq!(schema_decl_type(&list, false, v, "l").unwrap().max_elements, 629_145);
+        let map = s(r#"{"type":"object","additionalProperties":{"type":"integer"}}"#);
+        assert_eq!(schema_decl_type(&map, false, v, "m").unwrap().max_elements, 449_389);
+        let e = s(r#"{"type":"string","enum":["A","LongValue"]}"#);
+        assert_eq!(schema_decl_type(&e, false, v, "e").unwrap().max_elements, 9);
+        let ios = s(r#"{"x-kubernetes-int-or-string":true,"maxLength":5}"#);
+        assert_eq!(schema_decl_type(&ios, false, v, "i").unwrap().max_elements, 20);
+    }
+}

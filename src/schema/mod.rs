@@ -1,0 +1,234 @@
+//! OpenAPI v3 schemas as CRDs carry them (`JSONSchemaProps`), read from JSON values, and their
+//! CEL types (`DeclType`, k8s.io/apiserver pkg/cel/common/schemas.go `SchemaDeclType`).
+
+pub mod decltype;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+/// One `x-kubernetes-validations` entry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ValidationRule {
+    pub rule: String,
+    pub message: String,
+    pub message_expression: String,
+    pub reason: Option<String>,
+    pub field_path: String,
+    pub optional_old_self: Option<bool>,
+}
+
+/// `additionalProperties`: a boolean or a schema.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AdditionalProperties {
+    Bool(bool),
+    Schema(Box<Schema>),
+}
+
+/// A JSON schema node with the fields that CEL typing, cardinality and validation read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Schema {
+    pub type_: String,
+    pub format: String,
+    pub properties: IndexMap<String, Schema>,
+    pub items: Option<Box<Schema>>,
+    /// `items` given as an array of schemas (not structural).
+    pub items_array: Vec<Schema>,
+    pub additional_properties: Option<AdditionalProperties>,
+    pub required: Vec<String>,
+    pub max_length: Option<i64>,
+    pub max_items: Option<i64>,
+    pub max_properties: Option<i64>,
+    pub enum_values: Vec<Value>,
+    pub default: Option<Value>,
+    pub nullable: bool,
+    pub unique_items: bool,
+    pub all_of: Vec<Schema>,
+    pub any_of: Vec<Schema>,
+    pub one_of: Vec<Schema>,
+    pub not: Option<Box<Schema>>,
+    pub x_embedded_resource: bool,
+    pub x_int_or_string: bool,
+    pub x_preserve_unknown_fields: Option<bool>,
+    pub x_list_type: Option<String>,
+    pub x_list_map_keys: Vec<String>,
+    pub x_map_type: Option<String>,
+    pub x_validations: Vec<ValidationRule>,
+    /// Keys present in the JSON (for checks that depend on presence).
+    pub present: Vec<String>,
+}
+
+/// A problem reading a schema: the JSON path and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaReadError {
+    pub path: String,
+    pub message: String,
+}
+
+/// Nesting beyond this is refused (the API server would refuse the request size long before).
+pub const MAX_SCHEMA_DEPTH: usize = 1000;
+
+impl Schema {
+    /// Reads a schema from JSON. Unknown keys are ignored; values of the wrong JSON type are
+    /// errors naming the field path.
+    pub fn from_json(v: &Value, path: &str) -> Result<Schema, SchemaReadError> {
+        Self::read(v, path, 0)
+    }
+
+    fn read(v: &Value, path: &str, depth: usize) -> Result<Schema, SchemaReadError> {
+        let err = |p: String, m: &str| SchemaReadError { path: p, message: m.to_string() };
+        if depth > MAX_SCHEMA_DEPTH {
+            return Err(err(path.to_string(), "schema nesting is too deep"));
+        }
+        let obj = match v {
+            Value::Object(o) => o,
+            Value::Null => return Ok(Schema::default()),
+            _ => return Err(err(path.to_string(), "must be an object")),
+        };
+        let mut s = Schema::default();
+        for (k, val) in obj {
+            let p = || format!("{path}.{k}");
+            s.present.push(k.clone());
+            match k.as_str() {
+                "type" => s.type_ = str_of(val).ok_or_else(|| err(p(), "must be a string"))?,
+                "format" => s.format = str_of(val).ok_or_else(|| err(p(), "must be a string"))?,
+                "properties" => {
+                    let Value::Object(props) = val else {
+                        if val.is_null() {
+                            continue;
+                        }
+                        return Err(err(p(), "must be an object"));
+                    };
+                    for (name, ps) in props {
+                        let child = Self::read(ps, &format!("{path}.properties[{name}]"), depth + 1)?;
+                        s.properties.insert(name.clone(), child);
+                    }
+                }
+                "items" => match val {
+                    Value::Array(a) => {
+                        for (i, it) in a.iter().enumerate() {
+                            s.items_array.push(Self::read(it, &format!("{path}.items[{i}]"), depth + 1)?);
+                        }
+                    }
+                    Value::Null => {}
+                    _ => s.items = Some(Box::new(Self::read(val, &format!("{path}.items"), depth + 1)?)),
+                },
+                "additionalProperties" => match val {
+                    Value::Bool(b) => s.additional_properties = Some(AdditionalProperties::Bool(*b)),
+                    Value::Null => {}
+                    _ => {
+                        s.additional_properties = Some(AdditionalProperties::Schema(Box::new(Self::read(
+                            val,
+                            &format!("{path}.additionalProperties"),
+                            depth + 1,
+                        )?)))
+                    }
+                },
+                "required" => {
+                    s.required = str_list(val).ok_or_else(|| err(p(), "must be a list of strings"))?;
+                }
+                "maxLength" => s.max_length = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?,
+                "maxItems" => s.max_items = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?,
+                "maxProperties" => s.max_properties = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?,
+                "enum" => {
+                    if let Value::Array(a) = val {
+                        s.enum_values = a.clone();
+                    }
+                }
+                "default" => s.default = if val.is_null() { None } else { Some(val.clone()) },
+                "nullable" => s.nullable = val.as_bool().unwrap_or(false),
+                "uniqueItems" => s.unique_items = val.as_bool().unwrap_or(false),
+                "allOf" | "anyOf" | "oneOf" => {
+                    let mut list = Vec::new();
+                    if let Value::Array(a) = val {
+                        for (i, it) in a.iter().enumerate() {
+                            list.push(Self::read(it, &format!("{path}.{k}[{i}]"), depth + 1)?);
+                        }
+                    }
+                    match k.as_str() {
+                        "allOf" => s.all_of = list,
+                        "anyOf" => s.any_of = list,
+                        _ => s.one_of = list,
+                    }
+                }
+                "not" => s.not = Some(Box::new(Self::read(val, &format!("{path}.not"), depth + 1)?)),
+                "x-kubernetes-embedded-resource" => s.x_embedded_resource = val.as_bool().unwrap_or(false),
+                "x-kubernetes-int-or-string" => s.x_int_or_string = val.as_bool().unwrap_or(false),
+                "x-kubernetes-preserve-unknown-fields" => s.x_preserve_unknown_fields = val.as_bool(),
+                "x-kubernetes-list-type" => s.x_list_type = str_of(val),
+                "x-kubernetes-map-type" => s.x_map_type = str_of(val),
+                "x-kubernetes-list-map-keys" => s.x_list_map_keys = str_list(val).unwrap_or_default(),
+                "x-kubernetes-validations" => {
+                    let Value::Array(a) = val else {
+                        if val.is_null() {
+                            continue;
+                        }
+                        return Err(err(p(), "must be a list"));
+                    };
+                    for (i, r) in a.iter().enumerate() {
+                        let Value::Object(ro) = r else {
+                            return Err(err(format!("{path}.x-kubernetes-validations[{i}]"), "must be an object"));
+                        };
+                        let get = |key: &str| ro.get(key).and_then(str_of).unwrap_or_default();
+                        s.x_validations.push(ValidationRule {
+                            rule: get("rule"),
+                            message: get("message"),
+                            message_expression: get("messageExpression"),
+                            reason: ro.get("reason").and_then(str_of),
+                            field_path: get("fieldPath"),
+                            optional_old_self: ro.get("optionalOldSelf").and_then(Value::as_bool),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(s)
+    }
+
+    pub fn additional_properties_schema(&self) -> Option<&Schema> {
+        match &self.additional_properties {
+            Some(AdditionalProperties::Schema(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Whether the schema or any schema below it has `x-kubernetes-validations`.
+    pub fn has_validations(&self) -> bool {
+        !self.x_validations.is_empty()
+            || self.properties.values().any(Schema::has_validations)
+            || self.items.as_ref().is_some_and(|i| i.has_validations())
+            || self.additional_properties_schema().is_some_and(Schema::has_validations)
+    }
+}
+
+fn str_of(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => Some(String::new()),
+        _ => None,
+    }
+}
+
+fn str_list(v: &Value) -> Option<Vec<String>> {
+    match v {
+        Value::Array(a) => a.iter().map(|x| x.as_str().map(str::to_string)).collect(),
+        Value::Null => Some(vec![]),
+        _ => None,
+    }
+}
+
+fn int_of(v: &Value) -> Option<Option<i64>> {
+    match v {
+        Value::Null => Some(None),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Some(Some(i))
+            } else if n.as_u64().is_some() {
+                Some(Some(i64::MAX))
+            } else {
+                n.as_f64().filter(|f| f.fract() == 0.0).map(|f| Some(f as i64))
+            }
+        }
+        _ => None,
+    }
+}
