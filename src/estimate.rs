@@ -22,12 +22,18 @@ impl TargetKind {
     /// The estimable kind of a manifest, from `apiVersion` and `kind`.
     pub fn of(v: &Value) -> Option<TargetKind> {
         let kind = v.get("kind").and_then(Value::as_str)?;
-        let api = v.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+        let api = v
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         match (kind, api) {
-            ("CustomResourceDefinition", "apiextensions.k8s.io/v1") => Some(TargetKind::CustomResourceDefinition),
-            ("ValidatingAdmissionPolicy", "admissionregistration.k8s.io/v1" | "admissionregistration.k8s.io/v1beta1") => {
-                Some(TargetKind::ValidatingAdmissionPolicy)
+            ("CustomResourceDefinition", "apiextensions.k8s.io/v1") => {
+                Some(TargetKind::CustomResourceDefinition)
             }
+            (
+                "ValidatingAdmissionPolicy",
+                "admissionregistration.k8s.io/v1" | "admissionregistration.k8s.io/v1beta1",
+            ) => Some(TargetKind::ValidatingAdmissionPolicy),
             _ => None,
         }
     }
@@ -46,7 +52,9 @@ impl Default for Estimator {
 
 impl Estimator {
     pub fn new(kubernetes: Version) -> Self {
-        Estimator { env: Env::for_kubernetes(kubernetes) }
+        Estimator {
+            env: Env::for_kubernetes(kubernetes),
+        }
     }
 
     pub fn kubernetes_version(&self) -> Version {

@@ -22,44 +22,88 @@ pub struct Document {
     pub value: Result<Value, String>,
 }
 
-/// Splits and parses a manifest file. JSON is YAML, so one parser serves both.
+/// Splits and parses a manifest file. Documents are split on `---` lines first, as
+/// Kubernetes' YAML reader does, so a broken document never hides the ones after it. JSON is
+/// YAML, so one parser serves both.
 pub fn parse_documents(text: &str) -> Vec<Document> {
     if text.as_bytes().contains(&0) {
-        return vec![Document { index: 1, value: Err("the file is binary (contains NUL bytes), not YAML or JSON".into()) }];
+        return vec![Document {
+            index: 1,
+            value: Err("the file is binary (contains NUL bytes), not YAML or JSON".into()),
+        }];
     }
     let mut docs = Vec::new();
+    for (n, (first_line, chunk)) in split_documents(text).into_iter().enumerate() {
+        docs.push(Document {
+            index: n + 1,
+            value: parse_one(chunk, first_line),
+        });
+    }
+    docs
+}
+
+/// Chunks between `---` separator lines, with the line number each starts at. A leading
+/// separator does not open an empty document.
+fn split_documents(text: &str) -> Vec<(usize, &str)> {
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    let mut start_line = 1;
+    let mut pos = 0;
+    for (line_no, line) in (1..).zip(text.split_inclusive('\n')) {
+        let is_sep = line.starts_with("---") && {
+            let rest = line[3..].trim();
+            rest.is_empty() || rest.starts_with('#')
+        };
+        if is_sep {
+            chunks.push((start_line, &text[start..pos]));
+            start = pos + line.len();
+            start_line = line_no + 1;
+        }
+        pos += line.len();
+    }
+    chunks.push((start_line, &text[start..]));
+    let blank = |c: &str| {
+        c.lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    };
+    if chunks.len() > 1 && blank(chunks[0].1) {
+        chunks.remove(0);
+    }
+    if chunks.len() > 1 && blank(chunks[chunks.len() - 1].1) {
+        chunks.pop();
+    }
+    chunks
+}
+
+fn parse_one(text: &str, first_line: usize) -> Result<Value, String> {
     let mut b = Builder::new();
     let mut parser = Parser::new_from_str(text);
-    let mut index = 0;
+    let mut seen_document = false;
     loop {
         match parser.next_event() {
             None => break,
             Some(Err(e)) => {
                 let m = e.marker();
-                let msg = format!("YAML syntax error at line {} column {}: {}", m.line(), m.col() + 1, e.info());
-                if b.in_document {
-                    index += 1;
-                }
-                docs.push(Document { index: index.max(1), value: Err(msg) });
-                break;
+                return Err(format!(
+                    "YAML syntax error at line {} column {}: {}",
+                    m.line() + first_line - 1,
+                    m.col() + 1,
+                    e.info()
+                ));
             }
             Some(Ok((ev, _span))) => match ev {
                 Event::DocumentStart(_) => {
-                    index += 1;
-                    b = Builder::new();
-                    b.in_document = true;
+                    if seen_document {
+                        break;
+                    }
+                    seen_document = true;
                 }
-                Event::DocumentEnd => {
-                    let v = b.finish();
-                    docs.push(Document { index, value: v });
-                    b = Builder::new();
-                }
-                Event::StreamStart | Event::StreamEnd | Event::Nothing => {}
+                Event::DocumentEnd | Event::StreamStart | Event::StreamEnd | Event::Nothing => {}
                 other => b.on_event(other),
             },
         }
     }
-    docs
+    b.finish()
 }
 
 enum Frame {
@@ -73,12 +117,17 @@ struct Builder {
     anchors: HashMap<usize, Value>,
     error: Option<String>,
     alias_nodes: usize,
-    in_document: bool,
 }
 
 impl Builder {
     fn new() -> Self {
-        Builder { stack: Vec::new(), root: None, anchors: HashMap::new(), error: None, alias_nodes: 0, in_document: false }
+        Builder {
+            stack: Vec::new(),
+            root: None,
+            anchors: HashMap::new(),
+            error: None,
+            alias_nodes: 0,
+        }
     }
 
     fn finish(self) -> Result<Value, String> {
@@ -131,7 +180,9 @@ impl Builder {
                 let Some(v) = self.anchors.get(&id).cloned() else {
                     return self.fail("YAML alias refers to an unknown anchor".into());
                 };
-                self.alias_nodes = self.alias_nodes.saturating_add(count_nodes(&v, MAX_ALIAS_NODES + 1));
+                self.alias_nodes = self
+                    .alias_nodes
+                    .saturating_add(count_nodes(&v, MAX_ALIAS_NODES + 1));
                 if self.alias_nodes > MAX_ALIAS_NODES {
                     return self.fail("document contains excessive aliasing".into());
                 }
@@ -215,7 +266,9 @@ fn json_key(v: &Value) -> Option<String> {
 fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
     match tag {
         Some("!!str") | Some("tag:yaml.org,2002:str") => return Value::String(text.to_string()),
-        Some("!!binary") | Some("tag:yaml.org,2002:binary") => return Value::String(text.to_string()),
+        Some("!!binary") | Some("tag:yaml.org,2002:binary") => {
+            return Value::String(text.to_string());
+        }
         _ => {}
     }
     if style != ScalarStyle::Plain {
@@ -223,9 +276,14 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
     }
     match text {
         "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
-        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => return Value::Bool(true),
-        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => return Value::Bool(false),
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF" | ".nan" | ".NaN" | ".NAN" => {
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            return Value::Bool(true);
+        }
+        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            return Value::Bool(false);
+        }
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF"
+        | ".nan" | ".NaN" | ".NAN" => {
             // JSON has no infinities or NaN; sigs.k8s.io/yaml fails on them, keep the text.
             return Value::String(text.to_string());
         }
@@ -237,12 +295,11 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
         if let Some(i) = parse_go_int(&plain) {
             return Value::Number(i);
         }
-        if is_yaml_float(&plain) {
-            if let Ok(f) = plain.parse::<f64>() {
-                if let Some(n) = Number::from_f64(f) {
-                    return Value::Number(n);
-                }
-            }
+        if is_yaml_float(&plain)
+            && let Ok(f) = plain.parse::<f64>()
+            && let Some(n) = Number::from_f64(f)
+        {
+            return Value::Number(n);
         }
     }
     Value::String(text.to_string())
@@ -258,24 +315,25 @@ fn parse_go_int(s: &str) -> Option<Number> {
     if body.is_empty() {
         return None;
     }
-    let (radix, digits) = if let Some(r) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        (16, r)
-    } else if let Some(r) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
-        (2, r)
-    } else if let Some(r) = body.strip_prefix("0o").or_else(|| body.strip_prefix("0O")) {
-        (8, r)
-    } else if body.len() > 1 && body.starts_with('0') {
-        (8, &body[1..])
-    } else {
-        (10, body)
-    };
+    let (radix, digits) =
+        if let Some(r) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+            (16, r)
+        } else if let Some(r) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
+            (2, r)
+        } else if let Some(r) = body.strip_prefix("0o").or_else(|| body.strip_prefix("0O")) {
+            (8, r)
+        } else if body.len() > 1 && body.starts_with('0') {
+            (8, &body[1..])
+        } else {
+            (10, body)
+        };
     if digits.is_empty() {
         return None;
     }
     let mag = u64::from_str_radix(digits, radix).ok()?;
     if neg {
         if mag <= i64::MAX as u64 + 1 {
-            return Some(Number::from((mag as i128 * -1) as i64));
+            return Some(Number::from(-(mag as i128) as i64));
         }
         return None;
     }
@@ -339,21 +397,30 @@ pub struct FoundObject {
 
 /// Objects of a document: the document itself, or the items of a `kind: List`.
 pub fn objects_of(source: &str, v: Value) -> Vec<FoundObject> {
-    let is_list = v.get("kind").and_then(Value::as_str).is_some_and(|k| k == "List" || k.ends_with("List"))
+    let is_list = v
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| k == "List" || k.ends_with("List"))
         && v.get("items").is_some_and(Value::is_array);
     if is_list {
-        if let Value::Object(mut o) = v {
-            if let Some(Value::Array(items)) = o.remove("items") {
-                return items
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, it)| FoundObject { source: format!("{source}[{i}]"), value: it })
-                    .collect();
-            }
+        if let Value::Object(mut o) = v
+            && let Some(Value::Array(items)) = o.remove("items")
+        {
+            return items
+                .into_iter()
+                .enumerate()
+                .map(|(i, it)| FoundObject {
+                    source: format!("{source}[{i}]"),
+                    value: it,
+                })
+                .collect();
         }
         return vec![];
     }
-    vec![FoundObject { source: source.to_string(), value: v }]
+    vec![FoundObject {
+        source: source.to_string(),
+        value: v,
+    }]
 }
 
 #[cfg(test)]
@@ -366,7 +433,9 @@ mod tests {
 
     #[test]
     fn yaml_1_1_scalars() {
-        let v = one("a: yes\nb: off\nc: 0755\nd: 0x1F\ne: '=' \nf: =\ng: 1_000\nh: 1.5e3\ni: ~\nj: '1'\nk: 2.\n");
+        let v = one(
+            "a: yes\nb: off\nc: 0755\nd: 0x1F\ne: '=' \nf: =\ng: 1_000\nh: 1.5e3\ni: ~\nj: '1'\nk: 2.\n",
+        );
         assert_eq!(v["a"], Value::Bool(true));
         assert_eq!(v["b"], Value::Bool(false));
         assert_eq!(v["c"], 493);
@@ -397,7 +466,13 @@ mod tests {
             y.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n", p = i - 1));
         }
         let docs = parse_documents(&y);
-        assert!(docs[0].value.as_ref().unwrap_err().contains("excessive aliasing"));
+        assert!(
+            docs[0]
+                .value
+                .as_ref()
+                .unwrap_err()
+                .contains("excessive aliasing")
+        );
     }
 
     #[test]

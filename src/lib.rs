@@ -1,4 +1,6 @@
 pub mod cel;
+pub mod cli;
+pub mod controller;
 pub mod crd;
 pub mod estimate;
 pub mod input;

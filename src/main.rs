@@ -1,1 +1,114 @@
-fn main() {}
+//! `celcost`: the Kubernetes API server's CEL cost estimates, offline (`estimate`) and in a
+//! cluster (`controller`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use celcost::Estimator;
+use celcost::cel::decls::Version;
+use celcost::cli::{OutputFormat, estimate_paths, render_json, render_markdown, render_table};
+use celcost::controller::ControllerArgs;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "celcost",
+    version,
+    about = "The Kubernetes API server's CEL cost estimates for CRD rules and ValidatingAdmissionPolicies"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Estimate the CEL cost of every CRD and ValidatingAdmissionPolicy in files or directories.
+    ///
+    /// Exit status: 0 when every object would be accepted, 1 when one would be rejected, 2 on
+    /// unreadable input or bad usage.
+    Estimate {
+        /// Output format.
+        #[arg(long, short, value_enum, default_value = "table")]
+        output: OutputFormat,
+        /// Kubernetes version whose cost model to apply (major.minor).
+        #[arg(long, default_value = "1.36", value_parser = parse_version)]
+        kubernetes_version: Version,
+        /// Files or directories (searched recursively for .yaml, .yml and .json).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Run the operator: watch CRDs and ValidatingAdmissionPolicies and write CostReports.
+    Controller(ControllerArgs),
+    /// Print the CostReport CustomResourceDefinition as YAML.
+    Crd,
+}
+
+fn parse_version(s: &str) -> Result<Version, String> {
+    let v =
+        Version::parse(s).ok_or_else(|| format!("`{s}` is not a Kubernetes version like 1.36"))?;
+    if v.major != 1 || v.minor < 25 {
+        return Err(format!("Kubernetes {v} is not supported (1.25 or later)"));
+    }
+    Ok(v)
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match cli.command {
+        Command::Estimate {
+            output,
+            kubernetes_version,
+            paths,
+        } => {
+            let estimator = Estimator::new(kubernetes_version);
+            let outcome = estimate_paths(&estimator, &paths);
+            for s in &outcome.skipped {
+                eprintln!("{s}");
+            }
+            for e in &outcome.input_errors {
+                eprintln!("error: {e}");
+            }
+            let text = match output {
+                OutputFormat::Json => render_json(&outcome.reports),
+                OutputFormat::Table => render_table(&outcome.reports),
+                OutputFormat::Markdown => render_markdown(&outcome.reports),
+            };
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(text.as_bytes());
+            let _ = stdout.flush();
+            ExitCode::from(outcome.exit_code() as u8)
+        }
+        Command::Controller(args) => {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("error: cannot start the runtime: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match rt.block_on(celcost::controller::run(args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Command::Crd => {
+            eprintln!("error: the CostReport CRD is not generated yet");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -8,9 +8,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use celcost::Estimator;
 use celcost::input::{objects_of, parse_documents};
 use celcost::report::ObjectReport;
-use celcost::Estimator;
 use serde_json::Value;
 
 /// Floors, in percent; raise them as conformance improves, never lower them to pass.
@@ -29,13 +29,18 @@ fn corpus_dir() -> Option<PathBuf> {
 }
 
 fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
     entries.sort();
     for p in entries {
         if p.is_dir() {
             files_under(&p, out);
-        } else if matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")) {
+        } else if matches!(
+            p.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        ) {
             out.push(p);
         }
     }
@@ -55,7 +60,11 @@ impl Tally {
         }
     }
     fn pct(&self) -> f64 {
-        if self.all == 0 { 100.0 } else { 100.0 * self.ok as f64 / self.all as f64 }
+        if self.all == 0 {
+            100.0
+        } else {
+            100.0 * self.ok as f64 / self.all as f64
+        }
     }
 }
 
@@ -77,14 +86,30 @@ fn corpus_conformance() {
     for sub in ["crds", "fixtures", "vaps"] {
         files_under(&corpus.join(sub), &mut files);
     }
-    let (mut rules, mut totals, mut verdicts, mut errsets, mut exprs, mut objects) =
-        (Tally::default(), Tally::default(), Tally::default(), Tally::default(), Tally::default(), Tally::default());
+    let (mut rules, mut totals, mut verdicts, mut errsets, mut exprs, mut objects) = (
+        Tally::default(),
+        Tally::default(),
+        Tally::default(),
+        Tally::default(),
+        Tally::default(),
+        Tally::default(),
+    );
     let mut mismatches = String::new();
     for file in &files {
-        let rel = file.strip_prefix(&corpus).unwrap().to_string_lossy().to_string();
+        let rel = file
+            .strip_prefix(&corpus)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
         let exp_path = corpus.join("expected").join(format!("{rel}.jsonl"));
-        let Ok(exp_text) = std::fs::read_to_string(&exp_path) else { continue };
-        let expected: Vec<Value> = exp_text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
+        let Ok(exp_text) = std::fs::read_to_string(&exp_path) else {
+            continue;
+        };
+        let expected: Vec<Value> = exp_text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         let text = std::fs::read_to_string(file).unwrap();
         let mut ours: Vec<ObjectReport> = Vec::new();
         for doc in parse_documents(&text) {
@@ -98,7 +123,10 @@ fn corpus_conformance() {
         for (i, exp) in expected.iter().enumerate() {
             let kind = exp["kind"].as_str().unwrap_or_default();
             let name = exp["name"].as_str().unwrap_or_default();
-            let got = ours.iter().find(|r| r.kind == kind && r.name == name).or_else(|| ours.get(i));
+            let got = ours
+                .iter()
+                .find(|r| r.kind == kind && r.name == name)
+                .or_else(|| ours.get(i));
             let Some(got) = got else {
                 writeln!(mismatches, "{rel}: {kind} {name}: not estimated").unwrap();
                 objects.add(false);
@@ -108,11 +136,20 @@ fn corpus_conformance() {
             let v_ok = exp["valid"].as_bool() == Some(got.valid);
             verdicts.add(v_ok);
             object_ok &= v_ok;
-            let tie = exp["schemas"].as_array().is_some_and(|s| s.iter().any(|s| s["mostExpensiveTie"] == true));
+            let tie = exp["schemas"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|s| s["mostExpensiveTie"] == true));
             let filter = |e: &str| !(tie && e.contains("contributed to estimated rule cost total"));
-            let exp_errs: BTreeSet<String> =
-                exp["errors"].as_array().into_iter().flatten().filter_map(|e| e.as_str()).filter(|e| filter(e)).map(String::from).collect();
-            let got_errs: BTreeSet<String> = got.errors.iter().filter(|e| filter(e)).cloned().collect();
+            let exp_errs: BTreeSet<String> = exp["errors"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.as_str())
+                .filter(|e| filter(e))
+                .map(String::from)
+                .collect();
+            let got_errs: BTreeSet<String> =
+                got.errors.iter().filter(|e| filter(e)).cloned().collect();
             let e_ok = exp_errs == got_errs;
             errsets.add(e_ok);
             object_ok &= e_ok;
@@ -132,12 +169,27 @@ fn corpus_conformance() {
                     totals.add(t_ok);
                     object_ok &= t_ok;
                     if !t_ok {
-                        writeln!(mismatches, "{rel}: {name}: {sfp}: totalCost expected {:?} got {:?}", u(es, "totalCost"), gs.map(|g| g.total_cost)).unwrap();
+                        writeln!(
+                            mismatches,
+                            "{rel}: {name}: {sfp}: totalCost expected {:?} got {:?}",
+                            u(es, "totalCost"),
+                            gs.map(|g| g.total_cost)
+                        )
+                        .unwrap();
                     }
-                    let by_key: HashMap<(String, u64), &celcost::report::RuleReport> =
-                        gs.map(|g| g.rules.iter().map(|r| ((r.path.clone(), r.index), r)).collect()).unwrap_or_default();
+                    let by_key: HashMap<(String, u64), &celcost::report::RuleReport> = gs
+                        .map(|g| {
+                            g.rules
+                                .iter()
+                                .map(|r| ((r.path.clone(), r.index), r))
+                                .collect()
+                        })
+                        .unwrap_or_default();
                     for er in es["rules"].as_array().into_iter().flatten() {
-                        let key = (er["path"].as_str().unwrap_or_default().to_string(), u(er, "index").unwrap_or(0));
+                        let key = (
+                            er["path"].as_str().unwrap_or_default().to_string(),
+                            u(er, "index").unwrap_or(0),
+                        );
                         let gr = by_key.get(&key);
                         let ok = gr.is_some_and(|g| {
                             Some(g.max_cost) == u(er, "maxCost")
@@ -171,7 +223,9 @@ fn corpus_conformance() {
                     let fp = ee["fieldPath"].as_str().unwrap_or_default();
                     let ge = got.expressions.iter().find(|x| x.field_path == fp);
                     let ok = ge.is_some_and(|g| {
-                        Some(g.max_cost) == u(ee, "maxCost") && Some(g.min_cost) == u(ee, "minCost") && g.compile_error.as_deref() == ee["compileError"].as_str()
+                        Some(g.max_cost) == u(ee, "maxCost")
+                            && Some(g.min_cost) == u(ee, "minCost")
+                            && g.compile_error.as_deref() == ee["compileError"].as_str()
                     });
                     exprs.add(ok);
                     object_ok &= ok;
@@ -195,17 +249,54 @@ fn corpus_conformance() {
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/conformance-mismatches.txt");
     let _ = std::fs::create_dir_all(out.parent().unwrap());
     let _ = std::fs::write(&out, &mismatches);
-    println!("conformance over {} ({} files)", corpus.display(), files.len());
-    println!("exact: {}/{} rules ({:.2}%)", rules.ok, rules.all, rules.pct());
-    println!("exact: {}/{} schema totals ({:.2}%)", totals.ok, totals.all, totals.pct());
-    println!("exact: {}/{} verdicts ({:.2}%)", verdicts.ok, verdicts.all, verdicts.pct());
-    println!("exact: {}/{} error sets ({:.2}%)", errsets.ok, errsets.all, errsets.pct());
-    println!("exact: {}/{} policy expressions ({:.2}%)", exprs.ok, exprs.all, exprs.pct());
-    println!("exact: {}/{} objects ({:.2}%)", objects.ok, objects.all, objects.pct());
+    println!(
+        "conformance over {} ({} files)",
+        corpus.display(),
+        files.len()
+    );
+    println!(
+        "exact: {}/{} rules ({:.2}%)",
+        rules.ok,
+        rules.all,
+        rules.pct()
+    );
+    println!(
+        "exact: {}/{} schema totals ({:.2}%)",
+        totals.ok,
+        totals.all,
+        totals.pct()
+    );
+    println!(
+        "exact: {}/{} verdicts ({:.2}%)",
+        verdicts.ok,
+        verdicts.all,
+        verdicts.pct()
+    );
+    println!(
+        "exact: {}/{} error sets ({:.2}%)",
+        errsets.ok,
+        errsets.all,
+        errsets.pct()
+    );
+    println!(
+        "exact: {}/{} policy expressions ({:.2}%)",
+        exprs.ok,
+        exprs.all,
+        exprs.pct()
+    );
+    println!(
+        "exact: {}/{} objects ({:.2}%)",
+        objects.ok,
+        objects.all,
+        objects.pct()
+    );
     println!("mismatches: {}", out.display());
     assert!(rules.pct() >= FLOOR_RULES, "rules below floor");
     assert!(totals.pct() >= FLOOR_TOTALS, "totals below floor");
     assert!(verdicts.pct() >= FLOOR_VERDICTS, "verdicts below floor");
     assert!(errsets.pct() >= FLOOR_ERRORS, "error sets below floor");
-    assert!(exprs.pct() >= FLOOR_EXPRESSIONS, "policy expressions below floor");
+    assert!(
+        exprs.pct() >= FLOOR_EXPRESSIONS,
+        "policy expressions below floor"
+    );
 }

@@ -151,9 +151,11 @@ impl Expr {
     pub fn qualified_name(&self) -> Option<String> {
         match &self.kind {
             ExprKind::Ident(n) => Some(n.clone()),
-            ExprKind::Select { operand, field, test_only: false } => {
-                operand.qualified_name().map(|q| format!("{q}.{field}"))
-            }
+            ExprKind::Select {
+                operand,
+                field,
+                test_only: false,
+            } => operand.qualified_name().map(|q| format!("{q}.{field}")),
             _ => None,
         }
     }

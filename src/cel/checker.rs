@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::ast::{Expr, ExprId, ExprKind, Literal, ParsedExpr};
 use super::decls::{Declarations, Function};
-use super::types::{format_signature, Kind, Type};
+use super::types::{Kind, Type, format_signature};
 
 /// Object types the checker can select fields from (schema objects, Kubernetes request
 /// objects). The field type is `None` when the field does not exist.
@@ -50,7 +50,10 @@ impl CheckedExpr {
     }
     pub fn type_of(&self, id: ExprId) -> &Type {
         static DYN: Type = Type::Dyn;
-        self.types.get(id as usize).and_then(|t| t.as_ref()).unwrap_or(&DYN)
+        self.types
+            .get(id as usize)
+            .and_then(|t| t.as_ref())
+            .unwrap_or(&DYN)
     }
     pub fn output_type(&self) -> &Type {
         self.type_of(self.parsed.expr.id)
@@ -63,7 +66,9 @@ impl CheckedExpr {
     }
     /// Whether an identifier with this name is referenced (cel-go's reference map).
     pub fn references_ident(&self, name: &str) -> bool {
-        self.refs.iter().any(|r| matches!(r, Some(Reference::Ident(n)) if n == name))
+        self.refs
+            .iter()
+            .any(|r| matches!(r, Some(Reference::Ident(n)) if n == name))
     }
 }
 
@@ -97,7 +102,10 @@ struct Checker<'a> {
 }
 
 /// Type-checks `parsed` in `env`. Errors are returned in report order (unsorted).
-pub fn check(parsed: ParsedExpr, env: &CheckEnv<'_>) -> Result<CheckedExpr, (ParsedExpr, Vec<CheckError>)> {
+pub fn check(
+    parsed: ParsedExpr,
+    env: &CheckEnv<'_>,
+) -> Result<CheckedExpr, (ParsedExpr, Vec<CheckError>)> {
     let n = parsed.max_id as usize + 1;
     let mut c = Checker {
         env,
@@ -116,20 +124,26 @@ pub fn check(parsed: ParsedExpr, env: &CheckEnv<'_>) -> Result<CheckedExpr, (Par
     if !c.errors.is_empty() {
         return Err((parsed, c.errors));
     }
-    Ok(CheckedExpr { parsed, types: c.types, refs: c.refs })
+    Ok(CheckedExpr {
+        parsed,
+        types: c.types,
+        refs: c.refs,
+    })
 }
 
 impl Checker<'_> {
     fn set_type(&mut self, id: ExprId, t: Type) {
         let slot = &mut self.types[id as usize];
-        if let Some(old) = slot {
-            if *old != t {
-                self.errors.push(CheckError {
-                    id,
-                    message: format!("incompatible type already exists for expression: old:{old}, new:{t}"),
-                });
-                return;
-            }
+        if let Some(old) = slot
+            && *old != t
+        {
+            self.errors.push(CheckError {
+                id,
+                message: format!(
+                    "incompatible type already exists for expression: old:{old}, new:{t}"
+                ),
+            });
+            return;
         }
         *slot = Some(t);
     }
@@ -163,7 +177,10 @@ impl Checker<'_> {
     }
 
     fn undeclared(&mut self, id: ExprId, name: &str) {
-        self.error(id, format!("undeclared reference to '{name}' (in container '')"));
+        self.error(
+            id,
+            format!("undeclared reference to '{name}' (in container '')"),
+        );
     }
 
     fn check(&mut self, e: &mut Expr) {
@@ -205,15 +222,22 @@ impl Checker<'_> {
 
     fn check_select(&mut self, e: &mut Expr) {
         let id = e.id;
-        if let Some(qname) = e.qualified_name() {
-            if let Some(t) = self.lookup_ident(&qname) {
-                self.set_type(id, t);
-                self.refs[id as usize] = Some(Reference::Ident(qname.clone()));
-                e.kind = ExprKind::Ident(qname);
-                return;
-            }
+        if let Some(qname) = e.qualified_name()
+            && let Some(t) = self.lookup_ident(&qname)
+        {
+            self.set_type(id, t);
+            self.refs[id as usize] = Some(Reference::Ident(qname.clone()));
+            e.kind = ExprKind::Ident(qname);
+            return;
         }
-        let ExprKind::Select { operand, field, test_only } = &mut e.kind else { unreachable!() };
+        let ExprKind::Select {
+            operand,
+            field,
+            test_only,
+        } = &mut e.kind
+        else {
+            unreachable!()
+        };
         let field = field.clone();
         let test_only = *test_only;
         let mut result = self.check_select_field(id, operand, &field, false);
@@ -224,7 +248,13 @@ impl Checker<'_> {
         self.set_type(id, t);
     }
 
-    fn check_select_field(&mut self, id: ExprId, operand: &mut Expr, field: &str, optional: bool) -> Type {
+    fn check_select_field(
+        &mut self,
+        id: ExprId,
+        operand: &mut Expr,
+        field: &str,
+        optional: bool,
+    ) -> Type {
         self.check(operand);
         let operand_type = substitute(&self.mapping, &self.get_type(operand.id), false);
         let (target, is_opt) = operand_type.unwrap_optional();
@@ -233,7 +263,8 @@ impl Checker<'_> {
             Kind::Map => target.parameters()[1].clone(),
             Kind::Struct => {
                 let name = target.type_name().to_string();
-                self.lookup_field_type(id, &name, field).unwrap_or(Type::Error)
+                self.lookup_field_type(id, &name, field)
+                    .unwrap_or(Type::Error)
             }
             Kind::TypeParam => {
                 self.is_assignable(&Type::Dyn, &target);
@@ -241,7 +272,10 @@ impl Checker<'_> {
             }
             _ => {
                 if !matches!(target.kind(), Kind::Dyn | Kind::Any | Kind::Error) {
-                    self.error(id, format!("type '{target}' does not support field selection"));
+                    self.error(
+                        id,
+                        format!("type '{target}' does not support field selection"),
+                    );
                 }
                 Type::Dyn
             }
@@ -255,7 +289,10 @@ impl Checker<'_> {
 
     fn lookup_field_type(&mut self, id: ExprId, struct_name: &str, field: &str) -> Option<Type> {
         if !self.env.provider.has_struct_type(struct_name) {
-            self.error(id, format!("unexpected failed resolution of '{struct_name}'"));
+            self.error(
+                id,
+                format!("unexpected failed resolution of '{struct_name}'"),
+            );
             return None;
         }
         match self.env.provider.field_type(struct_name, field) {
@@ -269,10 +306,19 @@ impl Checker<'_> {
 
     fn check_opt_select(&mut self, e: &mut Expr) {
         let id = e.id;
-        let ExprKind::Call { target, args, .. } = &mut e.kind else { unreachable!() };
+        let ExprKind::Call { target, args, .. } = &mut e.kind else {
+            unreachable!()
+        };
         if args.len() != 2 || target.is_some() {
-            let t = if target.is_some() { " member call with" } else { "" };
-            let msg = format!("unsupported optional field selection: incorrect signature.{t} argument count: {}", args.len());
+            let t = if target.is_some() {
+                " member call with"
+            } else {
+                ""
+            };
+            let msg = format!(
+                "unsupported optional field selection: incorrect signature.{t} argument count: {}",
+                args.len()
+            );
             self.error(id, msg);
             return;
         }
@@ -300,7 +346,14 @@ impl Checker<'_> {
             self.check_opt_select(e);
             return;
         }
-        let ExprKind::Call { function, target, args } = &mut e.kind else { unreachable!() };
+        let ExprKind::Call {
+            function,
+            target,
+            args,
+        } = &mut e.kind
+        else {
+            unreachable!()
+        };
         for a in args.iter_mut() {
             self.check(a);
         }
@@ -336,7 +389,13 @@ impl Checker<'_> {
         }
     }
 
-    fn resolve_overload_or_error(&mut self, id: ExprId, f: &Function, target: Option<&Expr>, args: &[Expr]) {
+    fn resolve_overload_or_error(
+        &mut self,
+        id: ExprId,
+        f: &Function,
+        target: Option<&Expr>,
+        args: &[Expr],
+    ) {
         match self.resolve_overload(id, f, target, args) {
             Some((t, overloads)) => {
                 self.set_type(id, t);
@@ -352,7 +411,13 @@ impl Checker<'_> {
         Type::param(&format!("_var{n}"))
     }
 
-    fn resolve_overload(&mut self, id: ExprId, f: &Function, target: Option<&Expr>, args: &[Expr]) -> Option<(Type, Vec<Arc<str>>)> {
+    fn resolve_overload(
+        &mut self,
+        id: ExprId,
+        f: &Function,
+        target: Option<&Expr>,
+        args: &[Expr],
+    ) -> Option<(Type, Vec<Arc<str>>)> {
         let mut arg_types: Vec<Type> = Vec::with_capacity(args.len() + 1);
         if let Some(t) = target {
             arg_types.push(self.get_type(t.id));
@@ -371,7 +436,10 @@ impl Checker<'_> {
                 for (i, at) in arg_types.iter().enumerate() {
                     if !self.is_assignable(at, &Type::Bool) {
                         let aid = args[i].id;
-                        self.error(aid, format!("expected type '{}' but found '{}'", Type::Bool, at));
+                        self.error(
+                            aid,
+                            format!("expected type '{}' but found '{}'", Type::Bool, at),
+                        );
                         failed = true;
                     }
                 }
@@ -389,7 +457,10 @@ impl Checker<'_> {
                     subs.insert(tp.clone(), v);
                 }
                 (
-                    o.args.iter().map(|a| substitute(&subs, a, false)).collect::<Vec<_>>(),
+                    o.args
+                        .iter()
+                        .map(|a| substitute(&subs, a, false))
+                        .collect::<Vec<_>>(),
                     substitute(&subs, &o.result, false),
                 )
             };
@@ -406,9 +477,18 @@ impl Checker<'_> {
         match result {
             Some(r) => Some((r, refs)),
             None => {
-                let shown: Vec<Type> = arg_types.iter().map(|t| substitute(&self.mapping, t, true)).collect();
+                let shown: Vec<Type> = arg_types
+                    .iter()
+                    .map(|t| substitute(&self.mapping, t, true))
+                    .collect();
                 let sig = format_signature(&shown, target.is_some());
-                self.error(id, format!("found no matching overload for '{}' applied to '{sig}'", f.name));
+                self.error(
+                    id,
+                    format!(
+                        "found no matching overload for '{}' applied to '{sig}'",
+                        f.name
+                    ),
+                );
                 None
             }
         }
@@ -416,7 +496,13 @@ impl Checker<'_> {
 
     fn check_list(&mut self, e: &mut Expr) {
         let id = e.id;
-        let ExprKind::List { elements, optional_indices } = &mut e.kind else { unreachable!() };
+        let ExprKind::List {
+            elements,
+            optional_indices,
+        } = &mut e.kind
+        else {
+            unreachable!()
+        };
         let mut elems_type: Option<Type> = None;
         for (i, el) in elements.iter_mut().enumerate() {
             self.check(el);
@@ -425,7 +511,14 @@ impl Checker<'_> {
                 let (inner, is_opt) = et.unwrap_optional();
                 let inner = inner.clone();
                 if !is_opt && !inner.is_dyn_or_any() {
-                    self.error(el.id, format!("expected type '{}' but found '{}'", Type::optional(inner.clone()), inner));
+                    self.error(
+                        el.id,
+                        format!(
+                            "expected type '{}' but found '{}'",
+                            Type::optional(inner.clone()),
+                            inner
+                        ),
+                    );
                 }
                 et = inner;
             }
@@ -437,7 +530,9 @@ impl Checker<'_> {
 
     fn check_map(&mut self, e: &mut Expr) {
         let id = e.id;
-        let ExprKind::Map { entries } = &mut e.kind else { unreachable!() };
+        let ExprKind::Map { entries } = &mut e.kind else {
+            unreachable!()
+        };
         let mut kt: Option<Type> = None;
         let mut vt: Option<Type> = None;
         for en in entries.iter_mut() {
@@ -450,7 +545,14 @@ impl Checker<'_> {
                 let (inner, is_opt) = v.unwrap_optional();
                 let inner = inner.clone();
                 if !is_opt && !inner.is_dyn_or_any() {
-                    self.error(en.value.id, format!("expected type '{}' but found '{}'", Type::optional(inner.clone()), inner));
+                    self.error(
+                        en.value.id,
+                        format!(
+                            "expected type '{}' but found '{}'",
+                            Type::optional(inner.clone()),
+                            inner
+                        ),
+                    );
                 }
                 v = inner;
             }
@@ -465,7 +567,9 @@ impl Checker<'_> {
 
     fn check_struct(&mut self, e: &mut Expr) {
         let id = e.id;
-        let ExprKind::Struct { type_name, fields } = &mut e.kind else { unreachable!() };
+        let ExprKind::Struct { type_name, fields } = &mut e.kind else {
+            unreachable!()
+        };
         let name = type_name.clone();
         let Some(t) = self.lookup_ident(&name) else {
             self.undeclared(id, &name);
@@ -486,7 +590,8 @@ impl Checker<'_> {
         for f in fields.iter_mut() {
             self.check(&mut f.value);
             let ft = if result.kind() == Kind::Struct {
-                self.lookup_field_type(f.id, &struct_name, &f.name).unwrap_or(Type::Error)
+                self.lookup_field_type(f.id, &struct_name, &f.name)
+                    .unwrap_or(Type::Error)
             } else {
                 Type::Error
             };
@@ -495,19 +600,34 @@ impl Checker<'_> {
                 let (inner, is_opt) = vt.unwrap_optional();
                 let inner = inner.clone();
                 if !is_opt && !inner.is_dyn_or_any() {
-                    self.error(f.value.id, format!("expected type '{}' but found '{}'", Type::optional(inner.clone()), inner));
+                    self.error(
+                        f.value.id,
+                        format!(
+                            "expected type '{}' but found '{}'",
+                            Type::optional(inner.clone()),
+                            inner
+                        ),
+                    );
                 }
                 vt = inner;
             }
             if !self.is_assignable(&ft, &vt) {
-                self.error(f.id, format!("expected type of field '{}' is '{ft}' but provided type is '{vt}'", f.name));
+                self.error(
+                    f.id,
+                    format!(
+                        "expected type of field '{}' is '{ft}' but provided type is '{vt}'",
+                        f.name
+                    ),
+                );
             }
         }
     }
 
     fn check_comprehension(&mut self, e: &mut Expr) {
         let id = e.id;
-        let ExprKind::Comprehension(c) = &mut e.kind else { unreachable!() };
+        let ExprKind::Comprehension(c) = &mut e.kind else {
+            unreachable!()
+        };
         self.check(&mut c.iter_range);
         self.check(&mut c.accu_init);
         let range_type = substitute(&self.mapping, &self.get_type(c.iter_range.id), false);
@@ -517,7 +637,11 @@ impl Checker<'_> {
         let (var_type, var2_type) = match range_type.kind() {
             Kind::List => {
                 let el = range_type.parameters()[0].clone();
-                if two { (Type::Int, Some(el)) } else { (el, None) }
+                if two {
+                    (Type::Int, Some(el))
+                } else {
+                    (el, None)
+                }
             }
             Kind::Map => {
                 let p = range_type.parameters();
@@ -545,7 +669,10 @@ impl Checker<'_> {
         let lc = self.get_type(c.loop_cond.id);
         if !self.is_assignable(&Type::Bool, &lc) {
             let lid = c.loop_cond.id;
-            self.error(lid, format!("expected type '{}' but found '{lc}'", Type::Bool));
+            self.error(
+                lid,
+                format!("expected type '{}' but found '{lc}'", Type::Bool),
+            );
         }
         self.check(&mut c.loop_step);
         let ls = self.get_type(c.loop_step.id);
@@ -609,7 +736,10 @@ fn is_equal_or_less_specific(t1: &Type, t2: &Type) -> bool {
             if t1.type_name() != t2.type_name() || t1.param_count() != t2.param_count() {
                 return false;
             }
-            t1.parameters().iter().zip(t2.parameters().iter()).all(|(a, b)| is_equal_or_less_specific(a, b))
+            t1.parameters()
+                .iter()
+                .zip(t2.parameters().iter())
+                .all(|(a, b)| is_equal_or_less_specific(a, b))
         }
         Kind::List => is_equal_or_less_specific(&t1.parameters()[0], &t2.parameters()[0]),
         Kind::Map => {
@@ -622,7 +752,11 @@ fn is_equal_or_less_specific(t1: &Type, t2: &Type) -> bool {
 }
 
 fn most_general(t1: &Type, t2: &Type) -> Type {
-    if is_equal_or_less_specific(t1, t2) { t1.clone() } else { t2.clone() }
+    if is_equal_or_less_specific(t1, t2) {
+        t1.clone()
+    } else {
+        t2.clone()
+    }
 }
 
 fn internal_is_assignable(m: &mut Mapping, t1: &Type, t2: &Type) -> bool {
@@ -639,7 +773,9 @@ fn internal_is_assignable(m: &mut Mapping, t1: &Type, t2: &Type) -> bool {
     if k1 == Kind::TypeParam {
         return is_valid_type_substitution(m, t2, t1).0;
     }
-    if matches!(k1, Kind::Dyn | Kind::Any | Kind::Error) || matches!(k2, Kind::Dyn | Kind::Any | Kind::Error) {
+    if matches!(k1, Kind::Dyn | Kind::Any | Kind::Error)
+        || matches!(k2, Kind::Dyn | Kind::Any | Kind::Error)
+    {
         return true;
     }
     if k1 == Kind::Null {
@@ -649,11 +785,21 @@ fn internal_is_assignable(m: &mut Mapping, t1: &Type, t2: &Type) -> bool {
         return is_assignable_null(t1);
     }
     match k1 {
-        Kind::Bool | Kind::Bytes | Kind::Double | Kind::Int | Kind::String | Kind::Uint | Kind::Any | Kind::Duration
-        | Kind::Timestamp | Kind::Struct => t1.is_assignable_type(t2),
+        Kind::Bool
+        | Kind::Bytes
+        | Kind::Double
+        | Kind::Int
+        | Kind::String
+        | Kind::Uint
+        | Kind::Any
+        | Kind::Duration
+        | Kind::Timestamp
+        | Kind::Struct => t1.is_assignable_type(t2),
         Kind::Type => k2 == Kind::Type,
         Kind::Opaque | Kind::List | Kind::Map => {
-            k1 == k2 && t1.type_name() == t2.type_name() && internal_is_assignable_list(m, &t1.parameters(), &t2.parameters())
+            k1 == k2
+                && t1.type_name() == t2.type_name()
+                && internal_is_assignable_list(m, &t1.parameters(), &t2.parameters())
         }
         _ => false,
     }
@@ -663,7 +809,9 @@ fn is_valid_type_substitution(m: &mut Mapping, t1: &Type, t2: &Type) -> (bool, b
     if t1.kind() == t2.kind() && t1.is_exact(t2) {
         return (true, true);
     }
-    let Type::TypeParam(name) = t2 else { return (false, false) };
+    let Type::TypeParam(name) = t2 else {
+        return (false, false);
+    };
     if let Some(t2_sub) = m.get(name).cloned() {
         if t1.kind() == t2_sub.kind() && t1.is_exact(&t2_sub) {
             return (true, true);
@@ -688,12 +836,16 @@ fn internal_is_assignable_list(m: &mut Mapping, l1: &[Type], l2: &[Type]) -> boo
     if l1.len() != l2.len() {
         return false;
     }
-    l1.iter().zip(l2.iter()).all(|(a, b)| internal_is_assignable(m, a, b))
+    l1.iter()
+        .zip(l2.iter())
+        .all(|(a, b)| internal_is_assignable(m, a, b))
 }
 
 fn is_assignable_null(t: &Type) -> bool {
-    matches!(t.kind(), Kind::Opaque | Kind::Struct | Kind::Any | Kind::Duration | Kind::Timestamp)
-        || t.is_assignable_type(&Type::Null)
+    matches!(
+        t.kind(),
+        Kind::Opaque | Kind::Struct | Kind::Any | Kind::Duration | Kind::Timestamp
+    ) || t.is_assignable_type(&Type::Null)
 }
 
 fn not_referenced_in(m: &Mapping, t: &Type, within: &Type) -> bool {
@@ -705,9 +857,10 @@ fn not_referenced_in(m: &Mapping, t: &Type, within: &Type) -> bool {
             None => true,
             Some(sub) => not_referenced_in(m, t, sub),
         },
-        Type::Opaque(..) | Type::List(_) | Type::Map(..) | Type::TypeOf(_) => {
-            within.parameters().iter().all(|p| not_referenced_in(m, t, p))
-        }
+        Type::Opaque(..) | Type::List(_) | Type::Map(..) | Type::TypeOf(_) => within
+            .parameters()
+            .iter()
+            .all(|p| not_referenced_in(m, t, p)),
         _ => true,
     }
 }
@@ -727,9 +880,17 @@ pub(crate) fn substitute(m: &Mapping, t: &Type, type_param_to_dyn: bool) -> Type
         return t.clone();
     }
     match t {
-        Type::Opaque(n, p) => Type::Opaque(n.clone(), p.iter().map(|x| substitute(m, x, type_param_to_dyn)).collect()),
+        Type::Opaque(n, p) => Type::Opaque(
+            n.clone(),
+            p.iter()
+                .map(|x| substitute(m, x, type_param_to_dyn))
+                .collect(),
+        ),
         Type::List(e) => Type::list(substitute(m, e, type_param_to_dyn)),
-        Type::Map(k, v) => Type::map(substitute(m, k, type_param_to_dyn), substitute(m, v, type_param_to_dyn)),
+        Type::Map(k, v) => Type::map(
+            substitute(m, k, type_param_to_dyn),
+            substitute(m, v, type_param_to_dyn),
+        ),
         Type::TypeOf(Some(p)) => Type::type_of(substitute(m, p, type_param_to_dyn)),
         _ => t.clone(),
     }

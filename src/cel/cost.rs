@@ -30,8 +30,12 @@ pub struct Estimate {
 pub type Size = Estimate;
 pub type Cost = Estimate;
 
-pub const UNKNOWN: Estimate = Estimate { min: 0, max: u64::MAX };
+pub const UNKNOWN: Estimate = Estimate {
+    min: 0,
+    max: u64::MAX,
+};
 
+#[allow(clippy::should_implement_trait)]
 impl Estimate {
     pub const fn fixed(v: u64) -> Self {
         Estimate { min: v, max: v }
@@ -40,23 +44,39 @@ impl Estimate {
         Estimate { min, max }
     }
     pub fn add(self, o: Estimate) -> Estimate {
-        Estimate { min: self.min.saturating_add(o.min), max: self.max.saturating_add(o.max) }
+        Estimate {
+            min: self.min.saturating_add(o.min),
+            max: self.max.saturating_add(o.max),
+        }
     }
     pub fn mul(self, o: Estimate) -> Estimate {
-        Estimate { min: mul_sat(self.min, o.min), max: mul_sat(self.max, o.max) }
+        Estimate {
+            min: mul_sat(self.min, o.min),
+            max: mul_sat(self.max, o.max),
+        }
     }
     /// `MultiplyByCostFactor`.
     pub fn factor(self, k: f64) -> Estimate {
-        Estimate { min: multiply_by_cost_factor(self.min, k), max: multiply_by_cost_factor(self.max, k) }
+        Estimate {
+            min: multiply_by_cost_factor(self.min, k),
+            max: multiply_by_cost_factor(self.max, k),
+        }
     }
     pub fn union(self, o: Estimate) -> Estimate {
-        Estimate { min: self.min.min(o.min), max: self.max.max(o.max) }
+        Estimate {
+            min: self.min.min(o.min),
+            max: self.max.max(o.max),
+        }
     }
 }
 
 /// cel-go `multiplyUint64NoOverflow`.
 pub fn mul_sat(x: u64, y: u64) -> u64 {
-    if y != 0 && x > u64::MAX / y { u64::MAX } else { x.wrapping_mul(y) }
+    if y != 0 && x > u64::MAX / y {
+        u64::MAX
+    } else {
+        x.wrapping_mul(y)
+    }
 }
 
 /// cel-go `multiplyByCostFactor`: f64 conversion (round to nearest), a pre-check against
@@ -90,7 +110,13 @@ pub struct Path {
 
 impl Path {
     fn single(name: &str) -> Path {
-        Path { buf: Some(Rc::new(RefCell::new(PathBuf { items: vec![name.into()], cap: 1 }))), len: 1 }
+        Path {
+            buf: Some(Rc::new(RefCell::new(PathBuf {
+                items: vec![name.into()],
+                cap: 1,
+            }))),
+            len: 1,
+        }
     }
 
     fn append(&self, elem: &str) -> Path {
@@ -103,7 +129,10 @@ impl Path {
                 } else {
                     bb.items.push(elem);
                 }
-                return Path { buf: Some(b.clone()), len: self.len + 1 };
+                return Path {
+                    buf: Some(b.clone()),
+                    len: self.len + 1,
+                };
             }
         }
         let old_cap = self.buf.as_ref().map(|b| b.borrow().cap).unwrap_or(0);
@@ -115,7 +144,10 @@ impl Path {
             None => Vec::new(),
         };
         items.push(elem);
-        Path { buf: Some(Rc::new(RefCell::new(PathBuf { items, cap }))), len: new_len }
+        Path {
+            buf: Some(Rc::new(RefCell::new(PathBuf { items, cap }))),
+            len: new_len,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -157,10 +189,11 @@ fn go_next_cap(new_len: usize, old_cap: usize) -> usize {
 /// Go's `roundupsize` for 16-byte elements (string headers), within the small size classes.
 fn go_roundup_cap(cap: usize) -> usize {
     const CLASSES: &[usize] = &[
-        16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320, 352, 384, 416, 448, 480, 512,
-        576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048, 2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376,
-        6144, 6528, 6784, 6912, 8192, 9472, 9728, 10240, 10880, 12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760,
-        24576, 27264, 28672, 32768,
+        16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320, 352,
+        384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048,
+        2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728,
+        10240, 10880, 12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576, 27264, 28672,
+        32768,
     ];
     let bytes = cap * 16;
     for &c in CLASSES {
@@ -185,7 +218,12 @@ pub struct AstNode<'a> {
 impl AstNode<'_> {
     /// A synthetic node (no expression), e.g. a list's element.
     pub fn synthetic(path: Path, ty: Type) -> AstNode<'static> {
-        AstNode { path, ty, expr: None, computed_size: None }
+        AstNode {
+            path,
+            ty,
+            expr: None,
+            computed_size: None,
+        }
     }
 
     pub fn path_elems(&self) -> Vec<Rc<str>> {
@@ -200,7 +238,10 @@ impl AstNode<'_> {
         let mut items = self.path.read();
         items.push(elem.into());
         let cap = items.len();
-        Some(Path { buf: Some(Rc::new(RefCell::new(PathBuf { items, cap }))), len: cap })
+        Some(Path {
+            buf: Some(Rc::new(RefCell::new(PathBuf { items, cap }))),
+            len: cap,
+        })
     }
 
     /// The literal int value of the node, if it is an int literal.
@@ -221,7 +262,10 @@ pub struct CallEstimate {
 
 impl CallEstimate {
     pub fn cost(cost: Cost) -> Self {
-        CallEstimate { cost, result_size: None }
+        CallEstimate {
+            cost,
+            result_size: None,
+        }
     }
 }
 
@@ -241,7 +285,9 @@ pub trait CostEmbedder {
 /// `ComputedSize`, else the embedder's size, else unknown (cel-go ext `estimateSize`,
 /// Kubernetes `sizeEstimate`).
 pub fn node_size(embedder: &dyn CostEmbedder, n: &AstNode<'_>) -> Size {
-    n.computed_size.or_else(|| embedder.estimate_size(n)).unwrap_or(UNKNOWN)
+    n.computed_size
+        .or_else(|| embedder.estimate_size(n))
+        .unwrap_or(UNKNOWN)
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -253,7 +299,11 @@ struct EntrySize {
 
 fn union_entry(a: Option<EntrySize>, b: Option<EntrySize>) -> Option<EntrySize> {
     match (a, b) {
-        (Some(a), Some(b)) => Some(EntrySize { container: a.container, key: a.key.union(b.key), val: a.val.union(b.val) }),
+        (Some(a), Some(b)) => Some(EntrySize {
+            container: a.container,
+            key: a.key.union(b.key),
+            val: a.val.union(b.val),
+        }),
         _ => None,
     }
 }
@@ -266,16 +316,10 @@ struct LocalVar {
 }
 
 /// Options of the estimator.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct CostOptions {
     /// Cost of `has()`: 0 in Kubernetes since 1.29 (`PresenceTestHasCost(false)`).
     pub presence_test_cost: u64,
-}
-
-impl Default for CostOptions {
-    fn default() -> Self {
-        CostOptions { presence_test_cost: 0 }
-    }
 }
 
 /// Estimates the cost of a checked expression.
@@ -325,10 +369,10 @@ impl<'a> Coster<'a> {
     }
 
     fn get_path(&self, e: &Expr) -> Path {
-        if let ExprKind::Ident(n) = &e.kind {
-            if let Some(v) = self.peek(n) {
-                return v.path.clone();
-            }
+        if let ExprKind::Ident(n) = &e.kind
+            && let Some(v) = self.peek(n)
+        {
+            return v.path.clone();
         }
         self.paths[e.id as usize].clone().unwrap_or_default()
     }
@@ -353,10 +397,10 @@ impl<'a> Coster<'a> {
         if let Some(s) = self.entries[e.id as usize] {
             return Some(s);
         }
-        if let ExprKind::Ident(n) = &e.kind {
-            if let Some(v) = self.peek(n) {
-                return v.entry;
-            }
+        if let ExprKind::Ident(n) = &e.kind
+            && let Some(v) = self.peek(n)
+        {
+            return v.entry;
         }
         None
     }
@@ -368,7 +412,12 @@ impl<'a> Coster<'a> {
         if let Some(s) = expr_size(e) {
             return Some(s);
         }
-        let node = AstNode { path: self.get_path(e), ty: self.ty(e), expr: Some(e), computed_size: None };
+        let node = AstNode {
+            path: self.get_path(e),
+            ty: self.ty(e),
+            expr: Some(e),
+            computed_size: None,
+        };
         if let Some(s) = self.embedder.estimate_size(&node) {
             self.sizes[e.id as usize] = Some(s);
             return Some(s);
@@ -376,12 +425,11 @@ impl<'a> Coster<'a> {
         if is_scalar(&node.ty) {
             return Some(Size::fixed(1));
         }
-        if let ExprKind::Ident(n) = &e.kind {
-            if let Some(v) = self.peek(n) {
-                if v.size.is_some() {
-                    return v.size;
-                }
-            }
+        if let ExprKind::Ident(n) = &e.kind
+            && let Some(v) = self.peek(n)
+            && v.size.is_some()
+        {
+            return v.size;
         }
         None
     }
@@ -396,7 +444,12 @@ impl<'a> Coster<'a> {
             path = Path::default();
         }
         let size = self.compute_size(e);
-        AstNode { path, ty: self.ty(e), expr: Some(e), computed_size: size }
+        AstNode {
+            path,
+            ty: self.ty(e),
+            expr: Some(e),
+            computed_size: size,
+        }
     }
 
     fn cost(&mut self, e: &'a Expr) -> Cost {
@@ -410,12 +463,19 @@ impl<'a> Coster<'a> {
                 self.set_path(e.id, p);
                 Cost::fixed(SELECT_AND_IDENT_COST)
             }
-            ExprKind::Select { operand, field, test_only } => {
+            ExprKind::Select {
+                operand,
+                field,
+                test_only,
+            } => {
                 if *test_only {
                     return self.presence_cost.add(self.cost(operand));
                 }
                 let mut sum = self.cost(operand);
-                if matches!(self.ty(operand).kind(), Kind::Map | Kind::Struct | Kind::TypeParam) {
+                if matches!(
+                    self.ty(operand).kind(),
+                    Kind::Map | Kind::Struct | Kind::TypeParam
+                ) {
                     sum = sum.add(Cost::fixed(SELECT_AND_IDENT_COST));
                 }
                 let p = self.get_path(operand).append(field);
@@ -434,7 +494,14 @@ impl<'a> Coster<'a> {
                     let s = self.size_or_unknown(el);
                     item = item.union(s);
                 }
-                self.set_entry(e.id, Some(EntrySize { container: Kind::List, key: Size::fixed(1), val: item }));
+                self.set_entry(
+                    e.id,
+                    Some(EntrySize {
+                        container: Kind::List,
+                        key: Size::fixed(1),
+                        val: item,
+                    }),
+                );
                 sum.add(Cost::fixed(LIST_CREATE_BASE_COST))
             }
             ExprKind::Map { entries } => {
@@ -453,7 +520,14 @@ impl<'a> Coster<'a> {
                     let v = self.size_or_unknown(&en.value);
                     vs = vs.union(v);
                 }
-                self.set_entry(e.id, Some(EntrySize { container: Kind::Map, key: ks, val: vs }));
+                self.set_entry(
+                    e.id,
+                    Some(EntrySize {
+                        container: Kind::Map,
+                        key: ks,
+                        val: vs,
+                    }),
+                );
                 sum.add(Cost::fixed(MAP_CREATE_BASE_COST))
             }
             ExprKind::Struct { fields, .. } => {
@@ -537,15 +611,35 @@ impl<'a> Coster<'a> {
                     (entry.map(|x| x.key), "@keys")
                 }
             }
-            IterRole::Key => (entry.map(|x| x.key), if is_list { "@indices" } else { "@keys" }),
-            IterRole::Value => (entry.map(|x| x.val), if is_list { "@items" } else { "@values" }),
+            IterRole::Key => (
+                entry.map(|x| x.key),
+                if is_list { "@indices" } else { "@keys" },
+            ),
+            IterRole::Value => (
+                entry.map(|x| x.val),
+                if is_list { "@items" } else { "@values" },
+            ),
         };
         let path = self.get_path(range).append(sub);
-        self.push(name, LocalVar { path, size, entry: None });
+        self.push(
+            name,
+            LocalVar {
+                path,
+                size,
+                entry: None,
+            },
+        );
     }
 
     fn cost_call(&mut self, e: &'a Expr) -> Cost {
-        let ExprKind::Call { function, target, args } = &e.kind else { unreachable!() };
+        let ExprKind::Call {
+            function,
+            target,
+            args,
+        } = &e.kind
+        else {
+            unreachable!()
+        };
         if function == "dyn" && args.len() == 1 {
             let c = self.cost(&args[0]);
             let s = self.compute_size(&args[0]);
@@ -574,7 +668,15 @@ impl<'a> Coster<'a> {
         let mut fn_cost = Cost::new(u64::MAX, 0);
         let mut result_size: Option<Size> = None;
         for o in overloads {
-            let est = self.function_cost(e, function, o, target_node.as_ref(), &arg_nodes, &arg_costs, args);
+            let est = self.function_cost(
+                e,
+                function,
+                o,
+                target_node.as_ref(),
+                &arg_nodes,
+                &arg_costs,
+                args,
+            );
             fn_cost = fn_cost.union(est.cost);
             if let Some(rs) = est.result_size {
                 result_size = Some(match result_size {
@@ -616,16 +718,27 @@ impl<'a> Coster<'a> {
     ) -> CallEstimate {
         let arg_sum = || arg_costs.iter().fold(Cost::default(), |s, c| s.add(*c));
         if let Some(est) = overload_estimate(self.embedder, overload, target, args) {
-            return CallEstimate { cost: est.cost.add(arg_sum()), result_size: est.result_size };
+            return CallEstimate {
+                cost: est.cost.add(arg_sum()),
+                result_size: est.result_size,
+            };
         }
-        if let Some(est) = self.embedder.estimate_call_cost(function, overload, target, args) {
-            return CallEstimate { cost: est.cost.add(arg_sum()), result_size: est.result_size };
+        if let Some(est) = self
+            .embedder
+            .estimate_call_cost(function, overload, target, args)
+        {
+            return CallEstimate {
+                cost: est.cost.add(arg_sum()),
+                result_size: est.result_size,
+            };
         }
         let sz = |n: &AstNode| n.computed_size.unwrap_or(UNKNOWN);
         match overload {
             "string_format" => {
                 if let Some(t) = target {
-                    return CallEstimate::cost(sz(t).factor(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum()));
+                    return CallEstimate::cost(
+                        sz(t).factor(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum()),
+                    );
                 }
             }
             "string_to_bytes" if args.len() == 1 => {
@@ -646,18 +759,27 @@ impl<'a> Coster<'a> {
                 let s = sz(&args[0]);
                 return CallEstimate {
                     cost: s.factor(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum()),
-                    result_size: Some(Size::new(s.min.wrapping_add(2), s.max.wrapping_mul(2).wrapping_add(2))),
+                    result_size: Some(Size::new(
+                        s.min.wrapping_add(2),
+                        s.max.wrapping_mul(2).wrapping_add(2),
+                    )),
                 };
             }
             "starts_with_string" | "ends_with_string" if args.len() == 1 => {
-                return CallEstimate::cost(sz(&args[0]).factor(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum()));
+                return CallEstimate::cost(
+                    sz(&args[0])
+                        .factor(STRING_TRAVERSAL_COST_FACTOR)
+                        .add(arg_sum()),
+                );
             }
             "in_list" if args.len() == 2 => {
                 return CallEstimate::cost(sz(&args[1]).factor(1.0).add(arg_sum()));
             }
             "matches_string" => {
                 if let (Some(t), 1) = (target, args.len()) {
-                    let str_cost = sz(t).add(Size::fixed(1)).factor(STRING_TRAVERSAL_COST_FACTOR);
+                    let str_cost = sz(t)
+                        .add(Size::fixed(1))
+                        .factor(STRING_TRAVERSAL_COST_FACTOR);
                     let re_cost = sz(&args[0]).factor(REGEX_STRING_LENGTH_COST_FACTOR);
                     return CallEstimate::cost(str_cost.mul(re_cost).add(arg_sum()));
                 }
@@ -675,26 +797,50 @@ impl<'a> Coster<'a> {
             }
             "conditional" => {
                 let size = sz(&args[1]).union(sz(&args[2]));
-                let en = union_entry(self.entry_size(&arg_exprs[1]), self.entry_size(&arg_exprs[2]));
+                let en = union_entry(
+                    self.entry_size(&arg_exprs[1]),
+                    self.entry_size(&arg_exprs[2]),
+                );
                 self.set_entry(e.id, en);
                 let c = arg_costs[0].add(arg_costs[1].union(arg_costs[2]));
-                return CallEstimate { cost: c, result_size: Some(size) };
+                return CallEstimate {
+                    cost: c,
+                    result_size: Some(size),
+                };
             }
             "add_string" | "add_bytes" | "add_list" if args.len() == 2 => {
                 let rs = sz(&args[0]).add(sz(&args[1]));
-                let en = union_entry(self.entry_size(&arg_exprs[0]), self.entry_size(&arg_exprs[1]));
+                let en = union_entry(
+                    self.entry_size(&arg_exprs[0]),
+                    self.entry_size(&arg_exprs[1]),
+                );
                 if en.is_some() {
                     self.set_entry(e.id, en);
                 }
                 if overload == "add_list" {
-                    return CallEstimate { cost: Cost::fixed(1).add(arg_sum()), result_size: Some(rs) };
+                    return CallEstimate {
+                        cost: Cost::fixed(1).add(arg_sum()),
+                        result_size: Some(rs),
+                    };
                 }
-                return CallEstimate { cost: rs.factor(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum()), result_size: Some(rs) };
+                return CallEstimate {
+                    cost: rs.factor(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum()),
+                    result_size: Some(rs),
+                };
             }
-            "less_string" | "greater_string" | "less_equals_string" | "greater_equals_string" | "less_bytes"
-            | "greater_bytes" | "less_equals_bytes" | "greater_equals_bytes" | "equals" | "not_equals" => {
+            "less_string"
+            | "greater_string"
+            | "less_equals_string"
+            | "greater_equals_string"
+            | "less_bytes"
+            | "greater_bytes"
+            | "less_equals_bytes"
+            | "greater_equals_bytes"
+            | "equals"
+            | "not_equals" => {
                 let m = sz(&args[0]).max.min(sz(&args[1]).max);
-                let c = Cost::new(if m > 0 { 1 } else { 0 }, m).factor(STRING_TRAVERSAL_COST_FACTOR);
+                let c =
+                    Cost::new(if m > 0 { 1 } else { 0 }, m).factor(STRING_TRAVERSAL_COST_FACTOR);
                 return CallEstimate::cost(c.add(arg_sum()));
             }
             _ => {}
@@ -728,7 +874,9 @@ fn expr_size(e: &Expr) -> Option<Size> {
 /// cel-go `isScalar`.
 fn is_scalar(t: &Type) -> bool {
     match t {
-        Type::Bool | Type::Double | Type::Duration | Type::Int | Type::Timestamp | Type::Uint => true,
+        Type::Bool | Type::Double | Type::Duration | Type::Int | Type::Timestamp | Type::Uint => {
+            true
+        }
         Type::Opaque(n, p) if &**n == "optional_type" && p.len() == 1 => is_scalar(&p[0]),
         _ => false,
     }
@@ -736,10 +884,18 @@ fn is_scalar(t: &Type) -> bool {
 
 /// Overload estimators registered by cel-go extension libraries (§5): `ext.Sets`, `ext.Lists`.
 /// They only ever see overload ids of libraries that are in the environment.
-fn overload_estimate(embedder: &dyn CostEmbedder, overload: &str, target: Option<&AstNode>, args: &[AstNode]) -> Option<CallEstimate> {
+fn overload_estimate(
+    embedder: &dyn CostEmbedder,
+    overload: &str,
+    target: Option<&AstNode>,
+    args: &[AstNode],
+) -> Option<CallEstimate> {
     let size = |n: &AstNode| node_size(embedder, n);
     let list_call = |factor: f64, list: Size| CallEstimate {
-        cost: list.factor(factor).add(Cost::fixed(1)).add(Cost::fixed(LIST_CREATE_BASE_COST)),
+        cost: list
+            .factor(factor)
+            .add(Cost::fixed(1))
+            .add(Cost::fixed(LIST_CREATE_BASE_COST)),
         result_size: Some(list),
     };
     let int_or = |n: &AstNode, default: u64| match n.int_literal() {
@@ -752,8 +908,17 @@ fn overload_estimate(embedder: &dyn CostEmbedder, overload: &str, target: Option
             if args.len() != 2 {
                 return None;
             }
-            let f = if overload == "list_sets_equivalent_list" { 2.0 } else { 1.0 };
-            Some(CallEstimate::cost(size(&args[0]).mul(size(&args[1])).factor(f).add(Cost::fixed(1))))
+            let f = if overload == "list_sets_equivalent_list" {
+                2.0
+            } else {
+                1.0
+            };
+            Some(CallEstimate::cost(
+                size(&args[0])
+                    .mul(size(&args[1]))
+                    .factor(f)
+                    .add(Cost::fixed(1)),
+            ))
         }
         "list_slice" => {
             let t = target?;
@@ -783,7 +948,11 @@ fn overload_estimate(embedder: &dyn CostEmbedder, overload: &str, target: Option
             if args.len() > 1 {
                 return None;
             }
-            let depth = if args.len() == 1 { int_or(&args[0], u64::MAX) } else { 1 };
+            let depth = if args.len() == 1 {
+                int_or(&args[0], u64::MAX)
+            } else {
+                1
+            };
             Some(list_call(depth as f64, size(t)))
         }
         "list_distinct" => {
@@ -832,7 +1001,11 @@ fn overload_estimate(embedder: &dyn CostEmbedder, overload: &str, target: Option
                 target.unwrap()
             };
             let s = size(node);
-            let factor = if elem == "string" || elem == "bytes" { 2.0 + STRING_TRAVERSAL_COST_FACTOR } else { 2.0 };
+            let factor = if elem == "string" || elem == "bytes" {
+                2.0 + STRING_TRAVERSAL_COST_FACTOR
+            } else {
+                2.0
+            };
             Some(list_call(factor, s.mul(s)))
         }
     }
@@ -844,7 +1017,10 @@ mod tests {
 
     #[test]
     fn cost_factor_matches_go() {
-        assert_eq!(multiply_by_cost_factor(u64::MAX, 0.1), 1_844_674_407_370_955_264);
+        assert_eq!(
+            multiply_by_cost_factor(u64::MAX, 0.1),
+            1_844_674_407_370_955_264
+        );
         assert_eq!(multiply_by_cost_factor(u64::MAX, 1.0), u64::MAX);
         assert_eq!(multiply_by_cost_factor(3_145_726, 0.1), 314_573);
         assert_eq!(multiply_by_cost_factor(1025, 0.1), 103);
@@ -856,7 +1032,10 @@ mod tests {
         let base = Path::single("self").append("l"); // cap 2
         let item = base.append("@items"); // new buffer, cap 4
         let a = item.append("items"); // in place, slot 3
-        assert_eq!(a.read().iter().map(|s| s.to_string()).collect::<Vec<_>>(), ["self", "l", "@items", "items"]);
+        assert_eq!(
+            a.read().iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            ["self", "l", "@items", "items"]
+        );
         let _b = item.append("name"); // overwrites slot 3
         assert_eq!(&*a.read()[3], "name");
     }

@@ -91,7 +91,10 @@ impl Declarations {
                 let entry = d
                     .functions
                     .entry(f.name.to_string())
-                    .or_insert_with(|| Function { name: f.name.clone(), overloads: vec![] });
+                    .or_insert_with(|| Function {
+                        name: f.name.clone(),
+                        overloads: vec![],
+                    });
                 for o in &f.overloads {
                     if !entry.overloads.iter().any(|x| x.id == o.id) {
                         entry.overloads.push(o.clone());
@@ -127,7 +130,11 @@ fn sections() -> &'static [Section] {
 /// after the ordered ones.
 fn order_sections(all: Vec<Section>) -> Vec<Section> {
     let mut ordered: Vec<Section> = Vec::new();
-    let order: Vec<&str> = LIBRARY_ORDER.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+    let order: Vec<&str> = LIBRARY_ORDER
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
     let mut rest = all;
     for name in order {
         let mut i = 0;
@@ -189,7 +196,9 @@ fn parse_file(text: &str) -> Result<Vec<Section>, DeclError> {
         match word {
             "library" => {
                 let mut parts = rest.split_whitespace();
-                let name = parts.next().ok_or_else(|| err(line_no, "library needs a name".into()))?;
+                let name = parts
+                    .next()
+                    .ok_or_else(|| err(line_no, "library needs a name".into()))?;
                 let mut since = Version::new(1, 0);
                 let mut until = None;
                 while let Some(k) = parts.next() {
@@ -213,7 +222,9 @@ fn parse_file(text: &str) -> Result<Vec<Section>, DeclError> {
             }
             "opaque" | "struct" => {
                 let mut parts = rest.split_whitespace();
-                let name = parts.next().ok_or_else(|| err(line_no, "type needs a name".into()))?;
+                let name = parts
+                    .next()
+                    .ok_or_else(|| err(line_no, "type needs a name".into()))?;
                 let params = parts.next().map(|p| p.parse().unwrap_or(0)).unwrap_or(0);
                 named.insert(name.to_string(), (word == "struct", params));
             }
@@ -232,7 +243,10 @@ fn parse_file(text: &str) -> Result<Vec<Section>, DeclError> {
                 if sections.is_empty() {
                     return Err(err(line_no, "func outside of a library".into()));
                 }
-                current_fn = Some(Function { name: rest.into(), overloads: vec![] });
+                current_fn = Some(Function {
+                    name: rest.into(),
+                    overloads: vec![],
+                });
             }
             "macro" => {}
             _ => return Err(err(line_no, format!("unknown declaration `{word}`"))),
@@ -245,14 +259,18 @@ fn parse_file(text: &str) -> Result<Vec<Section>, DeclError> {
 }
 
 fn parse_overload(line: &str, named: &HashMap<String, (bool, usize)>) -> Result<Overload, String> {
-    let (id, sig) = line.split_once(' ').ok_or("overload needs `id signature`")?;
+    let (id, sig) = line
+        .split_once(' ')
+        .ok_or("overload needs `id signature`")?;
     let sig = sig.trim();
     let (lhs, result) = sig.rsplit_once("->").ok_or("overload needs `-> result`")?;
     let lhs = lhs.trim();
     let open = find_args_open(lhs).ok_or("overload needs `(args)`")?;
     let (member, receiver) = if open > 0 {
         let recv = lhs[..open].trim();
-        let recv = recv.strip_suffix('.').ok_or("member overload needs `receiver.(args)`")?;
+        let recv = recv
+            .strip_suffix('.')
+            .ok_or("member overload needs `receiver.(args)`")?;
         (true, Some(parse_type(recv.trim(), named)?))
     } else {
         (false, None)
@@ -273,7 +291,13 @@ fn parse_overload(line: &str, named: &HashMap<String, (bool, usize)>) -> Result<
         a.collect_type_params(&mut type_params);
     }
     result.collect_type_params(&mut type_params);
-    Ok(Overload { id: id.into(), member, args, result, type_params })
+    Ok(Overload {
+        id: id.into(),
+        member,
+        args,
+        result,
+        type_params,
+    })
 }
 
 /// Index of the `(` that opens the argument list: the last top-level `(` of `lhs`, which ends
@@ -322,7 +346,9 @@ pub(crate) fn parse_type(s: &str, named: &HashMap<String, (bool, usize)>) -> Res
     let s = s.trim();
     let (name, params) = match s.find('(') {
         Some(i) => {
-            let inner = s[i + 1..].strip_suffix(')').ok_or_else(|| format!("bad type `{s}`"))?;
+            let inner = s[i + 1..]
+                .strip_suffix(')')
+                .ok_or_else(|| format!("bad type `{s}`"))?;
             let ps = split_top(inner)
                 .into_iter()
                 .map(|p| parse_type(p, named))
@@ -378,7 +404,11 @@ pub(crate) fn parse_type(s: &str, named: &HashMap<String, (bool, usize)>) -> Res
                 arity(*k)?;
                 return Ok(Type::opaque(n, params));
             }
-            None => return Err(format!("unknown type `{n}` (declare it with opaque/struct)")),
+            None => {
+                return Err(format!(
+                    "unknown type `{n}` (declare it with opaque/struct)"
+                ));
+            }
         },
     };
     if !params.is_empty() {

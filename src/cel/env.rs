@@ -3,9 +3,9 @@
 //! AST validators, as cel-go's `Env.Compile` does.
 
 use super::ast::{Expr, ExprKind, Literal};
-use super::checker::{check, CheckEnv, CheckedExpr, TypeProvider};
+use super::checker::{CheckEnv, CheckedExpr, TypeProvider, check};
 use super::decls::{Declarations, Version};
-use super::parse::{display_error, parse, ParserOptions};
+use super::parse::{ParserOptions, display_error, parse};
 use super::types::Type;
 
 /// The environment of one Kubernetes version. `compatibility` is the CEL compatibility version
@@ -42,7 +42,12 @@ impl Env {
         provider: &dyn TypeProvider,
     ) -> Result<CheckedExpr, CompileError> {
         let parsed = parse(source, self.parser).map_err(|e| CompileError(e.0))?;
-        let env = CheckEnv { decls: &self.decls, vars, provider, homogeneous_literals: true };
+        let env = CheckEnv {
+            decls: &self.decls,
+            vars,
+            provider,
+            homogeneous_literals: true,
+        };
         let checked = match check(parsed, &env) {
             Ok(c) => c,
             Err((parsed, errors)) => {
@@ -67,7 +72,10 @@ impl Env {
                         (l, c, m)
                     })
                     .collect();
-                return Err(CompileError(format_issues(&checked.parsed.source, &mut located)));
+                return Err(CompileError(format_issues(
+                    &checked.parsed.source,
+                    &mut located,
+                )));
             }
         }
         Ok(checked)
@@ -77,7 +85,11 @@ impl Env {
 /// cel-go `Errors.ToDisplayString`: sorted by location (stable), at most 100 shown.
 fn format_issues(source: &str, errs: &mut [(usize, usize, String)]) -> String {
     errs.sort_by_key(|(l, c, _)| (*l, *c));
-    let mut out: Vec<String> = errs.iter().take(100).map(|(l, c, m)| display_error(source, *l, *c, m)).collect();
+    let mut out: Vec<String> = errs
+        .iter()
+        .take(100)
+        .map(|(l, c, m)| display_error(source, *l, *c, m))
+        .collect();
     if errs.len() > 100 {
         out.push(format!("{} more errors were truncated", errs.len() - 100));
     }
@@ -90,7 +102,9 @@ fn format_issues(source: &str, errs: &mut [(usize, usize, String)]) -> String {
 fn validate_literals(checked: &CheckedExpr, e: &Expr, issues: &mut Vec<(u32, String)>) {
     e.walk(&mut |n| {
         if let ExprKind::Call { function, args, .. } = &n.kind {
-            let Some(ExprKind::Literal(lit)) = args.first().map(|a| &a.kind) else { return };
+            let Some(ExprKind::Literal(lit)) = args.first().map(|a| &a.kind) else {
+                return;
+            };
             let ok = match (function.as_str(), lit) {
                 ("duration", Literal::String(s)) => parse_duration(s).is_some(),
                 ("timestamp", Literal::String(s)) => valid_timestamp(s),
@@ -125,13 +139,17 @@ pub fn parse_duration(s: &str) -> Option<i128> {
     }
     let mut total: f64 = 0.0;
     while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if num_end == 0 {
             return None;
         }
         let num: f64 = rest[..num_end].parse().ok()?;
         rest = &rest[num_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let unit = &rest[..unit_end];
         rest = &rest[unit_end..];
         let mult = match unit {
@@ -145,7 +163,7 @@ pub fn parse_duration(s: &str) -> Option<i128> {
         };
         total += num * mult;
     }
-    if total > 9.223_372_036_854_775_807e18 {
+    if total > 9.223_372_036_854_776e18 {
         return None;
     }
     Some(if neg { -(total as i128) } else { total as i128 })

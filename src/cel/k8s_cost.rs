@@ -2,8 +2,8 @@
 //! (`CostEstimator.EstimateCallCost`), keyed by function name, restated.
 
 use super::cost::{
-    node_size, AstNode, CallEstimate, Cost, CostEmbedder, Size, REGEX_STRING_LENGTH_COST_FACTOR,
-    STRING_TRAVERSAL_COST_FACTOR,
+    AstNode, CallEstimate, Cost, CostEmbedder, REGEX_STRING_LENGTH_COST_FACTOR,
+    STRING_TRAVERSAL_COST_FACTOR, Size, node_size,
 };
 use super::types::{Kind, Type};
 
@@ -39,8 +39,8 @@ impl CostEmbedder for KubernetesEstimator<'_> {
         let one = || Some(CallEstimate::cost(Cost::fixed(1)));
         match function {
             "check" => Some(CallEstimate::cost(Cost::fixed(350_000))),
-            "serviceAccount" | "path" | "group" | "resource" | "subresource" | "namespace" | "name" | "allowed"
-            | "reason" | "error" | "errored" => one(),
+            "serviceAccount" | "path" | "group" | "resource" | "subresource" | "namespace"
+            | "name" | "allowed" | "reason" | "error" | "errored" => one(),
             "fieldSelector" | "labelSelector" if args.len() == 1 => {
                 Some(CallEstimate::cost(selector_cost(size(&args[0]))))
             }
@@ -53,16 +53,24 @@ impl CostEmbedder for KubernetesEstimator<'_> {
                     }
                     Some(CallEstimate::cost(size(t).mul(el_cost)))
                 } else {
-                    Some(CallEstimate::cost(size(t).factor(STRING_TRAVERSAL_COST_FACTOR)))
+                    Some(CallEstimate::cost(
+                        size(t).factor(STRING_TRAVERSAL_COST_FACTOR),
+                    ))
                 }
             }
             "url" | "jsonpatch.escapeKey" if args.len() == 1 => {
                 let sz = size(&args[0]);
-                Some(CallEstimate { cost: sz.factor(STRING_TRAVERSAL_COST_FACTOR), result_size: Some(sz) })
+                Some(CallEstimate {
+                    cost: sz.factor(STRING_TRAVERSAL_COST_FACTOR),
+                    result_size: Some(sz),
+                })
             }
             "lowerAscii" | "upperAscii" | "substring" | "trim" => {
                 let sz = size(target?);
-                Some(CallEstimate { cost: sz.factor(STRING_TRAVERSAL_COST_FACTOR), result_size: Some(sz) })
+                Some(CallEstimate {
+                    cost: sz.factor(STRING_TRAVERSAL_COST_FACTOR),
+                    result_size: Some(sz),
+                })
             }
             "replace" if target.is_some() && args.len() >= 2 => {
                 let sz = size(target?);
@@ -70,7 +78,11 @@ impl CostEmbedder for KubernetesEstimator<'_> {
                 let with = size(&args[1]);
                 let (mut count, mut retained) = (Size::default(), Size::default());
                 if to_replace.min == 0 {
-                    count.max = if sz.max < u64::MAX { sz.max + 1 } else { sz.max };
+                    count.max = if sz.max < u64::MAX {
+                        sz.max + 1
+                    } else {
+                        sz.max
+                    };
                     retained.max = sz.max;
                 } else if with.max <= to_replace.min {
                     count.max = 0;
@@ -79,7 +91,11 @@ impl CostEmbedder for KubernetesEstimator<'_> {
                     count.max = go_f64_to_u64((sz.max as f64 / to_replace.min as f64).ceil());
                 }
                 if to_replace.max == 0 {
-                    count.min = if sz.min < u64::MAX { sz.min + 1 } else { sz.min };
+                    count.min = if sz.min < u64::MAX {
+                        sz.min + 1
+                    } else {
+                        sz.min
+                    };
                     retained.min = sz.min;
                 } else if to_replace.max <= with.min {
                     count.min = 0;
@@ -88,17 +104,23 @@ impl CostEmbedder for KubernetesEstimator<'_> {
                     count.min = go_f64_to_u64((sz.min as f64 / to_replace.max as f64).ceil());
                 }
                 let result = count.mul(with).add(retained);
-                Some(CallEstimate { cost: sz.factor(2.0 * STRING_TRAVERSAL_COST_FACTOR), result_size: Some(result) })
+                Some(CallEstimate {
+                    cost: sz.factor(2.0 * STRING_TRAVERSAL_COST_FACTOR),
+                    result_size: Some(result),
+                })
             }
             "split" => {
                 let sz = size(target?);
                 let mut max = sz.max;
-                if args.len() > 1 {
-                    if let Some(i) = args[1].int_literal() {
-                        max = i as u64;
-                    }
+                if args.len() > 1
+                    && let Some(i) = args[1].int_literal()
+                {
+                    max = i as u64;
                 }
-                Some(CallEstimate { cost: sz.factor(2.0 * STRING_TRAVERSAL_COST_FACTOR), result_size: Some(Size::new(0, max)) })
+                Some(CallEstimate {
+                    cost: sz.factor(2.0 * STRING_TRAVERSAL_COST_FACTOR),
+                    result_size: Some(Size::new(0, max)),
+                })
             }
             "join" => {
                 let t = target?;
@@ -109,34 +131,51 @@ impl CostEmbedder for KubernetesEstimator<'_> {
                 }
                 if !args.is_empty() {
                     let sep = size(&args[0]);
-                    let seps = Size::new(list_size.min.saturating_sub(1), list_size.max.saturating_sub(1));
+                    let seps = Size::new(
+                        list_size.min.saturating_sub(1),
+                        list_size.max.saturating_sub(1),
+                    );
                     sz = sz.add(sep.mul(seps));
                 }
-                Some(CallEstimate { cost: sz.factor(STRING_TRAVERSAL_COST_FACTOR), result_size: Some(sz) })
+                Some(CallEstimate {
+                    cost: sz.factor(STRING_TRAVERSAL_COST_FACTOR),
+                    result_size: Some(sz),
+                })
             }
             "find" | "findAll" if target.is_some() && !args.is_empty() => {
                 let sz = size(target?);
                 let str_cost = sz.add(Size::fixed(1)).factor(STRING_TRAVERSAL_COST_FACTOR);
                 let re_cost = size(&args[0]).factor(REGEX_STRING_LENGTH_COST_FACTOR);
-                Some(CallEstimate { cost: str_cost.mul(re_cost), result_size: Some(Size::new(0, sz.max)) })
+                Some(CallEstimate {
+                    cost: str_cost.mul(re_cost),
+                    result_size: Some(Size::new(0, sz.max)),
+                })
             }
-            "cidr" | "isIP" | "isCIDR" if !args.is_empty() => {
-                Some(CallEstimate::cost(size(&args[0]).factor(STRING_TRAVERSAL_COST_FACTOR)))
-            }
+            "cidr" | "isIP" | "isCIDR" if !args.is_empty() => Some(CallEstimate::cost(
+                size(&args[0]).factor(STRING_TRAVERSAL_COST_FACTOR),
+            )),
             "ip" => {
                 if overload_id == "cidr_ip" {
                     return one();
                 }
                 if !args.is_empty() {
-                    return Some(CallEstimate::cost(size(&args[0]).factor(STRING_TRAVERSAL_COST_FACTOR)));
+                    return Some(CallEstimate::cost(
+                        size(&args[0]).factor(STRING_TRAVERSAL_COST_FACTOR),
+                    ));
                 }
                 None
             }
-            "ip.isCanonical" if !args.is_empty() => {
-                Some(CallEstimate::cost(size(&args[0]).factor(2.0 * STRING_TRAVERSAL_COST_FACTOR)))
-            }
-            "masked" | "prefixLength" | "family" | "isUnspecified" | "isLoopback" | "isLinkLocalMulticast"
-            | "isLinkLocalUnicast" | "isGlobalUnicast" => one(),
+            "ip.isCanonical" if !args.is_empty() => Some(CallEstimate::cost(
+                size(&args[0]).factor(2.0 * STRING_TRAVERSAL_COST_FACTOR),
+            )),
+            "masked"
+            | "prefixLength"
+            | "family"
+            | "isUnspecified"
+            | "isLoopback"
+            | "isLinkLocalMulticast"
+            | "isLinkLocalUnicast"
+            | "isGlobalUnicast" => one(),
             "containsIP" if !args.is_empty() => {
                 let sz = Size::new(4, 16);
                 let mut c = sz.add(sz).factor(STRING_TRAVERSAL_COST_FACTOR);
@@ -155,18 +194,20 @@ impl CostEmbedder for KubernetesEstimator<'_> {
                 }
                 Some(CallEstimate::cost(c))
             }
-            "quantity" | "isQuantity" | "semver" | "isSemver" if !args.is_empty() => {
-                Some(CallEstimate::cost(size(&args[0]).factor(STRING_TRAVERSAL_COST_FACTOR)))
-            }
+            "quantity" | "isQuantity" | "semver" | "isSemver" if !args.is_empty() => Some(
+                CallEstimate::cost(size(&args[0]).factor(STRING_TRAVERSAL_COST_FACTOR)),
+            ),
             "validate" if !args.is_empty() => Some(CallEstimate::cost(
                 size(&args[0])
                     .factor(STRING_TRAVERSAL_COST_FACTOR)
                     .factor(MAX_NAME_FORMAT_REGEX_SIZE * REGEX_STRING_LENGTH_COST_FACTOR),
             )),
             "format.named" => one(),
-            "sign" | "asInteger" | "isInteger" | "asApproximateFloat" | "isGreaterThan" | "isLessThan" | "compareTo"
-            | "add" | "sub" | "major" | "minor" | "patch" => one(),
-            "getScheme" | "getHostname" | "getHost" | "getPort" | "getEscapedPath" | "getQuery" => one(),
+            "sign" | "asInteger" | "isInteger" | "asApproximateFloat" | "isGreaterThan"
+            | "isLessThan" | "compareTo" | "add" | "sub" | "major" | "minor" | "patch" => one(),
+            "getScheme" | "getHostname" | "getHost" | "getPort" | "getEscapedPath" | "getQuery" => {
+                one()
+            }
             "_==_" if args.len() == 2 => {
                 let (lhs, rhs) = (&args[0], &args[1]);
                 // cel-go `Type.Equal` compares type names only.
@@ -192,7 +233,9 @@ impl CostEmbedder for KubernetesEstimator<'_> {
                                 Some(r) => r.union(r),
                                 None => Size::fixed(1),
                             };
-                            Some(CallEstimate::cost(Cost::new(1, size.max).factor(STRING_TRAVERSAL_COST_FACTOR)))
+                            Some(CallEstimate::cost(
+                                Cost::new(1, size.max).factor(STRING_TRAVERSAL_COST_FACTOR),
+                            ))
                         }
                         _ => None,
                     },

@@ -2,10 +2,10 @@
 //! cel-go and the Kubernetes CEL libraries. Pure: no IO, no cluster client.
 
 pub mod ast;
-pub mod decls;
-pub mod parse;
 pub mod checker;
 pub mod cost;
+pub mod decls;
 pub mod env;
 pub mod k8s_cost;
+pub mod parse;
 pub mod types;

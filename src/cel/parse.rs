@@ -10,7 +10,9 @@ use cel::common::ast as cast;
 use cel::common::ast::operators;
 use cel::parser::{Macro, MacroExprHelper, ParseError};
 
-use super::ast::{Comprehension, Expr, ExprId, ExprKind, Literal, MapEntry, ParsedExpr, StructField};
+use super::ast::{
+    Comprehension, Expr, ExprId, ExprKind, Literal, MapEntry, ParsedExpr, StructField,
+};
 use super::decls::Version;
 
 /// cel-go's default parser limits (`parser/options.go`); Kubernetes keeps the defaults.
@@ -63,15 +65,27 @@ pub fn parse(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxErro
                 .name("cel-parse".into())
                 .stack_size(BIG_STACK)
                 .spawn_scoped(s, move || parse_inner(&src, opts))
-                .map(|h| h.join().unwrap_or_else(|_| Err(SyntaxErrors("ERROR: <input>:-1:0: internal parser failure".into()))))
-                .unwrap_or_else(|e| Err(SyntaxErrors(format!("ERROR: <input>:-1:0: cannot start the parser: {e}"))))
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(SyntaxErrors(
+                            "ERROR: <input>:-1:0: internal parser failure".into(),
+                        ))
+                    })
+                })
+                .unwrap_or_else(|e| {
+                    Err(SyntaxErrors(format!(
+                        "ERROR: <input>:-1:0: cannot start the parser: {e}"
+                    )))
+                })
         })
     }?;
     Ok(parsed)
 }
 
 fn recursion_error() -> SyntaxErrors {
-    SyntaxErrors(format!("ERROR: <input>:-1:0: expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"))
+    SyntaxErrors(format!(
+        "ERROR: <input>:-1:0: expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"
+    ))
 }
 
 /// Bracket nesting depth, outside string literals: a cheap bound checked before parsing so
@@ -125,7 +139,11 @@ fn rule_depth(e: &Expr) -> usize {
         *max = (*max).max(member).max(calc).max(rel).max(nest);
         match &e.kind {
             ExprKind::Select { operand, .. } => go(operand, member + 1, 0, 0, nest, max),
-            ExprKind::Call { function, target, args } => {
+            ExprKind::Call {
+                function,
+                target,
+                args,
+            } => {
                 let f = function.as_str();
                 let (is_calc, is_rel) = match f {
                     "_+_" | "_-_" | "_*_" | "_/_" | "_%_" => (true, false),
@@ -134,7 +152,14 @@ fn rule_depth(e: &Expr) -> usize {
                 };
                 if is_calc || is_rel {
                     if let Some(l) = args.first() {
-                        go(l, 0, if is_calc { calc + 1 } else { 0 }, if is_rel { rel + 1 } else { 0 }, nest, max);
+                        go(
+                            l,
+                            0,
+                            if is_calc { calc + 1 } else { 0 },
+                            if is_rel { rel + 1 } else { 0 },
+                            nest,
+                            max,
+                        );
                     }
                     for a in args.iter().skip(1) {
                         go(a, 0, 0, 0, nest, max);
@@ -150,12 +175,16 @@ fn rule_depth(e: &Expr) -> usize {
                     }
                 }
             }
-            ExprKind::List { elements, .. } => elements.iter().for_each(|a| go(a, 0, 0, 0, nest + 1, max)),
+            ExprKind::List { elements, .. } => {
+                elements.iter().for_each(|a| go(a, 0, 0, 0, nest + 1, max))
+            }
             ExprKind::Map { entries } => entries.iter().for_each(|en| {
                 go(&en.key, 0, 0, 0, nest + 1, max);
                 go(&en.value, 0, 0, 0, nest + 1, max);
             }),
-            ExprKind::Struct { fields, .. } => fields.iter().for_each(|f| go(&f.value, 0, 0, 0, nest + 1, max)),
+            ExprKind::Struct { fields, .. } => fields
+                .iter()
+                .for_each(|f| go(&f.value, 0, 0, 0, nest + 1, max)),
             ExprKind::Comprehension(c) => {
                 go(&c.iter_range, member + 1, 0, 0, nest, max);
                 go(&c.loop_step, 0, 0, 0, nest + 1, max);
@@ -178,7 +207,13 @@ fn parse_inner(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxEr
     match parser.parse_with_source_info(source) {
         Ok((expr, info)) => {
             let byte_to_cp = ByteToCodePoint::new(source);
-            let mut conv = Converter { offsets: HashMap::new(), info: &info, byte_to_cp: &byte_to_cp, next: 1, ids: HashMap::new() };
+            let mut conv = Converter {
+                offsets: HashMap::new(),
+                info: &info,
+                byte_to_cp: &byte_to_cp,
+                next: 1,
+                ids: HashMap::new(),
+            };
             let e = conv.expr(expr);
             if rule_depth(&e) > MAX_RECURSION_DEPTH {
                 // Dropped here, on the parser's (large) stack.
@@ -190,7 +225,12 @@ fn parse_inner(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxEr
             for (id, off) in conv.offsets {
                 offsets[id as usize] = off;
             }
-            Ok(ParsedExpr { expr: e, source: source.to_string(), offsets, max_id })
+            Ok(ParsedExpr {
+                expr: e,
+                source: source.to_string(),
+                offsets,
+                max_id,
+            })
         }
         Err(errs) => Err(SyntaxErrors(format_parse_errors(source, &errs.errors))),
     }
@@ -226,24 +266,24 @@ fn format_parse_errors(source: &str, errors: &[ParseError]) -> String {
 /// cel-go's error display: `ERROR: <input>:L:C: msg`, then ` | line` and ` | ...^`.
 pub fn display_error(source: &str, line: usize, col: usize, msg: &str) -> String {
     let mut s = format!("ERROR: <input>:{}:{}: {}", line, col + 1, msg);
-    if let Some(snippet) = source.split('\n').nth(line.wrapping_sub(1)) {
-        if snippet.len() <= 16384 {
-            let snippet = snippet.replace('\t', " ");
-            s.push_str("\n | ");
-            s.push_str(&snippet);
-            s.push_str("\n | ");
-            let mut chars = snippet.chars();
-            for _ in 0..col {
-                match chars.next() {
-                    Some(c) if c.len_utf8() > 1 => s.push('\u{ff0e}'),
-                    Some(_) => s.push('.'),
-                    None => break,
-                }
-            }
+    if let Some(snippet) = source.split('\n').nth(line.wrapping_sub(1))
+        && snippet.len() <= 16384
+    {
+        let snippet = snippet.replace('\t', " ");
+        s.push_str("\n | ");
+        s.push_str(&snippet);
+        s.push_str("\n | ");
+        let mut chars = snippet.chars();
+        for _ in 0..col {
             match chars.next() {
-                Some(c) if c.len_utf8() > 1 => s.push('\u{ff3e}'),
-                _ => s.push('^'),
+                Some(c) if c.len_utf8() > 1 => s.push('\u{ff0e}'),
+                Some(_) => s.push('.'),
+                None => break,
             }
+        }
+        match chars.next() {
+            Some(c) if c.len_utf8() > 1 => s.push('\u{ff3e}'),
+            _ => s.push('^'),
         }
     }
     s
@@ -272,7 +312,10 @@ impl ByteToCodePoint {
         ByteToCodePoint { table }
     }
     fn get(&self, byte: u32) -> u32 {
-        self.table.get(byte as usize).copied().unwrap_or_else(|| *self.table.last().unwrap_or(&0))
+        self.table
+            .get(byte as usize)
+            .copied()
+            .unwrap_or_else(|| *self.table.last().unwrap_or(&0))
     }
 }
 
@@ -294,7 +337,11 @@ impl Converter<'_> {
         let id = self.next;
         self.next += 1;
         self.ids.insert(old, id);
-        let off = self.info.offset_for(old).map(|(s, _)| self.byte_to_cp.get(s)).unwrap_or(0);
+        let off = self
+            .info
+            .offset_for(old)
+            .map(|(s, _)| self.byte_to_cp.get(s))
+            .unwrap_or(0);
         self.offsets.insert(id, off);
         id
     }
@@ -321,7 +368,11 @@ impl Converter<'_> {
             cast::Expr::Call(c) => {
                 let target = c.target.map(|t| Box::new(self.expr(*t)));
                 let args = c.args.into_iter().map(|a| self.expr(a)).collect();
-                ExprKind::Call { function: c.func_name, target, args }
+                ExprKind::Call {
+                    function: c.func_name,
+                    target,
+                    args,
+                }
             }
             cast::Expr::List(l) => ExprKind::List {
                 elements: l.elements.into_iter().map(|a| self.expr(a)).collect(),
@@ -355,7 +406,10 @@ impl Converter<'_> {
                         });
                     }
                 }
-                ExprKind::Struct { type_name: s.type_name, fields }
+                ExprKind::Struct {
+                    type_name: s.type_name,
+                    fields,
+                }
             }
             cast::Expr::Comprehension(c) => {
                 let c = *c;
@@ -386,7 +440,9 @@ fn env_for(opts: ParserOptions) -> Arc<cel::Env> {
     static ENVS: OnceLock<Mutex<HashMap<ParserOptions, Arc<cel::Env>>>> = OnceLock::new();
     let m = ENVS.get_or_init(Default::default);
     let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
-    g.entry(opts).or_insert_with(|| Arc::new(build_env(opts))).clone()
+    g.entry(opts)
+        .or_insert_with(|| Arc::new(build_env(opts)))
+        .clone()
 }
 
 fn build_env(opts: ParserOptions) -> cel::Env {
@@ -395,28 +451,60 @@ fn build_env(opts: ParserOptions) -> cel::Env {
         let _ = env.add_macro(m);
     };
     add(Macro::global("has", 1, has));
-    add(Macro::receiver("all", 2, |h, t, a| quantifier(Quant::All, h, t, a)));
-    add(Macro::receiver("exists", 2, |h, t, a| quantifier(Quant::Exists, h, t, a)));
-    add(Macro::receiver("exists_one", 2, |h, t, a| quantifier(Quant::ExistsOne, h, t, a)));
-    add(Macro::receiver("existsOne", 2, |h, t, a| quantifier(Quant::ExistsOne, h, t, a)));
+    add(Macro::receiver("all", 2, |h, t, a| {
+        quantifier(Quant::All, h, t, a)
+    }));
+    add(Macro::receiver("exists", 2, |h, t, a| {
+        quantifier(Quant::Exists, h, t, a)
+    }));
+    add(Macro::receiver("exists_one", 2, |h, t, a| {
+        quantifier(Quant::ExistsOne, h, t, a)
+    }));
+    add(Macro::receiver("existsOne", 2, |h, t, a| {
+        quantifier(Quant::ExistsOne, h, t, a)
+    }));
     add(Macro::receiver("map", 2, map_macro));
     add(Macro::receiver("map", 3, map_macro));
     add(Macro::receiver("filter", 2, filter_macro));
     if opts.two_var_comprehensions {
-        add(Macro::receiver("all", 3, |h, t, a| quantifier2(Quant::All, h, t, a)));
-        add(Macro::receiver("exists", 3, |h, t, a| quantifier2(Quant::Exists, h, t, a)));
-        add(Macro::receiver("existsOne", 3, |h, t, a| quantifier2(Quant::ExistsOne, h, t, a)));
-        add(Macro::receiver("exists_one", 3, |h, t, a| quantifier2(Quant::ExistsOne, h, t, a)));
-        add(Macro::receiver("transformList", 3, |h, t, a| transform(Transform::List, h, t, a)));
-        add(Macro::receiver("transformList", 4, |h, t, a| transform(Transform::List, h, t, a)));
-        add(Macro::receiver("transformMap", 3, |h, t, a| transform(Transform::Map, h, t, a)));
-        add(Macro::receiver("transformMap", 4, |h, t, a| transform(Transform::Map, h, t, a)));
-        add(Macro::receiver("transformMapEntry", 3, |h, t, a| transform(Transform::MapEntry, h, t, a)));
-        add(Macro::receiver("transformMapEntry", 4, |h, t, a| transform(Transform::MapEntry, h, t, a)));
+        add(Macro::receiver("all", 3, |h, t, a| {
+            quantifier2(Quant::All, h, t, a)
+        }));
+        add(Macro::receiver("exists", 3, |h, t, a| {
+            quantifier2(Quant::Exists, h, t, a)
+        }));
+        add(Macro::receiver("existsOne", 3, |h, t, a| {
+            quantifier2(Quant::ExistsOne, h, t, a)
+        }));
+        add(Macro::receiver("exists_one", 3, |h, t, a| {
+            quantifier2(Quant::ExistsOne, h, t, a)
+        }));
+        add(Macro::receiver("transformList", 3, |h, t, a| {
+            transform(Transform::List, h, t, a)
+        }));
+        add(Macro::receiver("transformList", 4, |h, t, a| {
+            transform(Transform::List, h, t, a)
+        }));
+        add(Macro::receiver("transformMap", 3, |h, t, a| {
+            transform(Transform::Map, h, t, a)
+        }));
+        add(Macro::receiver("transformMap", 4, |h, t, a| {
+            transform(Transform::Map, h, t, a)
+        }));
+        add(Macro::receiver("transformMapEntry", 3, |h, t, a| {
+            transform(Transform::MapEntry, h, t, a)
+        }));
+        add(Macro::receiver("transformMapEntry", 4, |h, t, a| {
+            transform(Transform::MapEntry, h, t, a)
+        }));
     }
     if opts.optional_syntax {
-        add(Macro::receiver("optMap", 2, |h, t, a| opt_map(false, h, t, a)));
-        add(Macro::receiver("optFlatMap", 2, |h, t, a| opt_map(true, h, t, a)));
+        add(Macro::receiver("optMap", 2, |h, t, a| {
+            opt_map(false, h, t, a)
+        }));
+        add(Macro::receiver("optFlatMap", 2, |h, t, a| {
+            opt_map(true, h, t, a)
+        }));
     }
     if opts.lists_sort_by {
         add(Macro::receiver("sortBy", 2, sort_by));
@@ -436,10 +524,23 @@ fn ident(h: &mut MacroExprHelper, n: &str) -> cast::IdedExpr {
     h.next_expr(cast::Expr::Ident(n.to_string()))
 }
 fn call(h: &mut MacroExprHelper, f: &str, args: Vec<cast::IdedExpr>) -> cast::IdedExpr {
-    h.next_expr(cast::Expr::Call(cast::CallExpr { func_name: f.to_string(), target: None, args }))
+    h.next_expr(cast::Expr::Call(cast::CallExpr {
+        func_name: f.to_string(),
+        target: None,
+        args,
+    }))
 }
-fn member_call(h: &mut MacroExprHelper, f: &str, target: cast::IdedExpr, args: Vec<cast::IdedExpr>) -> cast::IdedExpr {
-    h.next_expr(cast::Expr::Call(cast::CallExpr { func_name: f.to_string(), target: Some(Box::new(target)), args }))
+fn member_call(
+    h: &mut MacroExprHelper,
+    f: &str,
+    target: cast::IdedExpr,
+    args: Vec<cast::IdedExpr>,
+) -> cast::IdedExpr {
+    h.next_expr(cast::Expr::Call(cast::CallExpr {
+        func_name: f.to_string(),
+        target: Some(Box::new(target)),
+        args,
+    }))
 }
 fn list(h: &mut MacroExprHelper, elems: Vec<cast::IdedExpr>) -> cast::IdedExpr {
     h.next_expr(cast::Expr::List(cast::ListExpr::new(elems)))
@@ -460,16 +561,18 @@ fn comprehension(
     step: cast::IdedExpr,
     result: cast::IdedExpr,
 ) -> cast::IdedExpr {
-    h.next_expr(cast::Expr::Comprehension(Box::new(cast::ComprehensionExpr {
-        iter_range: range,
-        iter_var: v1,
-        iter_var2: v2,
-        accu_var: accu.to_string(),
-        accu_init: init,
-        loop_cond: cond,
-        loop_step: step,
-        result,
-    })))
+    h.next_expr(cast::Expr::Comprehension(Box::new(
+        cast::ComprehensionExpr {
+            iter_range: range,
+            iter_var: v1,
+            iter_var2: v2,
+            accu_var: accu.to_string(),
+            accu_init: init,
+            loop_cond: cond,
+            loop_step: step,
+            result,
+        },
+    )))
 }
 
 /// A deep copy with fresh ids (cel-go `ExprHelper.Copy`).
@@ -496,16 +599,20 @@ fn copy(h: &mut MacroExprHelper, e: &cast::IdedExpr) -> cast::IdedExpr {
                 .map(|en| cast::IdedEntryExpr {
                     id: h.next_expr(cast::Expr::Unspecified).id,
                     expr: match &en.expr {
-                        cast::EntryExpr::MapEntry(me) => cast::EntryExpr::MapEntry(cast::MapEntryExpr {
-                            key: copy(h, &me.key),
-                            value: copy(h, &me.value),
-                            optional: me.optional,
-                        }),
-                        cast::EntryExpr::StructField(f) => cast::EntryExpr::StructField(cast::StructFieldExpr {
-                            field: f.field.clone(),
-                            value: copy(h, &f.value),
-                            optional: f.optional,
-                        }),
+                        cast::EntryExpr::MapEntry(me) => {
+                            cast::EntryExpr::MapEntry(cast::MapEntryExpr {
+                                key: copy(h, &me.key),
+                                value: copy(h, &me.value),
+                                optional: me.optional,
+                            })
+                        }
+                        cast::EntryExpr::StructField(f) => {
+                            cast::EntryExpr::StructField(cast::StructFieldExpr {
+                                field: f.field.clone(),
+                                value: copy(h, &f.value),
+                                optional: f.optional,
+                            })
+                        }
                     },
                 })
                 .collect(),
@@ -518,36 +625,46 @@ fn copy(h: &mut MacroExprHelper, e: &cast::IdedExpr) -> cast::IdedExpr {
                 .map(|en| cast::IdedEntryExpr {
                     id: h.next_expr(cast::Expr::Unspecified).id,
                     expr: match &en.expr {
-                        cast::EntryExpr::StructField(f) => cast::EntryExpr::StructField(cast::StructFieldExpr {
-                            field: f.field.clone(),
-                            value: copy(h, &f.value),
-                            optional: f.optional,
-                        }),
-                        cast::EntryExpr::MapEntry(me) => cast::EntryExpr::MapEntry(cast::MapEntryExpr {
-                            key: copy(h, &me.key),
-                            value: copy(h, &me.value),
-                            optional: me.optional,
-                        }),
+                        cast::EntryExpr::StructField(f) => {
+                            cast::EntryExpr::StructField(cast::StructFieldExpr {
+                                field: f.field.clone(),
+                                value: copy(h, &f.value),
+                                optional: f.optional,
+                            })
+                        }
+                        cast::EntryExpr::MapEntry(me) => {
+                            cast::EntryExpr::MapEntry(cast::MapEntryExpr {
+                                key: copy(h, &me.key),
+                                value: copy(h, &me.value),
+                                optional: me.optional,
+                            })
+                        }
                     },
                 })
                 .collect(),
         }),
-        cast::Expr::Comprehension(c) => cast::Expr::Comprehension(Box::new(cast::ComprehensionExpr {
-            iter_range: copy(h, &c.iter_range),
-            iter_var: c.iter_var.clone(),
-            iter_var2: c.iter_var2.clone(),
-            accu_var: c.accu_var.clone(),
-            accu_init: copy(h, &c.accu_init),
-            loop_cond: copy(h, &c.loop_cond),
-            loop_step: copy(h, &c.loop_step),
-            result: copy(h, &c.result),
-        })),
+        cast::Expr::Comprehension(c) => {
+            cast::Expr::Comprehension(Box::new(cast::ComprehensionExpr {
+                iter_range: copy(h, &c.iter_range),
+                iter_var: c.iter_var.clone(),
+                iter_var2: c.iter_var2.clone(),
+                accu_var: c.accu_var.clone(),
+                accu_init: copy(h, &c.accu_init),
+                loop_cond: copy(h, &c.loop_cond),
+                loop_step: copy(h, &c.loop_step),
+                result: copy(h, &c.result),
+            }))
+        }
         other => other.clone(),
     };
     h.next_expr(kind)
 }
 
-fn has(h: &mut MacroExprHelper, _t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+fn has(
+    h: &mut MacroExprHelper,
+    _t: &mut Option<cast::IdedExpr>,
+    args: &mut Vec<cast::IdedExpr>,
+) -> MacroResult {
     let arg = args.remove(0);
     match arg.expr {
         cast::Expr::Select(mut s) => {
@@ -582,7 +699,12 @@ fn quant_parts(
     q: Quant,
     h: &mut MacroExprHelper,
     pred: cast::IdedExpr,
-) -> (cast::IdedExpr, cast::IdedExpr, cast::IdedExpr, cast::IdedExpr) {
+) -> (
+    cast::IdedExpr,
+    cast::IdedExpr,
+    cast::IdedExpr,
+    cast::IdedExpr,
+) {
     match q {
         Quant::All => {
             let init = lit_bool(h, true);
@@ -619,16 +741,27 @@ fn quant_parts(
     }
 }
 
-fn quantifier(q: Quant, h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+fn quantifier(
+    q: Quant,
+    h: &mut MacroExprHelper,
+    t: &mut Option<cast::IdedExpr>,
+    args: &mut Vec<cast::IdedExpr>,
+) -> MacroResult {
     let v = iter_ident(h, &args[0], "argument must be a simple name")?;
     let pred = args.pop().unwrap();
     args.clear();
     let (init, cond, step, result) = quant_parts(q, h, pred);
     let range = t.take().unwrap();
-    Ok(Some(comprehension(h, range, v, None, ACCU, init, cond, step, result)))
+    Ok(Some(comprehension(
+        h, range, v, None, ACCU, init, cond, step, result,
+    )))
 }
 
-fn iter_vars(h: &MacroExprHelper, a0: &cast::IdedExpr, a1: &cast::IdedExpr) -> Result<(String, String), ParseError> {
+fn iter_vars(
+    h: &MacroExprHelper,
+    a0: &cast::IdedExpr,
+    a1: &cast::IdedExpr,
+) -> Result<(String, String), ParseError> {
     let v1 = match &a0.expr {
         cast::Expr::Ident(n) => n.clone(),
         _ => return Err(h.new_error(a0.id, "argument must be a simple name")),
@@ -649,19 +782,41 @@ fn iter_vars(h: &MacroExprHelper, a0: &cast::IdedExpr, a1: &cast::IdedExpr) -> R
     Ok((v1, v2))
 }
 
-fn quantifier2(q: Quant, h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+fn quantifier2(
+    q: Quant,
+    h: &mut MacroExprHelper,
+    t: &mut Option<cast::IdedExpr>,
+    args: &mut Vec<cast::IdedExpr>,
+) -> MacroResult {
     let (v1, v2) = iter_vars(h, &args[0], &args[1])?;
     let pred = args.pop().unwrap();
     args.clear();
     let (init, cond, step, result) = quant_parts(q, h, pred);
     let range = t.take().unwrap();
-    Ok(Some(comprehension(h, range, v1, Some(v2), ACCU, init, cond, step, result)))
+    Ok(Some(comprehension(
+        h,
+        range,
+        v1,
+        Some(v2),
+        ACCU,
+        init,
+        cond,
+        step,
+        result,
+    )))
 }
 
-fn map_macro(h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+fn map_macro(
+    h: &mut MacroExprHelper,
+    t: &mut Option<cast::IdedExpr>,
+    args: &mut Vec<cast::IdedExpr>,
+) -> MacroResult {
     let v = match &args[0].expr {
         cast::Expr::Ident(n) if n == ACCU || n == LEGACY_ACCU => {
-            return Err(h.new_error(args[0].id, "iteration variable overwrites accumulator variable"));
+            return Err(h.new_error(
+                args[0].id,
+                "iteration variable overwrites accumulator variable",
+            ));
         }
         cast::Expr::Ident(n) => n.clone(),
         _ => return Err(h.new_error(args[0].id, "argument is not an identifier")),
@@ -673,7 +828,13 @@ fn map_macro(h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut
     Ok(Some(build_map(h, range, v, filter, f)))
 }
 
-fn build_map(h: &mut MacroExprHelper, range: cast::IdedExpr, v: String, filter: Option<cast::IdedExpr>, f: cast::IdedExpr) -> cast::IdedExpr {
+fn build_map(
+    h: &mut MacroExprHelper,
+    range: cast::IdedExpr,
+    v: String,
+    filter: Option<cast::IdedExpr>,
+    f: cast::IdedExpr,
+) -> cast::IdedExpr {
     let init = list(h, vec![]);
     let cond = lit_bool(h, true);
     let a = ident(h, ACCU);
@@ -687,10 +848,17 @@ fn build_map(h: &mut MacroExprHelper, range: cast::IdedExpr, v: String, filter: 
     comprehension(h, range, v, None, ACCU, init, cond, step, result)
 }
 
-fn filter_macro(h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+fn filter_macro(
+    h: &mut MacroExprHelper,
+    t: &mut Option<cast::IdedExpr>,
+    args: &mut Vec<cast::IdedExpr>,
+) -> MacroResult {
     let v = match &args[0].expr {
         cast::Expr::Ident(n) if n == ACCU || n == LEGACY_ACCU => {
-            return Err(h.new_error(args[0].id, "iteration variable overwrites accumulator variable"));
+            return Err(h.new_error(
+                args[0].id,
+                "iteration variable overwrites accumulator variable",
+            ));
         }
         cast::Expr::Ident(n) => n.clone(),
         _ => return Err(h.new_error(args[0].id, "argument is not an identifier")),
@@ -706,7 +874,9 @@ fn filter_macro(h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &
     let a = ident(h, ACCU);
     let step = call(h, operators::CONDITIONAL, vec![p, step, a]);
     let result = ident(h, ACCU);
-    Ok(Some(comprehension(h, range, v, None, ACCU, init, cond, step, result)))
+    Ok(Some(comprehension(
+        h, range, v, None, ACCU, init, cond, step, result,
+    )))
 }
 
 #[derive(Clone, Copy)]
@@ -716,7 +886,12 @@ enum Transform {
     MapEntry,
 }
 
-fn transform(k: Transform, h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+fn transform(
+    k: Transform,
+    h: &mut MacroExprHelper,
+    t: &mut Option<cast::IdedExpr>,
+    args: &mut Vec<cast::IdedExpr>,
+) -> MacroResult {
     let (v1, v2) = iter_vars(h, &args[0], &args[1])?;
     let f = args.pop().unwrap();
     let filter = if args.len() == 3 { args.pop() } else { None };
@@ -744,10 +919,25 @@ fn transform(k: Transform, h: &mut MacroExprHelper, t: &mut Option<cast::IdedExp
         step = call(h, operators::CONDITIONAL, vec![p, step, a]);
     }
     let result = ident(h, ACCU);
-    Ok(Some(comprehension(h, range, v1, Some(v2), ACCU, init, cond, step, result)))
+    Ok(Some(comprehension(
+        h,
+        range,
+        v1,
+        Some(v2),
+        ACCU,
+        init,
+        cond,
+        step,
+        result,
+    )))
 }
 
-fn opt_map(flat: bool, h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+fn opt_map(
+    flat: bool,
+    h: &mut MacroExprHelper,
+    t: &mut Option<cast::IdedExpr>,
+    args: &mut Vec<cast::IdedExpr>,
+) -> MacroResult {
     let var = match &args[0].expr {
         cast::Expr::Ident(n) => n.clone(),
         _ => {
@@ -769,16 +959,34 @@ fn opt_map(flat: bool, h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, 
     let cond = lit_bool(h, false);
     let step = ident(h, &var);
     let bind = comprehension(h, empty, "#unused".into(), None, &var, value, cond, step, f);
-    let then = if flat { bind } else { call(h, "optional.of", vec![bind]) };
+    let then = if flat {
+        bind
+    } else {
+        call(h, "optional.of", vec![bind])
+    };
     let none = call(h, "optional.none", vec![]);
-    Ok(Some(call(h, operators::CONDITIONAL, vec![has_value, then, none])))
+    Ok(Some(call(
+        h,
+        operators::CONDITIONAL,
+        vec![has_value, then, none],
+    )))
 }
 
-fn sort_by(h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut Vec<cast::IdedExpr>) -> MacroResult {
+fn sort_by(
+    h: &mut MacroExprHelper,
+    t: &mut Option<cast::IdedExpr>,
+    args: &mut Vec<cast::IdedExpr>,
+) -> MacroResult {
     const INPUT: &str = "@__sortBy_input__";
     let target_ok = matches!(
         t.as_ref().map(|e| &e.expr),
-        Some(cast::Expr::List(_) | cast::Expr::Select(_) | cast::Expr::Ident(_) | cast::Expr::Comprehension(_) | cast::Expr::Call(_))
+        Some(
+            cast::Expr::List(_)
+                | cast::Expr::Select(_)
+                | cast::Expr::Ident(_)
+                | cast::Expr::Comprehension(_)
+                | cast::Expr::Call(_)
+        )
     );
     if !target_ok {
         let id = t.as_ref().map(|e| e.id).unwrap_or(0);
@@ -787,7 +995,10 @@ fn sort_by(h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut V
     let var_ident = ident(h, INPUT);
     let v = match &args[0].expr {
         cast::Expr::Ident(n) if n == ACCU || n == LEGACY_ACCU => {
-            return Err(h.new_error(args[0].id, "iteration variable overwrites accumulator variable"));
+            return Err(h.new_error(
+                args[0].id,
+                "iteration variable overwrites accumulator variable",
+            ));
         }
         cast::Expr::Ident(n) => n.clone(),
         _ => return Err(h.new_error(args[0].id, "argument is not an identifier")),
@@ -801,7 +1012,17 @@ fn sort_by(h: &mut MacroExprHelper, t: &mut Option<cast::IdedExpr>, args: &mut V
     let target = t.take().unwrap();
     let empty = list(h, vec![]);
     let cond = lit_bool(h, false);
-    Ok(Some(comprehension(h, empty, "#unused".into(), None, INPUT, target, cond, var_ident, call_expr)))
+    Ok(Some(comprehension(
+        h,
+        empty,
+        "#unused".into(),
+        None,
+        INPUT,
+        target,
+        cond,
+        var_ident,
+        call_expr,
+    )))
 }
 
 #[cfg(test)]
@@ -851,11 +1072,21 @@ mod tests {
     #[test]
     fn deep_nesting_is_an_error_not_a_crash() {
         let deep = "(".repeat(100_001);
-        assert!(p(&deep).unwrap_err().0.contains("expression code point size exceeds limit"));
+        assert!(
+            p(&deep)
+                .unwrap_err()
+                .0
+                .contains("expression code point size exceeds limit")
+        );
         let deep = format!("{}1{}", "(".repeat(300), ")".repeat(300));
         assert!(p(&deep).unwrap_err().0.contains("recursion limit exceeded"));
         let chain = format!("a{}", ".b".repeat(5000));
-        assert!(p(&chain).unwrap_err().0.contains("recursion limit exceeded"));
+        assert!(
+            p(&chain)
+                .unwrap_err()
+                .0
+                .contains("recursion limit exceeded")
+        );
         let sum = format!("1{}", " + 1".repeat(5000));
         assert!(p(&sum).unwrap_err().0.contains("recursion limit exceeded"));
         let ok = format!("a{}", " || a".repeat(5000));

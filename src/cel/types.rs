@@ -200,11 +200,7 @@ impl Type {
     /// Names of the type parameters in the type, in first-seen order.
     pub fn collect_type_params(&self, out: &mut Vec<Arc<str>>) {
         match self {
-            Type::TypeParam(n) => {
-                if !out.contains(n) {
-                    out.push(n.clone())
-                }
-            }
+            Type::TypeParam(n) if !out.contains(n) => out.push(n.clone()),
             Type::List(e) => e.collect_type_params(out),
             Type::Map(k, v) => {
                 k.collect_type_params(out);
@@ -286,8 +282,14 @@ mod tests {
     #[test]
     fn formats_like_cel_go() {
         assert_eq!(Type::list(Type::Int).to_string(), "list(int)");
-        assert_eq!(Type::map(Type::String, Type::Dyn).to_string(), "map(string, dyn)");
-        assert_eq!(Type::optional(Type::Timestamp).to_string(), "optional_type(timestamp)");
+        assert_eq!(
+            Type::map(Type::String, Type::Dyn).to_string(),
+            "map(string, dyn)"
+        );
+        assert_eq!(
+            Type::optional(Type::Timestamp).to_string(),
+            "optional_type(timestamp)"
+        );
         assert_eq!(Type::type_of(Type::Int).to_string(), "type(int)");
         assert_eq!(Type::TypeOf(None).to_string(), "type");
         assert_eq!(Type::Null.to_string(), "null");
@@ -295,6 +297,9 @@ mod tests {
             format_signature(&[Type::String, Type::Int], true),
             "string.(int)"
         );
-        assert_eq!(format_signature(&[Type::Int, Type::String], false), "(int, string)");
+        assert_eq!(
+            format_signature(&[Type::Int, Type::String], false),
+            "(int, string)"
+        );
     }
 }

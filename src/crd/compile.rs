@@ -4,12 +4,12 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::cel::cost::{estimate, AstNode, CostOptions, Size};
+use crate::cel::cost::{AstNode, CostOptions, Size, estimate};
 use crate::cel::env::Env;
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::types::Type;
-use crate::schema::decltype::{unescape, DeclType, DeclTypeProvider, RuleSizes};
 use crate::schema::ValidationRule;
+use crate::schema::decltype::{DeclType, DeclTypeProvider, RuleSizes, unescape};
 
 /// A rule compile error (`apiservercel.Error`).
 #[derive(Clone, Debug, PartialEq)]
@@ -70,29 +70,52 @@ fn display_rel(path: &[Rc<str>]) -> String {
 }
 
 /// Compiles a rule (and its messageExpression) against the node's DeclType.
-pub fn compile_rule(env: &Env, rule: &ValidationRule, decl: &Arc<DeclType>, provider: &DeclTypeProvider) -> RuleCompilation {
+pub fn compile_rule(
+    env: &Env,
+    rule: &ValidationRule,
+    decl: &Arc<DeclType>,
+    provider: &DeclTypeProvider,
+) -> RuleCompilation {
     let mut out = RuleCompilation::default();
     if rule.rule.trim().is_empty() {
         return out;
     }
     let self_type = decl.cel.clone();
-    let old_self = if rule.optional_old_self == Some(true) { Type::optional(self_type.clone()) } else { self_type.clone() };
-    let vars = vec![("self".to_string(), self_type), ("oldSelf".to_string(), old_self)];
+    let old_self = if rule.optional_old_self == Some(true) {
+        Type::optional(self_type.clone())
+    } else {
+        self_type.clone()
+    };
+    let vars = vec![
+        ("self".to_string(), self_type),
+        ("oldSelf".to_string(), old_self),
+    ];
     let checked = match env.compile(&rule.rule, &vars, provider) {
         Ok(c) => c,
         Err(e) => {
-            out.error = Some(CelError { required: false, detail: format!("compilation failed: {}", e.0) });
+            out.error = Some(CelError {
+                required: false,
+                detail: format!("compilation failed: {}", e.0),
+            });
             return out;
         }
     };
     if *checked.output_type() != Type::Bool {
-        out.error = Some(CelError { required: false, detail: "cel expression must evaluate to a bool".into() });
+        out.error = Some(CelError {
+            required: false,
+            detail: "cel expression must evaluate to a bool".into(),
+        });
         return out;
     }
     out.uses_old_self = checked.references_ident("oldSelf");
     let sizes = RuleSizes { root: decl.clone() };
-    let recording = Recording { inner: &sizes, seen: RefCell::new(Vec::new()) };
-    let embedder = KubernetesEstimator { sizes: Some(&recording) };
+    let recording = Recording {
+        inner: &sizes,
+        seen: RefCell::new(Vec::new()),
+    };
+    let embedder = KubernetesEstimator {
+        sizes: Some(&recording),
+    };
     out.max_cost = estimate(&checked, &embedder, CostOptions::default()).max;
     if !rule.message_expression.is_empty() {
         match env.compile(&rule.message_expression, &vars, provider) {
@@ -103,7 +126,8 @@ pub fn compile_rule(env: &Env, rule: &ValidationRule, decl: &Arc<DeclType>, prov
                 out.message_error = Some("messageExpression must evaluate to a string".into());
             }
             Ok(mc) => {
-                out.message_expression_cost = Some(estimate(&mc, &embedder, CostOptions::default()).max);
+                out.message_expression_cost =
+                    Some(estimate(&mc, &embedder, CostOptions::default()).max);
             }
         }
     }

@@ -40,16 +40,36 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn invalid(field: &str, value: BadValue, detail: &str) -> Self {
-        FieldError { field: field.into(), kind: ErrorType::Invalid, value, detail: detail.into() }
+        FieldError {
+            field: field.into(),
+            kind: ErrorType::Invalid,
+            value,
+            detail: detail.into(),
+        }
     }
     pub fn required(field: &str, detail: &str) -> Self {
-        FieldError { field: field.into(), kind: ErrorType::Required, value: BadValue::Omit, detail: detail.into() }
+        FieldError {
+            field: field.into(),
+            kind: ErrorType::Required,
+            value: BadValue::Omit,
+            detail: detail.into(),
+        }
     }
     pub fn forbidden(field: &str, detail: &str) -> Self {
-        FieldError { field: field.into(), kind: ErrorType::Forbidden, value: BadValue::Omit, detail: detail.into() }
+        FieldError {
+            field: field.into(),
+            kind: ErrorType::Forbidden,
+            value: BadValue::Omit,
+            detail: detail.into(),
+        }
     }
     pub fn internal(field: &str, detail: &str) -> Self {
-        FieldError { field: field.into(), kind: ErrorType::Internal, value: BadValue::Omit, detail: detail.into() }
+        FieldError {
+            field: field.into(),
+            kind: ErrorType::Internal,
+            value: BadValue::Omit,
+            detail: detail.into(),
+        }
     }
     pub fn not_supported(field: &str, value: BadValue, valid: &[&str]) -> Self {
         FieldError {
@@ -76,7 +96,9 @@ pub fn go_quote(s: &str) -> String {
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
             '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c => out.push(c),
         }
     }
@@ -109,7 +131,11 @@ pub fn go_json_string(s: &str) -> String {
 }
 
 fn rule_json(r: &ValidationRule) -> String {
-    let opt = |v: &Option<String>| v.as_ref().map(|s| go_json_string(s)).unwrap_or_else(|| "null".into());
+    let opt = |v: &Option<String>| {
+        v.as_ref()
+            .map(|s| go_json_string(s))
+            .unwrap_or_else(|| "null".into())
+    };
     format!(
         "{{\"Rule\":{},\"Message\":{},\"MessageExpression\":{},\"Reason\":{},\"FieldPath\":{},\"OptionalOldSelf\":{}}}",
         go_json_string(&r.rule),
@@ -117,7 +143,9 @@ fn rule_json(r: &ValidationRule) -> String {
         go_json_string(&r.message_expression),
         opt(&r.reason),
         go_json_string(&r.field_path),
-        r.optional_old_self.map(|b| b.to_string()).unwrap_or_else(|| "null".into())
+        r.optional_old_self
+            .map(|b| b.to_string())
+            .unwrap_or_else(|| "null".into())
     )
 }
 
@@ -133,9 +161,14 @@ impl fmt::Display for FieldError {
             ErrorType::TooLong => "Too long",
         };
         let mut body = match (&self.kind, &self.value) {
-            (ErrorType::Required | ErrorType::Forbidden | ErrorType::Internal | ErrorType::TooLong, _) | (_, BadValue::Omit) => {
-                type_str.to_string()
-            }
+            (
+                ErrorType::Required
+                | ErrorType::Forbidden
+                | ErrorType::Internal
+                | ErrorType::TooLong,
+                _,
+            )
+            | (_, BadValue::Omit) => type_str.to_string(),
             (_, BadValue::Str(s)) => format!("{type_str}: {}", go_quote(s)),
             (_, BadValue::Bool(b)) => format!("{type_str}: {b}"),
             (_, BadValue::Int(i)) => format!("{type_str}: {i}"),
@@ -143,11 +176,11 @@ impl fmt::Display for FieldError {
             (_, BadValue::Json(j)) => format!("{type_str}: {j}"),
             (_, BadValue::Rule(r)) => format!("{type_str}: {}", rule_json(r)),
         };
-        if let ErrorType::NotSupported(valid) = &self.kind {
-            if !valid.is_empty() {
-                let q: Vec<String> = valid.iter().map(|v| go_quote(v)).collect();
-                body.push_str(&format!(": supported values: {}", q.join(", ")));
-            }
+        if let ErrorType::NotSupported(valid) = &self.kind
+            && !valid.is_empty()
+        {
+            let q: Vec<String> = valid.iter().map(|v| go_quote(v)).collect();
+            body.push_str(&format!(": supported values: {}", q.join(", ")));
         }
         if !self.detail.is_empty() {
             body.push_str(": ");

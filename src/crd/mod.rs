@@ -11,12 +11,16 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use compile::{compile_rule, RuleCompilation};
+pub use compile::{RuleCompilation, compile_rule};
 use fielderr::FieldError;
 
 use crate::cel::env::Env;
-use crate::report::{Drivers, ObjectReport, RuleReport, SchemaReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT};
-use crate::schema::decltype::{schema_decl_type, DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES};
+use crate::report::{
+    Drivers, ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, SchemaReport,
+};
+use crate::schema::decltype::{
+    DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES, schema_decl_type,
+};
 use crate::schema::{Schema, SchemaReadError};
 
 /// A schema root the API server validates.
@@ -29,11 +33,19 @@ struct SchemaRoot {
 
 /// Estimates one CRD object (apiextensions.k8s.io/v1, as JSON).
 pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
-    let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     let mut report = ObjectReport {
         source: source.to_string(),
         kind: "CustomResourceDefinition".into(),
-        api_version: crd.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
+        api_version: crd
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
         name,
         kubernetes_version: format!("v{}", env.kubernetes),
         ..Default::default()
@@ -42,7 +54,11 @@ pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
     let roots = match schema_roots(crd) {
         Ok(r) => r,
         Err(e) => {
-            errors.push(FieldError::invalid(&e.path, fielderr::BadValue::Omit, &e.message));
+            errors.push(FieldError::invalid(
+                &e.path,
+                fielderr::BadValue::Omit,
+                &e.message,
+            ));
             report.errors = errors.iter().map(FieldError::to_string).collect();
             report.valid = false;
             return report;
@@ -62,41 +78,69 @@ pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
 /// The validated schema roots: one hoisted `spec.validation.openAPIV3Schema` when every version
 /// has the same schema (the v1 → internal conversion), else one per version that has one.
 fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot>, SchemaReadError> {
-    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if versions.is_empty() {
         return Ok(vec![]);
     }
-    let names: Vec<String> =
-        versions.iter().map(|v| v.get("name").and_then(Value::as_str).unwrap_or_default().to_string()).collect();
+    let names: Vec<String> = versions
+        .iter()
+        .map(|v| {
+            v.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
     let schema_of = |v: &Value| v.get("schema").filter(|s| !s.is_null()).cloned();
     let sub_of = |v: &Value| v.get("subresources").filter(|s| !s.is_null()).cloned();
     let first = schema_of(&versions[0]);
     let identical = versions.iter().all(|v| schema_of(v) == first);
     let first_sub = sub_of(&versions[0]);
     let subs_identical = versions.iter().all(|v| sub_of(v) == first_sub);
-    let status_of = |s: Option<Value>| s.is_some_and(|s| s.get("status").is_some_and(|x| !x.is_null()));
+    let status_of =
+        |s: Option<Value>| s.is_some_and(|s| s.get("status").is_some_and(|x| !x.is_null()));
     let any_status = versions.iter().any(|v| status_of(sub_of(v)));
     let mut roots = Vec::new();
     if identical {
-        if let Some(s) = first.as_ref().and_then(|s| s.get("openAPIV3Schema")).filter(|s| !s.is_null()) {
+        if let Some(s) = first
+            .as_ref()
+            .and_then(|s| s.get("openAPIV3Schema"))
+            .filter(|s| !s.is_null())
+        {
             let path = "spec.validation.openAPIV3Schema";
             roots.push(SchemaRoot {
                 field_path: path.into(),
                 versions: names,
                 schema: Schema::from_json(s, path)?,
-                status_enabled: if subs_identical { status_of(first_sub) } else { any_status },
+                status_enabled: if subs_identical {
+                    status_of(first_sub)
+                } else {
+                    any_status
+                },
             });
         }
         return Ok(roots);
     }
     for (i, v) in versions.iter().enumerate() {
-        if let Some(s) = schema_of(v).as_ref().and_then(|s| s.get("openAPIV3Schema")).filter(|s| !s.is_null()) {
+        if let Some(s) = schema_of(v)
+            .as_ref()
+            .and_then(|s| s.get("openAPIV3Schema"))
+            .filter(|s| !s.is_null())
+        {
             let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
             roots.push(SchemaRoot {
                 schema: Schema::from_json(s, &path)?,
                 field_path: path,
                 versions: vec![names[i].clone()],
-                status_enabled: if subs_identical { status_of(first_sub.clone()) } else { status_of(sub_of(v)) },
+                status_enabled: if subs_identical {
+                    status_of(first_sub.clone())
+                } else {
+                    status_of(sub_of(v))
+                },
             });
         }
     }
@@ -131,13 +175,24 @@ struct Walk<'e> {
 fn estimate_schema(env: &Env, root: &SchemaRoot) -> (SchemaReport, Vec<FieldError>) {
     let mut errors = Vec::new();
     let s = &root.schema;
-    errors.extend(validate::validate_root(s, &root.field_path, root.status_enabled));
+    errors.extend(validate::validate_root(
+        s,
+        &root.field_path,
+        root.status_enabled,
+    ));
     let structural_errors = validate::validate_structural(s, &root.field_path);
     let cel_enabled = structural_errors.is_empty();
     errors.extend(structural_errors);
     let root_decl = schema_decl_type(s, true, env.compatibility, "selfType");
     let provider = DeclTypeProvider::new(&root_decl.iter().collect::<Vec<_>>(), env.compatibility);
-    let mut w = Walk { env, provider, total: 0, most_expensive: Vec::new(), rules: Vec::new(), rule_count: 0 };
+    let mut w = Walk {
+        env,
+        provider,
+        total: 0,
+        most_expensive: Vec::new(),
+        rules: Vec::new(),
+        rule_count: 0,
+    };
     let ctx = Ctx {
         cardinality: Some(1),
         decl: root_decl,
@@ -148,7 +203,15 @@ fn estimate_schema(env: &Env, root: &SchemaRoot) -> (SchemaReport, Vec<FieldErro
     };
     let mut schema_errors = Vec::new();
     let mut cel_errors = Vec::new();
-    w.walk(s, &root.field_path, "^", &ctx, cel_enabled, &mut schema_errors, &mut cel_errors);
+    w.walk(
+        s,
+        &root.field_path,
+        "^",
+        &ctx,
+        cel_enabled,
+        &mut schema_errors,
+        &mut cel_errors,
+    );
     errors.extend(schema_errors);
     errors.extend(cel_errors);
     if cel_enabled && w.total > PER_SCHEMA_COST_LIMIT {
@@ -220,7 +283,13 @@ fn max_elements(s: &Schema) -> Option<u64> {
 }
 
 impl Walk<'_> {
-    fn child_ctx(&self, parent: &Schema, ctx: &Ctx, display: &str, decl: Option<Arc<DeclType>>) -> Ctx {
+    fn child_ctx(
+        &self,
+        parent: &Schema,
+        ctx: &Ctx,
+        display: &str,
+        decl: Option<Arc<DeclType>>,
+    ) -> Ctx {
         let mut unbounded = ctx.unbounded_ancestors.clone();
         let cardinality = match (ctx.cardinality, max_elements(parent)) {
             (Some(c), Some(e)) => Some(multiply_with_overflow_guard_card(c, e)),
@@ -252,24 +321,54 @@ impl Walk<'_> {
         cel_errors: &mut Vec<FieldError>,
     ) {
         let errors_before = schema_errors.len();
-        schema_errors.extend(validate::validate_node(s, fld, ctx.inside_resource_meta, ctx.is_root));
+        schema_errors.extend(validate::validate_node(
+            s,
+            fld,
+            ctx.inside_resource_meta,
+            ctx.is_root,
+        ));
         if let Some(ap) = s.additional_properties_schema() {
             let decl = ctx.decl.as_ref().and_then(|d| d.elem().cloned());
             let child_display = format!("{display}[*]");
             let c = self.child_ctx(s, ctx, display, decl);
-            self.walk(ap, &format!("{fld}.additionalProperties"), &child_display, &c, cel_enabled, schema_errors, cel_errors);
+            self.walk(
+                ap,
+                &format!("{fld}.additionalProperties"),
+                &child_display,
+                &c,
+                cel_enabled,
+                schema_errors,
+                cel_errors,
+            );
         }
         for (pname, prop) in &s.properties {
-            let decl = ctx.decl.as_ref().and_then(|d| crate::schema::decltype::escape(pname).and_then(|e| d.field(&e).cloned()));
+            let decl = ctx.decl.as_ref().and_then(|d| {
+                crate::schema::decltype::escape(pname).and_then(|e| d.field(&e).cloned())
+            });
             let child_display = format!("{display}.{pname}");
             let mut c = self.child_ctx(s, ctx, display, decl);
-            if c.old_self_forbidden.is_none() && !matches!(s.x_map_type.as_deref(), None | Some("granular") | Some("atomic")) {
+            if c.old_self_forbidden.is_none()
+                && !matches!(
+                    s.x_map_type.as_deref(),
+                    None | Some("granular") | Some("atomic")
+                )
+            {
                 c.old_self_forbidden = Some(fld.to_string());
             }
-            if (ctx.is_root || s.x_embedded_resource) && matches!(pname.as_str(), "metadata" | "kind" | "apiVersion") {
+            if (ctx.is_root || s.x_embedded_resource)
+                && matches!(pname.as_str(), "metadata" | "kind" | "apiVersion")
+            {
                 c.inside_resource_meta = true;
             }
-            self.walk(prop, &format!("{fld}.properties[{pname}]"), &child_display, &c, cel_enabled, schema_errors, cel_errors);
+            self.walk(
+                prop,
+                &format!("{fld}.properties[{pname}]"),
+                &child_display,
+                &c,
+                cel_enabled,
+                schema_errors,
+                cel_errors,
+            );
         }
         if let Some(items) = &s.items {
             let decl = ctx.decl.as_ref().and_then(|d| d.elem().cloned());
@@ -278,7 +377,15 @@ impl Walk<'_> {
             if c.old_self_forbidden.is_none() && s.x_list_type.as_deref() != Some("map") {
                 c.old_self_forbidden = Some(fld.to_string());
             }
-            self.walk(items, &format!("{fld}.items"), &child_display, &c, cel_enabled, schema_errors, cel_errors);
+            self.walk(
+                items,
+                &format!("{fld}.items"),
+                &child_display,
+                &c,
+                cel_enabled,
+                schema_errors,
+                cel_errors,
+            );
         }
         if s.x_validations.is_empty() {
             return;
@@ -291,14 +398,23 @@ impl Walk<'_> {
         let decl = match &ctx.decl {
             Some(d) => Some(d.clone()),
             None => {
-                let d = schema_decl_type(s, ctx.is_root || s.x_embedded_resource, self.env.compatibility, "selfType");
+                let d = schema_decl_type(
+                    s,
+                    ctx.is_root || s.x_embedded_resource,
+                    self.env.compatibility,
+                    "selfType",
+                );
                 if let Some(d) = &d {
                     local_provider = Some(DeclTypeProvider::new(&[d], self.env.compatibility));
                 }
                 d
             }
         };
-        let display_path = if display == "^" { "^".to_string() } else { display.to_string() };
+        let display_path = if display == "^" {
+            "^".to_string()
+        } else {
+            display.to_string()
+        };
         if compile && decl.is_none() {
             cel_errors.push(FieldError::internal(
                 &format!("{fld}.x-kubernetes-validations"),
@@ -314,7 +430,11 @@ impl Walk<'_> {
                 index: i as u64,
                 rule: rule.rule.clone(),
                 schema_max_cardinality: ctx.cardinality,
-                message_expression: if rule.message_expression.is_empty() { None } else { Some(rule.message_expression.clone()) },
+                message_expression: if rule.message_expression.is_empty() {
+                    None
+                } else {
+                    Some(rule.message_expression.clone())
+                },
                 compiled_by_apiserver: compile && decl.is_some(),
                 ..Default::default()
             };
@@ -346,17 +466,29 @@ impl Walk<'_> {
                 if e.required {
                     cel_errors.push(FieldError::required(&rule_fld, &e.detail));
                 } else {
-                    cel_errors.push(FieldError::invalid(&rule_fld, fielderr::BadValue::Rule(rule.clone()), &e.detail));
+                    cel_errors.push(FieldError::invalid(
+                        &rule_fld,
+                        fielderr::BadValue::Rule(rule.clone()),
+                        &e.detail,
+                    ));
                 }
             }
             let me_fld = format!("{fld}.x-kubernetes-validations[{i}].messageExpression");
             if let Some(me) = &cr.message_error {
-                cel_errors.push(FieldError::invalid(&me_fld, fielderr::BadValue::Rule(rule.clone()), me));
+                cel_errors.push(FieldError::invalid(
+                    &me_fld,
+                    fielderr::BadValue::Rule(rule.clone()),
+                    me,
+                ));
             } else if let Some(mc) = cr.message_expression_cost {
                 if mc > PER_RULE_COST_LIMIT {
                     cel_errors.push(FieldError::forbidden(
                         &me_fld,
-                        &cost_error_message("estimated messageExpression cost", mc, PER_RULE_COST_LIMIT),
+                        &cost_error_message(
+                            "estimated messageExpression cost",
+                            mc,
+                            PER_RULE_COST_LIMIT,
+                        ),
                     ));
                 }
                 self.observe(&me_fld, mc);
@@ -377,8 +509,16 @@ impl Walk<'_> {
                 ));
             }
             r.drivers = Drivers {
-                unbounded_ancestors: if ctx.cardinality.is_none() { ctx.unbounded_ancestors.clone() } else { vec![] },
-                unbounded_fields: cr.unbounded_fields.iter().map(|f| join_display(&display_path, f)).collect(),
+                unbounded_ancestors: if ctx.cardinality.is_none() {
+                    ctx.unbounded_ancestors.clone()
+                } else {
+                    vec![]
+                },
+                unbounded_fields: cr
+                    .unbounded_fields
+                    .iter()
+                    .map(|f| join_display(&display_path, f))
+                    .collect(),
             };
             self.rules.push(r);
         }
@@ -391,7 +531,7 @@ impl Walk<'_> {
             return;
         }
         self.most_expensive.push((path.to_string(), cost));
-        self.most_expensive.sort_by(|a, b| b.1.cmp(&a.1));
+        self.most_expensive.sort_by_key(|e| std::cmp::Reverse(e.1));
         self.most_expensive.truncate(4);
     }
 }

@@ -4,17 +4,29 @@
 
 use serde_json::Value;
 
-use super::fielderr::{go_json_string, BadValue, FieldError};
+use super::fielderr::{BadValue, FieldError, go_json_string};
 use crate::schema::Schema;
 
 const OPENAPI_V3_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
-const SUPPORTED_REASONS: [&str; 4] = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
+const SUPPORTED_REASONS: [&str; 4] = [
+    "FieldValueDuplicate",
+    "FieldValueForbidden",
+    "FieldValueInvalid",
+    "FieldValueRequired",
+];
 
 /// Object-level checks of the spec that every create runs.
 pub fn validate_crd_spec(crd: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
-    let storage = versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool).unwrap_or(false)).count();
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let storage = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool).unwrap_or(false))
+        .count();
     if !versions.is_empty() && storage != 1 {
         errs.push(FieldError::invalid(
             "spec.versions",
@@ -23,11 +35,19 @@ pub fn validate_crd_spec(crd: &Value) -> Vec<FieldError> {
         ));
     }
     if versions.is_empty() {
-        errs.push(FieldError::invalid("spec.versions", BadValue::Null, "must have exactly one version marked as storage version"));
+        errs.push(FieldError::invalid(
+            "spec.versions",
+            BadValue::Null,
+            "must have exactly one version marked as storage version",
+        ));
     }
     // The registry strategy sets status.storedVersions to the storage version on create.
     if storage == 0 {
-        errs.push(FieldError::invalid("status.storedVersions", BadValue::Null, "must have at least one stored version"));
+        errs.push(FieldError::invalid(
+            "status.storedVersions",
+            BadValue::Null,
+            "must have at least one stored version",
+        ));
     }
     errs
 }
@@ -36,7 +56,9 @@ pub fn validate_crd_spec(crd: &Value) -> Vec<FieldError> {
 /// values (schemas hoisted to spec.validation render as null).
 fn internal_versions_json(versions: &[Value]) -> String {
     let first_schema = versions.first().and_then(|v| v.get("schema")).cloned();
-    let hoisted = versions.iter().all(|v| v.get("schema").cloned() == first_schema);
+    let hoisted = versions
+        .iter()
+        .all(|v| v.get("schema").cloned() == first_schema);
     let items: Vec<String> = versions
         .iter()
         .map(|v| {
@@ -73,7 +95,10 @@ pub fn validate_root(s: &Schema, fld: &str, status_enabled: bool) -> Vec<FieldEr
         ));
     }
     if s.nullable {
-        errs.push(FieldError::forbidden(&format!("{fld}.nullable"), "nullable cannot be true at the root"));
+        errs.push(FieldError::forbidden(
+            &format!("{fld}.nullable"),
+            "nullable cannot be true at the root",
+        ));
     }
     errs
 }
@@ -86,16 +111,30 @@ pub fn validate_structural(s: &Schema, fld: &str) -> Vec<FieldError> {
 }
 
 fn structural(s: &Schema, fld: &str, root: bool, errs: &mut Vec<FieldError>) {
-    if s.type_.is_empty() && !s.x_int_or_string && s.x_preserve_unknown_fields != Some(true) && !root {
+    if s.type_.is_empty()
+        && !s.x_int_or_string
+        && s.x_preserve_unknown_fields != Some(true)
+        && !root
+    {
         // Structural schemas need a type everywhere below the root, except where
         // int-or-string or preserve-unknown-fields say otherwise.
-        errs.push(FieldError::required(&format!("{fld}.type"), "must not be empty for specified object fields"));
+        errs.push(FieldError::required(
+            &format!("{fld}.type"),
+            "must not be empty for specified object fields",
+        ));
     }
     if root && s.type_ != "object" && !s.type_.is_empty() {
-        errs.push(FieldError::invalid(&format!("{fld}.type"), BadValue::Str(s.type_.clone()), "must be object at the root"));
+        errs.push(FieldError::invalid(
+            &format!("{fld}.type"),
+            BadValue::Str(s.type_.clone()),
+            "must be object at the root",
+        ));
     }
     if root && s.type_.is_empty() {
-        errs.push(FieldError::required(&format!("{fld}.type"), "must not be empty at the root"));
+        errs.push(FieldError::required(
+            &format!("{fld}.type"),
+            "must not be empty at the root",
+        ));
     }
     for (k, p) in &s.properties {
         structural(p, &format!("{fld}.properties[{k}]"), false, errs);
@@ -110,19 +149,37 @@ fn structural(s: &Schema, fld: &str, root: bool, errs: &mut Vec<FieldError>) {
 
 /// Checks of one node that count as schema errors for CEL gating (`ssv.validate` and the
 /// per-node checks of `ValidateCustomResourceDefinitionOpenAPISchema`).
-pub fn validate_node(s: &Schema, fld: &str, inside_resource_meta: bool, _is_root: bool) -> Vec<FieldError> {
+pub fn validate_node(
+    s: &Schema,
+    fld: &str,
+    inside_resource_meta: bool,
+    _is_root: bool,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if !s.type_.is_empty() && !OPENAPI_V3_TYPES.contains(&s.type_.as_str()) && s.type_ != "null" {
-        errs.push(FieldError::not_supported(&format!("{fld}.type"), BadValue::Str(s.type_.clone()), &OPENAPI_V3_TYPES));
+        errs.push(FieldError::not_supported(
+            &format!("{fld}.type"),
+            BadValue::Str(s.type_.clone()),
+            &OPENAPI_V3_TYPES,
+        ));
     }
     if s.type_ == "null" {
-        errs.push(FieldError::forbidden(&format!("{fld}.type"), "type cannot be set to null, use nullable as an alternative"));
+        errs.push(FieldError::forbidden(
+            &format!("{fld}.type"),
+            "type cannot be set to null, use nullable as an alternative",
+        ));
     }
     if !s.items_array.is_empty() {
-        errs.push(FieldError::forbidden(&format!("{fld}.items"), "items must be a schema object and not an array"));
+        errs.push(FieldError::forbidden(
+            &format!("{fld}.items"),
+            "items must be a schema object and not an array",
+        ));
     }
     if inside_resource_meta && s.x_embedded_resource {
-        errs.push(FieldError::forbidden(&format!("{fld}.x-kubernetes-embedded-resource"), "must not be used inside of resource meta"));
+        errs.push(FieldError::forbidden(
+            &format!("{fld}.x-kubernetes-embedded-resource"),
+            "must not be used inside of resource meta",
+        ));
     }
     if s.unique_items {
         errs.push(FieldError::forbidden(
@@ -131,7 +188,10 @@ pub fn validate_node(s: &Schema, fld: &str, inside_resource_meta: bool, _is_root
         ));
     }
     if s.additional_properties.is_some() && !s.properties.is_empty() {
-        let allows = !matches!(s.additional_properties, Some(crate::schema::AdditionalProperties::Bool(false)));
+        let allows = !matches!(
+            s.additional_properties,
+            Some(crate::schema::AdditionalProperties::Bool(false))
+        );
         if !allows || s.additional_properties_schema().is_some() {
             errs.push(FieldError::forbidden(
                 &format!("{fld}.additionalProperties"),
@@ -149,7 +209,10 @@ pub fn validate_node(s: &Schema, fld: &str, inside_resource_meta: bool, _is_root
     if let Some(mt) = &s.x_map_type {
         if s.type_ != "object" {
             if s.type_.is_empty() {
-                errs.push(FieldError::required(&format!("{fld}.type"), "must be object if x-kubernetes-map-type is specified"));
+                errs.push(FieldError::required(
+                    &format!("{fld}.type"),
+                    "must be object if x-kubernetes-map-type is specified",
+                ));
             } else {
                 errs.push(FieldError::invalid(
                     &format!("{fld}.type"),
@@ -159,13 +222,20 @@ pub fn validate_node(s: &Schema, fld: &str, inside_resource_meta: bool, _is_root
             }
         }
         if mt != "atomic" && mt != "granular" {
-            errs.push(FieldError::not_supported(&format!("{fld}.x-kubernetes-map-type"), BadValue::Str(mt.clone()), &["atomic", "granular"]));
+            errs.push(FieldError::not_supported(
+                &format!("{fld}.x-kubernetes-map-type"),
+                BadValue::Str(mt.clone()),
+                &["atomic", "granular"],
+            ));
         }
     }
     if let Some(lt) = &s.x_list_type {
         if s.type_ != "array" {
             if s.type_.is_empty() {
-                errs.push(FieldError::required(&format!("{fld}.type"), "must be array if x-kubernetes-list-type is specified"));
+                errs.push(FieldError::required(
+                    &format!("{fld}.type"),
+                    "must be array if x-kubernetes-list-type is specified",
+                ));
             } else {
                 errs.push(FieldError::invalid(
                     &format!("{fld}.type"),
@@ -175,14 +245,24 @@ pub fn validate_node(s: &Schema, fld: &str, inside_resource_meta: bool, _is_root
             }
         }
         if lt != "atomic" && lt != "set" && lt != "map" {
-            errs.push(FieldError::not_supported(&format!("{fld}.x-kubernetes-list-type"), BadValue::Str(lt.clone()), &["atomic", "set", "map"]));
+            errs.push(FieldError::not_supported(
+                &format!("{fld}.x-kubernetes-list-type"),
+                BadValue::Str(lt.clone()),
+                &["atomic", "set", "map"],
+            ));
         }
         if lt == "map" {
             if s.x_list_map_keys.is_empty() {
-                errs.push(FieldError::required(&format!("{fld}.x-kubernetes-list-map-keys"), "must not be empty if x-kubernetes-list-type is map"));
+                errs.push(FieldError::required(
+                    &format!("{fld}.x-kubernetes-list-map-keys"),
+                    "must not be empty if x-kubernetes-list-type is map",
+                ));
             }
             match &s.items {
-                None => errs.push(FieldError::required(&format!("{fld}.items"), "must have a schema if x-kubernetes-list-type is map")),
+                None => errs.push(FieldError::required(
+                    &format!("{fld}.items"),
+                    "must have a schema if x-kubernetes-list-type is map",
+                )),
                 Some(items) if items.type_ != "object" => errs.push(FieldError::invalid(
                     &format!("{fld}.items.type"),
                     BadValue::Str(items.type_.clone()),
@@ -207,7 +287,9 @@ pub fn validate_node(s: &Schema, fld: &str, inside_resource_meta: bool, _is_root
                         if seen.contains(&k) {
                             errs.push(FieldError::invalid(
                                 &format!("{fld}.x-kubernetes-list-map-keys"),
-                                BadValue::Json(serde_json::to_string(&s.x_list_map_keys).unwrap_or_default()),
+                                BadValue::Json(
+                                    serde_json::to_string(&s.x_list_map_keys).unwrap_or_default(),
+                                ),
                                 "must not contain duplicate entries",
                             ));
                         }
@@ -217,7 +299,10 @@ pub fn validate_node(s: &Schema, fld: &str, inside_resource_meta: bool, _is_root
             }
         }
     } else if !s.x_list_map_keys.is_empty() {
-        errs.push(FieldError::required(&format!("{fld}.x-kubernetes-list-type"), "must be map if x-kubernetes-list-map-keys is non-empty"));
+        errs.push(FieldError::required(
+            &format!("{fld}.x-kubernetes-list-type"),
+            "must be map if x-kubernetes-list-map-keys is non-empty",
+        ));
     }
     for (i, rule) in s.x_validations.iter().enumerate() {
         let base = format!("{fld}.x-kubernetes-validations[{i}]");
@@ -225,27 +310,56 @@ pub fn validate_node(s: &Schema, fld: &str, inside_resource_meta: bool, _is_root
         let trimmed_msg = rule.message.trim();
         let has_newlines = |x: &str| x.contains('\n') || x.contains('\r');
         if trimmed_rule.is_empty() {
-            errs.push(FieldError::required(&format!("{base}.rule"), "rule is not specified"));
+            errs.push(FieldError::required(
+                &format!("{base}.rule"),
+                "rule is not specified",
+            ));
         } else if !rule.message.is_empty() && trimmed_msg.is_empty() {
-            errs.push(FieldError::invalid(&format!("{base}.message"), BadValue::Str(rule.message.clone()), "must be non-empty if specified"));
+            errs.push(FieldError::invalid(
+                &format!("{base}.message"),
+                BadValue::Str(rule.message.clone()),
+                "must be non-empty if specified",
+            ));
         } else if has_newlines(trimmed_msg) {
-            errs.push(FieldError::invalid(&format!("{base}.message"), BadValue::Str(rule.message.clone()), "must not contain line breaks"));
+            errs.push(FieldError::invalid(
+                &format!("{base}.message"),
+                BadValue::Str(rule.message.clone()),
+                "must not contain line breaks",
+            ));
         } else if has_newlines(trimmed_rule) && trimmed_msg.is_empty() {
-            errs.push(FieldError::required(&format!("{base}.message"), "message must be specified if rule contains line breaks"));
+            errs.push(FieldError::required(
+                &format!("{base}.message"),
+                "message must be specified if rule contains line breaks",
+            ));
         }
         if !rule.message_expression.is_empty() && rule.message_expression.trim().is_empty() {
-            errs.push(FieldError::required(&format!("{base}.messageExpression"), "messageExpression must be non-empty if specified"));
+            errs.push(FieldError::required(
+                &format!("{base}.messageExpression"),
+                "messageExpression must be non-empty if specified",
+            ));
         }
-        if let Some(r) = &rule.reason {
-            if !SUPPORTED_REASONS.contains(&r.as_str()) {
-                errs.push(FieldError::not_supported(&format!("{base}.reason"), BadValue::Str(r.clone()), &SUPPORTED_REASONS));
-            }
+        if let Some(r) = &rule.reason
+            && !SUPPORTED_REASONS.contains(&r.as_str())
+        {
+            errs.push(FieldError::not_supported(
+                &format!("{base}.reason"),
+                BadValue::Str(r.clone()),
+                &SUPPORTED_REASONS,
+            ));
         }
         if !rule.field_path.is_empty() && rule.field_path.trim().is_empty() {
-            errs.push(FieldError::invalid(&format!("{base}.fieldPath"), BadValue::Str(rule.field_path.clone()), "must be non-empty if specified"));
+            errs.push(FieldError::invalid(
+                &format!("{base}.fieldPath"),
+                BadValue::Str(rule.field_path.clone()),
+                "must be non-empty if specified",
+            ));
         }
         if has_newlines(&rule.field_path) {
-            errs.push(FieldError::invalid(&format!("{base}.fieldPath"), BadValue::Str(rule.field_path.clone()), "must not contain line breaks"));
+            errs.push(FieldError::invalid(
+                &format!("{base}.fieldPath"),
+                BadValue::Str(rule.field_path.clone()),
+                "must not contain line breaks",
+            ));
         }
     }
     errs

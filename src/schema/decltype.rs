@@ -7,8 +7,8 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use super::Schema;
-use crate::cel::cost::{AstNode, Size};
 use crate::cel::checker::TypeProvider;
+use crate::cel::cost::{AstNode, Size};
 use crate::cel::decls::Version;
 use crate::cel::k8s_cost::SizeSource;
 use crate::cel::types::Type;
@@ -48,7 +48,13 @@ pub struct DeclType {
 
 impl DeclType {
     fn scalar(cel: Type, min: i64, max: i64, bounded: bool) -> Arc<DeclType> {
-        Arc::new(DeclType { kind: DeclKind::Scalar, cel, max_elements: max, min_serialized_size: min, bounded })
+        Arc::new(DeclType {
+            kind: DeclKind::Scalar,
+            cel,
+            max_elements: max,
+            min_serialized_size: min,
+            bounded,
+        })
     }
 
     pub fn elem(&self) -> Option<&Arc<DeclType>> {
@@ -81,8 +87,27 @@ impl DeclType {
 
 /// cel-go reserved words that Kubernetes escapes as `__word__` in field names.
 const CEL_RESERVED: &[&str] = &[
-    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if", "import", "let",
-    "loop", "package", "namespace", "return", "var", "void", "while",
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
 ];
 
 /// k8s.io/apiserver pkg/cel/escaping.go `Escape`.
@@ -118,10 +143,10 @@ pub fn escape(ident: &str) -> Option<String> {
 
 /// Reverses [`escape`] for display.
 pub fn unescape(name: &str) -> String {
-    if let Some(inner) = name.strip_prefix("__").and_then(|s| s.strip_suffix("__")) {
-        if CEL_RESERVED.contains(&inner) {
-            return inner.to_string();
-        }
+    if let Some(inner) = name.strip_prefix("__").and_then(|s| s.strip_suffix("__"))
+        && CEL_RESERVED.contains(&inner)
+    {
+        return inner.to_string();
     }
     name.replace("__underscores__", "\u{0}")
         .replace("__dot__", ".")
@@ -132,11 +157,18 @@ pub fn unescape(name: &str) -> String {
 
 /// Converts a schema to its DeclType (`SchemaDeclType`), or `None` when the node is not visible
 /// to CEL. `name` names object types (`name.field` below).
-pub fn schema_decl_type(s: &Schema, is_resource_root: bool, version: Version, name: &str) -> Option<Arc<DeclType>> {
+pub fn schema_decl_type(
+    s: &Schema,
+    is_resource_root: bool,
+    version: Version,
+    name: &str,
+) -> Option<Arc<DeclType>> {
     let unbounded_string = MAX_REQUEST_SIZE_BYTES - 2;
     if s.x_int_or_string {
         let (max, bounded) = match s.max_length {
-            Some(m) if version >= Version::new(1, 34) => (zero_if_negative(m).saturating_mul(4), true),
+            Some(m) if version >= Version::new(1, 34) => {
+                (zero_if_negative(m).saturating_mul(4), true)
+            }
             _ => (unbounded_string, false),
         };
         return Some(DeclType::scalar(Type::Dyn, 1, max, bounded));
@@ -151,7 +183,12 @@ pub fn schema_decl_type(s: &Schema, is_resource_root: bool, version: Version, na
     match s.type_.as_str() {
         "array" => {
             let items = s.items.as_ref()?;
-            let elem = schema_decl_type(items, items.x_embedded_resource, version, &format!("{name}.@idx"))?;
+            let elem = schema_decl_type(
+                items,
+                items.x_embedded_resource,
+                version,
+                &format!("{name}.@idx"),
+            )?;
             let (max, bounded) = match s.max_items {
                 Some(m) => (zero_if_negative(m), true),
                 None => (unbounded_string / (elem.min_serialized_size + 1), false),
@@ -166,7 +203,12 @@ pub fn schema_decl_type(s: &Schema, is_resource_root: bool, version: Version, na
         }
         "object" => {
             if let Some(ap) = s.additional_properties_schema() {
-                let val = schema_decl_type(ap, ap.x_embedded_resource, version, &format!("{name}.@elem"))?;
+                let val = schema_decl_type(
+                    ap,
+                    ap.x_embedded_resource,
+                    version,
+                    &format!("{name}.@elem"),
+                )?;
                 let (max, bounded) = match s.max_properties {
                     Some(m) => (zero_if_negative(m), true),
                     None => (unbounded_string / (val.min_serialized_size + 6), false),
@@ -185,7 +227,9 @@ pub fn schema_decl_type(s: &Schema, is_resource_root: bool, version: Version, na
             for (pname, prop) in &s.properties {
                 let escaped = escape(pname);
                 let child_name = format!("{name}.{}", escaped.as_deref().unwrap_or(pname));
-                if let Some(ft) = schema_decl_type(prop, prop.x_embedded_resource, version, &child_name) {
+                if let Some(ft) =
+                    schema_decl_type(prop, prop.x_embedded_resource, version, &child_name)
+                {
                     let required = s.required.iter().any(|r| r == pname);
                     if required && prop.default.is_none() {
                         min_size += pname.len() as i64 + ft.min_serialized_size + 4;
@@ -212,15 +256,30 @@ pub fn schema_decl_type(s: &Schema, is_resource_root: bool, version: Version, na
                     };
                     (Type::Bytes, MIN_STRING_SIZE, max, b)
                 }
-                "duration" => (Type::Duration, MIN_DURATION_SIZE_JSON, MAX_DURATION_SIZE_JSON, true),
+                "duration" => (
+                    Type::Duration,
+                    MIN_DURATION_SIZE_JSON,
+                    MAX_DURATION_SIZE_JSON,
+                    true,
+                ),
                 "date" => (Type::Timestamp, JSON_DATE_SIZE, JSON_DATE_SIZE, true),
-                "date-time" => (Type::Timestamp, MIN_DATETIME_SIZE_JSON, MAX_DATETIME_SIZE_JSON, true),
+                "date-time" => (
+                    Type::Timestamp,
+                    MIN_DATETIME_SIZE_JSON,
+                    MAX_DATETIME_SIZE_JSON,
+                    true,
+                ),
                 _ => {
                     let (max, b) = if let Some(m) = s.max_length {
                         (zero_if_negative(m).saturating_mul(4), true)
                     } else if !s.enum_values.is_empty() && version >= Version::new(1, 29) {
-                        let longest =
-                            s.enum_values.iter().filter_map(|v| v.as_str()).map(|v| v.len() as i64).max().unwrap_or(0);
+                        let longest = s
+                            .enum_values
+                            .iter()
+                            .filter_map(|v| v.as_str())
+                            .map(|v| v.len() as i64)
+                            .max()
+                            .unwrap_or(0);
                         (longest, true)
                     } else {
                         (unbounded_string, false)
@@ -259,19 +318,30 @@ fn with_type_and_object_meta(s: &Schema, version: Version) -> Option<Schema> {
         return None;
     }
     let mut r = s.clone();
-    let string = Schema { type_: "string".into(), ..Default::default() };
+    let string = Schema {
+        type_: "string".into(),
+        ..Default::default()
+    };
     r.properties.insert("kind".into(), string.clone());
     r.properties.insert("apiVersion".into(), string.clone());
     let mut name = string.clone();
     let mut generate_name = string;
     if version >= Version::new(1, 37) {
-        let declared = |f: &str| meta.and_then(|m| m.properties.get(f)).and_then(|p| p.max_length);
+        let declared = |f: &str| {
+            meta.and_then(|m| m.properties.get(f))
+                .and_then(|p| p.max_length)
+        };
         name.max_length = Some(declared("name").map_or(253, |d| d.min(253)));
         generate_name.max_length = Some(declared("generateName").map_or(252, |d| d.min(252)));
     }
-    let mut metadata = Schema { type_: "object".into(), ..Default::default() };
+    let mut metadata = Schema {
+        type_: "object".into(),
+        ..Default::default()
+    };
     metadata.properties.insert("name".into(), name);
-    metadata.properties.insert("generateName".into(), generate_name);
+    metadata
+        .properties
+        .insert("generateName".into(), generate_name);
     r.properties.insert("metadata".into(), metadata);
     Some(r)
 }
@@ -302,7 +372,8 @@ impl RuleSizes {
 impl SizeSource for RuleSizes {
     fn estimate_size(&self, node: &AstNode<'_>) -> Option<Size> {
         let path = node.path_elems();
-        self.resolve(&path).map(|t| Size::new(0, t.max_elements as u64))
+        self.resolve(&path)
+            .map(|t| Size::new(0, t.max_elements as u64))
     }
 }
 
@@ -332,7 +403,10 @@ impl DeclTypeProvider {
         for r in roots {
             walk(r, &mut objects);
         }
-        DeclTypeProvider { objects, keywords_as_field_names: version >= Version::new(1, 31) }
+        DeclTypeProvider {
+            objects,
+            keywords_as_field_names: version >= Version::new(1, 31),
+        }
     }
 }
 
@@ -376,15 +450,31 @@ mod tests {
     #[test]
     fn min_serialized_sizes() {
         let v = Version::new(1, 35);
-        let obj = s(r#"{"type":"object","required":["key","value"],"properties":{"key":{"type":"string"},"value":{"type":"string"}}}"#);
-        assert_eq!(schema_decl_type(&obj, false, v, "o").unwrap().min_serialized_size, 22);
+        let obj = s(
+            r#"{"type":"object","required":["key","value"],"properties":{"key":{"type":"string"},"value":{"type":"string"}}}"#,
+        );
+        assert_eq!(
+            schema_decl_type(&obj, false, v, "o")
+                .unwrap()
+                .min_serialized_size,
+            22
+        );
         let list = s(r#"{"type":"array","items":{"type":"boolean"}}"#);
-        assert_eq!(schema_decl_type(&list, false, v, "l").unwrap().max_elements, 629_145);
+        assert_eq!(
+            schema_decl_type(&list, false, v, "l").unwrap().max_elements,
+            629_145
+        );
         let map = s(r#"{"type":"object","additionalProperties":{"type":"integer"}}"#);
-        assert_eq!(schema_decl_type(&map, false, v, "m").unwrap().max_elements, 449_389);
+        assert_eq!(
+            schema_decl_type(&map, false, v, "m").unwrap().max_elements,
+            449_389
+        );
         let e = s(r#"{"type":"string","enum":["A","LongValue"]}"#);
         assert_eq!(schema_decl_type(&e, false, v, "e").unwrap().max_elements, 9);
         let ios = s(r#"{"x-kubernetes-int-or-string":true,"maxLength":5}"#);
-        assert_eq!(schema_decl_type(&ios, false, v, "i").unwrap().max_elements, 20);
+        assert_eq!(
+            schema_decl_type(&ios, false, v, "i").unwrap().max_elements,
+            20
+        );
     }
 }

@@ -75,7 +75,10 @@ impl Schema {
     }
 
     fn read(v: &Value, path: &str, depth: usize) -> Result<Schema, SchemaReadError> {
-        let err = |p: String, m: &str| SchemaReadError { path: p, message: m.to_string() };
+        let err = |p: String, m: &str| SchemaReadError {
+            path: p,
+            message: m.to_string(),
+        };
         if depth > MAX_SCHEMA_DEPTH {
             return Err(err(path.to_string(), "schema nesting is too deep"));
         }
@@ -99,42 +102,66 @@ impl Schema {
                         return Err(err(p(), "must be an object"));
                     };
                     for (name, ps) in props {
-                        let child = Self::read(ps, &format!("{path}.properties[{name}]"), depth + 1)?;
+                        let child =
+                            Self::read(ps, &format!("{path}.properties[{name}]"), depth + 1)?;
                         s.properties.insert(name.clone(), child);
                     }
                 }
                 "items" => match val {
                     Value::Array(a) => {
                         for (i, it) in a.iter().enumerate() {
-                            s.items_array.push(Self::read(it, &format!("{path}.items[{i}]"), depth + 1)?);
+                            s.items_array.push(Self::read(
+                                it,
+                                &format!("{path}.items[{i}]"),
+                                depth + 1,
+                            )?);
                         }
                     }
                     Value::Null => {}
-                    _ => s.items = Some(Box::new(Self::read(val, &format!("{path}.items"), depth + 1)?)),
+                    _ => {
+                        s.items = Some(Box::new(Self::read(
+                            val,
+                            &format!("{path}.items"),
+                            depth + 1,
+                        )?))
+                    }
                 },
                 "additionalProperties" => match val {
-                    Value::Bool(b) => s.additional_properties = Some(AdditionalProperties::Bool(*b)),
+                    Value::Bool(b) => {
+                        s.additional_properties = Some(AdditionalProperties::Bool(*b))
+                    }
                     Value::Null => {}
                     _ => {
-                        s.additional_properties = Some(AdditionalProperties::Schema(Box::new(Self::read(
-                            val,
-                            &format!("{path}.additionalProperties"),
-                            depth + 1,
-                        )?)))
+                        s.additional_properties = Some(AdditionalProperties::Schema(Box::new(
+                            Self::read(val, &format!("{path}.additionalProperties"), depth + 1)?,
+                        )))
                     }
                 },
                 "required" => {
-                    s.required = str_list(val).ok_or_else(|| err(p(), "must be a list of strings"))?;
+                    s.required =
+                        str_list(val).ok_or_else(|| err(p(), "must be a list of strings"))?;
                 }
-                "maxLength" => s.max_length = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?,
-                "maxItems" => s.max_items = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?,
-                "maxProperties" => s.max_properties = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?,
+                "maxLength" => {
+                    s.max_length = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
+                }
+                "maxItems" => {
+                    s.max_items = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
+                }
+                "maxProperties" => {
+                    s.max_properties = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
+                }
                 "enum" => {
                     if let Value::Array(a) = val {
                         s.enum_values = a.clone();
                     }
                 }
-                "default" => s.default = if val.is_null() { None } else { Some(val.clone()) },
+                "default" => {
+                    s.default = if val.is_null() {
+                        None
+                    } else {
+                        Some(val.clone())
+                    }
+                }
                 "nullable" => s.nullable = val.as_bool().unwrap_or(false),
                 "uniqueItems" => s.unique_items = val.as_bool().unwrap_or(false),
                 "allOf" | "anyOf" | "oneOf" => {
@@ -150,13 +177,25 @@ impl Schema {
                         _ => s.one_of = list,
                     }
                 }
-                "not" => s.not = Some(Box::new(Self::read(val, &format!("{path}.not"), depth + 1)?)),
-                "x-kubernetes-embedded-resource" => s.x_embedded_resource = val.as_bool().unwrap_or(false),
+                "not" => {
+                    s.not = Some(Box::new(Self::read(
+                        val,
+                        &format!("{path}.not"),
+                        depth + 1,
+                    )?))
+                }
+                "x-kubernetes-embedded-resource" => {
+                    s.x_embedded_resource = val.as_bool().unwrap_or(false)
+                }
                 "x-kubernetes-int-or-string" => s.x_int_or_string = val.as_bool().unwrap_or(false),
-                "x-kubernetes-preserve-unknown-fields" => s.x_preserve_unknown_fields = val.as_bool(),
+                "x-kubernetes-preserve-unknown-fields" => {
+                    s.x_preserve_unknown_fields = val.as_bool()
+                }
                 "x-kubernetes-list-type" => s.x_list_type = str_of(val),
                 "x-kubernetes-map-type" => s.x_map_type = str_of(val),
-                "x-kubernetes-list-map-keys" => s.x_list_map_keys = str_list(val).unwrap_or_default(),
+                "x-kubernetes-list-map-keys" => {
+                    s.x_list_map_keys = str_list(val).unwrap_or_default()
+                }
                 "x-kubernetes-validations" => {
                     let Value::Array(a) = val else {
                         if val.is_null() {
@@ -166,7 +205,10 @@ impl Schema {
                     };
                     for (i, r) in a.iter().enumerate() {
                         let Value::Object(ro) = r else {
-                            return Err(err(format!("{path}.x-kubernetes-validations[{i}]"), "must be an object"));
+                            return Err(err(
+                                format!("{path}.x-kubernetes-validations[{i}]"),
+                                "must be an object",
+                            ));
                         };
                         let get = |key: &str| ro.get(key).and_then(str_of).unwrap_or_default();
                         s.x_validations.push(ValidationRule {
@@ -197,7 +239,9 @@ impl Schema {
         !self.x_validations.is_empty()
             || self.properties.values().any(Schema::has_validations)
             || self.items.as_ref().is_some_and(|i| i.has_validations())
-            || self.additional_properties_schema().is_some_and(Schema::has_validations)
+            || self
+                .additional_properties_schema()
+                .is_some_and(Schema::has_validations)
     }
 }
 
@@ -226,7 +270,9 @@ fn int_of(v: &Value) -> Option<Option<i64>> {
             } else if n.as_u64().is_some() {
                 Some(Some(i64::MAX))
             } else {
-                n.as_f64().filter(|f| f.fract() == 0.0).map(|f| Some(f as i64))
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0)
+                    .map(|f| Some(f as i64))
             }
         }
         _ => None,
