@@ -105,7 +105,7 @@ struct Checker<'a> {
 pub fn check(
     parsed: ParsedExpr,
     env: &CheckEnv<'_>,
-) -> Result<CheckedExpr, (ParsedExpr, Vec<CheckError>)> {
+) -> Result<CheckedExpr, Box<(ParsedExpr, Vec<CheckError>)>> {
     let n = parsed.max_id as usize + 1;
     let mut c = Checker {
         env,
@@ -122,7 +122,7 @@ pub fn check(
         *t = substitute(&c.mapping, t, true);
     }
     if !c.errors.is_empty() {
-        return Err((parsed, c.errors));
+        return Err(Box::new((parsed, c.errors)));
     }
     Ok(CheckedExpr {
         parsed,

@@ -50,7 +50,8 @@ impl Env {
         };
         let checked = match check(parsed, &env) {
             Ok(c) => c,
-            Err((parsed, errors)) => {
+            Err(failed) => {
+                let (parsed, errors) = *failed;
                 let mut located: Vec<(usize, usize, String)> = errors
                     .into_iter()
                     .map(|e| {
