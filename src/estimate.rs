@@ -65,11 +65,15 @@ impl Estimator {
     pub fn estimate(&self, v: &Value, source: &str) -> Option<ObjectReport> {
         match TargetKind::of(v)? {
             TargetKind::CustomResourceDefinition => Some(self.estimate_crd(v, source)),
-            TargetKind::ValidatingAdmissionPolicy => None,
+            TargetKind::ValidatingAdmissionPolicy => Some(self.estimate_vap(v, source)),
         }
     }
 
     pub fn estimate_crd(&self, v: &Value, source: &str) -> ObjectReport {
         estimate_crd(&self.env, v, source)
+    }
+
+    pub fn estimate_vap(&self, v: &Value, source: &str) -> ObjectReport {
+        crate::vap::estimate_vap(&self.env, v, source)
     }
 }

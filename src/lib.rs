@@ -6,5 +6,6 @@ pub mod estimate;
 pub mod input;
 pub mod report;
 pub mod schema;
+pub mod vap;
 
 pub use estimate::Estimator;

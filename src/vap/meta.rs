@@ -1,0 +1,262 @@
+//! Object checks of a policy create that are not CEL: `ValidateObjectMeta` (name, owner
+//! references) and the spec fields the API server requires (after defaulting).
+
+use serde_json::Value;
+
+use crate::crd::fielderr::{BadValue, FieldError};
+
+fn is_dns1123_subdomain(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && label.as_bytes()[0].is_ascii_alphanumeric()
+                && label.as_bytes()[label.len() - 1].is_ascii_alphanumeric()
+        })
+}
+
+/// `ValidateQualifiedName`: `[prefix/]name` with a 63-character name part.
+pub fn validate_qualified_name(value: &str, field: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let (prefix, name) = match value.split_once('/') {
+        Some((p, n)) if !n.contains('/') => (Some(p), n),
+        Some(_) => {
+            errs.push(FieldError::invalid(
+                field,
+                BadValue::Str(value.into()),
+                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+            ));
+            return errs;
+        }
+        None => (None, value),
+    };
+    if let Some(p) = prefix {
+        if p.is_empty() {
+            errs.push(FieldError::invalid(
+                field,
+                BadValue::Str(value.into()),
+                "prefix part must be non-empty",
+            ));
+        } else if !is_dns1123_subdomain(p) {
+            errs.push(FieldError::invalid(
+                field,
+                BadValue::Str(value.into()),
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            ));
+        }
+    }
+    if name.is_empty() {
+        errs.push(FieldError::invalid(
+            field,
+            BadValue::Str(value.into()),
+            "name part must be non-empty",
+        ));
+    } else if name.len() > 63 {
+        errs.push(FieldError::invalid(
+            field,
+            BadValue::Str(value.into()),
+            "name part must be no more than 63 bytes",
+        ));
+    } else {
+        let b = name.as_bytes();
+        let ok = b[0].is_ascii_alphanumeric()
+            && b[b.len() - 1].is_ascii_alphanumeric()
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_' || *c == b'.');
+        if !ok {
+            errs.push(FieldError::invalid(
+                field,
+                BadValue::Str(value.into()),
+                "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            ));
+        }
+    }
+    errs
+}
+
+/// `ValidateObjectMeta` for a cluster-scoped object named as a DNS subdomain.
+pub fn validate_object_meta(meta: Option<&Value>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let meta = meta.cloned().unwrap_or(Value::Null);
+    let name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
+    let generate = meta
+        .get("generateName")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if name.is_empty() && generate.is_empty() {
+        errs.push(FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
+    } else if !name.is_empty() && !is_dns1123_subdomain(name) {
+        errs.push(FieldError::invalid(
+            "metadata.name",
+            BadValue::Str(name.into()),
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        ));
+    }
+    if let Some(ns) = meta.get("namespace").and_then(Value::as_str) {
+        if !ns.is_empty() {
+            errs.push(FieldError::forbidden(
+                "metadata.namespace",
+                "not allowed on this type",
+            ));
+        }
+    }
+    for r in meta
+        .get("ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let s = |k: &str| {
+            r.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let api = s("apiVersion");
+        if api.is_empty() {
+            errs.push(FieldError::invalid(
+                "metadata.ownerReferences.apiVersion",
+                BadValue::Str(api.clone()),
+                "version must not be empty",
+            ));
+        }
+        if s("kind").is_empty() {
+            errs.push(FieldError::invalid(
+                "metadata.ownerReferences.kind",
+                BadValue::Str(String::new()),
+                "must not be empty",
+            ));
+        }
+        if s("name").is_empty() {
+            errs.push(FieldError::invalid(
+                "metadata.ownerReferences.name",
+                BadValue::Str(String::new()),
+                "must not be empty",
+            ));
+        }
+        if s("uid").is_empty() {
+            errs.push(FieldError::invalid(
+                "metadata.ownerReferences.uid",
+                BadValue::Str(String::new()),
+                "must not be empty",
+            ));
+        }
+    }
+    errs
+}
+
+/// Required and enumerated spec fields (values after the API server's defaulting).
+pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if let Some(fp) = spec.get("failurePolicy").and_then(Value::as_str) {
+        if fp != "Fail" && fp != "Ignore" {
+            errs.push(FieldError::not_supported(
+                "spec.failurePolicy",
+                BadValue::Str(fp.into()),
+                &["Fail", "Ignore"],
+            ));
+        }
+    }
+    match spec.get("matchConstraints") {
+        None | Some(Value::Null) => errs.push(FieldError::required("spec.matchConstraints", "")),
+        Some(mc) => {
+            if let Some(mp) = mc.get("matchPolicy").and_then(Value::as_str) {
+                if mp != "Exact" && mp != "Equivalent" {
+                    errs.push(FieldError::not_supported(
+                        "spec.matchConstraints.matchPolicy",
+                        BadValue::Str(mp.into()),
+                        &["Equivalent", "Exact"],
+                    ));
+                }
+            }
+            let rules = mc
+                .get("resourceRules")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            if rules.is_empty() {
+                errs.push(FieldError::required(
+                    "spec.matchConstraints.resourceRules",
+                    "",
+                ));
+            }
+            for (key, list) in [
+                ("resourceRules", rules),
+                (
+                    "excludeResourceRules",
+                    mc.get("excludeResourceRules")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default(),
+                ),
+            ] {
+                for (i, r) in list.iter().enumerate() {
+                    let base = format!("spec.matchConstraints.{key}[{i}]");
+                    let arr = |k: &str| {
+                        r.get(k)
+                            .and_then(Value::as_array)
+                            .cloned()
+                            .unwrap_or_default()
+                    };
+                    if arr("operations").is_empty() {
+                        errs.push(FieldError::required(&format!("{base}.operations"), ""));
+                    }
+                    for (j, op) in arr("operations").iter().enumerate() {
+                        let op = op.as_str().unwrap_or_default();
+                        if !["*", "CONNECT", "CREATE", "DELETE", "UPDATE"].contains(&op) {
+                            errs.push(FieldError::not_supported(
+                                &format!("{base}.operations[{j}]"),
+                                BadValue::Str(op.into()),
+                                &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"],
+                            ));
+                        }
+                    }
+                    if arr("apiGroups").is_empty() {
+                        errs.push(FieldError::required(&format!("{base}.apiGroups"), ""));
+                    }
+                    if arr("apiVersions").is_empty() {
+                        errs.push(FieldError::required(&format!("{base}.apiVersions"), ""));
+                    }
+                    if arr("resources").is_empty() {
+                        errs.push(FieldError::required(&format!("{base}.resources"), ""));
+                    }
+                }
+            }
+        }
+    }
+    let names: Vec<String> = spec
+        .get("matchConditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            m.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    for (i, n) in names.iter().enumerate() {
+        let f = format!("spec.matchConditions[{i}].name");
+        if n.is_empty() {
+            errs.push(FieldError::required(&f, ""));
+        } else {
+            errs.extend(validate_qualified_name(n, &f));
+            if names[..i].contains(n) {
+                errs.push(FieldError {
+                    field: f,
+                    kind: crate::crd::fielderr::ErrorType::Duplicate,
+                    value: BadValue::Str(n.clone()),
+                    detail: String::new(),
+                });
+            }
+        }
+    }
+    errs
+}

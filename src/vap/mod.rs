@@ -1,0 +1,505 @@
+//! ValidatingAdmissionPolicy: every expression compiled in the environment the API server uses
+//! when the policy is written (k8s.io/apiserver pkg/admission/plugin/cel compile.go and
+//! composition.go; k8s.io/kubernetes pkg/apis/admissionregistration/validation), costed as
+//! cel-go estimates it there (no size estimator: `object`, `oldObject`, `params` are `dyn`), and
+//! summed against the runtime budgets the way the runtime spends them.
+
+mod meta;
+mod types;
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::Value;
+
+use crate::cel::ast::{Expr, ExprKind};
+use crate::cel::checker::CheckedExpr;
+use crate::cel::cost::{CostOptions, estimate};
+use crate::cel::env::Env;
+use crate::cel::k8s_cost::KubernetesEstimator;
+use crate::cel::types::Type;
+use crate::crd::fielderr::{BadValue, FieldError};
+use crate::report::{ExpressionReport, ObjectReport, PER_CALL_LIMIT, PolicyBudget};
+use types::PolicyTypes;
+
+/// Where an expression sits and how the API server compiles it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Site {
+    MatchCondition,
+    Variable,
+    Validation,
+    MessageExpression,
+    AuditAnnotation,
+}
+
+impl Site {
+    fn return_types(self) -> &'static [Type] {
+        const BOOL: &[Type] = &[Type::Bool];
+        const STRING: &[Type] = &[Type::String];
+        const STRING_OR_NULL: &[Type] = &[Type::String, Type::Null];
+        const ANY: &[Type] = &[Type::Any];
+        match self {
+            Site::MatchCondition | Site::Validation => BOOL,
+            Site::MessageExpression => STRING,
+            Site::AuditAnnotation => STRING_OR_NULL,
+            Site::Variable => ANY,
+        }
+    }
+}
+
+/// Go `Type.String()` (not the checker's formatting): `null_type`, `google.protobuf.Timestamp`.
+pub fn go_type_string(t: &Type) -> String {
+    if let Type::TypeParam(n) = t {
+        return format!("<{n}>");
+    }
+    let params = t.parameters();
+    if params.is_empty() {
+        return t.type_name().to_string();
+    }
+    let ps: Vec<String> = params.iter().map(go_type_string).collect();
+    format!("{}({})", t.type_name(), ps.join(", "))
+}
+
+struct Compiled {
+    report: ExpressionReport,
+    checked: Option<CheckedExpr>,
+}
+
+/// Estimates one ValidatingAdmissionPolicy (admissionregistration v1 or v1beta1, as JSON).
+pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
+    let name = vap
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let mut report = ObjectReport {
+        source: source.to_string(),
+        kind: "ValidatingAdmissionPolicy".into(),
+        api_version: vap
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        name: name.clone(),
+        kubernetes_version: format!("v{}", env.kubernetes),
+        ..Default::default()
+    };
+    let mut errors: Vec<FieldError> = meta::validate_object_meta(vap.get("metadata"));
+    let spec = vap.get("spec").cloned().unwrap_or(Value::Null);
+    errors.extend(meta::validate_spec(&spec));
+    let has_params = spec.get("paramKind").is_some_and(|p| !p.is_null());
+    let list = |k: &str| {
+        spec.get(k)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let variables = list("variables");
+    let composition = !variables.is_empty();
+    let mut types = PolicyTypes::new();
+    let mut compiled_vars: HashMap<String, (u64, u64, BTreeSet<String>)> = HashMap::new();
+    let mut expressions: Vec<Compiled> = Vec::new();
+
+    let s = |v: &Value, k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+
+    for (i, mc) in list("matchConditions").iter().enumerate() {
+        let fp = format!("spec.matchConditions[{i}].expression");
+        let expr = s(mc, "expression");
+        let trimmed = expr.trim().to_string();
+        if trimmed.is_empty() {
+            errors.push(FieldError::required(&fp, ""));
+            continue;
+        }
+        // matchConditions use the stateless compiler: no `variables`.
+        let c = compile(
+            env,
+            &mut types,
+            Site::MatchCondition,
+            "matchCondition",
+            &fp,
+            &trimmed,
+            has_params,
+            true,
+            false,
+        );
+        push_error(&mut errors, &c, &fp, &trimmed);
+        expressions.push(c);
+    }
+    for (i, v) in variables.iter().enumerate() {
+        let fp = format!("spec.variables[{i}].expression");
+        let vname = s(v, "name");
+        let expr = s(v, "expression");
+        if vname.trim().is_empty() {
+            errors.push(FieldError::required(
+                &format!("spec.variables[{i}].name"),
+                "name is not specified",
+            ));
+        } else if !is_cel_identifier(&vname) {
+            errors.push(FieldError::invalid(
+                &format!("spec.variables[{i}].name"),
+                BadValue::Str(vname.clone()),
+                "must be a valid CEL identifier",
+            ));
+        }
+        if expr.trim().is_empty() {
+            errors.push(FieldError::required(&fp, "expression is not specified"));
+            continue;
+        }
+        let c = compile(
+            env,
+            &mut types,
+            Site::Variable,
+            &format!("variable:{vname}"),
+            &fp,
+            &expr,
+            has_params,
+            true,
+            true,
+        );
+        push_error(&mut errors, &c, &fp, &expr);
+        let out = c.checked.as_ref().map(|ch| ch.output_type().clone());
+        types.add_variable(&vname, out.as_ref());
+        let uses = c.checked.as_ref().map(variables_used).unwrap_or_default();
+        compiled_vars.insert(vname.clone(), (c.report.min_cost, c.report.max_cost, uses));
+        expressions.push(c);
+    }
+    let validations = list("validations");
+    let audits = list("auditAnnotations");
+    if validations.is_empty() && audits.is_empty() {
+        errors.push(FieldError::required(
+            "spec.validations",
+            "validations or auditAnnotations must contain at least one item",
+        ));
+        errors.push(FieldError::required(
+            "spec.auditAnnotations",
+            "validations or auditAnnotations must contain at least one item",
+        ));
+    }
+    let mut validation_cost = 0u64;
+    let mut validation_vars: BTreeSet<String> = BTreeSet::new();
+    for (i, v) in validations.iter().enumerate() {
+        let fp = format!("spec.validations[{i}].expression");
+        let expr = s(v, "expression");
+        if expr.trim().is_empty() {
+            errors.push(FieldError::required(&fp, "expression is not specified"));
+        } else {
+            let c = compile(
+                env,
+                &mut types,
+                Site::Validation,
+                "validation",
+                &fp,
+                &expr,
+                has_params,
+                true,
+                composition,
+            );
+            push_error(&mut errors, &c, &fp, &expr);
+            validation_cost = validation_cost.saturating_add(c.report.max_cost);
+            if let Some(ch) = &c.checked {
+                validation_vars.extend(variables_used(ch));
+            }
+            expressions.push(c);
+        }
+        let me = s(v, "messageExpression");
+        let mfp = format!("spec.validations[{i}].messageExpression");
+        if !me.is_empty() && me.trim().is_empty() {
+            errors.push(FieldError::invalid(
+                &mfp,
+                BadValue::Str(me.clone()),
+                "must be non-empty if specified",
+            ));
+        } else if !me.trim().is_empty() {
+            let c = compile(
+                env,
+                &mut types,
+                Site::MessageExpression,
+                "messageExpression",
+                &mfp,
+                &me,
+                has_params,
+                false,
+                composition,
+            );
+            push_error(&mut errors, &c, &mfp, &me);
+            validation_cost = validation_cost.saturating_add(c.report.max_cost);
+            if let Some(ch) = &c.checked {
+                validation_vars.extend(variables_used(ch));
+            }
+            expressions.push(c);
+        }
+        let msg = s(v, "message");
+        if !msg.is_empty() && msg.trim().is_empty() {
+            errors.push(FieldError::invalid(
+                &format!("spec.validations[{i}].message"),
+                BadValue::Str(msg.clone()),
+                "must be non-empty if specified",
+            ));
+        } else if msg.trim().contains('\n') || msg.trim().contains('\r') {
+            errors.push(FieldError::invalid(
+                &format!("spec.validations[{i}].message"),
+                BadValue::Str(msg.clone()),
+                "must not contain line breaks",
+            ));
+        }
+        if let Some(r) = v.get("reason").and_then(Value::as_str) {
+            const REASONS: [&str; 4] = [
+                "Forbidden",
+                "Invalid",
+                "RequestEntityTooLarge",
+                "Unauthorized",
+            ];
+            if !REASONS.contains(&r) {
+                errors.push(FieldError::not_supported(
+                    &format!("spec.validations[{i}].reason"),
+                    BadValue::Str(r.to_string()),
+                    &REASONS,
+                ));
+            }
+        }
+    }
+    let mut audit_cost = 0u64;
+    let mut audit_vars = BTreeSet::new();
+    let mut keys = BTreeSet::new();
+    for (i, a) in audits.iter().enumerate() {
+        let fp = format!("spec.auditAnnotations[{i}].valueExpression");
+        let key = s(a, "key");
+        if name.is_empty() {
+            errors.push(FieldError::invalid(
+                &format!("spec.auditAnnotations[{i}].key"),
+                BadValue::Str(key.clone()),
+                "requires metadata.name be non-empty",
+            ));
+        } else {
+            errors.extend(meta::validate_qualified_name(
+                &format!("{name}/{key}"),
+                &format!("spec.auditAnnotations[{i}].key"),
+            ));
+        }
+        if !keys.insert(key.clone()) {
+            errors.push(FieldError {
+                field: format!("spec.auditAnnotations[{i}].key"),
+                kind: crate::crd::fielderr::ErrorType::Duplicate,
+                value: BadValue::Str(key),
+                detail: String::new(),
+            });
+        }
+        let expr = s(a, "valueExpression");
+        let trimmed = expr.trim().to_string();
+        if trimmed.is_empty() {
+            errors.push(FieldError::required(
+                &fp,
+                "valueExpression is not specified",
+            ));
+            continue;
+        }
+        if trimmed.len() > 5 * 1024 {
+            errors.push(FieldError::required(
+                &fp,
+                "must not exceed 5120 bytes in length",
+            ));
+            continue;
+        }
+        let c = compile(
+            env,
+            &mut types,
+            Site::AuditAnnotation,
+            "auditAnnotation",
+            &fp,
+            &trimmed,
+            has_params,
+            true,
+            composition,
+        );
+        if let Some(e) = &c.report.compile_error {
+            errors.push(FieldError::invalid(&fp, BadValue::Str(expr.clone()), e));
+        }
+        audit_cost = audit_cost.saturating_add(c.report.max_cost);
+        if let Some(ch) = &c.checked {
+            audit_vars.extend(variables_used(ch));
+        }
+        expressions.push(c);
+    }
+    let var_cost = |used: &BTreeSet<String>| -> u64 {
+        let mut all = BTreeSet::new();
+        let mut stack: Vec<String> = used.iter().cloned().collect();
+        while let Some(v) = stack.pop() {
+            if all.insert(v.clone()) {
+                if let Some((_, _, deps)) = compiled_vars.get(&v) {
+                    stack.extend(deps.iter().cloned());
+                }
+            }
+        }
+        all.iter()
+            .filter_map(|v| compiled_vars.get(v))
+            .fold(0u64, |s, (_, max, _)| s.saturating_add(*max))
+    };
+    let match_cost = expressions
+        .iter()
+        .filter(|c| c.report.kind == "matchCondition")
+        .fold(0u64, |s, c| s.saturating_add(c.report.max_cost));
+    report.policy_budget = Some(PolicyBudget {
+        validation_cost: validation_cost.saturating_add(var_cost(&validation_vars)),
+        typed_validation_cost: None,
+        match_conditions_cost: match_cost,
+        typed_match_conditions_cost: None,
+        audit_annotations_cost: audit_cost.saturating_add(var_cost(&audit_vars)),
+    });
+    report.expressions = expressions.into_iter().map(|c| c.report).collect();
+    report.valid = errors.is_empty();
+    report.errors = errors.iter().map(FieldError::to_string).collect();
+    report
+}
+
+fn push_error(errors: &mut Vec<FieldError>, c: &Compiled, fp: &str, expr: &str) {
+    if let Some(e) = &c.report.compile_error {
+        errors.push(FieldError::invalid(fp, BadValue::Str(expr.to_string()), e));
+    }
+}
+
+/// `isCELIdentifier`: `[_a-zA-Z][_a-zA-Z0-9]*`, not a reserved word.
+fn is_cel_identifier(s: &str) -> bool {
+    const RESERVED: &[&str] = &[
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    ];
+    let mut chars = s.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
+    first_ok && chars.all(|c| c == '_' || c.is_ascii_alphanumeric()) && !RESERVED.contains(&s)
+}
+
+/// The names of `variables.<name>` the expression reads.
+fn variables_used(c: &CheckedExpr) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    c.expr().walk(&mut |e: &Expr| {
+        if let ExprKind::Select { operand, field, .. } = &e.kind {
+            if matches!(&operand.kind, ExprKind::Ident(n) if n == "variables") {
+                out.insert(field.clone());
+            }
+        }
+    });
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compile(
+    env: &Env,
+    types: &mut PolicyTypes,
+    site: Site,
+    kind: &str,
+    field_path: &str,
+    expr: &str,
+    has_params: bool,
+    has_authorizer: bool,
+    composition: bool,
+) -> Compiled {
+    let mut vars: Vec<(String, Type)> = vec![
+        ("object".into(), Type::Dyn),
+        ("oldObject".into(), Type::Dyn),
+        (
+            "namespaceObject".into(),
+            Type::object("kubernetes.Namespace"),
+        ),
+        (
+            "request".into(),
+            Type::object("kubernetes.AdmissionRequest"),
+        ),
+    ];
+    if has_params {
+        vars.push(("params".into(), Type::Dyn));
+    }
+    if has_authorizer {
+        vars.push((
+            "authorizer".into(),
+            Type::object("kubernetes.authorization.Authorizer"),
+        ));
+        vars.push((
+            "authorizer.requestResource".into(),
+            Type::object("kubernetes.authorization.ResourceCheck"),
+        ));
+    }
+    if composition {
+        vars.push(("variables".into(), Type::object(types::VARIABLES_TYPE)));
+    }
+    let env_name = format!("NewExpressions,hasParams={has_params},hasAuthorizer={has_authorizer}");
+    let mut report = ExpressionReport {
+        field_path: field_path.to_string(),
+        kind: kind.to_string(),
+        expression: expr.to_string(),
+        env: env_name,
+        per_call_limit: PER_CALL_LIMIT,
+        ..Default::default()
+    };
+    let checked = match env.compile(expr, &vars, types) {
+        Err(e) => {
+            report.compile_error = Some(format!("compilation failed: {}", e.0));
+            return Compiled {
+                report,
+                checked: None,
+            };
+        }
+        Ok(c) => c,
+    };
+    let out = checked.output_type().clone();
+    report.output_type = go_type_string(&out);
+    let returns = site.return_types();
+    if !returns.iter().any(|r| out == *r || *r == Type::Any) {
+        let msg = if returns.len() == 1 {
+            format!(
+                "must evaluate to {} but got {}",
+                go_type_string(&returns[0]),
+                go_type_string(&out)
+            )
+        } else {
+            let names: Vec<String> = returns.iter().map(go_type_string).collect();
+            format!(
+                "must evaluate to one of [{}] but got {}",
+                names.join(" "),
+                go_type_string(&out)
+            )
+        };
+        report.compile_error = Some(msg);
+        return Compiled {
+            report,
+            checked: None,
+        };
+    }
+    let est = estimate(
+        &checked,
+        &KubernetesEstimator { sizes: None },
+        CostOptions::default(),
+    );
+    report.min_cost = est.min;
+    report.max_cost = est.max;
+    report.max_cost_unbounded = est.max == u64::MAX;
+    report.max_cost_exceeds_per_call_limit = est.max > PER_CALL_LIMIT;
+    Compiled {
+        report,
+        checked: Some(checked),
+    }
+}
