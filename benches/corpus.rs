@@ -1,1 +1,115 @@
-fn main() {}
+//! Benchmark over the public CRD corpus (`../shared/corpus/crds`): wall time, rules per second
+//! and peak memory of `celcost estimate` over every file (reading, YAML, estimation), through
+//! the same code path as the CLI.
+//!
+//! `cargo bench --bench corpus`. `CELCOST_CORPUS` points elsewhere, `CELCOST_THREADS` sets the
+//! workers (default: one per core), `CELCOST_BENCH_ITERATIONS` the runs (default 5). Prints
+//! numbers; asserts nothing about them.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use celcost::Estimator;
+use celcost::cli::estimate_paths;
+
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn cpu_seconds() -> Option<f64> {
+    // utime + stime of this process, in clock ticks (100 Hz on Linux).
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
+fn main() {
+    let corpus = std::env::var("CELCOST_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
+    let dir = corpus.join("crds");
+    if !dir.is_dir() {
+        println!("SKIPPED: no corpus at {}", corpus.display());
+        return;
+    }
+    let iterations: usize = std::env::var("CELCOST_BENCH_ITERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let mut walls = Vec::new();
+    let mut cpus = Vec::new();
+    let mut summary = (0, 0, 0usize);
+    for _ in 0..iterations.max(1) {
+        // A fresh estimator each run: no parse cache carried over.
+        let estimator = Estimator::default();
+        let cpu0 = cpu_seconds().unwrap_or(0.0);
+        let t = Instant::now();
+        let outcome = estimate_paths(&estimator, std::slice::from_ref(&dir));
+        walls.push(t.elapsed().as_secs_f64());
+        cpus.push(cpu_seconds().unwrap_or(0.0) - cpu0);
+        let rules: usize = outcome
+            .reports
+            .iter()
+            .flat_map(|r| r.schemas.iter())
+            .map(|s| s.rules.iter().filter(|r| r.compiled_by_apiserver).count())
+            .sum();
+        summary = (outcome.reports.len(), rules, outcome.input_errors.len());
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[v.len() / 2]
+    };
+    let (wall, cpu) = (median(&mut walls.clone()), median(&mut cpus));
+    let bytes: u64 = walk(&dir)
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    println!(
+        "corpus: {} CRDs, {} compiled rules, {:.1} MiB, {} input errors",
+        summary.0,
+        summary.1,
+        bytes as f64 / 1048576.0,
+        summary.2
+    );
+    println!(
+        "wall: median {:.3} s over {} runs (min {:.3} s, max {:.3} s); CPU median {:.2} s",
+        wall,
+        walls.len(),
+        walls.iter().cloned().fold(f64::MAX, f64::min),
+        walls.iter().cloned().fold(0.0, f64::max),
+        cpu
+    );
+    println!(
+        "throughput: {:.0} rules/s, {:.1} MiB/s",
+        summary.1 as f64 / wall,
+        bytes as f64 / 1048576.0 / wall
+    );
+    match peak_rss_kib() {
+        Some(k) => println!("peak memory (VmHWM): {:.1} MiB", k as f64 / 1024.0),
+        None => println!("peak memory: unavailable (no /proc/self/status)"),
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

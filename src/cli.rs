@@ -66,31 +66,66 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) 
     }
 }
 
-/// Estimates every object in the given files and directories.
+/// Estimates every object in the given files and directories, files in parallel (one worker
+/// per core, `CELCOST_THREADS` to override); reports keep the order of the files.
 pub fn estimate_paths(estimator: &Estimator, paths: &[PathBuf]) -> Outcome {
     let mut outcome = Outcome::default();
     let mut files = Vec::new();
     for p in paths {
         collect_files(p, &mut files, &mut outcome.input_errors);
     }
-    for f in files {
-        let bytes = match std::fs::read(&f) {
-            Ok(b) => b,
-            Err(e) => {
-                outcome.input_errors.push(format!("{}: {e}", f.display()));
-                continue;
-            }
-        };
-        let text = match String::from_utf8(bytes) {
-            Ok(t) => t,
-            Err(_) => {
-                outcome
-                    .input_errors
-                    .push(format!("{}: not UTF-8 text (binary file?)", f.display()));
-                continue;
-            }
-        };
-        estimate_text(estimator, &f.display().to_string(), &text, &mut outcome);
+    let threads = std::env::var("CELCOST_THREADS")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+        .clamp(1, files.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut per_file: Vec<(usize, Outcome)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(f) = files.get(i) else { break };
+                        done.push((i, estimate_file(estimator, f)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    per_file.sort_by_key(|(i, _)| *i);
+    for (_, o) in per_file {
+        outcome.reports.extend(o.reports);
+        outcome.input_errors.extend(o.input_errors);
+        outcome.skipped.extend(o.skipped);
+    }
+    outcome
+}
+
+fn estimate_file(estimator: &Estimator, f: &Path) -> Outcome {
+    let mut outcome = Outcome::default();
+    let bytes = match std::fs::read(f) {
+        Ok(b) => b,
+        Err(e) => {
+            outcome.input_errors.push(format!("{}: {e}", f.display()));
+            return outcome;
+        }
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => estimate_text(estimator, &f.display().to_string(), &text, &mut outcome),
+        Err(_) => outcome
+            .input_errors
+            .push(format!("{}: not UTF-8 text (binary file?)", f.display())),
     }
     outcome
 }

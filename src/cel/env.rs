@@ -5,7 +5,11 @@
 use super::ast::{Expr, ExprKind, Literal};
 use super::checker::{CheckEnv, CheckedExpr, TypeProvider, check};
 use super::decls::{Declarations, Version};
-use super::parse::{ParserOptions, display_error, parse};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::ast::ParsedExpr;
+use super::parse::{ParserOptions, SyntaxErrors, display_error, parse};
 use super::types::Type;
 
 /// The environment of one Kubernetes version. `compatibility` is the CEL compatibility version
@@ -15,7 +19,13 @@ pub struct Env {
     pub compatibility: Version,
     pub decls: Declarations,
     pub parser: ParserOptions,
+    /// Parsed expressions by source: real manifests repeat rules (per-version schemas, shared
+    /// idioms such as `self == oldSelf`), and parsing is the dearest step of a compile.
+    parsed: Mutex<HashMap<String, Result<ParsedExpr, SyntaxErrors>>>,
 }
+
+/// Entries kept in the parse cache before it is cleared.
+const PARSE_CACHE_LIMIT: usize = 16_384;
 
 /// A compile failure, formatted like cel-go's `Issues.String()`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,7 +41,26 @@ impl Env {
             compatibility,
             decls: Declarations::for_version(compatibility),
             parser: ParserOptions::for_version(compatibility),
+            parsed: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn parse_cached(&self, source: &str) -> Result<ParsedExpr, SyntaxErrors> {
+        if let Some(hit) = self
+            .parsed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(source)
+        {
+            return hit.clone();
+        }
+        let result = parse(source, self.parser);
+        let mut cache = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= PARSE_CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(source.to_string(), result.clone());
+        result
     }
 
     /// Parses, type-checks and validates `source` with the given variables.
@@ -41,7 +70,7 @@ impl Env {
         vars: &[(String, Type)],
         provider: &dyn TypeProvider,
     ) -> Result<CheckedExpr, CompileError> {
-        let parsed = parse(source, self.parser).map_err(|e| CompileError(e.0))?;
+        let parsed = self.parse_cached(source).map_err(|e| CompileError(e.0))?;
         let env = CheckEnv {
             decls: &self.decls,
             vars,

@@ -78,11 +78,9 @@ pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
 /// The validated schema roots: one hoisted `spec.validation.openAPIV3Schema` when every version
 /// has the same schema (the v1 → internal conversion), else one per version that has one.
 fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot>, SchemaReadError> {
-    let versions = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let Some(versions) = crd.pointer("/spec/versions").and_then(Value::as_array) else {
+        return Ok(vec![]);
+    };
     if versions.is_empty() {
         return Ok(vec![]);
     }
@@ -95,19 +93,22 @@ fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot>, SchemaReadError> {
                 .to_string()
         })
         .collect();
-    let schema_of = |v: &Value| v.get("schema").filter(|s| !s.is_null()).cloned();
-    let sub_of = |v: &Value| v.get("subresources").filter(|s| !s.is_null()).cloned();
+    fn schema_of(v: &Value) -> Option<&Value> {
+        v.get("schema").filter(|s| !s.is_null())
+    }
+    fn sub_of(v: &Value) -> Option<&Value> {
+        v.get("subresources").filter(|s| !s.is_null())
+    }
     let first = schema_of(&versions[0]);
     let identical = versions.iter().all(|v| schema_of(v) == first);
     let first_sub = sub_of(&versions[0]);
     let subs_identical = versions.iter().all(|v| sub_of(v) == first_sub);
     let status_of =
-        |s: Option<Value>| s.is_some_and(|s| s.get("status").is_some_and(|x| !x.is_null()));
+        |s: Option<&Value>| s.is_some_and(|s| s.get("status").is_some_and(|x| !x.is_null()));
     let any_status = versions.iter().any(|v| status_of(sub_of(v)));
     let mut roots = Vec::new();
     if identical {
         if let Some(s) = first
-            .as_ref()
             .and_then(|s| s.get("openAPIV3Schema"))
             .filter(|s| !s.is_null())
         {
@@ -127,7 +128,6 @@ fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot>, SchemaReadError> {
     }
     for (i, v) in versions.iter().enumerate() {
         if let Some(s) = schema_of(v)
-            .as_ref()
             .and_then(|s| s.get("openAPIV3Schema"))
             .filter(|s| !s.is_null())
         {
@@ -137,7 +137,7 @@ fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot>, SchemaReadError> {
                 field_path: path,
                 versions: vec![names[i].clone()],
                 status_enabled: if subs_identical {
-                    status_of(first_sub.clone())
+                    status_of(first_sub)
                 } else {
                     status_of(sub_of(v))
                 },

@@ -18,11 +18,11 @@ const SUPPORTED_REASONS: [&str; 4] = [
 /// Object-level checks of the spec that every create runs.
 pub fn validate_crd_spec(crd: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
+    let no_versions = Vec::new();
     let versions = crd
         .pointer("/spec/versions")
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+        .unwrap_or(&no_versions);
     let storage = versions
         .iter()
         .filter(|v| v.get("storage").and_then(Value::as_bool).unwrap_or(false))
@@ -30,7 +30,7 @@ pub fn validate_crd_spec(crd: &Value) -> Vec<FieldError> {
     if !versions.is_empty() && storage != 1 {
         errs.push(FieldError::invalid(
             "spec.versions",
-            BadValue::Json(internal_versions_json(&versions)),
+            BadValue::Json(internal_versions_json(versions)),
             "must have exactly one version marked as storage version",
         ));
     }
@@ -55,10 +55,8 @@ pub fn validate_crd_spec(crd: &Value) -> Vec<FieldError> {
 /// The internal `[]CustomResourceDefinitionVersion` as Go's JSON encoder renders it in error
 /// values (schemas hoisted to spec.validation render as null).
 fn internal_versions_json(versions: &[Value]) -> String {
-    let first_schema = versions.first().and_then(|v| v.get("schema")).cloned();
-    let hoisted = versions
-        .iter()
-        .all(|v| v.get("schema").cloned() == first_schema);
+    let first_schema = versions.first().and_then(|v| v.get("schema"));
+    let hoisted = versions.iter().all(|v| v.get("schema") == first_schema);
     let items: Vec<String> = versions
         .iter()
         .map(|v| {

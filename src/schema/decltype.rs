@@ -119,6 +119,13 @@ pub fn escape(ident: &str) -> Option<String> {
     if CEL_RESERVED.contains(&ident) {
         return Some(format!("__{ident}__"));
     }
+    let plain = ident
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !ident.contains("__");
+    if plain {
+        return Some(ident.to_string());
+    }
     let mut out = String::with_capacity(ident.len());
     let chars: Vec<char> = ident.chars().collect();
     let mut i = 0;
@@ -173,12 +180,10 @@ pub fn schema_decl_type(
         };
         return Some(DeclType::scalar(Type::Dyn, 1, max, bounded));
     }
-    let owned;
-    let s = if is_resource_root {
-        owned = with_type_and_object_meta(s, version);
-        owned.as_ref().unwrap_or(s)
+    let meta_overrides = if is_resource_root {
+        object_meta_overrides(s, version)
     } else {
-        s
+        None
     };
     match s.type_.as_str() {
         "array" => {
@@ -224,7 +229,15 @@ pub fn schema_decl_type(
             }
             let mut fields = IndexMap::new();
             let mut min_size = 2i64;
-            for (pname, prop) in &s.properties {
+            let overridden = |p: &str| {
+                meta_overrides.is_some() && matches!(p, "kind" | "apiVersion" | "metadata")
+            };
+            let props = s
+                .properties
+                .iter()
+                .filter(|(p, _)| !overridden(p))
+                .chain(meta_overrides.iter().flat_map(|m| m.properties.iter()));
+            for (pname, prop) in props {
                 let escaped = escape(pname);
                 let child_name = format!("{name}.{}", escaped.as_deref().unwrap_or(pname));
                 if let Some(ft) =
@@ -301,8 +314,9 @@ fn zero_if_negative(v: i64) -> i64 {
 }
 
 /// apiextensions `model.WithTypeAndObjectMeta`: `kind`, `apiVersion` and a `metadata` with only
-/// `name` and `generateName` at resource roots, unless the schema declares them all.
-fn with_type_and_object_meta(s: &Schema, version: Version) -> Option<Schema> {
+/// `name` and `generateName` at resource roots, unless the schema declares them all. Returns the
+/// replacement properties (in a schema of their own), or `None` when the schema is kept as is.
+fn object_meta_overrides(s: &Schema, version: Version) -> Option<Schema> {
     let is = |p: Option<&Schema>, t: &str| p.is_some_and(|p| p.type_ == t);
     let meta = s.properties.get("metadata");
     if !s.properties.is_empty()
@@ -317,7 +331,7 @@ fn with_type_and_object_meta(s: &Schema, version: Version) -> Option<Schema> {
     {
         return None;
     }
-    let mut r = s.clone();
+    let mut r = Schema::default();
     let string = Schema {
         type_: "string".into(),
         ..Default::default()

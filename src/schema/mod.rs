@@ -53,8 +53,6 @@ pub struct Schema {
     pub x_list_map_keys: Vec<String>,
     pub x_map_type: Option<String>,
     pub x_validations: Vec<ValidationRule>,
-    /// Keys present in the JSON (for checks that depend on presence).
-    pub present: Vec<String>,
 }
 
 /// A problem reading a schema: the JSON path and what is wrong.
@@ -90,7 +88,6 @@ impl Schema {
         let mut s = Schema::default();
         for (k, val) in obj {
             let p = || format!("{path}.{k}");
-            s.present.push(k.clone());
             match k.as_str() {
                 "type" => s.type_ = str_of(val).ok_or_else(|| err(p(), "must be a string"))?,
                 "format" => s.format = str_of(val).ok_or_else(|| err(p(), "must be a string"))?,

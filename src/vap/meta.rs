@@ -98,8 +98,10 @@ pub fn validate_object_meta(meta: Option<&Value>) -> Vec<FieldError> {
             "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
         ));
     }
-    if let Some(ns) = meta.get("namespace").and_then(Value::as_str) {
-        if !ns.is_empty() {
+    if let Some(ns) = meta.get("namespace").and_then(Value::as_str)
+        && !ns.is_empty()
+    {
+        {
             errs.push(FieldError::forbidden(
                 "metadata.namespace",
                 "not allowed on this type",
@@ -154,8 +156,11 @@ pub fn validate_object_meta(meta: Option<&Value>) -> Vec<FieldError> {
 /// Required and enumerated spec fields (values after the API server's defaulting).
 pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    if let Some(fp) = spec.get("failurePolicy").and_then(Value::as_str) {
-        if fp != "Fail" && fp != "Ignore" {
+    if let Some(fp) = spec.get("failurePolicy").and_then(Value::as_str)
+        && fp != "Fail"
+        && fp != "Ignore"
+    {
+        {
             errs.push(FieldError::not_supported(
                 "spec.failurePolicy",
                 BadValue::Str(fp.into()),
@@ -166,14 +171,15 @@ pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
     match spec.get("matchConstraints") {
         None | Some(Value::Null) => errs.push(FieldError::required("spec.matchConstraints", "")),
         Some(mc) => {
-            if let Some(mp) = mc.get("matchPolicy").and_then(Value::as_str) {
-                if mp != "Exact" && mp != "Equivalent" {
-                    errs.push(FieldError::not_supported(
-                        "spec.matchConstraints.matchPolicy",
-                        BadValue::Str(mp.into()),
-                        &["Equivalent", "Exact"],
-                    ));
-                }
+            if let Some(mp) = mc.get("matchPolicy").and_then(Value::as_str)
+                && mp != "Exact"
+                && mp != "Equivalent"
+            {
+                errs.push(FieldError::not_supported(
+                    "spec.matchConstraints.matchPolicy",
+                    BadValue::Str(mp.into()),
+                    &["Equivalent", "Exact"],
+                ));
             }
             let rules = mc
                 .get("resourceRules")

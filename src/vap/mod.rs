@@ -328,10 +328,10 @@ pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
         let mut all = BTreeSet::new();
         let mut stack: Vec<String> = used.iter().cloned().collect();
         while let Some(v) = stack.pop() {
-            if all.insert(v.clone()) {
-                if let Some((_, _, deps)) = compiled_vars.get(&v) {
-                    stack.extend(deps.iter().cloned());
-                }
+            if all.insert(v.clone())
+                && let Some((_, _, deps)) = compiled_vars.get(&v)
+            {
+                stack.extend(deps.iter().cloned());
             }
         }
         all.iter()
@@ -397,10 +397,10 @@ fn is_cel_identifier(s: &str) -> bool {
 fn variables_used(c: &CheckedExpr) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     c.expr().walk(&mut |e: &Expr| {
-        if let ExprKind::Select { operand, field, .. } = &e.kind {
-            if matches!(&operand.kind, ExprKind::Ident(n) if n == "variables") {
-                out.insert(field.clone());
-            }
+        if let ExprKind::Select { operand, field, .. } = &e.kind
+            && matches!(&operand.kind, ExprKind::Ident(n) if n == "variables")
+        {
+            out.insert(field.clone());
         }
     });
     out
