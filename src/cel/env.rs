@@ -75,7 +75,7 @@ impl Env {
             decls: &self.decls,
             vars,
             provider,
-            homogeneous_literals: true,
+            homogeneous_literals: false,
         };
         let checked = match check(parsed, &env) {
             Ok(c) => c,
@@ -91,9 +91,19 @@ impl Env {
                 return Err(CompileError(format_issues(&parsed.source, &mut located)));
             }
         };
-        if self.compatibility >= Version::new(1, 29) {
+        {
             let mut issues = Vec::new();
-            validate_literals(&checked, checked.expr(), &mut issues);
+            // `HomogeneousAggregateLiterals` (always on); `ext.Strings` v1+ (1.29) exempts the
+            // list literal of `format` calls.
+            let exempt: &[&str] = if self.compatibility >= Version::new(1, 29) {
+                &["format"]
+            } else {
+                &[]
+            };
+            validate_homogeneous(&checked, checked.expr(), exempt, false, &mut issues);
+            if self.compatibility >= Version::new(1, 29) {
+                validate_literals(&checked, checked.expr(), &mut issues);
+            }
             if !issues.is_empty() {
                 let mut located: Vec<(usize, usize, String)> = issues
                     .into_iter()
@@ -124,6 +134,126 @@ fn format_issues(source: &str, errs: &mut [(usize, usize, String)]) -> String {
         out.push(format!("{} more errors were truncated", errs.len() - 100));
     }
     out.join("\n")
+}
+
+/// cel-go `homogeneousAggregateLiteralValidator`: the elements of a list literal, and the keys
+/// and values of a map literal, must all have equivalent types (type parameters aside), except
+/// inside calls of exempt functions.
+fn validate_homogeneous(
+    checked: &CheckedExpr,
+    e: &Expr,
+    exempt: &[&str],
+    in_exempt: bool,
+    issues: &mut Vec<(u32, String)>,
+) {
+    let in_exempt = in_exempt
+        || matches!(&e.kind, ExprKind::Call { function, .. } if exempt.contains(&function.as_str()));
+    if !in_exempt {
+        let elem_type = |id: u32, optional: bool| {
+            let t = checked.type_of(id).clone();
+            if optional {
+                t.parameters().into_iter().next().unwrap_or(Type::Dyn)
+            } else {
+                t
+            }
+        };
+        match &e.kind {
+            ExprKind::List {
+                elements,
+                optional_indices,
+            } => {
+                let mut first: Option<Type> = None;
+                for (i, el) in elements.iter().enumerate() {
+                    let et = elem_type(el.id, optional_indices.contains(&i));
+                    match &first {
+                        None => first = Some(et),
+                        Some(f) if !equivalent(f, &et) => {
+                            issues.push((el.id, format!("expected type '{f}' but found '{et}'")));
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            ExprKind::Map { entries } => {
+                let mut first: Option<(Type, Type)> = None;
+                for en in entries {
+                    let kt = elem_type(en.key.id, false);
+                    let vt = elem_type(en.value.id, en.optional);
+                    match &first {
+                        None => first = Some((kt, vt)),
+                        Some((fk, fv)) => {
+                            if !equivalent(fk, &kt) {
+                                issues.push((
+                                    en.key.id,
+                                    format!("expected type '{fk}' but found '{kt}'"),
+                                ));
+                            }
+                            if !equivalent(fv, &vt) {
+                                issues.push((
+                                    en.value.id,
+                                    format!("expected type '{fv}' but found '{vt}'"),
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    match &e.kind {
+        ExprKind::Literal(_) | ExprKind::Ident(_) => {}
+        ExprKind::Select { operand, .. } => {
+            validate_homogeneous(checked, operand, exempt, in_exempt, issues)
+        }
+        ExprKind::Call { target, args, .. } => {
+            if let Some(t) = target {
+                validate_homogeneous(checked, t, exempt, in_exempt, issues);
+            }
+            for a in args {
+                validate_homogeneous(checked, a, exempt, in_exempt, issues);
+            }
+        }
+        ExprKind::List { elements, .. } => elements
+            .iter()
+            .for_each(|x| validate_homogeneous(checked, x, exempt, in_exempt, issues)),
+        ExprKind::Map { entries } => entries.iter().for_each(|en| {
+            validate_homogeneous(checked, &en.key, exempt, in_exempt, issues);
+            validate_homogeneous(checked, &en.value, exempt, in_exempt, issues);
+        }),
+        ExprKind::Struct { fields, .. } => fields
+            .iter()
+            .for_each(|f| validate_homogeneous(checked, &f.value, exempt, in_exempt, issues)),
+        ExprKind::Comprehension(c) => {
+            for x in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
+                validate_homogeneous(checked, x, exempt, in_exempt, issues);
+            }
+        }
+    }
+}
+
+/// cel-go `IsEquivalentType`: exact, except that type parameter names do not matter.
+fn equivalent(a: &Type, b: &Type) -> bool {
+    match (a, b) {
+        (Type::TypeParam(_), Type::TypeParam(_)) => true,
+        _ => {
+            a.kind() == b.kind()
+                && a.type_name() == b.type_name()
+                && a.param_count() == b.param_count()
+                && (a.kind() == crate::cel::types::Kind::TypeParam
+                    || a.parameters()
+                        .iter()
+                        .zip(b.parameters().iter())
+                        .all(|(x, y)| equivalent(x, y)))
+        }
+    }
 }
 
 /// The AST validators Kubernetes enables from 1.29 (cel-go `cel/validator.go`): literal
