@@ -293,12 +293,14 @@ fn rows(r: &ObjectReport) -> Vec<Row> {
             why.push(format!("does not compile: {}", truncate(c, 120)));
         }
         rows.push(Row {
-            cost: e.max_cost,
+            cost: e.max_cost.unwrap_or(0),
             limit: PER_CALL_LIMIT,
             cells: vec![
-                num(e.max_cost),
-                percent(e.max_cost, PER_CALL_LIMIT),
-                num(e.min_cost),
+                e.max_cost.map(num).unwrap_or_else(|| "-".into()),
+                e.max_cost
+                    .map(|c| percent(c, PER_CALL_LIMIT))
+                    .unwrap_or_else(|| "-".into()),
+                e.min_cost.map(num).unwrap_or_else(|| "-".into()),
                 e.kind.clone(),
                 e.field_path.clone(),
                 truncate(&e.expression, 60),

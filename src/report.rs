@@ -164,12 +164,17 @@ pub struct ExpressionReport {
     pub env: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub output_type: String,
-    /// Upstream's estimate (object/oldObject/params typed dyn).
-    pub min_cost: u64,
-    pub max_cost: u64,
-    pub max_cost_unbounded: bool,
+    /// Upstream's estimate (object/oldObject/params typed dyn); absent when the expression
+    /// does not compile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cost: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_unbounded: Option<bool>,
     pub per_call_limit: u64,
-    pub max_cost_exceeds_per_call_limit: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_exceeds_per_call_limit: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compile_error: Option<String>,
     /// Beyond upstream: the estimate with `object`/`oldObject`/`params` typed from the schemas

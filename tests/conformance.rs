@@ -223,8 +223,8 @@ fn corpus_conformance() {
                     let fp = ee["fieldPath"].as_str().unwrap_or_default();
                     let ge = got.expressions.iter().find(|x| x.field_path == fp);
                     let ok = ge.is_some_and(|g| {
-                        Some(g.max_cost) == u(ee, "maxCost")
-                            && Some(g.min_cost) == u(ee, "minCost")
+                        g.max_cost == u(ee, "maxCost")
+                            && g.min_cost == u(ee, "minCost")
                             && g.compile_error.as_deref() == ee["compileError"].as_str()
                     });
                     exprs.add(ok);

@@ -62,6 +62,9 @@ pub fn go_type_string(t: &Type) -> String {
 struct Compiled {
     report: ExpressionReport,
     checked: Option<CheckedExpr>,
+    /// The API server's error for the expression: a compile failure, or an output type the
+    /// field does not accept (the expression is still costed then).
+    error: Option<String>,
 }
 
 /// Estimates one ValidatingAdmissionPolicy (admissionregistration v1 or v1beta1, as JSON).
@@ -164,7 +167,14 @@ pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
         let out = c.checked.as_ref().map(|ch| ch.output_type().clone());
         types.add_variable(&vname, out.as_ref());
         let uses = c.checked.as_ref().map(variables_used).unwrap_or_default();
-        compiled_vars.insert(vname.clone(), (c.report.min_cost, c.report.max_cost, uses));
+        compiled_vars.insert(
+            vname.clone(),
+            (
+                c.report.min_cost.unwrap_or(0),
+                c.report.max_cost.unwrap_or(0),
+                uses,
+            ),
+        );
         expressions.push(c);
     }
     let validations = list("validations");
@@ -199,7 +209,7 @@ pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
                 composition,
             );
             push_error(&mut errors, &c, &fp, &expr);
-            validation_cost = validation_cost.saturating_add(c.report.max_cost);
+            validation_cost = validation_cost.saturating_add(c.report.max_cost.unwrap_or(0));
             if let Some(ch) = &c.checked {
                 validation_vars.extend(variables_used(ch));
             }
@@ -226,7 +236,7 @@ pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
                 composition,
             );
             push_error(&mut errors, &c, &mfp, &me);
-            validation_cost = validation_cost.saturating_add(c.report.max_cost);
+            validation_cost = validation_cost.saturating_add(c.report.max_cost.unwrap_or(0));
             if let Some(ch) = &c.checked {
                 validation_vars.extend(variables_used(ch));
             }
@@ -315,10 +325,10 @@ pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
             true,
             composition,
         );
-        if let Some(e) = &c.report.compile_error {
+        if let Some(e) = &c.error {
             errors.push(FieldError::invalid(&fp, BadValue::Str(expr.clone()), e));
         }
-        audit_cost = audit_cost.saturating_add(c.report.max_cost);
+        audit_cost = audit_cost.saturating_add(c.report.max_cost.unwrap_or(0));
         if let Some(ch) = &c.checked {
             audit_vars.extend(variables_used(ch));
         }
@@ -341,7 +351,9 @@ pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
     let match_cost = expressions
         .iter()
         .filter(|c| c.report.kind == "matchCondition")
-        .fold(0u64, |s, c| s.saturating_add(c.report.max_cost));
+        .fold(0u64, |s, c| {
+            s.saturating_add(c.report.max_cost.unwrap_or(0))
+        });
     report.policy_budget = Some(PolicyBudget {
         validation_cost: validation_cost.saturating_add(var_cost(&validation_vars)),
         typed_validation_cost: None,
@@ -356,7 +368,7 @@ pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
 }
 
 fn push_error(errors: &mut Vec<FieldError>, c: &Compiled, fp: &str, expr: &str) {
-    if let Some(e) = &c.report.compile_error {
+    if let Some(e) = &c.error {
         errors.push(FieldError::invalid(fp, BadValue::Str(expr.to_string()), e));
     }
 }
@@ -457,10 +469,12 @@ fn compile(
     };
     let checked = match env.compile(expr, &vars, types) {
         Err(e) => {
-            report.compile_error = Some(format!("compilation failed: {}", e.0));
+            let msg = format!("compilation failed: {}", e.0);
+            report.compile_error = Some(msg.clone());
             return Compiled {
                 report,
                 checked: None,
+                error: Some(msg),
             };
         }
         Ok(c) => c,
@@ -468,6 +482,7 @@ fn compile(
     let out = checked.output_type().clone();
     report.output_type = go_type_string(&out);
     let returns = site.return_types();
+    let mut return_error = None;
     if !returns.iter().any(|r| out == *r || *r == Type::Any) {
         let msg = if returns.len() == 1 {
             format!(
@@ -483,23 +498,20 @@ fn compile(
                 go_type_string(&out)
             )
         };
-        report.compile_error = Some(msg);
-        return Compiled {
-            report,
-            checked: None,
-        };
+        return_error = Some(msg);
     }
     let est = estimate(
         &checked,
         &KubernetesEstimator { sizes: None },
         CostOptions::default(),
     );
-    report.min_cost = est.min;
-    report.max_cost = est.max;
-    report.max_cost_unbounded = est.max == u64::MAX;
-    report.max_cost_exceeds_per_call_limit = est.max > PER_CALL_LIMIT;
+    report.min_cost = Some(est.min);
+    report.max_cost = Some(est.max);
+    report.max_cost_unbounded = Some(est.max == u64::MAX);
+    report.max_cost_exceeds_per_call_limit = Some(est.max > PER_CALL_LIMIT);
     Compiled {
         report,
         checked: Some(checked),
+        error: return_error,
     }
 }
