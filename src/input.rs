@@ -84,11 +84,15 @@ fn parse_one(text: &str, first_line: usize) -> Result<Value, String> {
             None => break,
             Some(Err(e)) => {
                 let m = e.marker();
-                return Err(format!(
-                    "YAML syntax error at line {} column {}: {}",
-                    m.line() + first_line - 1,
-                    m.col() + 1,
+                let info = if e.info().contains("recursion limit") {
+                    "nesting is too deep (the YAML parser's recursion limit)"
+                } else {
                     e.info()
+                };
+                return Err(format!(
+                    "YAML syntax error at line {} column {}: {info}",
+                    m.line() + first_line - 1,
+                    m.col() + 1
                 ));
             }
             Some(Ok((ev, _span))) => match ev {
