@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use super::ast::ParsedExpr;
 use super::parse::{ParserOptions, SyntaxErrors, display_error, parse};
-use super::types::Type;
+use super::types::{Kind, Type};
 
 /// The environment of one Kubernetes version. `compatibility` is the CEL compatibility version
 /// (the API server's minor − 1), which decides what new expressions may use.
@@ -102,6 +102,7 @@ impl Env {
             };
             validate_homogeneous(&checked, checked.expr(), exempt, false, &mut issues);
             if self.compatibility >= Version::new(1, 29) {
+                validate_format_calls(&checked, &mut issues);
                 validate_literals(&checked, checked.expr(), &mut issues);
             }
             if !issues.is_empty() {
@@ -347,5 +348,182 @@ mod tests {
         assert_eq!(parse_duration("1"), None);
         assert_eq!(parse_duration("1d"), None);
         assert_eq!(parse_duration(""), None);
+    }
+}
+
+/// cel-go `ext` `stringFormatValidator` (strings library v1+, Kubernetes 1.29+): a `format`
+/// call on a literal string with a list literal argument is checked statically: clauses must
+/// parse, each argument must suit its clause, and no argument may be left over.
+pub(crate) fn validate_format_calls(checked: &CheckedExpr, issues: &mut Vec<(u32, String)>) {
+    checked.expr().walk(&mut |e| {
+        let ExprKind::Call { function, target: Some(target), args } = &e.kind else { return };
+        if function != "format" || args.len() != 1 {
+            return;
+        }
+        let overloads = checked.overload_ids(e.id);
+        if !overloads.is_empty() && !overloads.iter().any(|o| &**o == "string_format") {
+            return;
+        }
+        let ExprKind::Literal(Literal::String(fmt)) = &target.kind else { return };
+        let ExprKind::List { elements, .. } = &args[0].kind else { return };
+        let mut requested = 0usize;
+        match check_format(checked, fmt, elements, &mut requested) {
+            Err((id, msg)) => issues.push((id.unwrap_or(e.id), msg)),
+            Ok(()) => {
+                if elements.len() > requested {
+                    issues.push((
+                        e.id,
+                        format!(
+                            "too many arguments supplied to string.format (expected {requested}, got {})",
+                            elements.len()
+                        ),
+                    ));
+                }
+            }
+        }
+    });
+}
+
+/// `parseFormatString` with the static checker as the interpolator: `Err((expr id, message))`.
+fn check_format(
+    checked: &CheckedExpr,
+    f: &str,
+    args: &[Expr],
+    requested: &mut usize,
+) -> Result<(), (Option<u32>, String)> {
+    let b = f.as_bytes();
+    let mut i = 0;
+    let mut arg_index = 0usize;
+    while i < b.len() {
+        if b[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        if i + 1 < b.len() && b[i + 1] == b'%' {
+            i += 2;
+            continue;
+        }
+        *requested += 1;
+        let current = arg_index;
+        if i + 1 >= b.len() {
+            return Err((None, "unexpected end of string".into()));
+        }
+        if arg_index >= args.len() {
+            return Err((None, format!("index {arg_index} out of range")));
+        }
+        // The clause: an optional `.digits` precision, then one verb.
+        let mut j = i + 1;
+        if b[j] == b'.' {
+            j += 1;
+            loop {
+                if j >= b.len() {
+                    return Err((
+                        None,
+                        "could not parse formatting clause: error while parsing precision: could not find end of precision specifier"
+                            .into(),
+                    ));
+                }
+                if !b[j].is_ascii_digit() {
+                    break;
+                }
+                j += 1;
+            }
+            if j == i + 2 {
+                return Err((
+                    None,
+                    "could not parse formatting clause: error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"\": invalid syntax".into(),
+                ));
+            }
+        }
+        let verb = b[j];
+        let id = args[current].id;
+        let t = checked.type_of(id).clone();
+        let kind_ok = |kinds: &[Kind]| t == Type::Dyn || kinds.contains(&t.kind());
+        let clause_error = |what: &str| {
+            Err((
+                Some(id),
+                format!(
+                    "error during formatting: {what}, was given {}",
+                    t.type_name()
+                ),
+            ))
+        };
+        match verb {
+            b's' => {
+                if let Some(bad) = unformattable(checked, &args[current]) {
+                    let bt = checked.type_of(bad).type_name().to_string();
+                    return Err((
+                        Some(bad),
+                        format!(
+                            "error during formatting: string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given {bt}"
+                        ),
+                    ));
+                }
+            }
+            b'd' if !kind_ok(&[Kind::Int, Kind::Uint]) => {
+                return clause_error("decimal clause can only be used on integers");
+            }
+            b'f' if !kind_ok(&[Kind::Double, Kind::String]) => {
+                return clause_error("fixed-point clause can only be used on doubles");
+            }
+            b'e' if !kind_ok(&[Kind::Double, Kind::String]) => {
+                return clause_error("scientific clause can only be used on doubles");
+            }
+            b'b' if !kind_ok(&[Kind::Int, Kind::Uint, Kind::Bool]) => {
+                return clause_error("only integers and bools can be formatted as binary");
+            }
+            b'x' | b'X' if !kind_ok(&[Kind::Int, Kind::Uint, Kind::String, Kind::Bytes]) => {
+                return clause_error(
+                    "only integers, byte buffers, and strings can be formatted as hex",
+                );
+            }
+            b'o' if !kind_ok(&[Kind::Int, Kind::Uint]) => {
+                return clause_error("octal clause can only be used on integers");
+            }
+            b'd' | b'f' | b'e' | b'b' | b'x' | b'X' | b'o' => {}
+            other => {
+                let c = f[j..].chars().next().unwrap_or(other as char);
+                return Err((
+                    None,
+                    format!(
+                        "could not parse formatting clause: unrecognized formatting clause \"{c}\""
+                    ),
+                ));
+            }
+        }
+        i = j + 1;
+        arg_index += 1;
+    }
+    Ok(())
+}
+
+/// `verifyString`: the first (sub)expression whose type the `%s` clause cannot format.
+fn unformattable(checked: &CheckedExpr, e: &Expr) -> Option<u32> {
+    let t = checked.type_of(e.id);
+    let ok = *t == Type::Dyn
+        || matches!(
+            t.kind(),
+            Kind::List
+                | Kind::Map
+                | Kind::Int
+                | Kind::Uint
+                | Kind::Double
+                | Kind::Bool
+                | Kind::String
+                | Kind::Timestamp
+                | Kind::Bytes
+                | Kind::Duration
+                | Kind::Type
+                | Kind::Null
+        );
+    if !ok {
+        return Some(e.id);
+    }
+    match &e.kind {
+        ExprKind::List { elements, .. } => elements.iter().find_map(|x| unformattable(checked, x)),
+        ExprKind::Map { entries } => entries.iter().find_map(|en| {
+            unformattable(checked, &en.key).or_else(|| unformattable(checked, &en.value))
+        }),
+        _ => None,
     }
 }
