@@ -239,15 +239,17 @@ fn parse_inner(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxEr
 /// cel-go `common.Error.ToDisplayString` for every error, joined by newlines.
 fn format_parse_errors(source: &str, errors: &[ParseError]) -> String {
     let mut out = Vec::new();
-    for e in errors {
+    // The cel crate adds its own "Incomplete ..." errors for nodes the syntax errors left
+    // unfinished; cel-go reports only the syntax errors.
+    let syntax = errors.iter().any(|e| e.msg.starts_with("Syntax error"));
+    for e in errors
+        .iter()
+        .filter(|e| !(syntax && e.msg.starts_with("Incomplete ")))
+    {
         // The cel crate reports 1-based lines and 1-based columns counted in bytes; cel-go
         // reports 0-based columns in code points (displayed + 1).
         let (line, col_bytes) = (e.pos.0, e.pos.1);
-        let mut msg = e.msg.clone();
-        if let Some(rest) = msg.strip_prefix("Recursion limit of ") {
-            let _ = rest;
-            msg = format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}");
-        }
+        let msg = cel_go_message(&e.msg);
         if line <= 0 {
             out.push(format!("ERROR: <input>:-1:0: {msg}"));
             continue;
@@ -261,6 +263,53 @@ fn format_parse_errors(source: &str, errors: &[ParseError]) -> String {
         out.push(display_error(source, line as usize, col, &msg));
     }
     out.join("\n")
+}
+
+/// The cel crate's words for a few parse errors, in cel-go's (`parser/unescape.go`,
+/// `parser/parser.go`).
+fn cel_go_message(msg: &str) -> String {
+    if msg.starts_with("Recursion limit of ") {
+        return format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}");
+    }
+    if let Some(detail) = msg
+        .strip_prefix("invalid string literal: ")
+        .or_else(|| msg.strip_prefix("invalid bytes literal: "))
+    {
+        return if detail.starts_with("InvalidUnicode") {
+            "invalid unicode code point".into()
+        } else if detail.contains("Octal") || detail.contains("escape: \"\\\\0") {
+            "unable to unescape octal sequence in string".into()
+        } else if detail.contains("MissingOpeningQuote")
+            || detail.contains("LoneSlash")
+            || detail.contains("TrailingBackslash")
+        {
+            "unable to unescape string, found '\\' as last character".into()
+        } else {
+            "unable to unescape string".into()
+        };
+    }
+    if let Some((head, set)) = msg.split_once(" expecting {") {
+        // ANTLR's Go runtime syncs past the optional operator loops and reports the token that
+        // closes the context (`<EOF>`, `':'`, ...); the Rust runtime lists the operators that
+        // could continue the expression as well.
+        const CONTINUATIONS: [&str; 17] = [
+            "'=='", "'!='", "'in'", "'<'", "'<='", "'>='", "'>'", "'&&'", "'||'", "'['", "'.'",
+            "'-'", "'?'", "'+'", "'*'", "'/'", "'%'",
+        ];
+        let items: Vec<&str> = set.trim_end_matches('}').split(", ").collect();
+        if items.contains(&"'=='") && items.contains(&"'&&'") {
+            let rest: Vec<&str> = items
+                .into_iter()
+                .filter(|t| !CONTINUATIONS.contains(t))
+                .collect();
+            return match rest.as_slice() {
+                [one] => format!("{head} expecting {one}"),
+                [] => msg.to_string(),
+                many => format!("{head} expecting {{{}}}", many.join(", ")),
+            };
+        }
+    }
+    msg.to_string()
 }
 
 /// cel-go's error display: `ERROR: <input>:L:C: msg`, then ` | line` and ` | ...^`.
@@ -1038,6 +1087,35 @@ mod tests {
         assert_eq!(
             e.0,
             "ERROR: <input>:1:12: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.all(x,\n | ...........^"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_name_what_cel_go_names() {
+        let e = p("a b c").unwrap_err();
+        assert!(
+            e.0.starts_with(
+                "ERROR: <input>:1:3: Syntax error: mismatched input 'b' expecting <EOF>\n"
+            ),
+            "{}",
+            e.0
+        );
+        let e = p("1 ? 2").unwrap_err();
+        assert_eq!(
+            e.0,
+            "ERROR: <input>:1:6: Syntax error: mismatched input '<EOF>' expecting ':'\n | 1 ? 2\n | .....^"
+        );
+        let e = p("'\\uD800' == ''").unwrap_err();
+        assert!(
+            e.0.starts_with("ERROR: <input>:1:1: invalid unicode code point"),
+            "{}",
+            e.0
+        );
+        let e = p("b'\\u0041' == b'A'").unwrap_err();
+        assert!(
+            e.0.starts_with("ERROR: <input>:1:1: unable to unescape string"),
+            "{}",
+            e.0
         );
     }
 
