@@ -107,8 +107,10 @@ fn main() -> ExitCode {
             }
         }
         Command::Crd => {
-            eprintln!("error: the CostReport CRD is not generated yet");
-            ExitCode::from(2)
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(celcost::controller::crd_yaml().as_bytes());
+            let _ = stdout.flush();
+            ExitCode::SUCCESS
         }
     }
 }

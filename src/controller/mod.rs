@@ -1,10 +1,354 @@
-//! The operator. (Being written: see issue 3.)
+//! The operator: watches CustomResourceDefinitions and ValidatingAdmissionPolicies cluster-wide
+//! and writes one `CostReport` per target (see `docs/operator.md`).
+//!
+//! Memory stays flat with the number of targets: the watches keep only object metadata
+//! (`metadata_watcher`), and a reconcile fetches the full target, estimates it and drops it, at
+//! most `--concurrency` at a time per kind.
 
-/// Flags of `celcost controller`.
+pub mod error;
+pub mod http;
+pub mod metrics;
+pub mod reconcile;
+pub mod resource;
+pub mod status;
+pub mod telemetry;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, PartialObjectMeta};
+use kube::runtime::controller::{self, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource};
+use prometheus_client::registry::Registry;
+use tracing::{debug, info, warn};
+
+use crate::Estimator;
+use crate::cel::decls::Version;
+
+pub use error::Error;
+pub use reconcile::{Context, CostEstimator, Settings, Target, error_policy, reconcile};
+pub use resource::{CostReport, CostReportSpec, CostReportStatus, TargetKind, crd_yaml};
+pub use status::StatusSettings;
+pub use telemetry::LogFormat;
+
+/// The oldest and newest Kubernetes versions whose cost model the estimator has.
+const OLDEST_MODEL: Version = Version::new(1, 25);
+const NEWEST_MODEL: Version = crate::estimate::DEFAULT_KUBERNETES_VERSION;
+
+/// Flags of `celcost controller`; each has an environment variable.
 #[derive(Clone, Debug, clap::Args)]
-pub struct ControllerArgs {}
+pub struct ControllerArgs {
+    /// Address of the /metrics, /healthz and /readyz server.
+    #[arg(long, env = "CELCOST_LISTEN_ADDRESS", default_value = "0.0.0.0:8080")]
+    pub listen_address: SocketAddr,
+    /// Log format (the level comes from RUST_LOG, default info).
+    #[arg(long, env = "CELCOST_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// Percent of a limit from which a rule or total is "near budget" (events, WithinBudget).
+    #[arg(long, env = "CELCOST_NEAR_BUDGET_PERCENT", default_value_t = 80,
+          value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub near_budget_percent: u8,
+    /// Targets reconciled at once, per kind.
+    #[arg(long, env = "CELCOST_CONCURRENCY", default_value_t = 4,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub concurrency: u16,
+    /// Kubernetes version of the cost model (major.minor); default: the API server's, within
+    /// the versions the estimator knows (1.25 to 1.36).
+    #[arg(long, env = "CELCOST_KUBERNETES_VERSION", value_parser = parse_model_version)]
+    pub kubernetes_version: Option<Version>,
+    /// Most rules (or policy expressions) listed in a report; the costliest are kept.
+    #[arg(long, env = "CELCOST_MAX_RULES", default_value_t = 100,
+          value_parser = clap::value_parser!(u16).range(1..=200))]
+    pub max_rules: u16,
+    /// Seconds between periodic re-checks of a target (no write when nothing changed).
+    #[arg(long, env = "CELCOST_RESYNC_SECONDS", default_value_t = 3600)]
+    pub resync_seconds: u64,
+    /// The reporting instance of events (the pod name, from the downward API).
+    #[arg(long, env = "POD_NAME")]
+    pub instance: Option<String>,
+}
 
-/// Runs the operator until a shutdown signal.
-pub async fn run(_args: ControllerArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    Err("the controller is not implemented yet".into())
+fn parse_model_version(s: &str) -> Result<Version, String> {
+    let v =
+        Version::parse(s).ok_or_else(|| format!("`{s}` is not a Kubernetes version like 1.33"))?;
+    if v < OLDEST_MODEL || v > NEWEST_MODEL {
+        return Err(format!(
+            "Kubernetes {v} is not supported ({OLDEST_MODEL} to {NEWEST_MODEL})"
+        ));
+    }
+    Ok(v)
+}
+
+/// The cost model for an API server reporting `major`/`minor` (`"1"`, `"33+"`), clamped to the
+/// versions the estimator knows.
+pub fn model_version(major: &str, minor: &str) -> Version {
+    let digits = |s: &str| -> Option<u32> {
+        s.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .ok()
+    };
+    match (digits(major), digits(minor)) {
+        (Some(1), Some(m)) => Version::new(1, m).clamp(OLDEST_MODEL, NEWEST_MODEL),
+        _ => NEWEST_MODEL,
+    }
+}
+
+/// The exit message when our CRD is not installed.
+pub const INSTALL_HINT: &str = "the CostReport CRD (costreports.celcost.io) is not served by this cluster; \
+install it first: `kubectl apply -f crds/costreport.yaml` (or `celcost crd | kubectl apply -f -`, \
+or the whole operator with `kubectl apply -k config/default`)";
+
+/// Whether the API server serves `K` (a 404 on a one-item list means no).
+async fn served<K>(client: &Client) -> Result<bool, kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K::Scope: k8s_openapi::ResourceScope,
+{
+    let api: Api<K> = Api::all(client.clone());
+    match api.list_metadata(&ListParams::default().limit(1)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs the operator until SIGINT/SIGTERM.
+pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    telemetry::init(args.log_format);
+    let client = Client::try_default().await.map_err(|e| {
+        format!("cannot configure a Kubernetes client (in-cluster or KUBECONFIG): {e}")
+    })?;
+
+    if !served::<CostReport>(&client).await? {
+        return Err(INSTALL_HINT.into());
+    }
+    let vap_served = served::<ValidatingAdmissionPolicy>(&client).await?;
+    if !vap_served {
+        warn!(
+            "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies are not served (Kubernetes < 1.30?); watching CRDs only"
+        );
+    }
+    let version = match args.kubernetes_version {
+        Some(v) => v,
+        None => {
+            let info = client.apiserver_version().await?;
+            let v = model_version(&info.major, &info.minor);
+            info!(server = %info.git_version, model = %v, "cost model from the API server's version");
+            v
+        }
+    };
+
+    let mut registry = Registry::with_prefix("celcost");
+    let metrics = metrics::Metrics::default().register(&mut registry);
+    let ready = Arc::new(AtomicBool::new(false));
+    let admin = http::AdminState {
+        registry: Arc::new(registry),
+        ready: ready.clone(),
+    };
+    let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+    let admin_task = tokio::spawn(http::serve(args.listen_address, admin, async move {
+        let _ = admin_stopped.await;
+    }));
+
+    let estimator: Arc<dyn reconcile::CostEstimator> = Arc::new(Estimator::new(version));
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "celcost".into(),
+            instance: args.instance.clone(),
+        },
+    );
+    let settings = Settings {
+        status: StatusSettings {
+            near_budget_percent: args.near_budget_percent,
+            max_rules: usize::from(args.max_rules),
+        },
+        requeue: Duration::from_secs(args.resync_seconds.max(60)),
+        ..Settings::default()
+    };
+    let config = controller::Config::default().concurrency(args.concurrency);
+    let shared = Shared {
+        client: client.clone(),
+        estimator,
+        recorder,
+        metrics,
+        settings,
+        config,
+    };
+
+    let (crd_ctrl, crd_ready) = controller_for::<CustomResourceDefinition>(&shared);
+    let mut stores_ready = vec![crd_ready];
+    let vap_ctrl = if vap_served {
+        let (c, r) = controller_for::<ValidatingAdmissionPolicy>(&shared);
+        stores_ready.push(r);
+        Some(c)
+    } else {
+        None
+    };
+    tokio::spawn(async move {
+        for r in stores_ready {
+            r.await;
+        }
+        ready.store(true, Ordering::Release);
+        info!("initial lists complete; ready");
+    });
+    info!(model = %version, near_budget_percent = args.near_budget_percent, "celcost controller started");
+
+    match vap_ctrl {
+        Some(v) => {
+            futures::join!(crd_ctrl, v);
+        }
+        None => crd_ctrl.await,
+    }
+    info!("controllers stopped");
+    let _ = stop_admin.send(());
+    match admin_task.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("admin server: {e}").into()),
+        Err(e) => Err(format!("admin server: {e}").into()),
+    }
+}
+
+/// What the two controllers share.
+struct Shared {
+    client: Client,
+    estimator: Arc<dyn reconcile::CostEstimator>,
+    recorder: Recorder,
+    metrics: metrics::Metrics,
+    settings: Settings,
+    config: controller::Config,
+}
+
+/// The stores keep only what the reconciler reads (name, uid, generation, resourceVersion,
+/// owners, labels): managedFields and annotations can be larger than all of that.
+fn strip_managed_fields<K: kube::Resource>(obj: &mut PartialObjectMeta<K>) {
+    obj.metadata.managed_fields = None;
+    obj.metadata.annotations = None;
+}
+
+/// Waits for a store's first list. `Store::wait_until_ready` wakes only its latest poller (a
+/// oneshot underneath), and the controller's applier polls it too: poll again now and then.
+async fn wait_until_ready<K>(store: &Store<K>)
+where
+    K: kube::runtime::reflector::Lookup + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    while tokio::time::timeout(Duration::from_millis(200), store.wait_until_ready())
+        .await
+        .is_err()
+    {}
+}
+
+/// The controller of one kind, and a future that completes when its stores have listed.
+fn controller_for<K: Target>(
+    shared: &Shared,
+) -> (
+    futures::future::BoxFuture<'static, ()>,
+    futures::future::BoxFuture<'static, ()>,
+) {
+    let kind = K::KIND;
+    let wc = watcher::Config::default().any_semantic();
+
+    let (targets, targets_writer) = reflector::store::<PartialObjectMeta<K>>();
+    let target_events = watcher(
+        Api::<PartialObjectMeta<K>>::all(shared.client.clone()),
+        wc.clone(),
+    )
+    .default_backoff()
+    .modify(strip_managed_fields)
+    .reflect(targets_writer)
+    .touched_objects();
+
+    let (reports, reports_writer): (Store<PartialObjectMeta<CostReport>>, _) = reflector::store();
+    let report_events = watcher(
+        Api::<PartialObjectMeta<CostReport>>::all(shared.client.clone()),
+        wc.labels(&format!(
+            "{}={}",
+            reconcile::LABEL_TARGET_KIND,
+            kind.short()
+        )),
+    )
+    .default_backoff()
+    .modify(strip_managed_fields)
+    .reflect(reports_writer)
+    .touched_objects();
+
+    let ctx = Arc::new(Context::new(
+        shared.client.clone(),
+        shared.estimator.clone(),
+        shared.recorder.clone(),
+        shared.metrics.clone(),
+        shared.settings.clone(),
+        reports.clone(),
+    ));
+    let ready = {
+        let targets = targets.clone();
+        let reports = reports.clone();
+        async move {
+            wait_until_ready(&targets).await;
+            debug!(kind = kind.short(), "targets listed");
+            wait_until_ready(&reports).await;
+            debug!(kind = kind.short(), "reports listed");
+        }
+        .boxed()
+    };
+    let forget = ctx.clone();
+    let run = Controller::for_stream(target_events, targets)
+        .owns_stream(report_events)
+        .with_config(shared.config.clone())
+        .shutdown_on_signal()
+        .run(reconcile::<K>, error_policy::<K>, ctx)
+        .for_each(move |res| {
+            match res {
+                Ok((obj, _)) => debug!(kind = kind.short(), name = %obj.name, "reconciled"),
+                Err(controller::Error::ObjectNotFound(obj)) => {
+                    // The target was deleted: its report goes with it (garbage collector).
+                    debug!(kind = kind.short(), name = %obj.name, "target deleted");
+                    forget.forget(kind, &obj.name);
+                }
+                // Logged by the error policy.
+                Err(controller::Error::ReconcilerFailed(..)) => {}
+                Err(e) => {
+                    warn!(kind = kind.short(), error = %e, "watch error; retrying with backoff")
+                }
+            }
+            futures::future::ready(())
+        })
+        .boxed();
+    (run, ready)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_version_clamps() {
+        assert_eq!(model_version("1", "33"), Version::new(1, 33));
+        assert_eq!(model_version("1", "34+"), Version::new(1, 34));
+        assert_eq!(model_version("1", "40"), NEWEST_MODEL);
+        assert_eq!(model_version("1", "20"), OLDEST_MODEL);
+        assert_eq!(model_version("x", ""), NEWEST_MODEL);
+    }
+
+    #[test]
+    fn verify_cli() {
+        use clap::CommandFactory;
+        #[derive(clap::Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: ControllerArgs,
+        }
+        Wrapper::command().debug_assert();
+    }
 }

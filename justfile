@@ -1,0 +1,72 @@
+# celcost: `just` lists the recipes.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+image := env("CELCOST_IMAGE", "celcost:latest")
+
+[doc('List the recipes')]
+default:
+    @just --list
+
+[group('build')]
+[doc('Build the CLI and operator (debug)')]
+build:
+    cargo build
+
+[group('build')]
+[doc('Build a static musl binary (needs the musl target: rustup target add x86_64-unknown-linux-musl)')]
+build-musl:
+    cargo build --release --locked --target x86_64-unknown-linux-musl --bin celcost
+    @echo target/x86_64-unknown-linux-musl/release/celcost
+
+[group('build')]
+[doc('Write crds/costreport.yaml from the Rust types (CI fails when it drifts)')]
+generate:
+    cargo run --quiet -- crd > crds/costreport.yaml
+
+[group('dev')]
+[doc('Format the code')]
+fmt:
+    cargo fmt --all
+
+[group('dev')]
+[doc('Clippy with warnings as errors, as CI runs it')]
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --all-targets -- -D warnings
+
+[group('dev')]
+[doc('Run the operator locally against the cluster in KUBECONFIG (installs the CRD first)')]
+run *ARGS:
+    cargo run -- crd | kubectl apply -f -
+    RUST_LOG=${RUST_LOG:-info,celcost=debug} cargo run -- controller --listen-address 127.0.0.1:8080 {{ARGS}}
+
+[group('test')]
+[doc('Unit, mock-API-server and CRD drift tests (no cluster)')]
+test:
+    cargo test
+
+[group('test')]
+[doc('The e2e suite against the API server in KUBECONFIG (skips without one)')]
+e2e:
+    cargo test --test controller_e2e -- --ignored --test-threads=1 --nocapture --skip scale_cold_start
+
+[group('test')]
+[doc('Every ignored (cluster) test, including the scale benchmark')]
+test-integration:
+    cargo test --release -- --ignored --test-threads=1 --nocapture
+
+[group('test')]
+[doc('Scale benchmark: 2,000 renamed corpus CRDs, operator cold start (CELCOST_SCALE_COUNT)')]
+bench-scale:
+    cargo test --release --test controller_e2e scale_cold_start -- --ignored --nocapture
+
+[group('deploy')]
+[doc('Build the container image (needs a Docker engine)')]
+image:
+    docker build -t {{image}} .
+
+[group('deploy')]
+[doc('Install the CRD, namespace, RBAC and Deployment into the cluster in KUBECONFIG')]
+deploy:
+    kubectl apply -k config/default

@@ -1,0 +1,130 @@
+//! Prometheus metrics: reconcile counts, failures and durations per controller, report writes,
+//! and per-target cost ratios (labels `kind`, `name`; never per rule, to keep series bounded).
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use super::resource::TargetKind;
+
+/// `kind="crd"|"vap"`: which controller.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: String,
+}
+
+/// A reconcile failure of a controller, by error category.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FailureLabels {
+    pub kind: String,
+    pub error: String,
+}
+
+/// One target.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TargetLabels {
+    pub kind: String,
+    pub name: String,
+}
+
+impl TargetLabels {
+    pub fn new(kind: TargetKind, name: &str) -> Self {
+        TargetLabels {
+            kind: kind.short().to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+type F64Gauge = Gauge<f64, AtomicU64>;
+
+/// The operator's metrics, registered under the `celcost_` prefix.
+#[derive(Clone)]
+pub struct Metrics {
+    pub reconciles: Family<KindLabels, Counter>,
+    pub failures: Family<FailureLabels, Counter>,
+    pub duration: Family<KindLabels, Histogram, fn() -> Histogram>,
+    pub writes: Family<KindLabels, Counter>,
+    pub estimates: Family<KindLabels, Counter>,
+    pub rule_ratio: Family<TargetLabels, F64Gauge>,
+    pub total_ratio: Family<TargetLabels, F64Gauge>,
+    pub estimation_failed: Family<TargetLabels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            reconciles: Family::default(),
+            failures: Family::default(),
+            duration: Family::new_with_constructor(duration_histogram),
+            writes: Family::default(),
+            estimates: Family::default(),
+            rule_ratio: Family::default(),
+            total_ratio: Family::default(),
+            estimation_failed: Family::default(),
+        }
+    }
+}
+
+impl Metrics {
+    /// Registers every metric in `registry`.
+    pub fn register(self, registry: &mut Registry) -> Self {
+        registry.register(
+            "reconcile_runs",
+            "Reconciles started, per controller (kind=crd|vap)",
+            self.reconciles.clone(),
+        );
+        registry.register(
+            "reconcile_failures",
+            "Reconciles that failed with an API error, per controller and error category",
+            self.failures.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Duration of reconciles, per controller",
+            self.duration.clone(),
+        );
+        registry.register(
+            "report_writes",
+            "Server-side applies of CostReports and their status, per controller",
+            self.writes.clone(),
+        );
+        registry.register(
+            "estimates",
+            "Targets estimated (skipped reconciles of unchanged targets are not counted)",
+            self.estimates.clone(),
+        );
+        registry.register(
+            "highest_rule_cost_ratio",
+            "Highest estimated rule cost of a target divided by its limit (CRDs: 10,000,000 per rule; policies: 1,000,000 per call)",
+            self.rule_ratio.clone(),
+        );
+        registry.register(
+            "highest_total_cost_ratio",
+            "Highest estimated total of a target divided by its limit (CRDs: 100,000,000 per schema; policies: the 10,000,000 runtime budget)",
+            self.total_ratio.clone(),
+        );
+        registry.register(
+            "estimation_failed",
+            "1 while a target has no estimate (its report is Ready=False)",
+            self.estimation_failed.clone(),
+        );
+        self
+    }
+
+    /// Forgets a target's gauges (deleted target).
+    pub fn forget(&self, labels: &TargetLabels) {
+        self.rule_ratio.remove(labels);
+        self.total_ratio.remove(labels);
+        self.estimation_failed.remove(labels);
+    }
+}

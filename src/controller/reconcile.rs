@@ -1,0 +1,558 @@
+//! The reconciler: fetch the target, estimate it, server-side apply its report, publish events on
+//! transitions. Idempotent; writes nothing when nothing changed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use k8s_openapi::ClusterResourceScope;
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, GetParams, PartialObjectMeta, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tracing::{debug, info, instrument, warn};
+
+use crate::Estimator;
+use crate::cel::decls::Version;
+use crate::report::ObjectReport;
+
+use super::error::Error;
+use super::metrics::{FailureLabels, KindLabels, Metrics, TargetLabels};
+use super::resource::{CostReport, CostReportSpec, TargetKind, TargetRef};
+use super::status::{
+    StatusSettings, estimate_status, estimation_failed_message, failed_status, is_ready,
+    same_status, transitions, with_conditions,
+};
+
+/// The field manager of every write.
+pub const MANAGER: &str = "celcost";
+/// Label on every report: which kind of target it describes (`crd`, `vap`).
+pub const LABEL_TARGET_KIND: &str = "celcost.io/target-kind";
+/// Label on every report.
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+
+/// A kind the operator estimates: cluster-scoped, read-only to us.
+pub trait Target:
+    Resource<DynamicType = (), Scope = ClusterResourceScope>
+    + Clone
+    + DeserializeOwned
+    + Serialize
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+    const KIND: TargetKind;
+}
+
+impl Target for CustomResourceDefinition {
+    const KIND: TargetKind = TargetKind::CustomResourceDefinition;
+}
+
+impl Target for ValidatingAdmissionPolicy {
+    const KIND: TargetKind = TargetKind::ValidatingAdmissionPolicy;
+}
+
+/// The estimator, as the reconciler sees it: a seam for tests (a failing estimator).
+pub trait CostEstimator: Send + Sync + 'static {
+    /// The report of a CRD or policy serialized with apiVersion and kind; `None` when the
+    /// estimator does not handle the object.
+    fn estimate(&self, object: &serde_json::Value) -> Option<ObjectReport>;
+    /// The Kubernetes version of the cost model.
+    fn kubernetes_version(&self) -> Version;
+}
+
+impl CostEstimator for Estimator {
+    fn estimate(&self, object: &serde_json::Value) -> Option<ObjectReport> {
+        Estimator::estimate(self, object, "cluster")
+    }
+
+    fn kubernetes_version(&self) -> Version {
+        Estimator::kubernetes_version(self)
+    }
+}
+
+/// Settings of the reconciler.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub status: StatusSettings,
+    /// Periodic re-check of every target (a no-op when nothing changed).
+    pub requeue: Duration,
+    /// First and longest delay of the per-target retry backoff after API errors.
+    pub min_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            status: StatusSettings::default(),
+            requeue: Duration::from_secs(3600),
+            min_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What the last successful reconcile of a target wrote or saw: while the target's uid and
+/// generation are unchanged and the watched report is one of these resourceVersions (our own
+/// writes, or the report we found current), there is nothing to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Memo {
+    uid: Option<String>,
+    generation: Option<i64>,
+    report_versions: Vec<String>,
+}
+
+/// The state shared by the reconciles of one controller.
+pub struct Context {
+    pub client: Client,
+    pub estimator: Arc<dyn CostEstimator>,
+    pub recorder: Recorder,
+    pub metrics: Metrics,
+    pub settings: Settings,
+    /// Metadata of the reports of this controller's kind, from a watch.
+    pub reports: Store<PartialObjectMeta<CostReport>>,
+    memo: Mutex<HashMap<String, Memo>>,
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        estimator: Arc<dyn CostEstimator>,
+        recorder: Recorder,
+        metrics: Metrics,
+        settings: Settings,
+        reports: Store<PartialObjectMeta<CostReport>>,
+    ) -> Self {
+        Context {
+            client,
+            estimator,
+            recorder,
+            metrics,
+            settings,
+            reports,
+            memo: Mutex::default(),
+            failures: Mutex::default(),
+        }
+    }
+
+    fn kind_labels(kind: TargetKind) -> KindLabels {
+        KindLabels {
+            kind: kind.short().to_string(),
+        }
+    }
+
+    /// Whether the report of `report_name` is known to be current for this target.
+    fn is_current(&self, report_name: &str, memo: &Memo) -> bool {
+        let stored = self
+            .memo
+            .lock()
+            .expect("memo lock")
+            .get(report_name)
+            .cloned();
+        let Some(stored) = stored else {
+            return false;
+        };
+        let watched = self
+            .reports
+            .get(&ObjectRef::new(report_name))
+            .and_then(|r| r.metadata.resource_version.clone());
+        stored.uid == memo.uid
+            && stored.generation == memo.generation
+            && watched.is_some_and(|rv| stored.report_versions.contains(&rv))
+    }
+
+    /// Forgets a deleted target: its memo, backoff and gauges.
+    pub fn forget(&self, kind: TargetKind, name: &str) {
+        let report_name = kind.report_name(name);
+        self.memo.lock().expect("memo lock").remove(&report_name);
+        self.failures
+            .lock()
+            .expect("failures lock")
+            .remove(&report_name);
+        self.metrics.forget(&TargetLabels::new(kind, name));
+    }
+}
+
+/// Reconciles one target, given its metadata from the watch.
+#[instrument(skip_all, fields(kind = K::KIND.short(), name = %meta.name_any()))]
+pub async fn reconcile<K: Target>(
+    meta: Arc<PartialObjectMeta<K>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let kind = K::KIND;
+    let labels = Context::kind_labels(kind);
+    ctx.metrics.reconciles.get_or_create(&labels).inc();
+    let started = Instant::now();
+    let result = reconcile_inner::<K>(&meta, &ctx).await;
+    ctx.metrics
+        .duration
+        .get_or_create(&labels)
+        .observe(started.elapsed().as_secs_f64());
+    let report_name = kind.report_name(&meta.name_any());
+    match &result {
+        Ok(_) => {
+            ctx.failures
+                .lock()
+                .expect("failures lock")
+                .remove(&report_name);
+        }
+        Err(e) => {
+            ctx.metrics
+                .failures
+                .get_or_create(&FailureLabels {
+                    kind: kind.short().to_string(),
+                    error: e.metric_label(),
+                })
+                .inc();
+            let first = {
+                let mut f = ctx.failures.lock().expect("failures lock");
+                let n = f.entry(report_name).or_insert(0);
+                *n += 1;
+                *n == 1
+            };
+            // A failure nobody can fix by waiting (RBAC, schema) is worth a Warning, once per
+            // run of failures; transient ones (409, 429, 5xx, transport) only hit the metrics.
+            if first && !e.is_transient() {
+                let ev = Event {
+                    type_: EventType::Warning,
+                    reason: e.event_reason().to_string(),
+                    note: Some(super::status::truncate(&e.to_string(), 1024).0),
+                    action: "WriteReport".to_string(),
+                    secondary: None,
+                };
+                if let Err(err) = ctx.recorder.publish(&ev, &target_ref_of(&*meta)).await {
+                    debug!(error = %err, "cannot publish the failure event");
+                }
+            }
+        }
+    }
+    result
+}
+
+/// Requeue after an API error: per-target exponential backoff (1 s, 2 s, 4 s, ... 5 min).
+pub fn error_policy<K: Target>(
+    meta: Arc<PartialObjectMeta<K>>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    let report_name = K::KIND.report_name(&meta.name_any());
+    let n = ctx
+        .failures
+        .lock()
+        .expect("failures lock")
+        .get(&report_name)
+        .copied()
+        .unwrap_or(1);
+    let delay = backoff(n, ctx.settings.min_backoff, ctx.settings.max_backoff);
+    warn!(kind = K::KIND.short(), name = %meta.name_any(), error = %error, retry_in = ?delay, "reconcile failed");
+    Action::requeue(delay)
+}
+
+/// `min × 2^(n-1)`, at most `max`.
+pub fn backoff(n: u32, min: Duration, max: Duration) -> Duration {
+    let factor = 1u32
+        .checked_shl(n.saturating_sub(1).min(20))
+        .unwrap_or(u32::MAX);
+    min.saturating_mul(factor).min(max)
+}
+
+fn target_ref_of<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
+    let mut r = obj.object_ref(&());
+    r.resource_version = None;
+    r.api_version = Some(K::api_version(&()).to_string());
+    r.kind = Some(K::kind(&()).to_string());
+    r
+}
+
+/// What the estimator made of a target.
+enum Outcome {
+    Report(Box<ObjectReport>),
+    Failed(String),
+}
+
+async fn estimate(ctx: &Context, kind: TargetKind, value: Value) -> Outcome {
+    let estimator = ctx.estimator.clone();
+    // The estimator is CPU-bound: keep it off the async workers. A panic in it is a failed
+    // estimate of this target, not a crash of the operator.
+    let joined = tokio::task::spawn_blocking(move || estimator.estimate(&value)).await;
+    match joined {
+        Ok(Some(report)) => Outcome::Report(Box::new(report)),
+        Ok(None) => Outcome::Failed(estimation_failed_message(kind, None)),
+        Err(e) => {
+            let detail = if e.is_panic() {
+                let p = e.into_panic();
+                let msg = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".to_string());
+                format!("panicked: {msg}")
+            } else {
+                "cancelled".to_string()
+            };
+            Outcome::Failed(estimation_failed_message(kind, Some(&detail)))
+        }
+    }
+}
+
+/// The report object (without status) of the target `name` with `uid`.
+pub fn desired_report<K: Target>(name: &str, uid: &str) -> CostReport {
+    let kind = K::KIND;
+    let owner = OwnerReference {
+        api_version: K::api_version(&()).to_string(),
+        kind: K::kind(&()).to_string(),
+        name: name.to_string(),
+        uid: uid.to_string(),
+        controller: Some(true),
+        // Not blocking: that would need delete rights on the targets.
+        block_owner_deletion: None,
+    };
+    let labels = BTreeMap::from([
+        (LABEL_MANAGED_BY.to_string(), MANAGER.to_string()),
+        (LABEL_TARGET_KIND.to_string(), kind.short().to_string()),
+    ]);
+    CostReport {
+        metadata: ObjectMeta {
+            name: Some(kind.report_name(name)),
+            labels: Some(labels),
+            owner_references: Some(vec![owner]),
+            ..ObjectMeta::default()
+        },
+        spec: CostReportSpec {
+            target_ref: TargetRef {
+                api_version: K::api_version(&()).to_string(),
+                kind,
+                name: name.to_string(),
+                uid: uid.to_string(),
+            },
+        },
+        status: None,
+    }
+}
+
+/// GETs a target as plain JSON, from the API server's watch cache (`resourceVersion=0`): no
+/// etcd read, and no typed copy of a possibly huge CRD. `None` when it is gone.
+async fn get_target<K: Target>(client: &Client, name: &str) -> Result<Option<Value>, Error> {
+    let request = kube::core::Request::new(K::url_path(&(), None))
+        .get(name, &GetParams::any())
+        .map_err(kube::Error::BuildRequest)?;
+    match client.request::<Value>(request).await {
+        Ok(v) => Ok(Some(v)),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether `existing` already has everything `desired` applies (spec, owner, labels).
+fn report_matches(existing: &CostReport, desired: &CostReport) -> bool {
+    let labels_ok = desired
+        .labels()
+        .iter()
+        .all(|(k, v)| existing.labels().get(k) == Some(v));
+    let owner_ok = desired
+        .owner_references()
+        .iter()
+        .all(|o| existing.owner_references().contains(o));
+    existing.spec == desired.spec && labels_ok && owner_ok
+}
+
+async fn reconcile_inner<K: Target>(
+    meta: &PartialObjectMeta<K>,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    let kind = K::KIND;
+    let name = meta.name_any();
+    let report_name = kind.report_name(&name);
+    let seen = Memo {
+        uid: meta.metadata.uid.clone(),
+        generation: meta.metadata.generation,
+        report_versions: Vec::new(),
+    };
+    if ctx.is_current(&report_name, &seen) {
+        debug!("report is current");
+        return Ok(Action::requeue(ctx.settings.requeue));
+    }
+
+    let Some(mut value) = get_target::<K>(&ctx.client, &name).await? else {
+        // Deleted: the garbage collector deletes the report with it.
+        debug!("target is gone");
+        return Ok(Action::await_change());
+    };
+    let generation = value["metadata"]["generation"].as_i64();
+    let uid = value["metadata"]["uid"].as_str().map(str::to_string);
+    let Some(uid_str) = uid.clone() else {
+        warn!("target has no uid; skipped");
+        return Ok(Action::await_change());
+    };
+    if generation < seen.generation && uid == seen.uid {
+        // The watch cache is behind the watch that triggered us: read again shortly.
+        debug!(?generation, seen = ?seen.generation, "stale read; retrying");
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    // The kind may be missing from a single-object read; the estimator needs it.
+    if let Some(o) = value.as_object_mut() {
+        o.insert("apiVersion".into(), K::api_version(&()).into());
+        o.insert("kind".into(), K::kind(&()).into());
+    }
+    let regarding = ObjectReference {
+        api_version: Some(K::api_version(&()).to_string()),
+        kind: Some(K::kind(&()).to_string()),
+        name: Some(name.clone()),
+        uid: uid.clone(),
+        ..ObjectReference::default()
+    };
+
+    let reports: Api<CostReport> = Api::all(ctx.client.clone());
+    // Once the reports watch has listed, a report it does not know does not exist (yet): skip
+    // the read. Otherwise read it, for its previous status.
+    let known_absent = ctx.reports.wait_until_ready().now_or_never().is_some()
+        && ctx.reports.get(&ObjectRef::new(&report_name)).is_none();
+    let existing = if known_absent {
+        None
+    } else {
+        reports.get_opt(&report_name).await?
+    };
+    let desired = desired_report::<K>(&name, &uid_str);
+    if let Some(e) = existing.as_ref()
+        && e.spec.target_ref.uid != desired.spec.target_ref.uid
+    {
+        // The report of an earlier object of the same name: its targetRef is immutable, and the
+        // garbage collector is about to delete it (its owner is gone). Its deletion triggers us.
+        info!(report = %report_name, "report belongs to a deleted object of the same name; waiting for the garbage collector");
+        return Ok(Action::requeue(Duration::from_secs(5)));
+    }
+
+    let outcome = estimate(ctx, kind, value).await;
+    ctx.metrics
+        .estimates
+        .get_or_create(&Context::kind_labels(kind))
+        .inc();
+    let version = format!("v{}", ctx.estimator.kubernetes_version());
+    let (base, failure) = match &outcome {
+        Outcome::Report(r) => (estimate_status(kind, r, ctx.settings.status), None),
+        Outcome::Failed(msg) => (failed_status(&version), Some(msg.as_str())),
+    };
+    let prev = existing.as_ref().and_then(|r| r.status.as_ref());
+    let status = with_conditions(base, kind, generation, failure, prev, Timestamp::now());
+
+    let params = PatchParams::apply(MANAGER).force();
+    // The report's resourceVersions this reconcile leaves behind: the one read if nothing is
+    // written, else each of our writes (the watch may show the first before the second).
+    let mut report_versions: Vec<String> = existing
+        .as_ref()
+        .and_then(|r| r.metadata.resource_version.clone())
+        .into_iter()
+        .collect();
+    let mut report_uid = existing.as_ref().and_then(|r| r.metadata.uid.clone());
+    if !existing
+        .as_ref()
+        .is_some_and(|e| report_matches(e, &desired))
+    {
+        let applied = reports
+            .patch(&report_name, &params, &Patch::Apply(&desired))
+            .await?;
+        ctx.metrics
+            .writes
+            .get_or_create(&Context::kind_labels(kind))
+            .inc();
+        report_versions = applied.metadata.resource_version.into_iter().collect();
+        report_uid = applied.metadata.uid;
+        info!(report = %report_name, "applied report");
+    }
+    let changed = !prev.is_some_and(|p| same_status(p, &status));
+    if changed {
+        let body = serde_json::json!({
+            "apiVersion": CostReport::api_version(&()),
+            "kind": CostReport::kind(&()),
+            "status": status,
+        });
+        let applied = reports
+            .patch_status(&report_name, &params, &Patch::Apply(&body))
+            .await?;
+        ctx.metrics
+            .writes
+            .get_or_create(&Context::kind_labels(kind))
+            .inc();
+        report_versions.extend(applied.metadata.resource_version);
+        info!(
+            report = %report_name,
+            ready = is_ready(&status),
+            rule = status.summary.as_ref().map(|s| s.highest_rule_percent.as_str()).unwrap_or("-"),
+            total = status.summary.as_ref().map(|s| s.highest_total_percent.as_str()).unwrap_or("-"),
+            "wrote report status"
+        );
+        // Events only for what changed since the last written status.
+        let related = ObjectReference {
+            api_version: Some(CostReport::api_version(&()).to_string()),
+            kind: Some(CostReport::kind(&()).to_string()),
+            name: Some(report_name.clone()),
+            uid: report_uid.clone(),
+            ..ObjectReference::default()
+        };
+        for t in transitions(kind, prev, &status) {
+            let ev = Event {
+                type_: if t.warning {
+                    EventType::Warning
+                } else {
+                    EventType::Normal
+                },
+                reason: t.reason.to_string(),
+                note: Some(t.note),
+                action: "Estimate".to_string(),
+                secondary: Some(related.clone()),
+            };
+            if let Err(e) = ctx.recorder.publish(&ev, &regarding).await {
+                warn!(error = %e, reason = t.reason, "cannot publish event");
+            }
+        }
+    } else {
+        debug!("status unchanged; nothing written");
+    }
+
+    let target_labels = TargetLabels::new(kind, &name);
+    match status.summary.as_ref().filter(|_| failure.is_none()) {
+        Some(s) => {
+            ctx.metrics
+                .rule_ratio
+                .get_or_create(&target_labels)
+                .set(s.highest_rule_cost as f64 / s.rule_limit.max(1) as f64);
+            ctx.metrics
+                .total_ratio
+                .get_or_create(&target_labels)
+                .set(s.highest_total_cost as f64 / s.total_limit.max(1) as f64);
+            ctx.metrics.estimation_failed.remove(&target_labels);
+        }
+        None => {
+            ctx.metrics.rule_ratio.remove(&target_labels);
+            ctx.metrics.total_ratio.remove(&target_labels);
+            ctx.metrics
+                .estimation_failed
+                .get_or_create(&target_labels)
+                .set(1);
+        }
+    }
+
+    ctx.memo.lock().expect("memo lock").insert(
+        report_name,
+        Memo {
+            uid,
+            generation,
+            report_versions,
+        },
+    );
+    Ok(Action::requeue(ctx.settings.requeue))
+}

@@ -1,0 +1,856 @@
+//! Reconcile tests against a mock API server (tower-test): each test states the calls the
+//! reconciler must make, answers them as the API server would, and runs under a timeout.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use celcost::Estimator;
+use celcost::cel::decls::Version;
+use celcost::controller::metrics::Metrics;
+use celcost::controller::resource::CostReport;
+use celcost::controller::{
+    Context, CostEstimator, CostReportStatus, Settings, error_policy, reconcile,
+};
+use celcost::report::ObjectReport;
+use http::{Method, Request, Response, StatusCode};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::PartialObjectMeta;
+use kube::client::Body;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, store::Writer};
+use kube::runtime::watcher;
+use kube::{Client, Resource};
+use serde_json::{Value, json};
+use tower_test::mock::{Handle, SendResponse};
+
+const TIMEOUT: Duration = Duration::from_secs(5);
+const CRD_PATH: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+const REPORTS_PATH: &str = "/apis/celcost.io/v1alpha1/costreports";
+const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/namespaces/default/events";
+
+fn estimator() -> Arc<Estimator> {
+    static E: OnceLock<Arc<Estimator>> = OnceLock::new();
+    E.get_or_init(|| Arc::new(Estimator::new(Version::new(1, 33))))
+        .clone()
+}
+
+/// Delegates to the real estimator, except that it panics on targets named `broken.*`.
+struct Flaky(Arc<Estimator>);
+
+impl CostEstimator for Flaky {
+    fn estimate(&self, object: &Value) -> Option<ObjectReport> {
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        assert!(!name.starts_with("broken."), "estimator bug on {name}");
+        CostEstimator::estimate(&*self.0, object)
+    }
+
+    fn kubernetes_version(&self) -> Version {
+        CostEstimator::kubernetes_version(&*self.0)
+    }
+}
+
+/// A CRD whose one rule costs `items` × 824 (about): 1,000 → 8.2 % of the per-rule limit,
+/// 10,000 → 82 % (near), 12,200 → 100.5 % (over).
+fn crd(name: &str, uid: &str, generation: i64, items: u64) -> Value {
+    let (plural, group) = name.split_once('.').unwrap();
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name, "uid": uid, "generation": generation, "resourceVersion": "100"},
+        "spec": {
+            "group": group,
+            "names": {"kind": "Widget", "plural": plural},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {"type": "object", "properties": {"names": {
+                        "type": "array", "maxItems": items,
+                        "items": {"type": "string", "maxLength": 1024},
+                        "x-kubernetes-validations": [{"rule": "self.all(x, x.matches('^[a-z]+$'))"}]
+                    }}}}
+                }}
+            }]
+        }
+    })
+}
+
+fn meta_of(v: &Value) -> Arc<PartialObjectMeta<CustomResourceDefinition>> {
+    let mut m: PartialObjectMeta<CustomResourceDefinition> =
+        serde_json::from_value(json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": v["metadata"]})).unwrap();
+    m.types = None;
+    Arc::new(m)
+}
+
+fn not_found() -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404, "message": "not found"})
+}
+
+fn status_error(code: u16) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "message": format!("error {code}")})
+}
+
+struct Harness {
+    ctx: Arc<Context>,
+    api: ApiServer,
+    reports: Writer<PartialObjectMeta<CostReport>>,
+    registry: prometheus_client::registry::Registry,
+}
+
+fn harness_with(estimator: Arc<dyn CostEstimator>) -> Harness {
+    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let client = Client::new(service, "default");
+    let (store, writer) = reflector::store::<PartialObjectMeta<CostReport>>();
+    let mut registry = prometheus_client::registry::Registry::with_prefix("celcost");
+    let metrics = Metrics::default().register(&mut registry);
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "celcost".into(),
+            instance: Some("test".into()),
+        },
+    );
+    let ctx = Arc::new(Context::new(
+        client,
+        estimator,
+        recorder,
+        metrics,
+        Settings::default(),
+        store,
+    ));
+    Harness {
+        ctx,
+        api: ApiServer(handle),
+        reports: writer,
+        registry,
+    }
+}
+
+fn harness() -> Harness {
+    harness_with(estimator())
+}
+
+impl Harness {
+    fn metrics(&self) -> String {
+        let mut s = String::new();
+        prometheus_client::encoding::text::encode(&mut s, &self.registry).unwrap();
+        s
+    }
+
+    /// The reports watch has completed its first list (with no reports).
+    fn reports_listed(&mut self) {
+        self.reports.apply_watcher_event(&watcher::Event::Init);
+        self.reports.apply_watcher_event(&watcher::Event::InitDone);
+    }
+
+    /// Feeds the report's metadata into the reports store, as the watch would.
+    fn watch_report(&mut self, report: &Value) {
+        let meta: PartialObjectMeta<CostReport> = serde_json::from_value(json!({
+            "apiVersion": "celcost.io/v1alpha1", "kind": "CostReport", "metadata": report["metadata"]
+        }))
+        .unwrap();
+        self.reports
+            .apply_watcher_event(&watcher::Event::Apply(meta));
+    }
+}
+
+/// The API server side of the mock.
+struct ApiServer(Handle<Request<Body>, Response<Body>>);
+
+struct Call {
+    method: Method,
+    path: String,
+    query: String,
+    content_type: String,
+    body: Value,
+    send: SendResponse<Response<Body>>,
+}
+
+impl Call {
+    fn respond(self, code: u16, body: &Value) {
+        self.send.send_response(
+            Response::builder()
+                .status(StatusCode::from_u16(code).unwrap())
+                .header("content-type", "application/json")
+                .body(Body::from(serde_json::to_vec(body).unwrap()))
+                .unwrap(),
+        );
+    }
+}
+
+impl ApiServer {
+    async fn next(&mut self) -> Call {
+        let (req, send) = self.0.next_request().await.expect("a request");
+        let method = req.method().clone();
+        let path = req.uri().path().to_string();
+        let query = req.uri().query().unwrap_or_default().to_string();
+        let content_type = req
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        let bytes = req.into_body().collect_bytes().await.unwrap();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap()
+        };
+        Call {
+            method,
+            path,
+            query,
+            content_type,
+            body,
+            send,
+        }
+    }
+
+    async fn expect(&mut self, method: Method, path: &str) -> Call {
+        let call = self.next().await;
+        assert_eq!(
+            (&call.method, call.path.as_str()),
+            (&method, path),
+            "unexpected call {} {}?{}",
+            call.method,
+            call.path,
+            call.query
+        );
+        call
+    }
+
+    /// GET of the target and of its report.
+    async fn serve_gets(&mut self, target: &Value, report: Option<&Value>) {
+        let name = target["metadata"]["name"].as_str().unwrap();
+        self.expect(Method::GET, &format!("{CRD_PATH}/{name}"))
+            .await
+            .respond(200, target);
+        let call = self
+            .expect(Method::GET, &format!("{REPORTS_PATH}/crd.{name}"))
+            .await;
+        match report {
+            Some(r) => call.respond(200, r),
+            None => call.respond(404, &not_found()),
+        }
+    }
+
+    /// The server-side apply of the report object; answers with the stored object.
+    async fn serve_apply(&mut self, name: &str, rv: &str) -> Value {
+        let call = self
+            .expect(Method::PATCH, &format!("{REPORTS_PATH}/crd.{name}"))
+            .await;
+        assert_eq!(call.content_type, "application/apply-patch+yaml");
+        assert!(
+            call.query.contains("fieldManager=celcost"),
+            "{}",
+            call.query
+        );
+        assert!(call.query.contains("force=true"), "{}", call.query);
+        let mut stored = call.body.clone();
+        stored["metadata"]["resourceVersion"] = json!(rv);
+        stored["metadata"]["uid"] = json!(format!("report-uid-{name}"));
+        call.respond(200, &stored);
+        stored
+    }
+
+    /// The server-side apply of the status; answers with `object` + the status.
+    async fn serve_status(&mut self, name: &str, object: &Value, rv: &str) -> Value {
+        let call = self
+            .expect(Method::PATCH, &format!("{REPORTS_PATH}/crd.{name}/status"))
+            .await;
+        assert_eq!(call.content_type, "application/apply-patch+yaml");
+        assert!(
+            call.query.contains("fieldManager=celcost"),
+            "{}",
+            call.query
+        );
+        assert!(call.query.contains("force=true"), "{}", call.query);
+        assert_eq!(call.body["apiVersion"], "celcost.io/v1alpha1");
+        assert_eq!(call.body["kind"], "CostReport");
+        let mut stored = object.clone();
+        stored["status"] = call.body["status"].clone();
+        stored["metadata"]["resourceVersion"] = json!(rv);
+        call.respond(200, &stored);
+        stored
+    }
+
+    /// An event; returns (type, reason, body).
+    async fn serve_event(&mut self) -> (String, String, Value) {
+        let call = self.expect(Method::POST, EVENTS_PATH).await;
+        let body = call.body.clone();
+        call.respond(201, &body);
+        (
+            body["type"].as_str().unwrap().to_string(),
+            body["reason"].as_str().unwrap().to_string(),
+            body,
+        )
+    }
+
+    /// Asserts that no further call arrives.
+    async fn expect_silence(&mut self) {
+        if let Ok(Some((req, _))) =
+            tokio::time::timeout(Duration::from_millis(100), self.0.next_request()).await
+        {
+            panic!("unexpected call {} {}", req.method(), req.uri());
+        }
+    }
+}
+
+async fn timed<F: std::future::Future>(f: F) -> F::Output {
+    tokio::time::timeout(TIMEOUT, f)
+        .await
+        .expect("test timed out")
+}
+
+fn status_of(report: &Value) -> CostReportStatus {
+    serde_json::from_value(report["status"].clone()).unwrap()
+}
+
+fn condition<'a>(report: &'a Value, type_: &str) -> &'a Value {
+    report["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == type_)
+        .unwrap_or_else(|| panic!("no {type_} condition"))
+}
+
+/// Runs a create reconcile of `target` and returns the stored report.
+async fn create(h: &mut Harness, target: &Value) -> Value {
+    let name = target["metadata"]["name"].as_str().unwrap().to_string();
+    let meta = meta_of(target);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, stored) = tokio::join!(reconcile(meta, ctx), async {
+        api.serve_gets(target, None).await;
+        let obj = api.serve_apply(&name, "1").await;
+        api.serve_status(&name, &obj, "2").await
+    });
+    assert!(matches!(res, Ok(a) if a == Action::requeue(Duration::from_secs(3600))));
+    stored
+}
+
+#[tokio::test]
+async fn create_writes_report_and_status() {
+    let mut h = harness();
+    let target = crd("widgets.example.com", "uid-1", 1, 1000);
+    let stored = timed(create(&mut h, &target)).await;
+
+    // The report object: name, owner, targetRef, labels.
+    assert_eq!(stored["metadata"]["name"], "crd.widgets.example.com");
+    let owner = &stored["metadata"]["ownerReferences"][0];
+    assert_eq!(owner["kind"], "CustomResourceDefinition");
+    assert_eq!(owner["uid"], "uid-1");
+    assert_eq!(owner["controller"], true);
+    assert_eq!(stored["spec"]["targetRef"]["uid"], "uid-1");
+    assert_eq!(
+        stored["spec"]["targetRef"]["kind"],
+        "CustomResourceDefinition"
+    );
+    assert_eq!(
+        stored["metadata"]["labels"]["celcost.io/target-kind"],
+        "crd"
+    );
+
+    // The status: the estimator's numbers with the CLI's field names.
+    let report = Estimator::new(Version::new(1, 33))
+        .estimate(&target, "cluster")
+        .unwrap();
+    let rule = &report.schemas[0].rules[0];
+    let s = &stored["status"];
+    assert_eq!(s["observedGeneration"], 1);
+    assert_eq!(s["kubernetesVersion"], "v1.33");
+    assert_eq!(s["schemas"][0]["rules"][0]["cost"], json!(rule.cost));
+    assert_eq!(s["schemas"][0]["rules"][0]["maxCost"], json!(rule.max_cost));
+    assert_eq!(s["schemas"][0]["rules"][0]["path"], "^.spec.names");
+    assert_eq!(
+        s["schemas"][0]["totalCost"],
+        json!(report.schemas[0].total_cost)
+    );
+    assert_eq!(s["summary"]["highestRuleCost"], json!(rule.cost));
+    assert_eq!(s["summary"]["ruleLimit"], 10_000_000);
+    assert_eq!(s["summary"]["ruleLevel"], "WithinBudget");
+    assert_eq!(condition(&stored, "Ready")["status"], "True");
+    assert_eq!(condition(&stored, "Ready")["observedGeneration"], 1);
+    assert_eq!(condition(&stored, "WithinBudget")["status"], "True");
+    assert_eq!(condition(&stored, "WithinBudget")["reason"], "WithinBudget");
+
+    // Within budget: no event. Metrics: the ratio gauge and two writes.
+    timed(h.api.expect_silence()).await;
+    let m = h.metrics();
+    assert!(
+        m.contains("celcost_highest_rule_cost_ratio{kind=\"crd\",name=\"widgets.example.com\"}"),
+        "{m}"
+    );
+    assert!(
+        m.contains("celcost_report_writes_total{kind=\"crd\"} 2"),
+        "{m}"
+    );
+}
+
+#[tokio::test]
+async fn unchanged_resync_writes_nothing() {
+    let mut h = harness();
+    let target = crd("widgets.example.com", "uid-1", 1, 1000);
+    let stored = timed(create(&mut h, &target)).await;
+
+    // The watch delivers our own writes (the report, then its status): the memo says the
+    // report is current, no call at all.
+    let mut first_write = stored.clone();
+    first_write["metadata"]["resourceVersion"] = json!("1");
+    h.watch_report(&first_write);
+    let res = timed(reconcile(meta_of(&target), h.ctx.clone())).await;
+    assert!(res.is_ok());
+    timed(h.api.expect_silence()).await;
+    h.watch_report(&stored);
+    let res = timed(reconcile(meta_of(&target), h.ctx.clone())).await;
+    assert!(res.is_ok());
+    timed(h.api.expect_silence()).await;
+
+    // Someone else touched the report (a new resourceVersion): read both, nothing to write.
+    let mut touched = stored.clone();
+    touched["metadata"]["resourceVersion"] = json!("7");
+    h.watch_report(&touched);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.serve_gets(&target, Some(&touched)).await;
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    timed(h.api.expect_silence()).await;
+    // ... and it is current again.
+    let res = timed(reconcile(meta_of(&target), h.ctx.clone())).await;
+    assert!(res.is_ok());
+    timed(h.api.expect_silence()).await;
+
+    // A restarted operator (no memo) reads both, finds the status equal, writes nothing.
+    let mut fresh = harness();
+    let ctx = fresh.ctx.clone();
+    let api = &mut fresh.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.serve_gets(&target, Some(&stored)).await;
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    timed(fresh.api.expect_silence()).await;
+    assert!(
+        fresh
+            .metrics()
+            .contains("celcost_report_writes_total{kind=\"crd\"} 0")
+            || !fresh.metrics().contains("celcost_report_writes_total{")
+    );
+}
+
+#[tokio::test]
+async fn update_follows_generation_and_events_only_on_transitions() {
+    let mut h = harness();
+    let name = "widgets.example.com";
+    let v1 = crd(name, "uid-1", 1, 1000);
+    let stored = timed(create(&mut h, &v1)).await;
+    timed(h.api.expect_silence()).await;
+
+    // Generation 2 is near budget: status rewritten, one Warning event.
+    let ready_since = condition(&stored, "Ready")["lastTransitionTime"].clone();
+    let v2 = crd(name, "uid-1", 2, 10_000);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, (stored, (ty, reason, ev))) = timed(async {
+        tokio::join!(reconcile(meta_of(&v2), ctx), async {
+            api.serve_gets(&v2, Some(&stored)).await;
+            let stored = api.serve_status(name, &stored, "3").await;
+            (stored, api.serve_event().await)
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    assert_eq!(
+        (ty.as_str(), reason.as_str()),
+        ("Warning", "RuleNearBudget")
+    );
+    assert_eq!(ev["regarding"]["kind"], "CustomResourceDefinition");
+    assert_eq!(ev["regarding"]["name"], name);
+    assert_eq!(ev["related"]["kind"], "CostReport");
+    assert_eq!(ev["related"]["name"], format!("crd.{name}"));
+    assert_eq!(ev["reportingController"], "celcost");
+    assert!(ev["note"].as_str().unwrap().contains("82.4%"), "{ev}");
+    assert_eq!(stored["status"]["observedGeneration"], 2);
+    assert_eq!(condition(&stored, "WithinBudget")["status"], "False");
+    assert_eq!(
+        condition(&stored, "WithinBudget")["reason"],
+        "RuleNearBudget"
+    );
+    assert_eq!(condition(&stored, "WithinBudget")["observedGeneration"], 2);
+    // Ready did not flip: its lastTransitionTime is kept.
+    assert_eq!(
+        condition(&stored, "Ready")["lastTransitionTime"],
+        ready_since
+    );
+    assert_eq!(status_of(&stored).observed_generation, Some(2));
+    timed(h.api.expect_silence()).await;
+
+    // Generation 3 is still near (other numbers): status rewritten, no event.
+    let v3 = crd(name, "uid-1", 3, 11_000);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, stored) = timed(async {
+        tokio::join!(reconcile(meta_of(&v3), ctx), async {
+            api.serve_gets(&v3, Some(&stored)).await;
+            api.serve_status(name, &stored, "4").await
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    timed(h.api.expect_silence()).await;
+
+    // Generation 4 is over the limit: Warning RuleOverBudget.
+    let v4 = crd(name, "uid-1", 4, 12_200);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, (stored, (ty, reason, _))) = timed(async {
+        tokio::join!(reconcile(meta_of(&v4), ctx), async {
+            api.serve_gets(&v4, Some(&stored)).await;
+            let stored = api.serve_status(name, &stored, "5").await;
+            (stored, api.serve_event().await)
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    assert_eq!(
+        (ty.as_str(), reason.as_str()),
+        ("Warning", "RuleOverBudget")
+    );
+    assert_eq!(
+        condition(&stored, "WithinBudget")["reason"],
+        "RuleOverBudget"
+    );
+    timed(h.api.expect_silence()).await;
+
+    // Generation 5 is back within budget: Normal RuleWithinBudget.
+    let v5 = crd(name, "uid-1", 5, 1000);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, (stored, (ty, reason, _))) = timed(async {
+        tokio::join!(reconcile(meta_of(&v5), ctx), async {
+            api.serve_gets(&v5, Some(&stored)).await;
+            let stored = api.serve_status(name, &stored, "6").await;
+            (stored, api.serve_event().await)
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    assert_eq!(
+        (ty.as_str(), reason.as_str()),
+        ("Normal", "RuleWithinBudget")
+    );
+    assert_eq!(condition(&stored, "WithinBudget")["status"], "True");
+    timed(h.api.expect_silence()).await;
+}
+
+#[tokio::test]
+async fn deleted_target_is_left_to_the_garbage_collector() {
+    let mut h = harness();
+    let target = crd("widgets.example.com", "uid-1", 1, 1000);
+    timed(create(&mut h, &target)).await;
+    assert!(h.metrics().contains("name=\"widgets.example.com\""));
+
+    // The watch still had it when the reconcile was queued; the GET says it is gone.
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.expect(Method::GET, &format!("{CRD_PATH}/widgets.example.com"))
+                .await
+                .respond(404, &not_found());
+        })
+    })
+    .await;
+    assert_eq!(res.unwrap(), Action::await_change());
+    timed(h.api.expect_silence()).await; // no delete: no finalizer, the GC owns that
+
+    // The controller's ObjectNotFound for the deleted target clears its gauges.
+    h.ctx.forget(
+        celcost::controller::TargetKind::CustomResourceDefinition,
+        "widgets.example.com",
+    );
+    assert!(!h.metrics().contains("name=\"widgets.example.com\""));
+}
+
+#[tokio::test]
+async fn conflict_is_retried_with_backoff() {
+    let mut h = harness();
+    let target = crd("widgets.example.com", "uid-1", 1, 1000);
+    for attempt in 1..=2u32 {
+        let ctx = h.ctx.clone();
+        let api = &mut h.api;
+        let (res, ()) = timed(async {
+            tokio::join!(reconcile(meta_of(&target), ctx), async {
+                api.serve_gets(&target, None).await;
+                api.expect(
+                    Method::PATCH,
+                    &format!("{REPORTS_PATH}/crd.widgets.example.com"),
+                )
+                .await
+                .respond(409, &status_error(409));
+            })
+        })
+        .await;
+        let err = res.unwrap_err();
+        assert_eq!(err.metric_label(), "conflict");
+        assert!(err.is_transient());
+        let action = error_policy(meta_of(&target), &err, h.ctx.clone());
+        let expected = Duration::from_secs(1 << (attempt - 1));
+        assert_eq!(action, Action::requeue(expected));
+        // Transient: no event.
+        timed(h.api.expect_silence()).await;
+    }
+    assert!(
+        h.metrics()
+            .contains("celcost_reconcile_failures_total{kind=\"crd\",error=\"conflict\"} 2")
+    );
+
+    // Then it succeeds, and the backoff starts over.
+    timed(create(&mut h, &target)).await;
+    let err = celcost::controller::Error::Kube(kube::Error::Api(Box::new(
+        serde_json::from_value(status_error(409)).unwrap(),
+    )));
+    assert_eq!(
+        error_policy(meta_of(&target), &err, h.ctx.clone()),
+        Action::requeue(Duration::from_secs(1))
+    );
+}
+
+#[tokio::test]
+async fn server_errors_and_throttling_are_transient() {
+    for (code, label) in [
+        (500, "server_error"),
+        (503, "server_error"),
+        (429, "throttled"),
+    ] {
+        let mut h = harness();
+        let target = crd("widgets.example.com", "uid-1", 1, 1000);
+        let ctx = h.ctx.clone();
+        let api = &mut h.api;
+        let (res, ()) = timed(async {
+            tokio::join!(reconcile(meta_of(&target), ctx), async {
+                api.expect(Method::GET, &format!("{CRD_PATH}/widgets.example.com"))
+                    .await
+                    .respond(code, &status_error(code));
+            })
+        })
+        .await;
+        let err = res.unwrap_err();
+        assert_eq!(err.metric_label(), label);
+        assert!(err.is_transient());
+        timed(h.api.expect_silence()).await;
+
+        // The status write failing is the same.
+        let ctx = h.ctx.clone();
+        let api = &mut h.api;
+        let (res, ()) = timed(async {
+            tokio::join!(reconcile(meta_of(&target), ctx), async {
+                api.serve_gets(&target, None).await;
+                let obj = api.serve_apply("widgets.example.com", "1").await;
+                let _ = obj;
+                api.expect(
+                    Method::PATCH,
+                    &format!("{REPORTS_PATH}/crd.widgets.example.com/status"),
+                )
+                .await
+                .respond(code, &status_error(code));
+            })
+        })
+        .await;
+        assert_eq!(res.unwrap_err().metric_label(), label);
+        let action = error_policy(
+            meta_of(&target),
+            &celcost::controller::Error::Kube(kube::Error::Api(Box::new(
+                serde_json::from_value(status_error(code)).unwrap(),
+            ))),
+            h.ctx.clone(),
+        );
+        assert_eq!(action, Action::requeue(Duration::from_secs(2)));
+        timed(h.api.expect_silence()).await;
+    }
+}
+
+#[tokio::test]
+async fn forbidden_write_warns_once() {
+    let mut h = harness();
+    let target = crd("widgets.example.com", "uid-1", 1, 1000);
+    for attempt in 0..2 {
+        let ctx = h.ctx.clone();
+        let api = &mut h.api;
+        let (res, event) = timed(async {
+            tokio::join!(reconcile(meta_of(&target), ctx), async {
+                api.serve_gets(&target, None).await;
+                api.expect(
+                    Method::PATCH,
+                    &format!("{REPORTS_PATH}/crd.widgets.example.com"),
+                )
+                .await
+                .respond(403, &status_error(403));
+                if attempt == 0 {
+                    Some(api.serve_event().await)
+                } else {
+                    None
+                }
+            })
+        })
+        .await;
+        let err = res.unwrap_err();
+        assert!(!err.is_transient());
+        if let Some((ty, reason, _)) = event {
+            assert_eq!(
+                (ty.as_str(), reason.as_str()),
+                ("Warning", "ReportForbidden")
+            );
+        }
+        timed(h.api.expect_silence()).await;
+    }
+}
+
+#[tokio::test]
+async fn failed_estimate_is_not_ready_and_others_proceed() {
+    let mut h = harness_with(Arc::new(Flaky(estimator())));
+    let broken = crd("broken.example.com", "uid-b", 1, 1000);
+    let stored = timed(async {
+        let ctx = h.ctx.clone();
+        let api = &mut h.api;
+        let (res, (stored, (ty, reason, _))) =
+            tokio::join!(reconcile(meta_of(&broken), ctx), async {
+                api.serve_gets(&broken, None).await;
+                let obj = api.serve_apply("broken.example.com", "1").await;
+                let stored = api.serve_status("broken.example.com", &obj, "2").await;
+                (stored, api.serve_event().await)
+            });
+        // Not an error: no hot retry, the next change of the target triggers again.
+        assert!(res.is_ok());
+        assert_eq!(
+            (ty.as_str(), reason.as_str()),
+            ("Warning", "EstimationFailed")
+        );
+        stored
+    })
+    .await;
+    assert_eq!(condition(&stored, "Ready")["status"], "False");
+    assert_eq!(condition(&stored, "Ready")["reason"], "EstimationFailed");
+    assert!(
+        condition(&stored, "Ready")["message"]
+            .as_str()
+            .unwrap()
+            .contains("estimator bug on broken.example.com")
+    );
+    assert_eq!(condition(&stored, "WithinBudget")["status"], "False");
+    assert_eq!(
+        condition(&stored, "WithinBudget")["reason"],
+        "EstimationFailed"
+    );
+    assert!(stored["status"].get("summary").is_none());
+    assert!(
+        h.metrics()
+            .contains("celcost_estimation_failed{kind=\"crd\",name=\"broken.example.com\"} 1")
+    );
+
+    // Reconciling it again (a resync) repeats no event and writes nothing.
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&broken), ctx), async {
+            api.serve_gets(&broken, Some(&stored)).await;
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    timed(h.api.expect_silence()).await;
+
+    // Another target proceeds as usual.
+    let good = crd("widgets.example.com", "uid-1", 1, 1000);
+    let stored = timed(create(&mut h, &good)).await;
+    assert_eq!(condition(&stored, "Ready")["status"], "True");
+    timed(h.api.expect_silence()).await;
+}
+
+#[tokio::test]
+async fn recreated_target_waits_for_the_garbage_collector() {
+    let mut h = harness();
+    let old = crd("widgets.example.com", "uid-old", 1, 1000);
+    let stored = timed(create(&mut h, &old)).await;
+    let new = crd("widgets.example.com", "uid-new", 1, 1000);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&new), ctx), async {
+            api.serve_gets(&new, Some(&stored)).await;
+        })
+    })
+    .await;
+    // No write to the immutable targetRef; retried soon, and triggered by the report's deletion.
+    assert_eq!(res.unwrap(), Action::requeue(Duration::from_secs(5)));
+    timed(h.api.expect_silence()).await;
+}
+
+#[test]
+fn status_round_trips_through_json() {
+    let report = Estimator::new(Version::new(1, 33))
+        .estimate(&crd("widgets.example.com", "u", 1, 10_000), "cluster")
+        .unwrap();
+    let status = celcost::controller::status::estimate_status(
+        celcost::controller::TargetKind::CustomResourceDefinition,
+        &report,
+        celcost::controller::StatusSettings::default(),
+    );
+    let back: CostReportStatus =
+        serde_json::from_value(serde_json::to_value(&status).unwrap()).unwrap();
+    assert_eq!(back, status);
+    let _ = CostReport::api_version(&());
+}
+
+#[tokio::test]
+async fn listed_reports_spare_the_read_of_a_new_report() {
+    let mut h = harness();
+    h.reports_listed();
+    let target = crd("widgets.example.com", "uid-1", 1, 1000);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            // The target comes from the API server's watch cache; no GET of the report, which
+            // the listed reports watch does not know.
+            let call = api
+                .expect(Method::GET, &format!("{CRD_PATH}/widgets.example.com"))
+                .await;
+            assert!(call.query.contains("resourceVersion=0"), "{}", call.query);
+            call.respond(200, &target);
+            let obj = api.serve_apply("widgets.example.com", "1").await;
+            api.serve_status("widgets.example.com", &obj, "2").await;
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    timed(h.api.expect_silence()).await;
+}
+
+#[tokio::test]
+async fn stale_cache_read_is_retried() {
+    let mut h = harness();
+    let cached = crd("widgets.example.com", "uid-1", 1, 1000);
+    let watched = crd("widgets.example.com", "uid-1", 2, 1000);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&watched), ctx), async {
+            api.expect(Method::GET, &format!("{CRD_PATH}/widgets.example.com"))
+                .await
+                .respond(200, &cached);
+        })
+    })
+    .await;
+    assert_eq!(res.unwrap(), Action::requeue(Duration::from_secs(1)));
+    timed(h.api.expect_silence()).await;
+}

@@ -1,0 +1,911 @@
+//! End-to-end tests of `celcost controller` against the API server in KUBECONFIG, with the
+//! operator run as a local process. Not part of `cargo test`: every test is `#[ignore]`d and run
+//! by `just e2e` (`cargo test --test controller_e2e -- --ignored --test-threads=1`). Each test
+//! prints SKIPPED and passes when no cluster is reachable.
+//!
+//! - Deleting reports with their targets needs the garbage collector (kube-controller-manager).
+//! - The API server restart test runs `$CELCOST_E2E_RESTART_CMD` (e.g. a script that stops the
+//!   API server for a few seconds and starts it again); it is skipped when that is unset.
+//! - `scale_cold_start` is the scale benchmark (`just bench-scale`): 2,000 CRDs renamed from the
+//!   corpus in `../shared/corpus/crds` (or `$CELCOST_CORPUS`), reconciled from a cold start.
+
+use std::collections::{BTreeSet, HashSet};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use celcost::Estimator;
+use celcost::controller::{CostReport, model_version};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+use k8s_openapi::api::events::v1::Event as K8sEvent;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A client for the cluster in KUBECONFIG, or None (with a SKIPPED line) when there is none.
+async fn cluster(test: &str) -> Option<Client> {
+    let client = match Client::try_default().await {
+        Ok(c) => c,
+        Err(e) => {
+            println!("SKIPPED {test}: no Kubernetes client configuration (KUBECONFIG): {e}");
+            return None;
+        }
+    };
+    match tokio::time::timeout(Duration::from_secs(5), client.apiserver_version()).await {
+        Ok(Ok(_)) => Some(client),
+        Ok(Err(e)) => {
+            println!("SKIPPED {test}: the API server is not reachable: {e}");
+            None
+        }
+        Err(_) => {
+            println!("SKIPPED {test}: the API server did not answer within 5 s");
+            None
+        }
+    }
+}
+
+fn suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{:x}", nanos % 0xff_ffff_ffff)
+}
+
+/// Polls `f` until it returns Some, or panics with `what` after `timeout`.
+async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Applies crds/costreport.yaml and waits until it is served.
+async fn install_crd(client: &Client) {
+    let yaml = celcost::controller::crd_yaml();
+    let crd: CustomResourceDefinition = serde_yaml_ng::from_str(&yaml).unwrap();
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.patch(
+        "costreports.celcost.io",
+        &PatchParams::apply("celcost-e2e").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .expect("install the CostReport CRD");
+    wait_established(client, "costreports.celcost.io").await;
+}
+
+async fn wait_established(client: &Client, name: &str) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    eventually(
+        &format!("CRD {name} established"),
+        Duration::from_secs(60),
+        || async {
+            let crd = api.get_opt(name).await.ok()??;
+            let established = crd
+                .status?
+                .conditions?
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True");
+            established.then_some(())
+        },
+    )
+    .await;
+}
+
+/// The operator, run as a local process; killed on drop.
+struct Operator {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Operator {
+    fn start(name: &str, extra: &[&str]) -> Operator {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-logs");
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join(format!("{name}.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_celcost"))
+            .args([
+                "controller",
+                "--listen-address",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .args(extra)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdout(Stdio::null())
+            .stderr(out)
+            .spawn()
+            .expect("start celcost controller");
+        Operator { child, port, log }
+    }
+
+    fn get(&self, path: &str) -> Option<(u16, String)> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).ok()?;
+        let code = buf.split_whitespace().nth(1)?.parse().ok()?;
+        let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+        Some((code, body))
+    }
+
+    async fn wait_ready(&mut self, timeout: Duration) {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!(
+                    "the operator exited ({status}); log:\n{}",
+                    std::fs::read_to_string(&self.log).unwrap_or_default()
+                );
+            }
+            if matches!(self.get("/readyz"), Some((200, _))) {
+                return;
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "operator not ready after {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A counter or gauge summed over its label sets (0 when absent).
+    fn metric(&self, name: &str) -> f64 {
+        let (_, body) = self.get("/metrics").unwrap_or_default();
+        body.lines()
+            .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// CPU time (user + system) used so far, in seconds.
+    fn cpu_seconds(&self) -> f64 {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // After the command name (in parentheses) come the state (field 3), then numbers:
+        // utime and stime are fields 14 and 15, in clock ticks (100 per second).
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let tick = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+        (tick(11) + tick(12)) / 100.0
+    }
+
+    /// Peak resident memory (VmHWM) in KiB.
+    fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A CRD whose one rule costs about `items` × 824: 1,000 → 8.2 %, 10,000 → 82 % (near).
+fn test_crd(group: &str, items: u64) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("widgets.{group}"), "labels": {"celcost.io/e2e": "true"}},
+        "spec": {
+            "group": group,
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {"type": "object", "properties": {"names": {
+                        "type": "array", "maxItems": items,
+                        "items": {"type": "string", "maxLength": 1024},
+                        "x-kubernetes-validations": [{"rule": "self.all(x, x.matches('^[a-z]+$'))"}]
+                    }}}}
+                }}
+            }]
+        }
+    })
+}
+
+/// Creates a CRD, retrying while the API server is still coming up (after a restart it can
+/// answer /readyz before every handler is back).
+async fn create_crd(client: &Client, crd: &Value) -> CustomResourceDefinition {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(crd.clone()).unwrap();
+    let name = crd.name_any();
+    eventually(
+        &format!("create CRD {name}"),
+        Duration::from_secs(60),
+        || async {
+            match api.create(&PostParams::default(), &crd).await {
+                Ok(c) => Some(c),
+                Err(kube::Error::Api(s)) if s.code == 409 => api.get(&name).await.ok(),
+                Err(e) => {
+                    println!("create CRD {name}: {e}; retrying");
+                    None
+                }
+            }
+        },
+    )
+    .await
+}
+
+async fn delete_crd(client: &Client, name: &str) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let _ = api.delete(name, &DeleteParams::default()).await;
+}
+
+/// Waits for the report of `name` to reflect `generation`.
+async fn report_for(client: &Client, report: &str, generation: i64) -> CostReport {
+    let api: Api<CostReport> = Api::all(client.clone());
+    eventually(
+        &format!("report {report} at generation {generation}"),
+        Duration::from_secs(60),
+        || async {
+            let r = api.get_opt(report).await.ok()??;
+            (r.status.as_ref()?.observed_generation == Some(generation)).then_some(r)
+        },
+    )
+    .await
+}
+
+fn condition<'a>(r: &'a CostReport, type_: &str) -> (&'a str, &'a str) {
+    let c = r
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap_or_else(|| panic!("no {type_} condition"));
+    (c.status.as_str(), c.reason.as_str())
+}
+
+/// The estimator's numbers for the object as the API server stores it.
+async fn estimate_of(client: &Client, name: &str) -> celcost::report::ObjectReport {
+    let info = client.apiserver_version().await.unwrap();
+    let version = model_version(&info.major, &info.minor);
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = api.get(name).await.unwrap();
+    Estimator::new(version)
+        .estimate(&serde_json::to_value(&crd).unwrap(), "cluster")
+        .unwrap()
+}
+
+async fn events_about(client: &Client, name: &str) -> Vec<K8sEvent> {
+    let api: Api<K8sEvent> = Api::namespaced(client.clone(), "default");
+    api.list(&ListParams::default())
+        .await
+        .map(|l| {
+            l.items
+                .into_iter()
+                .filter(|e| {
+                    e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+                        && e.reporting_controller.as_deref() == Some("celcost")
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: KUBECONFIG"]
+async fn reports_follow_their_targets() {
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster("reports_follow_their_targets").await else {
+        return;
+    };
+    install_crd(&client).await;
+    let mut op = Operator::start("follow", &[]);
+    op.wait_ready(Duration::from_secs(60)).await;
+    let reports: Api<CostReport> = Api::all(client.clone());
+
+    // A CRD within budget: the report has the estimator's numbers.
+    let group = format!("follow-{}.e2e.celcost.io", suffix());
+    let name = format!("widgets.{group}");
+    let report_name = format!("crd.{name}");
+    create_crd(&client, &test_crd(&group, 1000)).await;
+    let r = report_for(&client, &report_name, 1).await;
+    let expected = estimate_of(&client, &name).await;
+    let status = r.status.as_ref().unwrap();
+    let summary = status.summary.as_ref().unwrap();
+    assert_eq!(
+        summary.highest_rule_cost as u64,
+        expected.highest_rule_cost()
+    );
+    assert_eq!(
+        summary.highest_total_cost as u64,
+        expected.highest_total_cost()
+    );
+    assert_eq!(
+        status.schemas[0].rules[0].cost as u64,
+        expected.schemas[0].rules[0].cost
+    );
+    assert_eq!(
+        status.schemas[0].rules[0].path,
+        expected.schemas[0].rules[0].path
+    );
+    assert_eq!(condition(&r, "Ready"), ("True", "Estimated"));
+    assert_eq!(condition(&r, "WithinBudget"), ("True", "WithinBudget"));
+    assert_eq!(r.spec.target_ref.name, name);
+    let owner = &r.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("CustomResourceDefinition", name.as_str())
+    );
+    println!(
+        "within budget: {report_name}: rule {} total {}",
+        summary.highest_rule_percent, summary.highest_total_percent
+    );
+
+    // An update to near budget is followed: generation 2, new numbers, a Warning event.
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"versions": test_crd(&group, 10_000)["spec"]["versions"]}})),
+    )
+    .await
+    .unwrap();
+    let r = report_for(&client, &report_name, 2).await;
+    let expected = estimate_of(&client, &name).await;
+    let summary = r.status.as_ref().unwrap().summary.as_ref().unwrap();
+    assert_eq!(
+        summary.highest_rule_cost as u64,
+        expected.highest_rule_cost()
+    );
+    assert_eq!(condition(&r, "WithinBudget"), ("False", "RuleNearBudget"));
+    let ev = eventually(
+        "a RuleNearBudget event",
+        Duration::from_secs(30),
+        || async {
+            events_about(&client, &name)
+                .await
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("RuleNearBudget"))
+        },
+    )
+    .await;
+    assert_eq!(ev.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        ev.related.as_ref().and_then(|r| r.name.as_deref()),
+        Some(report_name.as_str())
+    );
+    println!("near budget: {report_name}: {:?}", ev.note);
+
+    // Nothing changes: no more writes (no storm on watch noise).
+    let writes = op.metric("celcost_report_writes_total");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(op.metric("celcost_report_writes_total"), writes);
+
+    // Back within budget: a Normal event.
+    api.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"versions": test_crd(&group, 1000)["spec"]["versions"]}})),
+    )
+    .await
+    .unwrap();
+    let r = report_for(&client, &report_name, 3).await;
+    assert_eq!(condition(&r, "WithinBudget"), ("True", "WithinBudget"));
+    eventually(
+        "a RuleWithinBudget event",
+        Duration::from_secs(30),
+        || async {
+            events_about(&client, &name)
+                .await
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("RuleWithinBudget"))
+        },
+    )
+    .await;
+    let near_events = events_about(&client, &name)
+        .await
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("RuleNearBudget"))
+        .count();
+    assert_eq!(near_events, 1, "one event per transition");
+
+    // The report goes with its target (garbage collector).
+    delete_crd(&client, &name).await;
+    eventually(
+        "report deleted by the garbage collector",
+        Duration::from_secs(90),
+        || async { matches!(reports.get_opt(&report_name).await, Ok(None)).then_some(()) },
+    )
+    .await;
+    assert!(op.alive());
+    println!("deleted with its target: {report_name}");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: KUBECONFIG"]
+async fn policies_get_reports() {
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster("policies_get_reports").await else {
+        return;
+    };
+    install_crd(&client).await;
+    let mut op = Operator::start("vap", &[]);
+    op.wait_ready(Duration::from_secs(60)).await;
+    let name = format!("e2e-{}.celcost.io", suffix());
+    let vap: ValidatingAdmissionPolicy = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]
+            }]},
+            "validations": [
+                {"expression": "object.spec.replicas <= 5"},
+                {"expression": "object.metadata.name.size() < 64", "message": "short names"}
+            ]
+        }
+    }))
+    .unwrap();
+    let api: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    let vap = api.create(&PostParams::default(), &vap).await.unwrap();
+    let report_name = format!("vap.{name}");
+    let r = report_for(&client, &report_name, 1).await;
+    let info = client.apiserver_version().await.unwrap();
+    let estimator = Estimator::new(model_version(&info.major, &info.minor));
+    match estimator.estimate(&serde_json::to_value(&vap).unwrap(), "cluster") {
+        Some(expected) => {
+            assert_eq!(condition(&r, "Ready"), ("True", "Estimated"));
+            let status = r.status.as_ref().unwrap();
+            assert_eq!(status.expressions.len(), expected.expressions.len());
+            for got in &status.expressions {
+                let want = expected
+                    .expressions
+                    .iter()
+                    .find(|e| e.field_path == got.field_path)
+                    .unwrap_or_else(|| panic!("{} not estimated", got.field_path));
+                assert_eq!(
+                    got.max_cost.map(|c| c as u64),
+                    want.max_cost.map(|c| c.min(i64::MAX as u64)),
+                    "{}",
+                    got.field_path
+                );
+            }
+            println!(
+                "policy report {report_name}: {} expressions, highest {}",
+                status.expressions.len(),
+                status.summary.as_ref().unwrap().highest_rule_percent
+            );
+        }
+        None => assert_eq!(condition(&r, "Ready"), ("False", "EstimationFailed")),
+    }
+    api.delete(&name, &DeleteParams::default()).await.unwrap();
+    let reports: Api<CostReport> = Api::all(client.clone());
+    eventually(
+        "policy report deleted by the garbage collector",
+        Duration::from_secs(90),
+        || async { matches!(reports.get_opt(&report_name).await, Ok(None)).then_some(()) },
+    )
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: KUBECONFIG"]
+async fn restarted_operator_writes_nothing() {
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster("restarted_operator_writes_nothing").await else {
+        return;
+    };
+    install_crd(&client).await;
+    let group = format!("restart-{}.e2e.celcost.io", suffix());
+    let name = format!("widgets.{group}");
+    create_crd(&client, &test_crd(&group, 10_000)).await;
+    {
+        let mut op = Operator::start("first", &[]);
+        op.wait_ready(Duration::from_secs(60)).await;
+        report_for(&client, &format!("crd.{name}"), 1).await;
+    }
+    // A fresh process re-lists and re-estimates every target, and writes nothing.
+    let before = events_about(&client, &name).await.len();
+    let mut op = Operator::start("second", &[]);
+    op.wait_ready(Duration::from_secs(60)).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let targets = crds
+        .list_metadata(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .len();
+    eventually(
+        "every target re-checked",
+        Duration::from_secs(120),
+        || async { (op.metric("celcost_estimates_total") >= targets as f64).then_some(()) },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        op.metric("celcost_report_writes_total"),
+        0.0,
+        "no writes on restart"
+    );
+    assert_eq!(
+        events_about(&client, &name).await.len(),
+        before,
+        "no events on restart"
+    );
+    println!("restart: {targets} targets re-estimated, 0 writes, 0 events");
+    delete_crd(&client, &name).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: KUBECONFIG"]
+async fn survives_an_api_server_restart() {
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster("survives_an_api_server_restart").await else {
+        return;
+    };
+    let Ok(restart) = std::env::var("CELCOST_E2E_RESTART_CMD") else {
+        println!(
+            "SKIPPED survives_an_api_server_restart: set CELCOST_E2E_RESTART_CMD to a command that restarts the API server"
+        );
+        return;
+    };
+    install_crd(&client).await;
+    let mut op = Operator::start("apiserver-restart", &[]);
+    op.wait_ready(Duration::from_secs(60)).await;
+    let group_a = format!("before-{}.e2e.celcost.io", suffix());
+    create_crd(&client, &test_crd(&group_a, 1000)).await;
+    report_for(&client, &format!("crd.widgets.{group_a}"), 1).await;
+
+    let status =
+        tokio::task::spawn_blocking(move || Command::new("sh").arg("-c").arg(&restart).status())
+            .await
+            .unwrap()
+            .expect("run CELCOST_E2E_RESTART_CMD");
+    assert!(status.success(), "restart command failed");
+    // A new client: the old one's connections are gone.
+    let client = eventually("API server back", Duration::from_secs(120), || async {
+        cluster("survives_an_api_server_restart").await
+    })
+    .await;
+    assert!(op.alive(), "the operator survived the restart");
+
+    // Changes after the restart are followed: a new CRD and an update.
+    let group_b = format!("after-{}.e2e.celcost.io", suffix());
+    create_crd(&client, &test_crd(&group_b, 10_000)).await;
+    let r = report_for(&client, &format!("crd.widgets.{group_b}"), 1).await;
+    assert_eq!(condition(&r, "WithinBudget"), ("False", "RuleNearBudget"));
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.patch(
+        &format!("widgets.{group_a}"),
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"spec": {"versions": test_crd(&group_a, 10_000)["spec"]["versions"]}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let r = report_for(&client, &format!("crd.widgets.{group_a}"), 2).await;
+    assert_eq!(condition(&r, "WithinBudget"), ("False", "RuleNearBudget"));
+    assert!(op.alive());
+    assert!(matches!(op.get("/readyz"), Some((200, _))));
+    println!(
+        "API server restart survived; watch errors logged: {}",
+        std::fs::read_to_string(&op.log)
+            .unwrap_or_default()
+            .matches("watch error")
+            .count()
+    );
+    delete_crd(&client, &format!("widgets.{group_a}")).await;
+    delete_crd(&client, &format!("widgets.{group_b}")).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: KUBECONFIG"]
+async fn exits_with_a_hint_without_the_crd() {
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster("exits_with_a_hint_without_the_crd").await else {
+        return;
+    };
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    if crds
+        .get_opt("costreports.celcost.io")
+        .await
+        .unwrap()
+        .is_some()
+    {
+        // Uninstalling would delete every report; check the message with a fake API group
+        // instead is not possible, so only run where the CRD is absent.
+        println!("SKIPPED exits_with_a_hint_without_the_crd: the CostReport CRD is installed");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_celcost"))
+        .args(["controller", "--listen-address", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("kubectl apply"), "{err}");
+}
+
+/// Renamed copies of the corpus CRDs: group `s<i>.<group>`, no conversion webhook, labelled.
+fn corpus_crds() -> Vec<Value> {
+    let dir = std::env::var("CELCOST_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/crds")
+        });
+    let mut files = Vec::new();
+    let mut stack = vec![dir.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for doc in celcost::input::parse_documents(&text) {
+            let Ok(v) = doc.value else { continue };
+            for o in celcost::input::objects_of("", v) {
+                if o.value["kind"] == "CustomResourceDefinition"
+                    && o.value["apiVersion"] == "apiextensions.k8s.io/v1"
+                {
+                    out.push(o.value);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn renamed(crd: &Value, i: usize) -> Option<Value> {
+    let group = crd["spec"]["group"].as_str()?;
+    let plural = crd["spec"]["names"]["plural"].as_str()?;
+    let new_group = format!("s{i}.{group}");
+    let name = format!("{plural}.{new_group}");
+    if name.len() > 253 {
+        return None;
+    }
+    let mut spec = crd["spec"].clone();
+    spec["group"] = json!(new_group);
+    if let Some(o) = spec.as_object_mut() {
+        o.remove("conversion");
+    }
+    Some(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name, "labels": {"celcost.io/bench": "true"}},
+        "spec": spec,
+    }))
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: KUBECONFIG (the scale benchmark; run with --release)"]
+async fn scale_cold_start() {
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster("scale_cold_start").await else {
+        return;
+    };
+    let count: usize = std::env::var("CELCOST_SCALE_COUNT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    install_crd(&client).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let bench = ListParams::default().labels("celcost.io/bench=true");
+
+    // Setup (not timed): the bench CRDs, created if missing; no reports (a cold start).
+    let existing: HashSet<String> = crds
+        .list_metadata(&bench)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|m| m.name_any())
+        .collect();
+    let corpus = corpus_crds();
+    assert!(!corpus.is_empty(), "no corpus CRDs");
+    let setup = Instant::now();
+    let mut names = BTreeSet::new();
+    let mut rejected = 0usize;
+    let mut i = 0usize;
+    while names.len() < count && i < count * 3 {
+        let n = (count - names.len()).min(64);
+        let batch: Vec<Value> = (i..i + n)
+            .filter_map(|j| renamed(&corpus[j % corpus.len()], j))
+            .collect();
+        i += n;
+        let results: Vec<(String, bool)> = futures::stream::iter(batch)
+            .map(|crd| {
+                let crds = crds.clone();
+                let existing = &existing;
+                async move {
+                    let name = crd["metadata"]["name"].as_str().unwrap().to_string();
+                    if existing.contains(&name) {
+                        return (name, true);
+                    }
+                    let obj: CustomResourceDefinition = match serde_json::from_value(crd) {
+                        Ok(o) => o,
+                        Err(_) => return (name, false),
+                    };
+                    let ok = match crds.create(&PostParams::default(), &obj).await {
+                        Ok(_) => true,
+                        Err(kube::Error::Api(s)) if s.code == 409 => true,
+                        Err(_) => false,
+                    };
+                    (name, ok)
+                }
+            })
+            .buffer_unordered(8)
+            .collect()
+            .await;
+        for (name, ok) in results {
+            if ok && names.len() < count {
+                names.insert(name);
+            } else if !ok {
+                rejected += 1;
+            }
+        }
+    }
+    assert_eq!(names.len(), count, "could not create {count} CRDs");
+    println!(
+        "setup: {count} CRDs from {} corpus CRDs in {:.1?} ({rejected} copies rejected by the API server)",
+        corpus.len(),
+        setup.elapsed()
+    );
+    let reports: Api<CostReport> = Api::all(client.clone());
+    for n in &names {
+        let _ = reports
+            .delete(&format!("crd.{n}"), &DeleteParams::default())
+            .await;
+    }
+    eventually(
+        "no bench reports left",
+        Duration::from_secs(300),
+        || async {
+            let left = reports
+                .list_metadata(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .iter()
+                .filter(|r| {
+                    r.name_any()
+                        .strip_prefix("crd.")
+                        .is_some_and(|n| names.contains(n))
+                })
+                .count();
+            (left == 0).then_some(())
+        },
+    )
+    .await;
+
+    // Let the API server finish installing the new CRDs (OpenAPI, handlers) before timing.
+    let settle: u64 = std::env::var("CELCOST_SCALE_SETTLE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    tokio::time::sleep(Duration::from_secs(settle)).await;
+
+    // Timed: operator start → every bench report has a status.
+    let pending: std::sync::Arc<std::sync::Mutex<HashSet<String>>> = std::sync::Arc::new(
+        std::sync::Mutex::new(names.iter().map(|n| format!("crd.{n}")).collect()),
+    );
+    let watch_pending = pending.clone();
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<Instant>();
+    let watch = tokio::spawn(async move {
+        let mut done_tx = Some(done_tx);
+        let stream = watcher(
+            Api::<CostReport>::all(client.clone()),
+            watcher::Config::default().labels("celcost.io/target-kind=crd"),
+        );
+        let mut stream = std::pin::pin!(stream);
+        while let Ok(Some(ev)) = stream.try_next().await {
+            if let watcher::Event::Apply(r) | watcher::Event::InitApply(r) = ev
+                && r.status
+                    .as_ref()
+                    .is_some_and(|s| s.observed_generation.is_some())
+            {
+                let mut p = watch_pending.lock().unwrap();
+                p.remove(&r.name_any());
+                if p.is_empty()
+                    && let Some(tx) = done_tx.take()
+                {
+                    let _ = tx.send(Instant::now());
+                    return;
+                }
+            }
+        }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let started = Instant::now();
+    let mut op = Operator::start("scale", &[]);
+    let mut peak = 0u64;
+    let mut done_rx = done_rx;
+    let finished = loop {
+        tokio::select! {
+            t = &mut done_rx => break t.ok(),
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {
+                peak = peak.max(op.peak_rss_kib());
+                assert!(op.alive(), "operator died; see {}", op.log.display());
+                if started.elapsed() > Duration::from_secs(600) {
+                    break None;
+                }
+            }
+        }
+    };
+    peak = peak.max(op.peak_rss_kib());
+    let cpu = op.cpu_seconds();
+    watch.abort();
+    let left = pending.lock().unwrap().len();
+    let elapsed = finished.map(|t| t.duration_since(started));
+    let ready_at = op.metric("celcost_estimates_total");
+    println!(
+        "scale: {count} CRDs, cold start → all reports written in {}; operator peak RSS (VmHWM) {:.1} MiB, CPU {cpu:.1} s; estimates {ready_at}, report writes {}; {left} reports missing",
+        elapsed.map_or("(timeout)".to_string(), |d| format!(
+            "{:.2} s",
+            d.as_secs_f64()
+        )),
+        peak as f64 / 1024.0,
+        op.metric("celcost_report_writes_total"),
+    );
+    drop(op);
+    assert_eq!(left, 0, "reports missing");
+    if std::env::var_os("CELCOST_SCALE_KEEP").is_none() {
+        // One by one: a single delete-collection of 2,000 CRDs times out.
+        futures::stream::iter(names)
+            .for_each_concurrent(8, |n| {
+                let crds = crds.clone();
+                async move {
+                    let _ = crds.delete(&n, &DeleteParams::default()).await;
+                }
+            })
+            .await;
+    }
+}
