@@ -335,22 +335,6 @@ fn valid_timestamp(s: &str) -> bool {
     chrono::DateTime::parse_from_rfc3339(s).is_ok()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("1h"), Some(3_600_000_000_000));
-        assert_eq!(parse_duration("1m30s"), Some(90_000_000_000));
-        assert_eq!(parse_duration("1.5s"), Some(1_500_000_000));
-        assert_eq!(parse_duration("0"), Some(0));
-        assert_eq!(parse_duration("1"), None);
-        assert_eq!(parse_duration("1d"), None);
-        assert_eq!(parse_duration(""), None);
-    }
-}
-
 /// cel-go `ext` `stringFormatValidator` (strings library v1+, Kubernetes 1.29+): a `format`
 /// call on a literal string with a list literal argument is checked statically: clauses must
 /// parse, each argument must suit its clause, and no argument may be left over.
@@ -525,5 +509,21 @@ fn unformattable(checked: &CheckedExpr, e: &Expr) -> Option<u32> {
             unformattable(checked, &en.key).or_else(|| unformattable(checked, &en.value))
         }),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1h"), Some(3_600_000_000_000));
+        assert_eq!(parse_duration("1m30s"), Some(90_000_000_000));
+        assert_eq!(parse_duration("1.5s"), Some(1_500_000_000));
+        assert_eq!(parse_duration("0"), Some(0));
+        assert_eq!(parse_duration("1"), None);
+        assert_eq!(parse_duration("1d"), None);
+        assert_eq!(parse_duration(""), None);
     }
 }
