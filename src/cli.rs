@@ -5,10 +5,13 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::Estimator;
+use crate::estimate::TargetKind;
 use crate::input::{objects_of, parse_documents};
 use crate::report::{
-    ObjectReport, PER_CALL_LIMIT, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RUNTIME_COST_BUDGET,
+    ExpressionReport, MATCH_CONDITIONS_COST_BUDGET, ObjectReport, PER_CALL_LIMIT,
+    PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RUNTIME_COST_BUDGET,
 };
+use crate::schema::catalog::{GroupVersionResource, SchemaCatalog};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
@@ -66,9 +69,66 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) 
     }
 }
 
+/// Runs `f` over `items` on `threads` workers; results keep the order of `items`.
+fn parallel<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = threads.clamp(1, items.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        done.push((i, f(item)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// What became of an object in the first pass: a CRD (or anything else) is estimated at once; a
+/// policy waits for the CRDs of the whole input, which type its `object` and `params`.
+enum Slot {
+    Done(Box<ObjectReport>),
+    Policy {
+        source: String,
+        value: serde_json::Value,
+    },
+}
+
+/// One file after the first pass.
+#[derive(Default)]
+struct FirstPass {
+    slots: Vec<Slot>,
+    input_errors: Vec<String>,
+    skipped: Vec<String>,
+    /// The CRDs of the file (by source), with the resources and kinds they define.
+    crds: Vec<(String, Vec<(GroupVersionResource, String)>)>,
+}
+
 /// Estimates every object in the given files and directories, files in parallel (one worker
-/// per core, `CELCOST_THREADS` to override); reports keep the order of the files.
+/// per core, `CELCOST_THREADS` to override); reports keep the order of the files. Policies get
+/// typed estimates from the CRDs found in the input (and the built-in schemas).
 pub fn estimate_paths(estimator: &Estimator, paths: &[PathBuf]) -> Outcome {
+    estimate_paths_with(estimator, paths, &SchemaCatalog::new())
+}
+
+/// As [`estimate_paths`], with schemas the caller knows besides the CRDs of the input.
+pub fn estimate_paths_with(
+    estimator: &Estimator,
+    paths: &[PathBuf],
+    catalog: &SchemaCatalog,
+) -> Outcome {
     let mut outcome = Outcome::default();
     let mut files = Vec::new();
     for p in paths {
@@ -81,70 +141,145 @@ pub fn estimate_paths(estimator: &Estimator, paths: &[PathBuf]) -> Outcome {
             std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1)
+        });
+    // First pass: CRDs are estimated (they do not depend on other objects), policies kept.
+    let first: Vec<FirstPass> = parallel(&files, threads, |f| first_pass_file(estimator, f));
+    // The CRDs the policies match or take as params, read again from their files (so that the
+    // first pass need not keep every CRD of a large input in memory).
+    let mut catalog = catalog.clone();
+    let needed = needed_crds(&first);
+    for (file, sources) in &needed {
+        if let Ok(text) = std::fs::read_to_string(&files[*file]) {
+            add_crds(
+                &mut catalog,
+                &files[*file].display().to_string(),
+                &text,
+                sources,
+            );
+        }
+    }
+    // Second pass: the policies, in parallel.
+    let policies: Vec<(&str, &serde_json::Value)> = first
+        .iter()
+        .flat_map(|f| f.slots.iter())
+        .filter_map(|s| match s {
+            Slot::Policy { source, value } => Some((source.as_str(), value)),
+            Slot::Done(_) => None,
         })
-        .clamp(1, files.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut per_file: Vec<(usize, Outcome)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(f) = files.get(i) else { break };
-                        done.push((i, estimate_file(estimator, f)));
+        .collect();
+    let mut estimated = parallel(&policies, threads, |(source, value)| {
+        estimator.estimate_with(value, source, &catalog)
+    })
+    .into_iter();
+    for f in first {
+        for slot in f.slots {
+            match slot {
+                Slot::Done(r) => outcome.reports.push(*r),
+                Slot::Policy { .. } => {
+                    if let Some(Some(r)) = estimated.next() {
+                        outcome.reports.push(r);
                     }
-                    done
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_default())
-            .collect()
-    });
-    per_file.sort_by_key(|(i, _)| *i);
-    for (_, o) in per_file {
-        outcome.reports.extend(o.reports);
-        outcome.input_errors.extend(o.input_errors);
-        outcome.skipped.extend(o.skipped);
+                }
+            }
+        }
+        outcome.input_errors.extend(f.input_errors);
+        outcome.skipped.extend(f.skipped);
     }
     outcome
 }
 
-fn estimate_file(estimator: &Estimator, f: &Path) -> Outcome {
-    let mut outcome = Outcome::default();
+/// The CRDs (file index → sources) that define a resource or kind a policy of the input names.
+fn needed_crds(first: &[FirstPass]) -> std::collections::BTreeMap<usize, Vec<String>> {
+    let mut wanted_resources = std::collections::BTreeSet::new();
+    let mut wanted_kinds = std::collections::BTreeSet::new();
+    for f in first {
+        for slot in &f.slots {
+            if let Slot::Policy { value, .. } = slot {
+                let spec = value.get("spec").unwrap_or(&serde_json::Value::Null);
+                wanted_resources.extend(crate::vap::matched_resources(spec).0);
+                wanted_kinds.extend(crate::vap::param_kind(spec));
+            }
+        }
+    }
+    let mut needed: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
+    for (i, f) in first.iter().enumerate() {
+        for (source, defines) in &f.crds {
+            let wanted = defines.iter().any(|(gvr, kind)| {
+                wanted_resources.contains(gvr)
+                    || wanted_kinds.contains(&(gvr.api_version(), kind.clone()))
+            });
+            if wanted {
+                needed.entry(i).or_default().push(source.clone());
+            }
+        }
+    }
+    needed
+}
+
+/// Adds the CRDs of a file's text whose sources are listed.
+fn add_crds(catalog: &mut SchemaCatalog, name: &str, text: &str, sources: &[String]) {
+    for doc in parse_documents(text) {
+        let source = format!("{name}#{}", doc.index);
+        let Ok(v) = doc.value else { continue };
+        if !v.is_object() {
+            continue;
+        }
+        for o in objects_of(&source, v) {
+            if sources.contains(&o.source)
+                && TargetKind::of(&o.value) == Some(TargetKind::CustomResourceDefinition)
+            {
+                catalog.add_crd(o.value);
+            }
+        }
+    }
+}
+
+fn first_pass_file(estimator: &Estimator, f: &Path) -> FirstPass {
+    let mut out = FirstPass::default();
     let bytes = match std::fs::read(f) {
         Ok(b) => b,
         Err(e) => {
-            outcome.input_errors.push(format!("{}: {e}", f.display()));
-            return outcome;
+            out.input_errors.push(format!("{}: {e}", f.display()));
+            return out;
         }
     };
     match String::from_utf8(bytes) {
-        Ok(text) => estimate_text(estimator, &f.display().to_string(), &text, &mut outcome),
-        Err(_) => outcome
+        Ok(text) => first_pass_text(estimator, &f.display().to_string(), &text, &mut out),
+        Err(_) => out
             .input_errors
             .push(format!("{}: not UTF-8 text (binary file?)", f.display())),
     }
-    outcome
+    out
 }
 
-/// Estimates the objects of one file's text; `name` is how the file is named in sources.
-pub fn estimate_text(estimator: &Estimator, name: &str, text: &str, outcome: &mut Outcome) {
+fn first_pass_text(estimator: &Estimator, name: &str, text: &str, out: &mut FirstPass) {
     for doc in parse_documents(text) {
         let source = format!("{name}#{}", doc.index);
         match doc.value {
-            Err(e) => outcome.input_errors.push(format!("{source}: {e}")),
+            Err(e) => out.input_errors.push(format!("{source}: {e}")),
             Ok(serde_json::Value::Null) => {}
-            Ok(v) if !v.is_object() => outcome.skipped.push(format!(
+            Ok(v) if !v.is_object() => out.skipped.push(format!(
                 "{source}: not a Kubernetes object (a {})",
                 json_kind(&v)
             )),
             Ok(v) => {
                 for o in objects_of(&source, v) {
-                    match estimator.estimate(&o.value, &o.source) {
-                        Some(r) => outcome.reports.push(r),
+                    match TargetKind::of(&o.value) {
+                        Some(TargetKind::ValidatingAdmissionPolicy) => {
+                            out.slots.push(Slot::Policy {
+                                source: o.source,
+                                value: o.value,
+                            })
+                        }
+                        Some(TargetKind::CustomResourceDefinition) => {
+                            let defines = SchemaCatalog::crd_resources(&o.value);
+                            if !defines.is_empty() {
+                                out.crds.push((o.source.clone(), defines));
+                            }
+                            out.slots.push(Slot::Done(Box::new(
+                                estimator.estimate_crd(&o.value, &o.source),
+                            )));
+                        }
                         None => {
                             let kind = o
                                 .value
@@ -156,7 +291,7 @@ pub fn estimate_text(estimator: &Estimator, name: &str, text: &str, outcome: &mu
                                 .get("apiVersion")
                                 .and_then(|k| k.as_str())
                                 .unwrap_or("(no apiVersion)");
-                            outcome.skipped.push(format!(
+                            out.skipped.push(format!(
                                 "{}: skipped {api} {kind}: not a CRD or ValidatingAdmissionPolicy",
                                 o.source
                             ));
@@ -166,6 +301,28 @@ pub fn estimate_text(estimator: &Estimator, name: &str, text: &str, outcome: &mu
             }
         }
     }
+}
+
+/// Estimates the objects of one file's text; `name` is how the file is named in sources.
+/// Policies get typed estimates from the CRDs of the same text (and the built-in schemas).
+pub fn estimate_text(estimator: &Estimator, name: &str, text: &str, outcome: &mut Outcome) {
+    let mut first = FirstPass::default();
+    first_pass_text(estimator, name, text, &mut first);
+    let mut catalog = SchemaCatalog::new();
+    if first.slots.iter().any(|s| matches!(s, Slot::Policy { .. })) && !first.crds.is_empty() {
+        let sources: Vec<String> = first.crds.iter().map(|(s, _)| s.clone()).collect();
+        add_crds(&mut catalog, name, text, &sources);
+    }
+    for slot in first.slots {
+        match slot {
+            Slot::Done(r) => outcome.reports.push(*r),
+            Slot::Policy { source, value } => outcome
+                .reports
+                .extend(estimator.estimate_with(&value, &source, &catalog)),
+        }
+    }
+    outcome.input_errors.extend(first.input_errors);
+    outcome.skipped.extend(first.skipped);
 }
 
 fn json_kind(v: &serde_json::Value) -> &'static str {
@@ -232,10 +389,20 @@ struct Row {
     cost: u64,
     limit: u64,
     cells: Vec<String>,
-    why: String,
+    /// Explanations, one per line: (label, text).
+    why: Vec<(&'static str, String)>,
 }
 
-fn rows(r: &ObjectReport) -> Vec<Row> {
+/// At most `n` items, then how many more.
+fn some_of(items: &[String], n: usize) -> String {
+    if items.len() <= n {
+        items.join(", ")
+    } else {
+        format!("{}, and {} more", items[..n].join(", "), items.len() - n)
+    }
+}
+
+fn crd_rows(r: &ObjectReport) -> Vec<Row> {
     let mut rows = Vec::new();
     for s in &r.schemas {
         for rule in &s.rules {
@@ -271,43 +438,115 @@ fn rows(r: &ObjectReport) -> Vec<Row> {
                     format!("{}[{}]", rule.path, rule.index),
                     truncate(&rule.rule, 60),
                 ],
-                why: why.join("; "),
+                why: if why.is_empty() {
+                    vec![]
+                } else {
+                    vec![("why", why.join("; "))]
+                },
             });
         }
     }
+    rows
+}
+
+/// The cost a policy expression is judged by: the typed estimate where there is one.
+fn judged_cost(e: &ExpressionReport) -> Option<u64> {
+    e.typed.as_ref().map(|t| t.max_cost).or(e.max_cost)
+}
+
+fn policy_rows(r: &ObjectReport) -> Vec<Row> {
+    let mut rows = Vec::new();
     for e in &r.expressions {
         let mut why = Vec::new();
         if let Some(t) = &e.typed {
-            why.push(format!(
-                "typed against {}: {}{}",
-                t.against.join(", "),
-                num(t.max_cost),
-                if t.unbounded_fields.is_empty() {
-                    String::new()
+            if let Some(err) = &t.error {
+                why.push(("typed", truncate(err, 200)));
+            } else {
+                let worst = t.worst_against.clone().unwrap_or_default();
+                why.push((
+                    "typed",
+                    if t.against.len() > 1 {
+                        format!(
+                            "worst against {worst} (of {} matched resources)",
+                            t.against.len()
+                        )
+                    } else {
+                        format!("against {worst}")
+                    },
+                ));
+            }
+            if !t.unbounded_fields.is_empty() {
+                why.push((
+                    "drivers",
+                    format!(
+                        "{} (no maxLength/maxItems/maxProperties: sized from the 3 MiB request)",
+                        some_of(&t.unbounded_fields, 4)
+                    ),
+                ));
+            }
+            if !t.unknown_size_fields.is_empty() {
+                why.push((
+                    "size unknown",
+                    format!(
+                        "{} (no schema gives a size)",
+                        some_of(&t.unknown_size_fields, 4)
+                    ),
+                ));
+            } else if t.max_cost_unbounded && t.error.is_none() {
+                why.push((
+                    "saturated",
+                    "the estimate exceeds 2^64-1 (nested loops over request-sized lists)".into(),
+                ));
+            }
+            if !t.absent_fields.is_empty() {
+                why.push((
+                    "not in schema",
+                    format!(
+                        "{} (the runtime stops with an error there)",
+                        some_of(&t.absent_fields, 2)
+                    ),
+                ));
+            }
+            if !t.failed_against.is_empty() {
+                let first = t.failed_against[0].lines().next().unwrap_or_default();
+                let more = if t.failed_against.len() > 1 {
+                    format!(" (and {} more)", t.failed_against.len() - 1)
                 } else {
-                    format!(" (unbounded: {})", t.unbounded_fields.join(", "))
-                }
-            ));
+                    String::new()
+                };
+                why.push(("type check", format!("{}{more}", truncate(first, 200))));
+            }
         }
         if let Some(c) = &e.compile_error {
-            why.push(format!("does not compile: {}", truncate(c, 120)));
+            why.push(("does not compile", truncate(c, 120)));
         }
+        let judged = judged_cost(e);
         rows.push(Row {
-            cost: e.max_cost.unwrap_or(0),
+            cost: judged.unwrap_or(0),
             limit: PER_CALL_LIMIT,
             cells: vec![
                 e.max_cost.map(num).unwrap_or_else(|| "-".into()),
-                e.max_cost
+                e.typed
+                    .as_ref()
+                    .filter(|t| t.error.is_none())
+                    .map(|t| num(t.max_cost))
+                    .unwrap_or_else(|| "-".into()),
+                judged
                     .map(|c| percent(c, PER_CALL_LIMIT))
                     .unwrap_or_else(|| "-".into()),
-                e.min_cost.map(num).unwrap_or_else(|| "-".into()),
                 e.kind.clone(),
                 e.field_path.clone(),
                 truncate(&e.expression, 60),
             ],
-            why: why.join("; "),
+            why,
         });
     }
+    rows
+}
+
+fn rows(r: &ObjectReport) -> Vec<Row> {
+    let mut rows = crd_rows(r);
+    rows.extend(policy_rows(r));
     rows.sort_by(|a, b| {
         (b.cost as f64 / b.limit as f64)
             .partial_cmp(&(a.cost as f64 / a.limit as f64))
@@ -324,7 +563,101 @@ fn header(r: &ObjectReport) -> String {
     )
 }
 
-/// Renders reports as plain-text tables, worst rules first.
+/// The lines under a policy's header: what typed the estimates, and the budgets, upstream's
+/// (object: dyn) beside the typed ones.
+fn policy_lines(r: &ObjectReport) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(t) = &r.typing {
+        if t.schemas.is_empty() {
+            out.push(
+                "typed estimate: none (no matched resource has a known schema; see below)".into(),
+            );
+        } else {
+            let mut by_origin: Vec<(String, Vec<String>)> = Vec::new();
+            for s in &t.schemas {
+                match by_origin.iter_mut().find(|(o, _)| *o == s.origin) {
+                    Some((_, v)) => v.push(s.resource.clone()),
+                    None => by_origin.push((s.origin.clone(), vec![s.resource.clone()])),
+                }
+            }
+            let parts: Vec<String> = by_origin
+                .iter()
+                .map(|(o, rs)| format!("{} — {o}", rs.join(", ")))
+                .collect();
+            out.push(format!(
+                "typed estimate: object/oldObject typed against {}",
+                parts.join("; ")
+            ));
+        }
+        if let Some(p) = &t.params {
+            out.push(format!(
+                "typed estimate: params typed as {} {} — {}",
+                p.resource, p.kind, p.origin
+            ));
+        }
+        for n in &t.not_typed {
+            out.push(format!("not typed: {n}"));
+        }
+    }
+    if let Some(b) = &r.policy_budget {
+        let line = |what: &str, upstream: u64, typed: Option<u64>, limit: u64| {
+            let mut l = format!(
+                "{what} (budget {}): upstream (object: dyn) {} = {}",
+                num(limit),
+                num(upstream),
+                percent(upstream, limit)
+            );
+            if let Some(t) = typed {
+                let _ = write!(l, "; typed {} = {}", num(t), percent(t, limit));
+            }
+            l
+        };
+        out.push(line(
+            "runtime cost per evaluation: validations + messageExpressions + their variables",
+            b.validation_cost,
+            b.typed_validation_cost,
+            RUNTIME_COST_BUDGET,
+        ));
+        if r.expressions.iter().any(|e| e.kind == "matchCondition") {
+            out.push(line(
+                "matchConditions",
+                b.match_conditions_cost,
+                b.typed_match_conditions_cost,
+                MATCH_CONDITIONS_COST_BUDGET,
+            ));
+        }
+        if r.expressions.iter().any(|e| e.kind == "auditAnnotation") {
+            out.push(line(
+                "auditAnnotations",
+                b.audit_annotations_cost,
+                b.typed_audit_annotations_cost,
+                RUNTIME_COST_BUDGET,
+            ));
+        }
+    }
+    out
+}
+
+const CRD_HEADS: [&str; 6] = [
+    "COST",
+    "% OF 10M",
+    "PER CALL",
+    "CARDINALITY",
+    "PATH",
+    "RULE",
+];
+const POLICY_HEADS: [&str; 6] = [
+    "UPSTREAM (OBJECT: DYN)",
+    "TYPED",
+    "% OF 1M",
+    "KIND",
+    "FIELD",
+    "EXPRESSION",
+];
+
+/// Renders reports as plain-text tables, worst rules first. For policies, upstream's estimate
+/// (`object`, `oldObject`, `params` typed `dyn`) and the typed one (from the schemas of the
+/// matched resources) side by side; `% OF 1M` is of the typed estimate where there is one.
 pub fn render_table(reports: &[ObjectReport]) -> String {
     let mut out = String::new();
     for r in reports {
@@ -341,45 +674,15 @@ pub fn render_table(reports: &[ObjectReport]) -> String {
             )
             .unwrap();
         }
-        if let Some(b) = &r.policy_budget {
-            writeln!(
-                out,
-                "  runtime budget per evaluation: validations {} = {} of {} (estimated, upstream typing)",
-                num(b.validation_cost),
-                percent(b.validation_cost, RUNTIME_COST_BUDGET),
-                num(RUNTIME_COST_BUDGET)
-            )
-            .unwrap();
-            if let Some(t) = b.typed_validation_cost {
-                writeln!(
-                    out,
-                    "  runtime budget per evaluation, typed from matched schemas: {} = {}",
-                    num(t),
-                    percent(t, RUNTIME_COST_BUDGET)
-                )
-                .unwrap();
-            }
+        for l in policy_lines(r) {
+            writeln!(out, "  {l}").unwrap();
         }
         let rows = rows(r);
         if !rows.is_empty() {
-            let heads: Vec<&str> = if r.expressions.is_empty() {
-                vec![
-                    "COST",
-                    "% OF 10M",
-                    "PER CALL",
-                    "CARDINALITY",
-                    "PATH",
-                    "RULE",
-                ]
+            let (heads, right) = if r.expressions.is_empty() {
+                (CRD_HEADS, 4)
             } else {
-                vec![
-                    "MAX COST",
-                    "% OF 1M",
-                    "MIN COST",
-                    "KIND",
-                    "FIELD",
-                    "EXPRESSION",
-                ]
+                (POLICY_HEADS, 3)
             };
             let mut widths: Vec<usize> = heads.iter().map(|h| h.chars().count()).collect();
             for row in &rows {
@@ -391,7 +694,7 @@ pub fn render_table(reports: &[ObjectReport]) -> String {
                 let mut l = String::from("  ");
                 for (i, c) in cells.iter().enumerate() {
                     let pad = widths[i] - c.chars().count();
-                    if i < 4 {
+                    if i < right {
                         l.push_str(&" ".repeat(pad));
                         l.push_str(c);
                     } else {
@@ -412,8 +715,8 @@ pub fn render_table(reports: &[ObjectReport]) -> String {
             .unwrap();
             for row in &rows {
                 writeln!(out, "{}", line(&row.cells)).unwrap();
-                if !row.why.is_empty() {
-                    writeln!(out, "      why: {}", row.why).unwrap();
+                for (label, text) in &row.why {
+                    writeln!(out, "      {label}: {text}").unwrap();
                 }
             }
         }
@@ -425,9 +728,11 @@ pub fn render_table(reports: &[ObjectReport]) -> String {
     out
 }
 
-/// Renders reports as Markdown, worst rules first.
+/// Renders reports as Markdown, worst rules first (policies: upstream's and the typed estimate
+/// side by side, as in the table).
 pub fn render_markdown(reports: &[ObjectReport]) -> String {
     let mut out = String::new();
+    let esc = |s: &str| s.replace('|', "\\|");
     for r in reports {
         writeln!(out, "### {}\n", header(r)).unwrap();
         for s in &r.schemas {
@@ -442,16 +747,23 @@ pub fn render_markdown(reports: &[ObjectReport]) -> String {
             )
             .unwrap();
         }
+        for l in policy_lines(r) {
+            writeln!(out, "- {l}").unwrap();
+        }
         let rows = rows(r);
         if !rows.is_empty() {
             if r.expressions.is_empty() {
                 writeln!(out, "\n| cost | % of 10M | per call | cardinality | path | rule | why |\n|---:|---:|---:|---:|---|---|---|").unwrap();
             } else {
-                writeln!(out, "\n| max cost | % of 1M | min cost | kind | field | expression | why |\n|---:|---:|---:|---|---|---|---|").unwrap();
+                writeln!(out, "\n| upstream (object: dyn) | typed | % of 1M | kind | field | expression | why |\n|---:|---:|---:|---|---|---|---|").unwrap();
             }
             for row in &rows {
                 let c = &row.cells;
-                let esc = |s: &str| s.replace('|', "\\|");
+                let why: Vec<String> = row
+                    .why
+                    .iter()
+                    .map(|(l, t)| esc(&format!("{l}: {t}")))
+                    .collect();
                 writeln!(
                     out,
                     "| {} | {} | {} | {} | `{}` | `{}` | {} |",
@@ -461,7 +773,7 @@ pub fn render_markdown(reports: &[ObjectReport]) -> String {
                     c[3],
                     esc(&c[4]),
                     esc(&c[5]),
-                    esc(&row.why)
+                    why.join("<br>")
                 )
                 .unwrap();
             }

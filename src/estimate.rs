@@ -7,6 +7,7 @@ use crate::cel::decls::Version;
 use crate::cel::env::Env;
 use crate::crd::estimate_crd;
 use crate::report::ObjectReport;
+use crate::schema::catalog::SchemaCatalog;
 
 /// The default Kubernetes version of the cost model.
 pub const DEFAULT_KUBERNETES_VERSION: Version = Version::new(1, 36);
@@ -61,11 +62,26 @@ impl Estimator {
         self.env.kubernetes
     }
 
-    /// Estimates an object; `None` when its kind is not one the estimator handles.
+    /// Estimates an object; `None` when its kind is not one the estimator handles. Policies get
+    /// typed estimates from the built-in schemas only (see [`Estimator::estimate_with`]).
     pub fn estimate(&self, v: &Value, source: &str) -> Option<ObjectReport> {
+        self.estimate_with(v, source, &SchemaCatalog::new())
+    }
+
+    /// Estimates an object; policies get typed estimates from the schemas in `catalog` (CRDs
+    /// and OpenAPI documents the caller knows), then the built-in ones. CRD estimates do not
+    /// depend on the catalog.
+    pub fn estimate_with(
+        &self,
+        v: &Value,
+        source: &str,
+        catalog: &SchemaCatalog,
+    ) -> Option<ObjectReport> {
         match TargetKind::of(v)? {
             TargetKind::CustomResourceDefinition => Some(self.estimate_crd(v, source)),
-            TargetKind::ValidatingAdmissionPolicy => Some(self.estimate_vap(v, source)),
+            TargetKind::ValidatingAdmissionPolicy => {
+                Some(self.estimate_vap_with(v, source, catalog))
+            }
         }
     }
 
@@ -74,6 +90,15 @@ impl Estimator {
     }
 
     pub fn estimate_vap(&self, v: &Value, source: &str) -> ObjectReport {
-        crate::vap::estimate_vap(&self.env, v, source)
+        self.estimate_vap_with(v, source, &SchemaCatalog::new())
+    }
+
+    pub fn estimate_vap_with(
+        &self,
+        v: &Value,
+        source: &str,
+        catalog: &SchemaCatalog,
+    ) -> ObjectReport {
+        crate::vap::estimate_vap_with(&self.env, v, source, catalog)
     }
 }

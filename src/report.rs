@@ -55,6 +55,9 @@ pub struct ObjectReport {
     /// Policies: the runtime budgets, summed the way the runtime spends them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_budget: Option<PolicyBudget>,
+    /// Policies: the schemas behind the typed estimates (beyond upstream).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typing: Option<PolicyTyping>,
 }
 
 /// One validated schema root of a CRD.
@@ -194,9 +197,65 @@ pub struct TypedEstimate {
     pub min_cost: u64,
     pub max_cost: u64,
     pub max_cost_unbounded: bool,
-    /// Unbounded strings, lists and maps the expression reads.
+    /// Strings, lists and maps the expression reads whose size no schema bound limits (no
+    /// maxLength / maxItems / maxProperties), so it comes from the 3 MiB request size; only
+    /// those that drive the cost, the one that drives it most first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unbounded_fields: Vec<String>,
+    /// Reads whose size nothing gives (`request` fields, `params` without a schema, fields an
+    /// open schema does not declare, variables celcost cannot follow): each can make the
+    /// estimate 2^64-1. Only those that drive the cost, worst first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown_size_fields: Vec<String>,
+    /// Fields the expression reads that a matched resource's schema does not have
+    /// (`object.spec.template (not in v1/pods)`): for that resource the runtime stops with an
+    /// error there, so nothing below them is costed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub absent_fields: Vec<String>,
+    /// The matched resource the maximum comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_against: Option<String>,
+    /// Matched resources the expression does not type-check against (`v1/pods: <how>: <error>`,
+    /// e.g. Containers concatenated with EphemeralContainers): for them it is compiled as
+    /// upstream compiles it (`object`/`oldObject`/`params` as `dyn`) but sized from the schema,
+    /// or, when even that does not compile, upstream's estimate stands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_against: Vec<String>,
+    /// Set when no matched schema gave an estimate (not even with `object` as `dyn`): why; the
+    /// numbers above are then upstream's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// How a policy's typed estimates were made: which schemas typed `object`, `oldObject` and
+/// `params`, and what they do not cover.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyTyping {
+    /// The matched resources with a schema (`matchConstraints.resourceRules`, without
+    /// wildcards and subresources, as upstream's type checking reads them).
+    #[serde(default)]
+    pub schemas: Vec<TypedSchema>,
+    /// The schema of `paramKind`, when one is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<TypedSchema>,
+    /// What the typed estimates do not cover, and why (wildcards, subresources, resources and
+    /// param kinds without a known schema).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_typed: Vec<String>,
+}
+
+/// A schema that typed a policy's variables.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TypedSchema {
+    /// `apps/v1/deployments`.
+    pub resource: String,
+    /// `Deployment`.
+    pub kind: String,
+    /// Where the schema came from: `built-in schemas (k8s-openapi, Kubernetes 1.33 API)`,
+    /// `CRD widgets.example.com`, `OpenAPI v3`.
+    pub origin: String,
 }
 
 /// A policy's runtime budgets, summed the way the runtime spends them.
@@ -206,7 +265,8 @@ pub struct PolicyBudget {
     /// Worst case of one policy-binding evaluation (validations, their messageExpressions and
     /// the variables they use, each variable once), compared with [`RUNTIME_COST_BUDGET`].
     pub validation_cost: u64,
-    /// Same with the typed estimates, where available.
+    /// Same with the typed estimates, where available (upstream's where an expression has
+    /// none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typed_validation_cost: Option<u64>,
     /// Worst case of the matchConditions, compared with [`MATCH_CONDITIONS_COST_BUDGET`].
@@ -215,6 +275,8 @@ pub struct PolicyBudget {
     pub typed_match_conditions_cost: Option<u64>,
     /// Worst case of the auditAnnotations (a fresh budget).
     pub audit_annotations_cost: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typed_audit_annotations_cost: Option<u64>,
 }
 
 impl ObjectReport {

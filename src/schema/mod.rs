@@ -1,6 +1,7 @@
 //! OpenAPI v3 schemas as CRDs carry them (`JSONSchemaProps`), read from JSON values, and their
 //! CEL types (`DeclType`, k8s.io/apiserver pkg/cel/common/schemas.go `SchemaDeclType`).
 
+pub mod catalog;
 pub mod decltype;
 
 use indexmap::IndexMap;

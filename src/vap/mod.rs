@@ -3,9 +3,17 @@
 //! composition.go; k8s.io/kubernetes pkg/apis/admissionregistration/validation), costed as
 //! cel-go estimates it there (no size estimator: `object`, `oldObject`, `params` are `dyn`), and
 //! summed against the runtime budgets the way the runtime spends them.
+//!
+//! Beside it, beyond upstream (`typed.rs`): the same expressions with `object`/`oldObject` typed
+//! from the schemas of the resources the policy matches and `params` from `paramKind`, costed
+//! with sizes from those schemas (`ExpressionReport.typed`, `PolicyBudget.typed_*`). Upstream's
+//! numbers and errors do not depend on it.
 
 mod meta;
+mod typed;
 mod types;
+
+pub use typed::{matched_resources, param_kind};
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -13,12 +21,13 @@ use serde_json::Value;
 
 use crate::cel::ast::{Expr, ExprKind};
 use crate::cel::checker::CheckedExpr;
-use crate::cel::cost::{CostOptions, estimate};
+use crate::cel::cost::{Cost, CostOptions, estimate};
 use crate::cel::env::Env;
 use crate::cel::k8s_cost::KubernetesEstimator;
 use crate::cel::types::Type;
 use crate::crd::fielderr::{BadValue, FieldError};
-use crate::report::{ExpressionReport, ObjectReport, PER_CALL_LIMIT, PolicyBudget};
+use crate::report::{ExpressionReport, ObjectReport, PER_CALL_LIMIT, PolicyBudget, TypedEstimate};
+use crate::schema::catalog::SchemaCatalog;
 use types::PolicyTypes;
 
 /// Where an expression sits and how the API server compiles it.
@@ -65,10 +74,30 @@ struct Compiled {
     /// The API server's error for the expression: a compile failure, or an output type the
     /// field does not accept (the expression is still costed then).
     error: Option<String>,
+    /// How it was compiled, to compile it again typed.
+    site: Site,
+    source: String,
+    has_params: bool,
+    has_authorizer: bool,
+    composition: bool,
+    /// The variable's name, for `variables[*]`.
+    variable: Option<String>,
 }
 
-/// Estimates one ValidatingAdmissionPolicy (admissionregistration v1 or v1beta1, as JSON).
+/// Estimates one ValidatingAdmissionPolicy (admissionregistration v1 or v1beta1, as JSON), with
+/// typed estimates from the built-in schemas.
 pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
+    estimate_vap_with(env, vap, source, &SchemaCatalog::new())
+}
+
+/// Estimates one ValidatingAdmissionPolicy: upstream's estimate, and the typed one from the
+/// schemas of `catalog` (then the built-in ones) beside it.
+pub fn estimate_vap_with(
+    env: &Env,
+    vap: &Value,
+    source: &str,
+    catalog: &SchemaCatalog,
+) -> ObjectReport {
     let name = vap
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -152,7 +181,7 @@ pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
             errors.push(FieldError::required(&fp, "expression is not specified"));
             continue;
         }
-        let c = compile(
+        let mut c = compile(
             env,
             &mut types,
             Site::Variable,
@@ -164,6 +193,7 @@ pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
             true,
         );
         push_error(&mut errors, &c, &fp, &expr);
+        c.variable = Some(vname.clone());
         let out = c.checked.as_ref().map(|ch| ch.output_type().clone());
         types.add_variable(&vname, out.as_ref());
         let uses = c.checked.as_ref().map(variables_used).unwrap_or_default();
@@ -360,11 +390,136 @@ pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
         match_conditions_cost: match_cost,
         typed_match_conditions_cost: None,
         audit_annotations_cost: audit_cost.saturating_add(var_cost(&audit_vars)),
+        typed_audit_annotations_cost: None,
     });
+    let typing = typed::resolve(&spec, catalog, env);
+    if !typing.targets.is_empty() {
+        let inputs: Vec<typed::Input<'_>> = expressions
+            .iter()
+            .map(|c| typed::Input {
+                source: &c.source,
+                has_params: c.has_params,
+                has_authorizer: c.has_authorizer,
+                composition: c.composition,
+                variable: c.variable.as_deref(),
+                compiled: c.checked.is_some(),
+                upstream: Cost::new(
+                    c.report.min_cost.unwrap_or(0),
+                    c.report.max_cost.unwrap_or(0),
+                ),
+                output: c.checked.as_ref().map(|ch| ch.output_type().clone()),
+            })
+            .collect();
+        let estimates = typed::estimate_typed(env, &typing, &inputs);
+        drop(inputs);
+        for (c, t) in expressions.iter_mut().zip(estimates) {
+            c.report.typed = t;
+        }
+        if let Some(b) = report.policy_budget.as_mut() {
+            let (validation, matches, audit) = typed_budgets(&expressions);
+            b.typed_validation_cost = Some(validation);
+            b.typed_match_conditions_cost = Some(matches);
+            b.typed_audit_annotations_cost = Some(audit);
+        }
+    }
+    report.typing = Some(typing.report);
     report.expressions = expressions.into_iter().map(|c| c.report).collect();
     report.valid = errors.is_empty();
     report.errors = errors.iter().map(FieldError::to_string).collect();
     report
+}
+
+/// The policy's budgets with the typed estimates (upstream's where an expression has none),
+/// summed as the upstream ones are: validations and messageExpressions with the variables they
+/// use (transitively, each once), matchConditions, auditAnnotations with theirs.
+fn typed_budgets(expressions: &[Compiled]) -> (u64, u64, u64) {
+    let max = |c: &Compiled| -> u64 {
+        c.report
+            .typed
+            .as_ref()
+            .map_or(c.report.max_cost.unwrap_or(0), |t: &TypedEstimate| {
+                t.max_cost
+            })
+    };
+    let mut vars: HashMap<&str, (u64, BTreeSet<String>)> = HashMap::new();
+    for c in expressions {
+        if let Some(v) = &c.variable {
+            let uses = c.checked.as_ref().map(variables_used).unwrap_or_default();
+            vars.insert(v, (max(c), uses));
+        }
+    }
+    let var_cost = |used: &BTreeSet<String>| -> u64 {
+        let mut all = BTreeSet::new();
+        let mut stack: Vec<String> = used.iter().cloned().collect();
+        while let Some(v) = stack.pop() {
+            if all.insert(v.clone())
+                && let Some((_, deps)) = vars.get(v.as_str())
+            {
+                stack.extend(deps.iter().cloned());
+            }
+        }
+        all.iter()
+            .filter_map(|v| vars.get(v.as_str()))
+            .fold(0u64, |s, (m, _)| s.saturating_add(*m))
+    };
+    let sum = |sites: &[Site]| -> (u64, BTreeSet<String>) {
+        let mut cost = 0u64;
+        let mut used = BTreeSet::new();
+        for c in expressions.iter().filter(|c| sites.contains(&c.site)) {
+            cost = cost.saturating_add(max(c));
+            if let Some(ch) = &c.checked {
+                used.extend(variables_used(ch));
+            }
+        }
+        (cost, used)
+    };
+    let (v, v_used) = sum(&[Site::Validation, Site::MessageExpression]);
+    let (m, _) = sum(&[Site::MatchCondition]);
+    let (a, a_used) = sum(&[Site::AuditAnnotation]);
+    (
+        v.saturating_add(var_cost(&v_used)),
+        m,
+        a.saturating_add(var_cost(&a_used)),
+    )
+}
+
+/// The variables of the compile environment (`compile.go` `createEnvForOpts`): upstream types
+/// `object`, `oldObject` and `params` as `dyn`; the typed estimate from schemas.
+fn declare_vars(
+    object: Type,
+    params: Option<Type>,
+    has_authorizer: bool,
+    composition: bool,
+) -> Vec<(String, Type)> {
+    let mut vars: Vec<(String, Type)> = vec![
+        ("object".into(), object.clone()),
+        ("oldObject".into(), object),
+        (
+            "namespaceObject".into(),
+            Type::object("kubernetes.Namespace"),
+        ),
+        (
+            "request".into(),
+            Type::object("kubernetes.AdmissionRequest"),
+        ),
+    ];
+    if let Some(p) = params {
+        vars.push(("params".into(), p));
+    }
+    if has_authorizer {
+        vars.push((
+            "authorizer".into(),
+            Type::object("kubernetes.authorization.Authorizer"),
+        ));
+        vars.push((
+            "authorizer.requestResource".into(),
+            Type::object("kubernetes.authorization.ResourceCheck"),
+        ));
+    }
+    if composition {
+        vars.push(("variables".into(), Type::object(types::VARIABLES_TYPE)));
+    }
+    vars
 }
 
 fn push_error(errors: &mut Vec<FieldError>, c: &Compiled, fp: &str, expr: &str) {
@@ -430,34 +585,12 @@ fn compile(
     has_authorizer: bool,
     composition: bool,
 ) -> Compiled {
-    let mut vars: Vec<(String, Type)> = vec![
-        ("object".into(), Type::Dyn),
-        ("oldObject".into(), Type::Dyn),
-        (
-            "namespaceObject".into(),
-            Type::object("kubernetes.Namespace"),
-        ),
-        (
-            "request".into(),
-            Type::object("kubernetes.AdmissionRequest"),
-        ),
-    ];
-    if has_params {
-        vars.push(("params".into(), Type::Dyn));
-    }
-    if has_authorizer {
-        vars.push((
-            "authorizer".into(),
-            Type::object("kubernetes.authorization.Authorizer"),
-        ));
-        vars.push((
-            "authorizer.requestResource".into(),
-            Type::object("kubernetes.authorization.ResourceCheck"),
-        ));
-    }
-    if composition {
-        vars.push(("variables".into(), Type::object(types::VARIABLES_TYPE)));
-    }
+    let vars = declare_vars(
+        Type::Dyn,
+        has_params.then_some(Type::Dyn),
+        has_authorizer,
+        composition,
+    );
     let env_name = format!("NewExpressions,hasParams={has_params},hasAuthorizer={has_authorizer}");
     let mut report = ExpressionReport {
         field_path: field_path.to_string(),
@@ -475,6 +608,12 @@ fn compile(
                 report,
                 checked: None,
                 error: Some(msg),
+                site,
+                source: expr.to_string(),
+                has_params,
+                has_authorizer,
+                composition,
+                variable: None,
             };
         }
         Ok(c) => c,
@@ -513,5 +652,11 @@ fn compile(
         report,
         checked: Some(checked),
         error: return_error,
+        site,
+        source: expr.to_string(),
+        has_params,
+        has_authorizer,
+        composition,
+        variable: None,
     }
 }
