@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use serde_json::Value;
+
 use crate::schema::ValidationRule;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -17,6 +19,11 @@ pub enum BadValue {
     Json(String),
     /// An `x-kubernetes-validations` entry, rendered as the internal Go struct's JSON.
     Rule(ValidationRule),
+    /// A Go `float64`.
+    Float(f64),
+    /// A decoded JSON value as Go holds it (`interface{}`: integers are `int64`, other numbers
+    /// `float64`), rendered like `field.Error` renders such values.
+    Value(Value),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -28,6 +35,7 @@ pub enum ErrorType {
     NotSupported(Vec<String>),
     Duplicate,
     TooLong,
+    TooMany,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -78,6 +86,194 @@ impl FieldError {
             value,
             detail: String::new(),
         }
+    }
+    /// `field.TooLong(field, _, max)`.
+    pub fn too_long(field: &str, max: i64) -> Self {
+        let detail = match max {
+            1 => "may not be more than 1 byte".to_string(),
+            m if m >= 0 => format!("may not be more than {m} bytes"),
+            _ => "value is too long".to_string(),
+        };
+        FieldError {
+            field: field.into(),
+            kind: ErrorType::TooLong,
+            value: BadValue::Omit,
+            detail,
+        }
+    }
+    /// `field.TooMany(field, actual, max)`.
+    pub fn too_many(field: &str, actual: i64, max: i64) -> Self {
+        let detail = match max {
+            1 => "must have at most 1 item".to_string(),
+            m if m >= 0 => format!("must have at most {m} items"),
+            _ => "has too many items".to_string(),
+        };
+        FieldError {
+            field: field.into(),
+            kind: ErrorType::TooMany,
+            value: if actual >= 0 {
+                BadValue::Int(actual)
+            } else {
+                BadValue::Omit
+            },
+            detail,
+        }
+    }
+}
+
+/// Go's `%v` of a `float64`: `strconv.FormatFloat(f, 'g', -1, 64)`, i.e. the shortest digits,
+/// in exponent form when the decimal exponent is < -4 or >= 6 (`1e+06`, `1.5`, `1e-05`).
+pub fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    let (neg, digits, exp) = shortest_digits(f);
+    let sign = if neg { "-" } else { "" };
+    if !(-4..6).contains(&exp) {
+        let mut m = digits[..1].to_string();
+        if digits.len() > 1 {
+            m.push('.');
+            m.push_str(&digits[1..]);
+        }
+        let es = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{m}e{es}{:02}", exp.abs())
+    } else {
+        format!("{sign}{}", fixed(&digits, exp))
+    }
+}
+
+/// The shortest round-trip decimal digits of `f` and its decimal exponent (`d.ddd × 10^exp`).
+fn shortest_digits(f: f64) -> (bool, String, i32) {
+    let s = format!("{:e}", f.abs());
+    let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+    let digits: String = m.chars().filter(|c| *c != '.').collect();
+    (f < 0.0, digits, e.parse().unwrap_or(0))
+}
+
+/// `digits` × 10^(exp - len + 1) in fixed notation.
+fn fixed(digits: &str, exp: i32) -> String {
+    let n = digits.len() as i32;
+    if exp < 0 {
+        format!("0.{}{}", "0".repeat((-exp - 1) as usize), digits)
+    } else if exp + 1 >= n {
+        format!("{}{}", digits, "0".repeat((exp + 1 - n) as usize))
+    } else {
+        let (a, b) = digits.split_at((exp + 1) as usize);
+        format!("{a}.{b}")
+    }
+}
+
+/// `encoding/json`'s rendering of a `float64`.
+pub fn go_json_float(f: f64) -> String {
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let (neg, digits, exp) = shortest_digits(f);
+        let mut m = digits[..1].to_string();
+        if digits.len() > 1 {
+            m.push('.');
+            m.push_str(&digits[1..]);
+        }
+        let es = if exp < 0 { '-' } else { '+' };
+        let ed = if exp.abs() < 10 && exp >= 0 {
+            format!("{:02}", exp)
+        } else {
+            exp.abs().to_string()
+        };
+        format!("{}{m}e{es}{ed}", if neg { "-" } else { "" })
+    } else if f == 0.0 {
+        if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        }
+    } else {
+        let (neg, digits, exp) = shortest_digits(f);
+        format!("{}{}", if neg { "-" } else { "" }, fixed(&digits, exp))
+    }
+}
+
+/// The `int64` Go holds for this number in a decoded CRD, if it holds an integer: the API
+/// server reads manifests as YAML and re-encodes them as JSON (so `1.0` becomes `1`), then
+/// apimachinery's JSON decoding tries `Int64` before `Float64`.
+pub fn go_int(n: &serde_json::Number) -> Option<i64> {
+    n.as_i64().or_else(|| {
+        let f = n.as_f64()?;
+        let in_range = (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f);
+        (f.fract() == 0.0 && in_range).then_some(f as i64)
+    })
+}
+
+/// `encoding/json`'s rendering of a decoded JSON value (map keys sorted, HTML-escaped strings).
+pub fn go_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_go_json(v, &mut out);
+    out
+}
+
+fn write_go_json(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => {
+            if let Some(i) = go_int(n) {
+                out.push_str(&i.to_string())
+            } else {
+                out.push_str(&go_json_float(n.as_f64().unwrap_or(0.0)))
+            }
+        }
+        Value::String(s) => out.push_str(&go_json_string(s)),
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_go_json(x, out);
+            }
+            out.push(']');
+        }
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&go_json_string(k));
+                out.push(':');
+                write_go_json(&o[k.as_str()], out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// How `field.Error` renders an `interface{}` bad value: strings quoted, numbers and booleans
+/// with `%v`, everything else as JSON.
+pub fn go_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => go_quote(s),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match go_int(n) {
+            Some(i) => i.to_string(),
+            None => go_float(n.as_f64().unwrap_or(0.0)),
+        },
+        _ => go_json(v),
     }
 }
 
@@ -159,6 +355,7 @@ impl fmt::Display for FieldError {
             ErrorType::NotSupported(_) => "Unsupported value",
             ErrorType::Duplicate => "Duplicate value",
             ErrorType::TooLong => "Too long",
+            ErrorType::TooMany => "Too many",
         };
         let mut body = match (&self.kind, &self.value) {
             (
@@ -175,6 +372,8 @@ impl fmt::Display for FieldError {
             (_, BadValue::Null) => format!("{type_str}: null"),
             (_, BadValue::Json(j)) => format!("{type_str}: {j}"),
             (_, BadValue::Rule(r)) => format!("{type_str}: {}", rule_json(r)),
+            (_, BadValue::Float(f)) => format!("{type_str}: {}", go_float(*f)),
+            (_, BadValue::Value(v)) => format!("{type_str}: {}", go_value(v)),
         };
         if let ErrorType::NotSupported(valid) = &self.kind
             && !valid.is_empty()
@@ -187,5 +386,130 @@ impl fmt::Display for FieldError {
             body.push_str(&self.detail);
         }
         write!(f, "{}: {}", self.field, body)
+    }
+}
+
+/// A field path (`field.Path`) built without allocating: each element borrows its parent, and
+/// the path is rendered only when an error needs it.
+#[derive(Clone, Copy, Debug)]
+pub struct Path<'a> {
+    parent: Option<&'a Path<'a>>,
+    elem: PathElem<'a>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum PathElem<'a> {
+    /// An already rendered prefix.
+    Root(&'a str),
+    Child(&'a str),
+    Key(&'a str),
+    Index(usize),
+}
+
+impl<'a> Path<'a> {
+    pub fn root(rendered: &'a str) -> Self {
+        Path {
+            parent: None,
+            elem: PathElem::Root(rendered),
+        }
+    }
+    /// `.name`
+    pub fn child(&'a self, name: &'a str) -> Path<'a> {
+        Path {
+            parent: Some(self),
+            elem: PathElem::Child(name),
+        }
+    }
+    /// `[key]`
+    pub fn key(&'a self, key: &'a str) -> Path<'a> {
+        Path {
+            parent: Some(self),
+            elem: PathElem::Key(key),
+        }
+    }
+    /// `[i]`
+    pub fn index(&'a self, i: usize) -> Path<'a> {
+        Path {
+            parent: Some(self),
+            elem: PathElem::Index(i),
+        }
+    }
+    fn write(&self, out: &mut String) {
+        if let Some(p) = self.parent {
+            p.write(out);
+        }
+        match self.elem {
+            PathElem::Root(s) => out.push_str(s),
+            PathElem::Child(s) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(s);
+            }
+            PathElem::Key(k) => {
+                out.push('[');
+                out.push_str(k);
+                out.push(']');
+            }
+            PathElem::Index(i) => {
+                out.push('[');
+                out.push_str(&i.to_string());
+                out.push(']');
+            }
+        }
+    }
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        self.write(&mut out);
+        f.write_str(&out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_number_formats() {
+        // fmt's %v and encoding/json.
+        for (f, v, j) in [
+            (1e6, "1e+06", "1000000"),
+            (123456789.0, "1.23456789e+08", "123456789"),
+            (1.5, "1.5", "1.5"),
+            (0.0001, "0.0001", "0.0001"),
+            (0.00001, "1e-05", "0.00001"),
+            (1e21, "1e+21", "1e+21"),
+            (1e-7, "1e-07", "1e-7"),
+            (100000.0, "100000", "100000"),
+        ] {
+            assert_eq!(go_float(f), v);
+            assert_eq!(go_json_float(f), j);
+        }
+    }
+
+    #[test]
+    fn go_integers_of_decoded_numbers() {
+        // The API server reads manifests as YAML and re-encodes them as JSON first.
+        let n = |s: &str| serde_json::from_str::<serde_json::Number>(s).unwrap();
+        assert_eq!(go_int(&n("3")), Some(3));
+        assert_eq!(go_int(&n("3.0")), Some(3));
+        assert_eq!(go_int(&n("3.5")), None);
+        assert_eq!(go_int(&n("1e19")), None);
+    }
+
+    #[test]
+    fn lazy_paths_render_like_field_path() {
+        let root = Path::root("spec.validation.openAPIV3Schema");
+        let props = root.child("properties");
+        let a = props.key("a");
+        let items = a.child("allOf");
+        assert_eq!(
+            items.index(2).to_string(),
+            "spec.validation.openAPIV3Schema.properties[a].allOf[2]"
+        );
+        assert_eq!(Path::root("").child("a").to_string(), "a");
     }
 }

@@ -24,10 +24,12 @@ use crate::schema::decltype::{
 use crate::schema::{Schema, SchemaReadError};
 
 /// A schema root the API server validates.
-struct SchemaRoot {
+struct SchemaRoot<'a> {
     field_path: String,
     versions: Vec<String>,
     schema: Schema,
+    /// The schema as given (for errors that render it whole).
+    raw: &'a Value,
     status_enabled: bool,
 }
 
@@ -77,7 +79,7 @@ pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
 
 /// The validated schema roots: one hoisted `spec.validation.openAPIV3Schema` when every version
 /// has the same schema (the v1 → internal conversion), else one per version that has one.
-fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot>, SchemaReadError> {
+fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot<'_>>, SchemaReadError> {
     let Some(versions) = crd.pointer("/spec/versions").and_then(Value::as_array) else {
         return Ok(vec![]);
     };
@@ -100,7 +102,9 @@ fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot>, SchemaReadError> {
         v.get("subresources").filter(|s| !s.is_null())
     }
     let first = schema_of(&versions[0]);
-    let identical = versions.iter().all(|v| schema_of(v) == first);
+    let identical = versions
+        .iter()
+        .all(|v| validate::same_validation(schema_of(v), first));
     let first_sub = sub_of(&versions[0]);
     let subs_identical = versions.iter().all(|v| sub_of(v) == first_sub);
     let status_of =
@@ -117,6 +121,7 @@ fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot>, SchemaReadError> {
                 field_path: path.into(),
                 versions: names,
                 schema: Schema::from_json(s, path)?,
+                raw: s,
                 status_enabled: if subs_identical {
                     status_of(first_sub)
                 } else {
@@ -134,6 +139,7 @@ fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot>, SchemaReadError> {
             let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
             roots.push(SchemaRoot {
                 schema: Schema::from_json(s, &path)?,
+                raw: s,
                 field_path: path,
                 versions: vec![names[i].clone()],
                 status_enabled: if subs_identical {
@@ -152,19 +158,29 @@ fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot>, SchemaReadError> {
 struct Ctx {
     /// Cardinality from ancestors' maxItems / maxProperties; `None` = unbounded.
     cardinality: Option<u64>,
-    /// The node's DeclType when an ancestor provided type info.
+    /// Whether the node is within the scope of CEL rules (it or an ancestor has some).
+    in_scope: bool,
+    /// The node's DeclType as its parent's type info provides it, and the provider of that
+    /// type tree.
     decl: Option<Arc<DeclType>>,
+    provider: Option<Arc<DeclTypeProvider>>,
+    /// The name our conversion gives the node's type (`selfType.spec.a.@idx`): the API server
+    /// names types relative to the node whose rules it compiles.
+    type_path: String,
+    /// The parent's type information could not be built (which fails its children too).
+    type_failed: bool,
     /// Ancestors (display paths) with no maxItems / maxProperties.
     unbounded_ancestors: Vec<String>,
     /// Whether oldSelf is forbidden below (the uncorrelatable path).
     old_self_forbidden: Option<String>,
     is_root: bool,
     inside_resource_meta: bool,
+    /// Why defaults are forbidden below (`withForbiddenDefaults`), when they are.
+    defaults_forbidden: Option<String>,
 }
 
 struct Walk<'e> {
     env: &'e Env,
-    provider: DeclTypeProvider,
     total: u64,
     most_expensive: Vec<(String, u64)>,
     rules: Vec<RuleReport>,
@@ -172,22 +188,14 @@ struct Walk<'e> {
 }
 
 /// Estimates one schema root; returns the report and the field errors.
-fn estimate_schema(env: &Env, root: &SchemaRoot) -> (SchemaReport, Vec<FieldError>) {
+fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> (SchemaReport, Vec<FieldError>) {
     let mut errors = Vec::new();
     let s = &root.schema;
-    errors.extend(validate::validate_root(
-        s,
-        &root.field_path,
-        root.status_enabled,
-    ));
-    let structural_errors = validate::validate_structural(s, &root.field_path);
-    let cel_enabled = structural_errors.is_empty();
-    errors.extend(structural_errors);
-    let root_decl = schema_decl_type(s, true, env.compatibility, "selfType");
-    let provider = DeclTypeProvider::new(&root_decl.iter().collect::<Vec<_>>(), env.compatibility);
+    let checks = validate::validate_root(s, root.raw, &root.field_path, root.status_enabled);
+    let cel_enabled = checks.cel_enabled;
+    errors.extend(checks.errors);
     let mut w = Walk {
         env,
-        provider,
         total: 0,
         most_expensive: Vec::new(),
         rules: Vec::new(),
@@ -195,11 +203,16 @@ fn estimate_schema(env: &Env, root: &SchemaRoot) -> (SchemaReport, Vec<FieldErro
     };
     let ctx = Ctx {
         cardinality: Some(1),
-        decl: root_decl,
+        in_scope: false,
+        decl: None,
+        provider: None,
+        type_path: String::new(),
+        type_failed: false,
         unbounded_ancestors: vec![],
         old_self_forbidden: None,
         is_root: true,
         inside_resource_meta: false,
+        defaults_forbidden: None,
     };
     let mut schema_errors = Vec::new();
     let mut cel_errors = Vec::new();
@@ -214,6 +227,9 @@ fn estimate_schema(env: &Env, root: &SchemaRoot) -> (SchemaReport, Vec<FieldErro
     );
     errors.extend(schema_errors);
     errors.extend(cel_errors);
+    if errors.is_empty() {
+        errors.extend(checks.conversion_error);
+    }
     if cel_enabled && w.total > PER_SCHEMA_COST_LIMIT {
         for (path, _) in &w.most_expensive {
             errors.push(FieldError::forbidden(
@@ -282,14 +298,68 @@ fn max_elements(s: &Schema) -> Option<u64> {
     }
 }
 
+/// A node's CEL type information (`CELSchemaContext.TypeInfo`).
+struct NodeType {
+    in_scope: bool,
+    decl: Option<Arc<DeclType>>,
+    provider: Option<Arc<DeclTypeProvider>>,
+    /// See [`Ctx::type_path`].
+    type_path: String,
+    /// The type information could not be built (`TypeInfo` returns an error).
+    failed: bool,
+}
+
+impl NodeType {
+    /// Type names in a compiler message as the API server names them: relative to this node
+    /// (`selfType.spec.a` → `selfType` when compiling the rules of `spec.a`).
+    fn relative_names(&self, msg: &str) -> String {
+        if self.type_path == "selfType" {
+            msg.to_string()
+        } else {
+            msg.replace(&self.type_path, "selfType")
+        }
+    }
+}
+
 impl Walk<'_> {
-    fn child_ctx(
-        &self,
-        parent: &Schema,
-        ctx: &Ctx,
-        display: &str,
-        decl: Option<Arc<DeclType>>,
-    ) -> Ctx {
+    /// The node's CEL type: within the scope of rules (this node or an ancestor has some), the
+    /// parent's type info provides it when it has this child; otherwise it is converted from
+    /// this node's schema (as a resource root at the root or an embedded resource).
+    fn node_type(&self, s: &Schema, ctx: &Ctx, cel_enabled: bool) -> NodeType {
+        let in_scope = ctx.in_scope || !s.x_validations.is_empty();
+        if !cel_enabled || !in_scope || ctx.type_failed {
+            return NodeType {
+                in_scope,
+                decl: None,
+                provider: None,
+                type_path: String::new(),
+                failed: cel_enabled && in_scope,
+            };
+        }
+        if let (Some(d), Some(p)) = (&ctx.decl, &ctx.provider) {
+            return NodeType {
+                in_scope,
+                decl: Some(d.clone()),
+                provider: Some(p.clone()),
+                type_path: ctx.type_path.clone(),
+                failed: false,
+            };
+        }
+        let is_root = ctx.is_root || s.x_embedded_resource;
+        let decl = schema_decl_type(s, is_root, self.env.compatibility, "selfType");
+        let provider = decl
+            .as_ref()
+            .map(|d| Arc::new(DeclTypeProvider::new(&[d], self.env.compatibility)));
+        NodeType {
+            in_scope,
+            failed: decl.is_none(),
+            decl,
+            provider,
+            type_path: "selfType".into(),
+        }
+    }
+
+    fn child_ctx(&self, parent: &Schema, ctx: &Ctx, display: &str, ty: &NodeType) -> Ctx {
         let mut unbounded = ctx.unbounded_ancestors.clone();
         let cardinality = match (ctx.cardinality, max_elements(parent)) {
             (Some(c), Some(e)) => Some(multiply_with_overflow_guard_card(c, e)),
@@ -301,11 +371,16 @@ impl Walk<'_> {
         };
         Ctx {
             cardinality,
-            decl,
+            in_scope: ty.in_scope,
+            decl: None,
+            provider: ty.provider.clone(),
+            type_path: String::new(),
+            type_failed: ty.failed,
             unbounded_ancestors: unbounded,
             old_self_forbidden: ctx.old_self_forbidden.clone(),
             is_root: false,
             inside_resource_meta: ctx.inside_resource_meta,
+            defaults_forbidden: ctx.defaults_forbidden.clone(),
         }
     }
 
@@ -321,16 +396,27 @@ impl Walk<'_> {
         cel_errors: &mut Vec<FieldError>,
     ) {
         let errors_before = schema_errors.len();
+        let ty = self.node_type(s, ctx, cel_enabled);
         schema_errors.extend(validate::validate_node(
             s,
             fld,
-            ctx.inside_resource_meta,
-            ctx.is_root,
+            validate::NodeContext {
+                defaults_forbidden: ctx.defaults_forbidden.as_deref(),
+                inside_resource_meta: ctx.inside_resource_meta,
+            },
         ));
         if let Some(ap) = s.additional_properties_schema() {
-            let decl = ctx.decl.as_ref().and_then(|d| d.elem().cloned());
             let child_display = format!("{display}[*]");
-            let c = self.child_ctx(s, ctx, display, decl);
+            let mut c = self.child_ctx(s, ctx, display, &ty);
+            if let Some(d) = &ty.decl {
+                c.decl = d.elem().cloned();
+                c.type_path = format!("{}.@elem", ty.type_path);
+            }
+            if ctx.inside_resource_meta {
+                // Pruning without a value would be ambiguous there.
+                c.defaults_forbidden =
+                    Some("inside additionalProperties applying to object metadata".into());
+            }
             self.walk(
                 ap,
                 &format!("{fld}.additionalProperties"),
@@ -342,11 +428,14 @@ impl Walk<'_> {
             );
         }
         for (pname, prop) in &s.properties {
-            let decl = ctx.decl.as_ref().and_then(|d| {
-                crate::schema::decltype::escape(pname).and_then(|e| d.field(&e).cloned())
-            });
             let child_display = format!("{display}.{pname}");
-            let mut c = self.child_ctx(s, ctx, display, decl);
+            let mut c = self.child_ctx(s, ctx, display, &ty);
+            if let Some(d) = &ty.decl
+                && let Some(e) = crate::schema::decltype::escape(pname)
+            {
+                c.decl = d.field(&e).cloned();
+                c.type_path = format!("{}.{e}", ty.type_path);
+            }
             if c.old_self_forbidden.is_none()
                 && !matches!(
                     s.x_map_type.as_deref(),
@@ -359,6 +448,9 @@ impl Walk<'_> {
                 && matches!(pname.as_str(), "metadata" | "kind" | "apiVersion")
             {
                 c.inside_resource_meta = true;
+                if ctx.is_root {
+                    c.defaults_forbidden = Some(format!("in top-level {pname}"));
+                }
             }
             self.walk(
                 prop,
@@ -371,9 +463,12 @@ impl Walk<'_> {
             );
         }
         if let Some(items) = &s.items {
-            let decl = ctx.decl.as_ref().and_then(|d| d.elem().cloned());
             let child_display = format!("{display}[*]");
-            let mut c = self.child_ctx(s, ctx, display, decl);
+            let mut c = self.child_ctx(s, ctx, display, &ty);
+            if let Some(d) = &ty.decl {
+                c.decl = d.elem().cloned();
+                c.type_path = format!("{}.@idx", ty.type_path);
+            }
             if c.old_self_forbidden.is_none() && s.x_list_type.as_deref() != Some("map") {
                 c.old_self_forbidden = Some(fld.to_string());
             }
@@ -387,29 +482,29 @@ impl Walk<'_> {
                 cel_errors,
             );
         }
+        // not, allOf, oneOf, anyOf, definitions, array items, dependencies: their schema
+        // errors count for this node, their rules never compile.
+        for (m, mfld, mdisplay) in validate::nested_schemas(s, fld, display) {
+            let c = Ctx {
+                cardinality: None,
+                in_scope: false,
+                decl: None,
+                provider: None,
+                type_path: String::new(),
+                type_failed: false,
+                unbounded_ancestors: vec![],
+                is_root: false,
+                ..ctx.clone()
+            };
+            self.walk(m, &mfld, &mdisplay, &c, false, schema_errors, cel_errors);
+        }
         if s.x_validations.is_empty() {
             return;
         }
         self.rule_count += s.x_validations.len() as u64;
         let subtree_ok = schema_errors.len() == errors_before;
         let compile = cel_enabled && subtree_ok;
-        // Type info: from the ancestors when they have it, else converted from this node.
-        let mut local_provider = None;
-        let decl = match &ctx.decl {
-            Some(d) => Some(d.clone()),
-            None => {
-                let d = schema_decl_type(
-                    s,
-                    ctx.is_root || s.x_embedded_resource,
-                    self.env.compatibility,
-                    "selfType",
-                );
-                if let Some(d) = &d {
-                    local_provider = Some(DeclTypeProvider::new(&[d], self.env.compatibility));
-                }
-                d
-            }
-        };
+        let decl = ty.decl.clone();
         let display_path = if display == "^" {
             "^".to_string()
         } else {
@@ -435,16 +530,28 @@ impl Walk<'_> {
                 } else {
                     Some(rule.message_expression.clone())
                 },
-                compiled_by_apiserver: compile && decl.is_some(),
+                compiled_by_apiserver: compile,
                 ..Default::default()
             };
-            if !compile || decl.is_none() {
+            if !compile {
                 self.rules.push(r);
                 continue;
             }
-            let decl = decl.as_ref().unwrap();
-            let provider: &DeclTypeProvider = local_provider.as_ref().unwrap_or(&self.provider);
-            let cr = compile_rule(self.env, rule, decl, provider);
+            let (Some(decl), Some(provider)) = (decl.as_ref(), ty.provider.as_deref()) else {
+                // The API server could not build the node's type information.
+                r.compile_error = Some(
+                    "internal error: failed to construct type information: unable to convert structural schema to CEL declarations".into(),
+                );
+                self.rules.push(r);
+                continue;
+            };
+            let mut cr = compile_rule(self.env, rule, decl, provider);
+            if let Some(e) = &mut cr.error {
+                e.detail = ty.relative_names(&e.detail);
+            }
+            if let Some(e) = &mut cr.message_error {
+                *e = ty.relative_names(e);
+            }
             let fallback = MAX_REQUEST_SIZE_BYTES as u64 / (decl.min_serialized_size as u64 + 1);
             r.max_cost = cr.max_cost;
             r.max_cardinality = if cr.error.is_none() { fallback } else { 0 };

@@ -25,15 +25,64 @@ pub enum AdditionalProperties {
     Schema(Box<Schema>),
 }
 
+/// `dependencies` values: a schema or a list of property names.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Dependency {
+    Schema(Box<Schema>),
+    Properties(Vec<String>),
+}
+
+/// The JSON-schema keywords a CRD schema may not use (`id`, `$schema`, `$ref`,
+/// `patternProperties`, `dependencies`, `additionalItems`, `definitions`). They are rare, so they
+/// live behind one pointer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Unsupported {
+    pub id: String,
+    pub schema: String,
+    pub ref_: Option<String>,
+    pub pattern_properties: IndexMap<String, Schema>,
+    /// `None` when absent or null; `Some` (maybe empty) when given.
+    pub dependencies: Option<IndexMap<String, Dependency>>,
+    pub additional_items: Option<AdditionalProperties>,
+    pub definitions: IndexMap<String, Schema>,
+}
+
 /// A JSON schema node with the fields that CEL typing, cardinality and validation read.
+///
+/// Collections that Go keeps as "non-nil but empty" when given as `[]`/`{}` (which matters for
+/// the API server's `reflect.DeepEqual` checks) have a `*_set` flag.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Schema {
     pub type_: String,
     pub format: String,
+    /// `description` is non-empty (its text is never needed).
+    pub has_description: bool,
+    /// `title` is non-empty.
+    pub has_title: bool,
+    pub pattern: String,
+    pub maximum: Option<f64>,
+    pub exclusive_maximum: bool,
+    pub minimum: Option<f64>,
+    pub exclusive_minimum: bool,
+    pub multiple_of: Option<f64>,
+    pub min_length: Option<i64>,
+    pub min_items: Option<i64>,
+    pub min_properties: Option<i64>,
+    /// `externalDocs` is given (not null).
+    pub external_docs: bool,
+    /// `example` is given (not null).
+    pub example: bool,
+    pub required_set: bool,
+    pub properties_set: bool,
+    pub x_list_map_keys_set: bool,
+    pub x_validations_set: bool,
+    pub unsupported: Option<Box<Unsupported>>,
     pub properties: IndexMap<String, Schema>,
     pub items: Option<Box<Schema>>,
     /// `items` given as an array of schemas (not structural).
     pub items_array: Vec<Schema>,
+    /// `items` as given when it is an array (even empty), for errors that render it.
+    pub items_array_raw: Option<Box<Value>>,
     pub additional_properties: Option<AdditionalProperties>,
     pub required: Vec<String>,
     pub max_length: Option<i64>,
@@ -92,6 +141,108 @@ impl Schema {
             match k.as_str() {
                 "type" => s.type_ = str_of(val).ok_or_else(|| err(p(), "must be a string"))?,
                 "format" => s.format = str_of(val).ok_or_else(|| err(p(), "must be a string"))?,
+                "description" | "title" => {
+                    let non_empty = match val {
+                        Value::String(t) => !t.is_empty(),
+                        Value::Null => false,
+                        _ => return Err(err(p(), "must be a string")),
+                    };
+                    if k == "description" {
+                        s.has_description = non_empty;
+                    } else {
+                        s.has_title = non_empty;
+                    }
+                }
+                "pattern" => s.pattern = str_of(val).ok_or_else(|| err(p(), "must be a string"))?,
+                "maximum" => {
+                    s.maximum = float_of(val).ok_or_else(|| err(p(), "must be a number"))?
+                }
+                "minimum" => {
+                    s.minimum = float_of(val).ok_or_else(|| err(p(), "must be a number"))?
+                }
+                "multipleOf" => {
+                    s.multiple_of = float_of(val).ok_or_else(|| err(p(), "must be a number"))?
+                }
+                "exclusiveMaximum" => s.exclusive_maximum = val.as_bool().unwrap_or(false),
+                "exclusiveMinimum" => s.exclusive_minimum = val.as_bool().unwrap_or(false),
+                "minLength" => {
+                    s.min_length = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
+                }
+                "minItems" => {
+                    s.min_items = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
+                }
+                "minProperties" => {
+                    s.min_properties = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
+                }
+                "externalDocs" => s.external_docs = !val.is_null(),
+                "example" => s.example = !val.is_null(),
+                "id" | "$schema" => {
+                    let v = str_of(val).ok_or_else(|| err(p(), "must be a string"))?;
+                    let u = s.unsupported.get_or_insert_default();
+                    if k == "id" {
+                        u.id = v;
+                    } else {
+                        u.schema = v;
+                    }
+                }
+                "$ref" if !val.is_null() => {
+                    let v = str_of(val).ok_or_else(|| err(p(), "must be a string"))?;
+                    s.unsupported.get_or_insert_default().ref_ = Some(v);
+                }
+                "patternProperties" | "definitions" => {
+                    let Value::Object(props) = val else {
+                        if val.is_null() {
+                            continue;
+                        }
+                        return Err(err(p(), "must be an object"));
+                    };
+                    let mut map = IndexMap::new();
+                    for (name, ps) in props {
+                        let child = Self::read(ps, &format!("{path}.{k}[{name}]"), depth + 1)?;
+                        map.insert(name.clone(), child);
+                    }
+                    let u = s.unsupported.get_or_insert_default();
+                    if k == "definitions" {
+                        u.definitions = map;
+                    } else {
+                        u.pattern_properties = map;
+                    }
+                }
+                "dependencies" => {
+                    let Value::Object(deps) = val else {
+                        if val.is_null() {
+                            continue;
+                        }
+                        return Err(err(p(), "must be an object"));
+                    };
+                    let mut map = IndexMap::new();
+                    for (name, d) in deps {
+                        let dep = match d {
+                            Value::Array(_) => Dependency::Properties(
+                                str_list(d).ok_or_else(|| err(p(), "must be a list of strings"))?,
+                            ),
+                            _ => Dependency::Schema(Box::new(Self::read(
+                                d,
+                                &format!("{path}.dependencies[{name}]"),
+                                depth + 1,
+                            )?)),
+                        };
+                        map.insert(name.clone(), dep);
+                    }
+                    s.unsupported.get_or_insert_default().dependencies = Some(map);
+                }
+                "additionalItems" => match val {
+                    Value::Null => {}
+                    Value::Bool(b) => {
+                        s.unsupported.get_or_insert_default().additional_items =
+                            Some(AdditionalProperties::Bool(*b))
+                    }
+                    _ => {
+                        let child = Self::read(val, &format!("{path}.additionalItems"), depth + 1)?;
+                        s.unsupported.get_or_insert_default().additional_items =
+                            Some(AdditionalProperties::Schema(Box::new(child)))
+                    }
+                },
                 "properties" => {
                     let Value::Object(props) = val else {
                         if val.is_null() {
@@ -99,6 +250,7 @@ impl Schema {
                         }
                         return Err(err(p(), "must be an object"));
                     };
+                    s.properties_set = true;
                     for (name, ps) in props {
                         let child =
                             Self::read(ps, &format!("{path}.properties[{name}]"), depth + 1)?;
@@ -107,6 +259,7 @@ impl Schema {
                 }
                 "items" => match val {
                     Value::Array(a) => {
+                        s.items_array_raw = Some(Box::new(val.clone()));
                         for (i, it) in a.iter().enumerate() {
                             s.items_array.push(Self::read(
                                 it,
@@ -138,6 +291,7 @@ impl Schema {
                 "required" => {
                     s.required =
                         str_list(val).ok_or_else(|| err(p(), "must be a list of strings"))?;
+                    s.required_set = !val.is_null();
                 }
                 "maxLength" => {
                     s.max_length = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
@@ -189,10 +343,11 @@ impl Schema {
                 "x-kubernetes-preserve-unknown-fields" => {
                     s.x_preserve_unknown_fields = val.as_bool()
                 }
-                "x-kubernetes-list-type" => s.x_list_type = str_of(val),
-                "x-kubernetes-map-type" => s.x_map_type = str_of(val),
+                "x-kubernetes-list-type" => s.x_list_type = val.as_str().map(str::to_string),
+                "x-kubernetes-map-type" => s.x_map_type = val.as_str().map(str::to_string),
                 "x-kubernetes-list-map-keys" => {
-                    s.x_list_map_keys = str_list(val).unwrap_or_default()
+                    s.x_list_map_keys = str_list(val).unwrap_or_default();
+                    s.x_list_map_keys_set = val.is_array();
                 }
                 "x-kubernetes-validations" => {
                     let Value::Array(a) = val else {
@@ -201,6 +356,7 @@ impl Schema {
                         }
                         return Err(err(p(), "must be a list"));
                     };
+                    s.x_validations_set = true;
                     for (i, r) in a.iter().enumerate() {
                         let Value::Object(ro) = r else {
                             return Err(err(
@@ -255,6 +411,14 @@ fn str_list(v: &Value) -> Option<Vec<String>> {
     match v {
         Value::Array(a) => a.iter().map(|x| x.as_str().map(str::to_string)).collect(),
         Value::Null => Some(vec![]),
+        _ => None,
+    }
+}
+
+fn float_of(v: &Value) -> Option<Option<f64>> {
+    match v {
+        Value::Null => Some(None),
+        Value::Number(n) => n.as_f64().map(Some),
         _ => None,
     }
 }

@@ -1,0 +1,371 @@
+//! Small schemas with the API server's exact errors (taken from the Kubernetes v1.36.2 oracle).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use crate::Estimator;
+
+/// A one-version CRD with `schema` as its `openAPIV3Schema`.
+fn crd(schema: Value, status: bool) -> Value {
+    let mut version = json!({
+        "name": "v1", "served": true, "storage": true,
+        "schema": {"openAPIV3Schema": schema},
+    });
+    if status {
+        version["subresources"] = json!({"status": {}});
+    }
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "foos.x.example.com"},
+        "spec": {
+            "group": "x.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "foos", "singular": "foo", "kind": "Foo", "listKind": "FooList"},
+            "versions": [version],
+        },
+    })
+}
+
+/// Checks the error set, and which rules the API server compiles (`(path, index, compiled)`).
+fn check(schema: &str, status: bool, errors: &[&str], compiled: &[(&str, u64, bool)]) {
+    let schema: Value = serde_json::from_str(schema).unwrap();
+    let report = Estimator::default()
+        .estimate(&crd(schema, status), "test")
+        .unwrap();
+    let got: BTreeSet<&str> = report.errors.iter().map(String::as_str).collect();
+    let want: BTreeSet<&str> = errors.iter().copied().collect();
+    assert_eq!(got, want);
+    assert_eq!(report.valid, errors.is_empty());
+    let rules: Vec<(&str, u64, bool)> = report
+        .schemas
+        .iter()
+        .flat_map(|s| &s.rules)
+        .map(|r| (r.path.as_str(), r.index, r.compiled_by_apiserver))
+        .collect();
+    for c in compiled {
+        assert!(rules.contains(c), "{c:?} not in {rules:?}");
+    }
+}
+
+#[test]
+fn root_metadata_may_only_restrict_names() {
+    check(
+        r#"{"type": "object", "properties": {"metadata": {"type": "object", "properties": {"name": {"type": "string"}, "labels": {"type": "object"}}}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn root_metadata_must_be_an_object() {
+    check(
+        r#"{"type": "object", "properties": {"metadata": {"type": "string"}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[metadata].type: Invalid value: "string": must be object"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn types_are_required_below_the_root() {
+    check(
+        r#"{"type": "object", "properties": {"a": {}, "l": {"type": "array", "items": {}}, "m": {"type": "object", "additionalProperties": {}}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[a].type: Required value: must not be empty for specified object fields"#,
+            r#"spec.validation.openAPIV3Schema.properties[l].items.type: Required value: must not be empty for specified array items"#,
+            r#"spec.validation.openAPIV3Schema.properties[m].additionalProperties.type: Required value: must not be empty for specified object fields"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn no_additional_properties_at_the_root() {
+    check(
+        r#"{"type": "object", "additionalProperties": {"type": "string"}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.additionalProperties: Forbidden: must not be used at the root"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn embedded_resources() {
+    check(
+        r#"{"type": "object", "properties": {"e": {"x-kubernetes-embedded-resource": true}, "f": {"type": "object", "x-kubernetes-embedded-resource": true, "additionalProperties": true, "x-kubernetes-preserve-unknown-fields": true}, "g": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"kind": {"type": "integer"}}}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[e].properties: Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields"#,
+            r#"spec.validation.openAPIV3Schema.properties[e].type: Required value: must be object if x-kubernetes-embedded-resource is true"#,
+            r#"spec.validation.openAPIV3Schema.properties[f].additionalProperties: Forbidden: must not be used if x-kubernetes-embedded-resource is set"#,
+            r#"spec.validation.openAPIV3Schema.properties[g].properties[kind].type: Invalid value: "integer": must be string"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn junctors_only_carry_value_validations() {
+    check(
+        r#"{"type": "object", "x-kubernetes-validations": [{"rule": "self == self"}], "properties": {"a": {"type": "string"}}, "allOf": [{"type": "string", "description": "d", "default": "x", "x-kubernetes-validations": [{"rule": "true"}]}], "not": {"nullable": true, "x-kubernetes-preserve-unknown-fields": true, "properties": {"metadata": {"minProperties": 1}}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.allOf[0].default: Forbidden: must be undefined to be structural"#,
+            r#"spec.validation.openAPIV3Schema.allOf[0].description: Forbidden: must be empty to be structural"#,
+            r#"spec.validation.openAPIV3Schema.allOf[0].type: Forbidden: must be empty to be structural"#,
+            r#"spec.validation.openAPIV3Schema.allOf[0].x-kubernetes-validations: Forbidden: must be empty to be structural"#,
+            r#"spec.validation.openAPIV3Schema.not.nullable: Forbidden: must be false to be structural"#,
+            r#"spec.validation.openAPIV3Schema.not.properties[metadata]: Forbidden: must not be specified in a nested context"#,
+            r#"spec.validation.openAPIV3Schema.not.x-kubernetes-preserve-unknown-fields: Forbidden: must be false to be structural"#,
+            r#"spec.validation.openAPIV3Schema.properties[metadata]: Required value: because it is defined in spec.validation.openAPIV3Schema.not.properties[metadata]"#,
+        ],
+        &[("^.<allOf[0]>", 0, false), ("^", 0, false)],
+    );
+}
+
+#[test]
+fn junctor_properties_must_be_specified() {
+    check(
+        r#"{"type": "object", "properties": {"a": {"type": "object"}}, "anyOf": [{"properties": {"a": {"properties": {"b": {"minLength": 1}}}}}, {"properties": {"c": {"minimum": 1}}}]}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[a].properties[b]: Required value: because it is defined in spec.validation.openAPIV3Schema.anyOf[0].properties[a].properties[b]"#,
+            r#"spec.validation.openAPIV3Schema.properties[c]: Required value: because it is defined in spec.validation.openAPIV3Schema.anyOf[1].properties[c]"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn int_or_string_any_of_is_allowed() {
+    check(
+        r#"{"type": "object", "properties": {"a": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-validations": [{"rule": "type(self) == int"}]}, "b": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[b].anyOf[0].type: Forbidden: must be empty to be structural"#,
+            r#"spec.validation.openAPIV3Schema.properties[b].anyOf[1].type: Forbidden: must be empty to be structural"#,
+        ],
+        &[("^.a", 0, false)],
+    );
+}
+
+#[test]
+fn patterns_are_go_regular_expressions() {
+    check(
+        r#"{"type": "object", "properties": {"a": {"type": "string", "pattern": "("}, "b": {"type": "string", "pattern": "a**"}, "c": {"type": "string", "pattern": "x{1001}"}, "d": {"type": "string", "pattern": "\\p{Foo}"}, "e": {"type": "string", "pattern": "(?=x)"}, "f": {"type": "string", "pattern": "\\pL+[[:alpha:]](?i:x)\\d{2,4}$"}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[a].pattern: Invalid value: "(": must be a valid regular expression, but isn't: error parsing regexp: missing closing ): `(`"#,
+            r#"spec.validation.openAPIV3Schema.properties[b].pattern: Invalid value: "a**": must be a valid regular expression, but isn't: error parsing regexp: invalid nested repetition operator: `**`"#,
+            r#"spec.validation.openAPIV3Schema.properties[c].pattern: Invalid value: "x{1001}": must be a valid regular expression, but isn't: error parsing regexp: invalid repeat count: `{1001}`"#,
+            r#"spec.validation.openAPIV3Schema.properties[d].pattern: Invalid value: "\\p{Foo}": must be a valid regular expression, but isn't: error parsing regexp: invalid character class range: `\p{Foo}`"#,
+            r#"spec.validation.openAPIV3Schema.properties[e].pattern: Invalid value: "(?=x)": must be a valid regular expression, but isn't: error parsing regexp: invalid or unsupported Perl syntax: `(?=`"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn conversion_errors_show_only_alone() {
+    check(
+        r#"{"type": "object", "$schema": "http://json-schema.org/draft-04/schema#", "properties": {"a": {"type": "string"}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema: Invalid value: "": OpenAPIV3Schema 'schema' is not supported"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn defaults_must_validate() {
+    check(
+        r#"{"type": "object", "properties": {"s": {"type": "string", "maxLength": 2, "default": "abc"}, "p": {"type": "string", "pattern": "^a", "default": "b"}, "e": {"type": "string", "enum": ["x", "y"], "default": "z"}, "i": {"type": "integer", "maximum": 3, "default": 1.5}, "f": {"type": "string", "format": "date-time", "default": "yesterday"}, "l": {"type": "array", "maxItems": 1, "items": {"type": "integer"}, "default": [1, 2]}, "o": {"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}}, "default": {"b": 1}}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[e].default: Unsupported value: "z": supported values: "x", "y""#,
+            r#"spec.validation.openAPIV3Schema.properties[f].default: Invalid value: "yesterday":  in body must be of type date-time: "yesterday""#,
+            r#"spec.validation.openAPIV3Schema.properties[i].default: Invalid value: "": Checked value must be of type integer (default format) in "#,
+            r#"spec.validation.openAPIV3Schema.properties[i].default: Invalid value: "number":  in body must be of type integer: "number""#,
+            r#"spec.validation.openAPIV3Schema.properties[l].default: Too many: 2: must have at most 1 item"#,
+            r#"spec.validation.openAPIV3Schema.properties[o].default.a: Required value"#,
+            r#"spec.validation.openAPIV3Schema.properties[o].default: Invalid value: {"b":1}: must not have unknown fields"#,
+            r#"spec.validation.openAPIV3Schema.properties[p].default: Invalid value: "b":  in body should match '^a'"#,
+            r#"spec.validation.openAPIV3Schema.properties[s].default: Too long: may not be more than 2 bytes"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn defaults_in_junctors_and_int_or_string() {
+    check(
+        r#"{"type": "object", "properties": {"a": {"type": "integer", "anyOf": [{"minimum": 5}, {"maximum": 0}], "default": 3}, "b": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}], "default": true}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[a].default: Invalid value: "": "" must validate at least one schema (anyOf)"#,
+            r#"spec.validation.openAPIV3Schema.properties[a].default: Invalid value: 3:  in body should be greater than or equal to 5"#,
+            r#"spec.validation.openAPIV3Schema.properties[b].default: Invalid value: "": "" must validate at least one schema (anyOf)"#,
+            r#"spec.validation.openAPIV3Schema.properties[b].default: Invalid value: "boolean":  in body must be of type integer: "boolean""#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn defaults_of_embedded_resources() {
+    check(
+        r#"{"type": "object", "properties": {"e": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true, "default": {"metadata": {"name": "a/b"}}}, "k": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"kind": {"type": "string", "default": "a_b"}}}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[e].default.apiVersion: Required value"#,
+            r#"spec.validation.openAPIV3Schema.properties[e].default.kind: Required value"#,
+            r#"spec.validation.openAPIV3Schema.properties[e].default.metadata.name: Invalid value: "a/b": may not contain '/'"#,
+            r#"spec.validation.openAPIV3Schema.properties[k].properties[kind].default: Invalid value: "a_b": must result in valid metadata: kind: Invalid value: "a_b": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn defaults_are_forbidden_in_top_level_metadata() {
+    check(
+        r#"{"type": "object", "properties": {"metadata": {"type": "object", "properties": {"name": {"type": "string", "default": "x"}}}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[metadata].properties[name].default: Forbidden: must not be set in top-level metadata"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn list_map_keys_must_be_required_or_defaulted() {
+    check(
+        r#"{"type": "object", "properties": {"l": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k", "o"], "items": {"type": "object", "nullable": true, "properties": {"k": {"type": "string"}, "o": {"type": "object"}}}}, "s": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "object"}}}}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[l].items.nullable: Forbidden: cannot be nullable when x-kubernetes-list-type is map"#,
+            r#"spec.validation.openAPIV3Schema.properties[l].items.properties[k].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"#,
+            r#"spec.validation.openAPIV3Schema.properties[l].items.properties[o].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"#,
+            r#"spec.validation.openAPIV3Schema.properties[l].items.properties[o].type: Invalid value: "object": must be a scalar type if parent array's x-kubernetes-list-type is map"#,
+            r#"spec.validation.openAPIV3Schema.properties[s].items.x-kubernetes-map-type: Invalid value: null: must be atomic as item of a list with x-kubernetes-list-type=set"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn status_subresource_restricts_the_root() {
+    check(
+        r#"{"type": "object", "properties": {"spec": {"type": "object"}}, "maxProperties": 3}"#,
+        true,
+        &[
+            r#"spec.validation.openAPIV3Schema: Invalid value: {"ID":"","Schema":"","Ref":null,"Description":"","Type":"object","Nullable":false,"Format":"","Title":"","Default":null,"Maximum":null,"ExclusiveMaximum":false,"Minimum":null,"ExclusiveMinimum":false,"MaxLength":null,"MinLength":null,"Pattern":"","MaxItems":null,"MinItems":null,"UniqueItems":false,"MultipleOf":null,"Enum":null,"MaxProperties":3,"MinProperties":null,"Required":null,"Items":null,"AllOf":null,"OneOf":null,"AnyOf":null,"Not":null,"Properties":{"spec":{"ID":"","Schema":"","Ref":null,"Description":"","Type":"object","Nullable":false,"Format":"","Title":"","Default":null,"Maximum":null,"ExclusiveMaximum":false,"Minimum":null,"ExclusiveMinimum":false,"MaxLength":null,"MinLength":null,"Pattern":"","MaxItems":null,"MinItems":null,"UniqueItems":false,"MultipleOf":null,"Enum":null,"MaxProperties":null,"MinProperties":null,"Required":null,"Items":null,"AllOf":null,"OneOf":null,"AnyOf":null,"Not":null,"Properties":null,"AdditionalProperties":null,"PatternProperties":null,"Dependencies":null,"AdditionalItems":null,"Definitions":null,"ExternalDocs":null,"Example":null,"XPreserveUnknownFields":null,"XEmbeddedResource":false,"XIntOrString":false,"XListMapKeys":null,"XListType":null,"XMapType":null,"XValidations":null}},"AdditionalProperties":null,"PatternProperties":null,"Dependencies":null,"AdditionalItems":null,"Definitions":null,"ExternalDocs":null,"Example":null,"XPreserveUnknownFields":null,"XEmbeddedResource":false,"XIntOrString":false,"XListMapKeys":null,"XListType":null,"XMapType":null,"XValidations":null}: only [Description Type Format Title Maximum ExclusiveMaximum Minimum ExclusiveMinimum MaxLength MinLength Pattern MaxItems MinItems UniqueItems MultipleOf Required Items Properties ExternalDocs Example XPreserveUnknownFields XValidations] fields are allowed at the root of the schema if the status subresource is enabled"#,
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn field_paths_must_exist() {
+    check(
+        r#"{"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}}}}, "x-kubernetes-validations": [{"rule": "true", "fieldPath": ".a.b"}, {"rule": "true", "fieldPath": ".a.c"}, {"rule": "true", "fieldPath": "['a']"}]}"#,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.x-kubernetes-validations[1].fieldPath: Invalid value: ".a.c": must be a valid path"#,
+        ],
+        &[("^", 0, false), ("^", 1, false), ("^", 2, false)],
+    );
+}
+
+#[test]
+fn unsupported_keywords() {
+    check(
+        r##"{"type": "object", "properties": {"a": {"type": "string", "id": "x", "$ref": "#/r", "definitions": {"d": {"type": "string"}}}, "b": {"type": "null"}, "c": {"type": "array", "items": [{"type": "string"}]}}}"##,
+        false,
+        &[
+            r#"spec.validation.openAPIV3Schema.properties[a].$ref: Forbidden: $ref is not supported"#,
+            r#"spec.validation.openAPIV3Schema.properties[a].definitions: Forbidden: definitions is not supported"#,
+            r#"spec.validation.openAPIV3Schema.properties[a].id: Forbidden: id is not supported"#,
+            r#"spec.validation.openAPIV3Schema.properties[b].type: Forbidden: type cannot be set to null, use nullable as an alternative"#,
+            r#"spec.validation.openAPIV3Schema.properties[b].type: Unsupported value: "null": supported values: "array", "boolean", "integer", "number", "object", "string""#,
+            r#"spec.validation.openAPIV3Schema.properties[c].items: Forbidden: items must be a schema object and not an array"#,
+        ],
+        &[],
+    );
+}
+
+fn estimate(schema: &str) -> crate::report::ObjectReport {
+    let schema: Value = serde_json::from_str(schema).unwrap();
+    Estimator::default()
+        .estimate(&crd(schema, false), "test")
+        .unwrap()
+}
+
+fn rule<'r>(
+    report: &'r crate::report::ObjectReport,
+    path: &str,
+    index: u64,
+) -> &'r crate::report::RuleReport {
+    report
+        .schemas
+        .iter()
+        .flat_map(|s| &s.rules)
+        .find(|r| r.path == path && r.index == index)
+        .unwrap()
+}
+
+/// Rule types come from the topmost node with rules (`CELSchemaContext.TypeInfo`): the root has
+/// none here, so `metadata.name` keeps its own maxLength instead of the root's ObjectMeta.
+#[test]
+fn cel_types_start_at_the_first_node_with_rules() {
+    let report = estimate(
+        r#"{"type":"object","properties":{"metadata":{"type":"object","properties":{"name":{"type":"string","maxLength":10,"x-kubernetes-validations":[{"rule":"self.matches(self)"}]}}}}}"#,
+    );
+    let r = rule(&report, "^.metadata.name", 0);
+    assert!(r.compiled_by_apiserver);
+    assert_eq!(r.max_cost, 52);
+    assert!(report.valid);
+}
+
+/// The API server names object types relative to the node whose rules it compiles
+/// (`selfType<random>.a`, the number is not reproduced).
+#[test]
+fn type_names_are_relative_to_the_compiled_node() {
+    let report = estimate(
+        r#"{"type":"object","x-kubernetes-validations":[{"rule":"self == self"}],"properties":{"spec":{"type":"object","properties":{"p":{"type":"object","properties":{"a":{"type":"object","additionalProperties":true}},"x-kubernetes-validations":[{"rule":"self.a.size() < 5"}]}}}}}"#,
+    );
+    let r = rule(&report, "^.spec.p", 0);
+    assert_eq!(
+        r.compile_error.as_deref(),
+        Some(
+            "compilation failed: ERROR: <input>:1:12: found no matching overload for 'size' applied to 'selfType.a.()'\n | self.a.size() < 5\n | ...........^"
+        )
+    );
+}
+
+/// When a node's type information cannot be built, its descendants within the rules' scope
+/// fail too (their rules are attempted, but not compiled).
+#[test]
+fn type_information_errors_reach_the_children() {
+    check(
+        r#"{"x-kubernetes-preserve-unknown-fields":true,"x-kubernetes-validations":[{"rule":"has(self.spec)"}],"properties":{"spec":{"type":"object","x-kubernetes-validations":[{"rule":"self == self"}]}}}"#,
+        false,
+        &[
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations: Internal error: internal error: failed to construct type information for x-kubernetes-validations rules: unable to convert structural schema to CEL declarations",
+            "spec.validation.openAPIV3Schema.x-kubernetes-validations: Internal error: internal error: failed to construct type information for x-kubernetes-validations rules: unable to convert structural schema to CEL declarations",
+        ],
+        &[("^.spec", 0, true), ("^", 0, true)],
+    );
+}
