@@ -85,8 +85,9 @@ impl DeclType {
     }
 }
 
-/// cel-go reserved words that Kubernetes escapes as `__word__` in field names.
-const CEL_RESERVED: &[&str] = &[
+/// cel-go reserved words that Kubernetes escapes as `__word__` in field names (and that are no
+/// valid CEL identifier).
+pub(crate) const CEL_RESERVED: &[&str] = &[
     "true",
     "false",
     "null",

@@ -530,34 +530,13 @@ fn push_error(errors: &mut Vec<FieldError>, c: &Compiled, fp: &str, expr: &str) 
 
 /// `isCELIdentifier`: `[_a-zA-Z][_a-zA-Z0-9]*`, not a reserved word.
 fn is_cel_identifier(s: &str) -> bool {
-    const RESERVED: &[&str] = &[
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
     let mut chars = s.chars();
     let first_ok = chars
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
-    first_ok && chars.all(|c| c == '_' || c.is_ascii_alphanumeric()) && !RESERVED.contains(&s)
+    first_ok
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && !crate::schema::decltype::CEL_RESERVED.contains(&s)
 }
 
 /// The names of `variables.<name>` the expression reads.
