@@ -3,6 +3,7 @@ pub mod cli;
 pub mod controller;
 pub mod crd;
 pub mod estimate;
+pub mod goregexp;
 pub mod input;
 pub mod report;
 pub mod schema;

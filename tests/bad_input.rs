@@ -90,6 +90,15 @@ fn unknown_functions_and_fields() {
 fn bad_regexes() {
     let (e, _) = rule_error("self.matches('[')", json!({"type": "string"}));
     assert!(e.contains("invalid matches argument"), "{e}");
+    // Go's regexp syntax, not the `regex` crate's: repeat counts above 1000 are refused.
+    let (e, _) = rule_error("self.matches('a{1001}')", json!({"type": "string"}));
+    assert!(e.contains("invalid matches argument"), "{e}");
+    // `find` compiles its literal when the program is built.
+    let (e, _) = rule_error("self.find('(') == ''", json!({"type": "string"}));
+    assert_eq!(
+        e,
+        "program instantiation failed: error parsing regexp: missing closing ): `(`"
+    );
 }
 
 #[test]

@@ -63,6 +63,29 @@ impl Env {
         result
     }
 
+    /// Regex literals the Kubernetes regex library compiles when the program is built
+    /// (`find`, `findAll`), as the API server reports a bad one: `error parsing regexp: ...`.
+    pub fn program_error(&self, checked: &CheckedExpr) -> Option<String> {
+        let mut err = None;
+        checked.expr().walk(&mut |e| {
+            if err.is_some() {
+                return;
+            }
+            if let ExprKind::Call {
+                function,
+                target: Some(_),
+                args,
+            } = &e.kind
+                && (function == "find" || function == "findAll")
+                && let Some(ExprKind::Literal(Literal::String(re))) = args.first().map(|a| &a.kind)
+                && let Err(g) = crate::goregexp::check(re)
+            {
+                err = Some(g.to_string());
+            }
+        });
+        err
+    }
+
     /// Parses, type-checks and validates `source` with the given variables.
     pub fn compile(
         &self,
@@ -270,7 +293,7 @@ fn validate_literals(checked: &CheckedExpr, e: &Expr, issues: &mut Vec<(u32, Str
                 ("duration", Literal::String(s)) => parse_duration(s).is_some(),
                 ("timestamp", Literal::String(s)) => valid_timestamp(s),
                 ("timestamp", Literal::Int(_)) => true,
-                ("matches", Literal::String(s)) => regex_syntax::Parser::new().parse(s).is_ok(),
+                ("matches", Literal::String(s)) => crate::goregexp::check(s).is_ok(),
                 ("duration" | "timestamp" | "matches", _) => true,
                 _ => return,
             };

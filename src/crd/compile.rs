@@ -108,6 +108,13 @@ pub fn compile_rule(
         return out;
     }
     out.uses_old_self = checked.references_ident("oldSelf");
+    if let Some(e) = env.program_error(&checked) {
+        out.error = Some(CelError {
+            required: false,
+            detail: format!("program instantiation failed: {e}"),
+        });
+        return out;
+    }
     let sizes = RuleSizes { root: decl.clone() };
     let recording = Recording {
         inner: &sizes,
@@ -124,6 +131,10 @@ pub fn compile_rule(
             }
             Ok(mc) if *mc.output_type() != Type::String => {
                 out.message_error = Some("messageExpression must evaluate to a string".into());
+            }
+            Ok(mc) if env.program_error(&mc).is_some() => {
+                let e = env.program_error(&mc).unwrap_or_default();
+                out.message_error = Some(format!("messageExpression instantiation failed: {e}"));
             }
             Ok(mc) => {
                 out.message_expression_cost =

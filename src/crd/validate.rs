@@ -6,7 +6,7 @@
 
 mod defaults;
 mod formats;
-mod goregexp;
+use crate::goregexp;
 mod internal;
 mod node;
 mod objectmeta;
