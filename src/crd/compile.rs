@@ -1,7 +1,6 @@
 //! Compiling one rule the way apiextensions `schema/cel/compilation.go` `compileRule` does.
 
 use std::cell::RefCell;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::cel::cost::{AstNode, CostOptions, Size, estimate};
@@ -9,7 +8,7 @@ use crate::cel::env::Env;
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::types::Type;
 use crate::schema::ValidationRule;
-use crate::schema::decltype::{DeclType, DeclTypeProvider, RuleSizes, unescape};
+use crate::schema::decltype::{DeclType, DeclTypeProvider, RuleSizes};
 
 /// A rule compile error (`apiservercel.Error`).
 #[derive(Clone, Debug, PartialEq)]
@@ -42,7 +41,7 @@ impl SizeSource for Recording<'_> {
         let path = node.path_elems();
         let t = self.inner.resolve(&path)?;
         if t.is_unbounded_sized() {
-            let rel = display_rel(&path[1..]);
+            let rel = crate::schema::decltype::display_path(&path[1..]);
             let mut seen = self.seen.borrow_mut();
             if !seen.contains(&rel) {
                 seen.push(rel);
@@ -50,23 +49,6 @@ impl SizeSource for Recording<'_> {
         }
         Some(Size::new(0, t.max_elements as u64))
     }
-}
-
-fn display_rel(path: &[Rc<str>]) -> String {
-    let mut s = String::new();
-    for p in path {
-        match &**p {
-            "@items" | "@values" => s.push_str("[*]"),
-            "@keys" => s.push_str("[key]"),
-            f => {
-                if !s.is_empty() {
-                    s.push('.');
-                }
-                s.push_str(&unescape(f));
-            }
-        }
-    }
-    s
 }
 
 /// Compiles a rule (and its messageExpression) against the node's DeclType.

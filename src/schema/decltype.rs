@@ -163,6 +163,25 @@ pub fn unescape(name: &str) -> String {
         .replace('\u{0}', "__")
 }
 
+/// A size-estimator path below its root (field names unescaped, `[*]` for items and map
+/// values, `[key]` for map keys), for reports.
+pub fn display_path(path: &[std::rc::Rc<str>]) -> String {
+    let mut s = String::new();
+    for p in path {
+        match &**p {
+            "@items" | "@values" => s.push_str("[*]"),
+            "@keys" => s.push_str("[key]"),
+            f => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(&unescape(f));
+            }
+        }
+    }
+    s
+}
+
 /// Converts a schema to its DeclType (`SchemaDeclType`), or `None` when the node is not visible
 /// to CEL. `name` names object types (`name.field` below).
 pub fn schema_decl_type(

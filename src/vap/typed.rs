@@ -894,23 +894,6 @@ fn root_ident(e: &Expr) -> Option<(&str, usize)> {
     }
 }
 
-fn display_path(path: &[Rc<str>]) -> String {
-    let mut s = String::new();
-    for p in path {
-        match &**p {
-            "@items" | "@values" => s.push_str("[*]"),
-            "@keys" => s.push_str("[key]"),
-            f => {
-                if !s.is_empty() {
-                    s.push('.');
-                }
-                s.push_str(&unescape(f));
-            }
-        }
-    }
-    s
-}
-
 impl SizeSource for TypedSizes<'_> {
     fn estimate_size(&self, node: &AstNode<'_>) -> Option<Size> {
         let path = node.path_elems();
@@ -953,9 +936,9 @@ impl SizeSource for TypedSizes<'_> {
             Some((var, selects)) if first.starts_with('@') && selects <= path.len() => {
                 let mut named: Vec<Rc<str>> = vec![var.into()];
                 named.extend_from_slice(&path[path.len() - selects..]);
-                display_path(&named)
+                crate::schema::decltype::display_path(&named)
             }
-            _ => display_path(&path),
+            _ => crate::schema::decltype::display_path(&path),
         };
         if self.capped == Some(read.as_str()) {
             return Some(Size::new(0, 0));
