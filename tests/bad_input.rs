@@ -101,6 +101,41 @@ fn bad_regexes() {
     );
 }
 
+/// A policy's `find`/`findAll` literal that Go cannot compile: the API server refuses the
+/// policy with an Internal error at program instantiation, after the output type check, and the
+/// expression keeps its estimate.
+#[test]
+fn bad_regexes_in_policies() {
+    let policy = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: re}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  validations:
+  - expression: "object.metadata.name.find('(') == ''"
+    messageExpression: "object.metadata.name.findAll('[', 2).join(',')"
+  - expression: "object.metadata.name.find('(')"
+"#;
+    let o = run(policy);
+    let r = &o.reports[0];
+    assert!(!r.valid);
+    assert_eq!(
+        r.errors,
+        [
+            "spec.validations[0].expression: Internal error: program instantiation failed: error parsing regexp: missing closing ): `(`",
+            "spec.validations[0].messageExpression: Internal error: program instantiation failed: error parsing regexp: missing closing ]: `[`",
+            "spec.validations[1].expression: Invalid value: \"object.metadata.name.find('(')\": must evaluate to bool but got string",
+        ]
+    );
+    let e = &r.expressions[0];
+    assert_eq!(e.compile_error, None);
+    assert_eq!(
+        (e.min_cost, e.max_cost),
+        (Some(2), Some(1844674407370955265))
+    );
+}
 #[test]
 fn deep_nesting_and_huge_rules() {
     let deep = format!("{}true{}", "(".repeat(5_000), ")".repeat(5_000));

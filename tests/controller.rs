@@ -12,6 +12,7 @@ use celcost::controller::{
     Context, CostEstimator, CostReportStatus, Settings, error_policy, reconcile,
 };
 use celcost::report::ObjectReport;
+use celcost::schema::catalog::SchemaCatalog;
 use http::{Method, Request, Response, StatusCode};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::PartialObjectMeta;
@@ -39,10 +40,10 @@ fn estimator() -> Arc<Estimator> {
 struct Flaky(Arc<Estimator>);
 
 impl CostEstimator for Flaky {
-    fn estimate(&self, object: &Value) -> Option<ObjectReport> {
+    fn estimate(&self, object: &Value, catalog: &SchemaCatalog) -> Option<ObjectReport> {
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
         assert!(!name.starts_with("broken."), "estimator bug on {name}");
-        CostEstimator::estimate(&*self.0, object)
+        CostEstimator::estimate(&*self.0, object, catalog)
     }
 
     fn kubernetes_version(&self) -> Version {
@@ -235,10 +236,15 @@ impl ApiServer {
         }
     }
 
-    /// The server-side apply of the report object; answers with the stored object.
+    /// The server-side apply of the report object of a CRD; answers with the stored object.
     async fn serve_apply(&mut self, name: &str, rv: &str) -> Value {
+        self.serve_apply_report(&format!("crd.{name}"), rv).await
+    }
+
+    async fn serve_apply_report(&mut self, report: &str, rv: &str) -> Value {
+        let name = report;
         let call = self
-            .expect(Method::PATCH, &format!("{REPORTS_PATH}/crd.{name}"))
+            .expect(Method::PATCH, &format!("{REPORTS_PATH}/{report}"))
             .await;
         assert_eq!(call.content_type, "application/apply-patch+yaml");
         assert!(
@@ -254,22 +260,31 @@ impl ApiServer {
         stored
     }
 
-    /// The server-side apply of the status; answers with `object` + the status.
+    /// The status write (one JSON patch that sets the whole status); answers with `object` +
+    /// the status.
     async fn serve_status(&mut self, name: &str, object: &Value, rv: &str) -> Value {
+        self.serve_status_report(&format!("crd.{name}"), object, rv)
+            .await
+    }
+
+    async fn serve_status_report(&mut self, report: &str, object: &Value, rv: &str) -> Value {
         let call = self
-            .expect(Method::PATCH, &format!("{REPORTS_PATH}/crd.{name}/status"))
+            .expect(Method::PATCH, &format!("{REPORTS_PATH}/{report}/status"))
             .await;
-        assert_eq!(call.content_type, "application/apply-patch+yaml");
+        assert_eq!(call.content_type, "application/json-patch+json");
         assert!(
             call.query.contains("fieldManager=celcost"),
             "{}",
             call.query
         );
-        assert!(call.query.contains("force=true"), "{}", call.query);
-        assert_eq!(call.body["apiVersion"], "celcost.io/v1alpha1");
-        assert_eq!(call.body["kind"], "CostReport");
+        let ops = call.body.as_array().expect("a JSON patch");
+        assert_eq!(ops.len(), 1, "{ops:?}");
+        assert_eq!(
+            (&ops[0]["op"], &ops[0]["path"]),
+            (&json!("add"), &json!("/status"))
+        );
         let mut stored = object.clone();
-        stored["status"] = call.body["status"].clone();
+        stored["status"] = ops[0]["value"].clone();
         stored["metadata"]["resourceVersion"] = json!(rv);
         call.respond(200, &stored);
         stored
@@ -853,4 +868,246 @@ async fn stale_cache_read_is_retried() {
     .await;
     assert_eq!(res.unwrap(), Action::requeue(Duration::from_secs(1)));
     timed(h.api.expect_silence()).await;
+}
+
+const VAP_PATH: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+
+/// A CRD `<plural>.<group>` of kind `kind` whose `spec` has `schema`.
+fn custom_crd(name: &str, kind: &str, uid: &str, generation: i64, spec: Value) -> Value {
+    let (plural, group) = name.split_once('.').unwrap();
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name, "uid": uid, "generation": generation, "resourceVersion": "10"},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "plural": plural},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}
+            }]
+        }
+    })
+}
+
+fn widgets(generation: i64, max_items: u64) -> Value {
+    custom_crd(
+        "widgets.stable.example.com",
+        "Widget",
+        "uid-widgets",
+        generation,
+        json!({"type": "object", "properties": {"items": {
+            "type": "array", "maxItems": max_items,
+            "items": {"type": "string", "maxLength": 64}
+        }}}),
+    )
+}
+
+fn limits() -> Value {
+    custom_crd(
+        "limits.rules.example.com",
+        "Limits",
+        "uid-limits",
+        1,
+        json!({"type": "object", "properties": {"maxLen": {"type": "integer"}}}),
+    )
+}
+
+fn policy() -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "widget-items", "uid": "uid-vap", "generation": 1, "resourceVersion": "20"},
+        "spec": {
+            "paramKind": {"apiVersion": "rules.example.com/v1", "kind": "Limits"},
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": ["stable.example.com"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["widgets"]
+            }]},
+            "validations": [{"expression": "object.spec.items.all(x, x.size() < params.spec.maxLen)"}]
+        }
+    })
+}
+
+fn crd_meta(v: &Value) -> PartialObjectMeta<CustomResourceDefinition> {
+    Arc::unwrap_or_clone(meta_of(v))
+}
+
+/// A policy over a custom resource, with a param kind: the operator reads both CRDs (the
+/// matched one by name, the param kind's among the CRDs of its group), types the estimate with
+/// them, and estimates again when one of them changes.
+#[tokio::test]
+async fn policies_are_typed_with_the_cluster_crds_and_follow_them() {
+    use celcost::controller::schemas::CrdStore;
+    use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+
+    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let client = Client::new(service, "default");
+    let (reports, mut reports_writer) = reflector::store::<PartialObjectMeta<CostReport>>();
+    let (crds, mut crds_writer): (CrdStore, _) = reflector::store();
+    let mut registry = prometheus_client::registry::Registry::default();
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "celcost".into(),
+            instance: None,
+        },
+    );
+    let ctx = Arc::new(
+        Context::new(
+            client,
+            estimator(),
+            recorder,
+            Metrics::default().register(&mut registry),
+            Settings::default(),
+            reports,
+        )
+        .with_crd_store(crds),
+    );
+    let mut api = ApiServer(handle);
+    reports_writer.apply_watcher_event(&watcher::Event::Init);
+    reports_writer.apply_watcher_event(&watcher::Event::InitDone);
+    let other = custom_crd(
+        "alphas.rules.example.com",
+        "Alpha",
+        "uid-alpha",
+        1,
+        json!({"type": "object"}),
+    );
+    crds_writer.apply_watcher_event(&watcher::Event::Init);
+    for c in [widgets(1, 10), other.clone(), limits()] {
+        crds_writer.apply_watcher_event(&watcher::Event::InitApply(crd_meta(&c)));
+    }
+    crds_writer.apply_watcher_event(&watcher::Event::InitDone);
+
+    let vap = policy();
+    let vap_meta: Arc<PartialObjectMeta<ValidatingAdmissionPolicy>> = {
+        let mut m: PartialObjectMeta<ValidatingAdmissionPolicy> = serde_json::from_value(
+            json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": vap["metadata"]}),
+        )
+        .unwrap();
+        m.types = None;
+        Arc::new(m)
+    };
+    let report = "vap.widget-items";
+
+    let (res, stored) = timed(async {
+        tokio::join!(reconcile(vap_meta.clone(), ctx.clone()), async {
+            api.expect(Method::GET, &format!("{VAP_PATH}/widget-items"))
+                .await
+                .respond(200, &vap);
+            api.expect(
+                Method::GET,
+                &format!("{CRD_PATH}/widgets.stable.example.com"),
+            )
+            .await
+            .respond(200, &widgets(1, 10));
+            // The param kind's CRD: `limits.*` is tried first among the group's CRDs.
+            api.expect(Method::GET, &format!("{CRD_PATH}/limits.rules.example.com"))
+                .await
+                .respond(200, &limits());
+            let obj = api.serve_apply_report(report, "1").await;
+            api.serve_status_report(report, &obj, "2").await
+        })
+    })
+    .await;
+    res.unwrap();
+
+    // The same numbers as the estimator given both CRDs.
+    let mut catalog = SchemaCatalog::new();
+    catalog.add_crd(widgets(1, 10));
+    catalog.add_crd(limits());
+    let expected = estimator()
+        .estimate_with(&vap, "cluster", &catalog)
+        .unwrap();
+    let typed = expected.expressions[0].typed.as_ref().unwrap();
+    assert!(!typed.max_cost_unbounded);
+    assert_eq!(expected.expressions[0].max_cost, Some(u64::MAX));
+    let s = &stored["status"];
+    assert_eq!(
+        s["expressions"][0]["typed"]["maxCost"],
+        json!(typed.max_cost)
+    );
+    assert_eq!(s["expressions"][0]["maxCost"], json!(i64::MAX));
+    assert_eq!(
+        s["typing"]["schemas"][0],
+        json!({"resource": "stable.example.com/v1/widgets", "kind": "Widget", "origin": "CRD widgets.stable.example.com"})
+    );
+    assert_eq!(s["typing"]["params"]["kind"], "Limits");
+    assert_eq!(
+        s["typing"]["params"]["origin"],
+        "CRD limits.rules.example.com"
+    );
+
+    // The report depends on the two CRDs read, not on the third of the group.
+    assert_eq!(
+        ctx.dependents("widgets.stable.example.com"),
+        ["widget-items"]
+    );
+    assert_eq!(ctx.dependents("limits.rules.example.com"), ["widget-items"]);
+    assert!(ctx.dependents("alphas.rules.example.com").is_empty());
+
+    // Our writes come back through the watch: nothing to do while the CRDs are unchanged.
+    let watched: PartialObjectMeta<CostReport> = serde_json::from_value(json!({
+        "apiVersion": "celcost.io/v1alpha1", "kind": "CostReport", "metadata": stored["metadata"]
+    }))
+    .unwrap();
+    reports_writer.apply_watcher_event(&watcher::Event::Apply(watched));
+    timed(reconcile(vap_meta.clone(), ctx.clone()))
+        .await
+        .unwrap();
+    timed(api.expect_silence()).await;
+
+    // A new generation of the matched CRD, with 100 items: the typed estimate follows it.
+    crds_writer.apply_watcher_event(&watcher::Event::Apply(crd_meta(&widgets(2, 100))));
+    let (res, updated) = timed(async {
+        tokio::join!(reconcile(vap_meta.clone(), ctx.clone()), async {
+            api.expect(Method::GET, &format!("{VAP_PATH}/widget-items"))
+                .await
+                .respond(200, &vap);
+            api.expect(
+                Method::GET,
+                &format!("{CRD_PATH}/widgets.stable.example.com"),
+            )
+            .await
+            .respond(200, &widgets(2, 100));
+            api.expect(Method::GET, &format!("{CRD_PATH}/limits.rules.example.com"))
+                .await
+                .respond(200, &limits());
+            api.expect(Method::GET, &format!("{REPORTS_PATH}/{report}"))
+                .await
+                .respond(200, &stored);
+            api.serve_status_report(report, &stored, "3").await
+        })
+    })
+    .await;
+    res.unwrap();
+    let before = stored["status"]["expressions"][0]["typed"]["maxCost"]
+        .as_i64()
+        .unwrap();
+    let after = updated["status"]["expressions"][0]["typed"]["maxCost"]
+        .as_i64()
+        .unwrap();
+    assert!(after > 5 * before, "{before} → {after}");
+    timed(api.expect_silence()).await;
+}
+
+/// Without a CRD for the param kind, the report depends on the CRDs of its group: a CRD
+/// created there later is a reason to look again.
+#[tokio::test]
+async fn a_missing_param_crd_is_looked_for_again() {
+    use celcost::controller::schemas::{CrdStore, Dep};
+
+    let (crds, mut writer): (CrdStore, _) = reflector::store();
+    writer.apply_watcher_event(&watcher::Event::Init);
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    let dep = Dep::Group {
+        group: "rules.example.com".into(),
+        names: vec![],
+    };
+    assert!(dep.is_current(&crds));
+    writer.apply_watcher_event(&watcher::Event::Apply(crd_meta(&limits())));
+    assert!(!dep.is_current(&crds));
+    assert!(dep.concerns("limits.rules.example.com"));
 }

@@ -10,6 +10,7 @@ pub mod http;
 pub mod metrics;
 pub mod reconcile;
 pub mod resource;
+pub mod schemas;
 pub mod status;
 pub mod telemetry;
 
@@ -24,9 +25,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ListParams, PartialObjectMeta};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource};
+use kube::{Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use tracing::{debug, info, warn};
 
@@ -34,7 +35,7 @@ use crate::Estimator;
 use crate::cel::decls::Version;
 
 pub use error::Error;
-pub use reconcile::{Context, CostEstimator, Settings, Target, error_policy, reconcile};
+pub use reconcile::{Budget, Context, CostEstimator, Settings, Target, error_policy, reconcile};
 pub use resource::{CostReport, CostReportSpec, CostReportStatus, TargetKind, crd_yaml};
 pub use status::StatusSettings;
 pub use telemetry::LogFormat;
@@ -56,10 +57,16 @@ pub struct ControllerArgs {
     #[arg(long, env = "CELCOST_NEAR_BUDGET_PERCENT", default_value_t = 80,
           value_parser = clap::value_parser!(u8).range(1..=100))]
     pub near_budget_percent: u8,
-    /// Targets reconciled at once, per kind.
-    #[arg(long, env = "CELCOST_CONCURRENCY", default_value_t = 4,
+    /// Targets reconciled at once, per kind (API calls in flight; memory is bounded by
+    /// --memory-budget-mib).
+    #[arg(long, env = "CELCOST_CONCURRENCY", default_value_t = 16,
           value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
+    /// MiB of target JSON (CRDs, policies) parsed and estimated at once, over all reconciles;
+    /// the operator's memory grows with it (about 6 times this, plus the watched metadata).
+    #[arg(long, env = "CELCOST_MEMORY_BUDGET_MIB", default_value_t = 8,
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub memory_budget_mib: u16,
     /// Kubernetes version of the cost model (major.minor); default: the API server's, within
     /// the versions the estimator knows (1.25 to 1.36).
     #[arg(long, env = "CELCOST_KUBERNETES_VERSION", value_parser = parse_model_version)]
@@ -174,10 +181,13 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
             max_rules: usize::from(args.max_rules),
         },
         requeue: Duration::from_secs(args.resync_seconds.max(60)),
+        memory_budget_bytes: usize::from(args.memory_budget_mib) << 20,
         ..Settings::default()
     };
     let config = controller::Config::default().concurrency(args.concurrency);
+    let budget = reconcile::Budget::new(settings.memory_budget_bytes, settings.estimators);
     let shared = Shared {
+        budget,
         client: client.clone(),
         estimator,
         recorder,
@@ -186,15 +196,27 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         config,
     };
 
-    let (crd_ctrl, crd_ready) = controller_for::<CustomResourceDefinition>(&shared);
-    let mut stores_ready = vec![crd_ready];
+    // Policies are typed with the cluster's CRDs: the policy controller reads the CRD watch's
+    // store, and each CRD event re-checks the policies whose report depends on that CRD.
+    let (crd_events, crd_events_rx) = futures::channel::mpsc::unbounded();
+    let crds =
+        controller_for::<CustomResourceDefinition>(&shared, vap_served.then_some(crd_events), None);
+    let mut stores_ready = vec![crds.ready];
     let vap_ctrl = if vap_served {
-        let (c, r) = controller_for::<ValidatingAdmissionPolicy>(&shared);
-        stores_ready.push(r);
-        Some(c)
+        let vaps = controller_for::<ValidatingAdmissionPolicy>(
+            &shared,
+            None,
+            Some(CrdLinks {
+                store: crds.targets.clone(),
+                events: crd_events_rx,
+            }),
+        );
+        stores_ready.push(vaps.ready);
+        Some(vaps.run)
     } else {
         None
     };
+    let crd_ctrl = crds.run;
     tokio::spawn(async move {
         for r in stores_ready {
             r.await;
@@ -227,6 +249,7 @@ struct Shared {
     metrics: metrics::Metrics,
     settings: Settings,
     config: controller::Config,
+    budget: reconcile::Budget,
 }
 
 /// The stores keep only what the reconciler reads (name, uid, generation, resourceVersion,
@@ -249,15 +272,36 @@ where
     {}
 }
 
-/// The controller of one kind, and a future that completes when its stores have listed.
+/// The controller of one kind.
+struct Running<K: Target> {
+    run: futures::future::BoxFuture<'static, ()>,
+    /// Completes when the stores have listed.
+    ready: futures::future::BoxFuture<'static, ()>,
+    /// The watched targets.
+    targets: Store<PartialObjectMeta<K>>,
+}
+
+/// How the policy controller follows the CRDs.
+struct CrdLinks {
+    store: schemas::CrdStore,
+    events: futures::channel::mpsc::UnboundedReceiver<PartialObjectMeta<CustomResourceDefinition>>,
+}
+
+/// The controller of one kind. Its target events are also sent to `observe`; `crds` makes it
+/// type policies with the cluster's CRDs and follow them.
 fn controller_for<K: Target>(
     shared: &Shared,
-) -> (
-    futures::future::BoxFuture<'static, ()>,
-    futures::future::BoxFuture<'static, ()>,
-) {
+    observe: Option<futures::channel::mpsc::UnboundedSender<PartialObjectMeta<K>>>,
+    crds: Option<CrdLinks>,
+) -> Running<K> {
     let kind = K::KIND;
-    let wc = watcher::Config::default().any_semantic();
+    // From the watch cache (`resourceVersion=0`) in one response: kube drops
+    // `resourceVersion=0` from paginated lists, and pages are then read from etcd, decoding
+    // every full CRD (seconds per 500 with large CRDs). The cache ignores `limit` anyway.
+    let wc = watcher::Config {
+        page_size: None,
+        ..watcher::Config::default().any_semantic()
+    };
 
     let (targets, targets_writer) = reflector::store::<PartialObjectMeta<K>>();
     let target_events = watcher(
@@ -267,7 +311,13 @@ fn controller_for<K: Target>(
     .default_backoff()
     .modify(strip_managed_fields)
     .reflect(targets_writer)
-    .touched_objects();
+    .touched_objects()
+    .inspect(move |event| {
+        if let (Some(tx), Ok(obj)) = (observe.as_ref(), event) {
+            // The receiver only goes when the operator stops.
+            let _ = tx.unbounded_send(obj.clone());
+        }
+    });
 
     let (reports, reports_writer): (Store<PartialObjectMeta<CostReport>>, _) = reflector::store();
     let report_events = watcher(
@@ -283,14 +333,21 @@ fn controller_for<K: Target>(
     .reflect(reports_writer)
     .touched_objects();
 
-    let ctx = Arc::new(Context::new(
+    let mut ctx = Context::new(
         shared.client.clone(),
         shared.estimator.clone(),
         shared.recorder.clone(),
         shared.metrics.clone(),
         shared.settings.clone(),
         reports.clone(),
-    ));
+    )
+    .with_budget(shared.budget.clone());
+    let mut crd_events = None;
+    if let Some(links) = crds {
+        ctx = ctx.with_crd_store(links.store);
+        crd_events = Some(links.events);
+    }
+    let ctx = Arc::new(ctx);
     let ready = {
         let targets = targets.clone();
         let reports = reports.clone();
@@ -303,8 +360,20 @@ fn controller_for<K: Target>(
         .boxed()
     };
     let forget = ctx.clone();
-    let run = Controller::for_stream(target_events, targets)
-        .owns_stream(report_events)
+    let mut controller =
+        Controller::for_stream(target_events, targets.clone()).owns_stream(report_events);
+    if let Some(events) = crd_events {
+        let deps = ctx.clone();
+        controller = controller.watches_stream(
+            events.map(Ok::<_, watcher::Error>),
+            move |crd: PartialObjectMeta<CustomResourceDefinition>| {
+                deps.dependents(&crd.name_any())
+                    .into_iter()
+                    .map(|name| ObjectRef::new(&name))
+            },
+        );
+    }
+    let run = controller
         .with_config(shared.config.clone())
         .shutdown_on_signal()
         .run(reconcile::<K>, error_policy::<K>, ctx)
@@ -325,7 +394,11 @@ fn controller_for<K: Target>(
             futures::future::ready(())
         })
         .boxed();
-    (run, ready)
+    Running {
+        run,
+        ready,
+        targets,
+    }
 }
 
 #[cfg(test)]

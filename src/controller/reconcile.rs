@@ -6,6 +6,8 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
 use futures::FutureExt;
 use k8s_openapi::ClusterResourceScope;
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
@@ -26,10 +28,12 @@ use tracing::{debug, info, instrument, warn};
 use crate::Estimator;
 use crate::cel::decls::Version;
 use crate::report::ObjectReport;
+use crate::schema::catalog::SchemaCatalog;
 
 use super::error::Error;
 use super::metrics::{FailureLabels, KindLabels, Metrics, TargetLabels};
 use super::resource::{CostReport, CostReportSpec, TargetKind, TargetRef};
+use super::schemas::{self, CrdStore, Dep, Head};
 use super::status::{
     StatusSettings, estimate_status, estimation_failed_message, failed_status, is_ready,
     same_status, transitions, with_conditions,
@@ -66,16 +70,21 @@ impl Target for ValidatingAdmissionPolicy {
 
 /// The estimator, as the reconciler sees it: a seam for tests (a failing estimator).
 pub trait CostEstimator: Send + Sync + 'static {
-    /// The report of a CRD or policy serialized with apiVersion and kind; `None` when the
-    /// estimator does not handle the object.
-    fn estimate(&self, object: &serde_json::Value) -> Option<ObjectReport>;
+    /// The report of a CRD or policy serialized with apiVersion and kind, policies typed with
+    /// the schemas of `catalog`; `None` when the estimator does not handle the object.
+    fn estimate(&self, object: &serde_json::Value, catalog: &SchemaCatalog)
+    -> Option<ObjectReport>;
     /// The Kubernetes version of the cost model.
     fn kubernetes_version(&self) -> Version;
 }
 
 impl CostEstimator for Estimator {
-    fn estimate(&self, object: &serde_json::Value) -> Option<ObjectReport> {
-        Estimator::estimate(self, object, "cluster")
+    fn estimate(
+        &self,
+        object: &serde_json::Value,
+        catalog: &SchemaCatalog,
+    ) -> Option<ObjectReport> {
+        Estimator::estimate_with(self, object, "cluster", catalog)
     }
 
     fn kubernetes_version(&self) -> Version {
@@ -92,6 +101,11 @@ pub struct Settings {
     /// First and longest delay of the per-target retry backoff after API errors.
     pub min_backoff: Duration,
     pub max_backoff: Duration,
+    /// Bytes of target JSON parsed and estimated at once, over all reconciles: what bounds the
+    /// operator's memory, whatever the concurrency (a target larger than this runs alone).
+    pub memory_budget_bytes: usize,
+    /// Estimates run at once, over all reconciles.
+    pub estimators: usize,
 }
 
 impl Default for Settings {
@@ -101,6 +115,8 @@ impl Default for Settings {
             requeue: Duration::from_secs(3600),
             min_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(300),
+            memory_budget_bytes: 8 << 20,
+            estimators: std::thread::available_parallelism().map_or(2, usize::from),
         }
     }
 }
@@ -113,6 +129,8 @@ struct Memo {
     uid: Option<String>,
     generation: Option<i64>,
     report_versions: Vec<String>,
+    /// Policies: the CRDs their typed estimate read (or looked for).
+    deps: Vec<Dep>,
 }
 
 /// The state shared by the reconciles of one controller.
@@ -126,6 +144,10 @@ pub struct Context {
     pub reports: Store<PartialObjectMeta<CostReport>>,
     memo: Mutex<HashMap<String, Memo>>,
     failures: Mutex<HashMap<String, u32>>,
+    /// Memory and CPU bounds (shared by the controllers of all kinds).
+    budget: Budget,
+    /// Policies: the watched CRDs, whose schemas type their estimates.
+    pub(super) crds: Option<CrdStore>,
 }
 
 impl Context {
@@ -137,6 +159,7 @@ impl Context {
         settings: Settings,
         reports: Store<PartialObjectMeta<CostReport>>,
     ) -> Self {
+        let budget = Budget::new(settings.memory_budget_bytes, settings.estimators);
         Context {
             client,
             estimator,
@@ -146,7 +169,32 @@ impl Context {
             reports,
             memo: Mutex::default(),
             failures: Mutex::default(),
+            budget,
+            crds: None,
         }
+    }
+
+    /// Types policies with the CRDs of the cluster: their metadata from `crds` (a watch), their
+    /// schemas read when a policy needs them. Without it, policies are typed with the built-in
+    /// schemas only.
+    pub fn with_crd_store(mut self, crds: CrdStore) -> Self {
+        self.crds = Some(crds);
+        self
+    }
+
+    /// The targets (policies) whose report depends on the CRD `crd_name`.
+    pub fn dependents(&self, crd_name: &str) -> Vec<String> {
+        let memo = self.memo.lock().expect("memo lock");
+        memo.iter()
+            .filter(|(_, m)| m.deps.iter().any(|d| d.concerns(crd_name)))
+            .filter_map(|(report, _)| report.split_once('.').map(|(_, n)| n.to_string()))
+            .collect()
+    }
+
+    /// Uses `budget` (shared with other contexts) instead of a budget of its own.
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
     }
 
     fn kind_labels(kind: TargetKind) -> KindLabels {
@@ -170,9 +218,14 @@ impl Context {
             .reports
             .get(&ObjectRef::new(report_name))
             .and_then(|r| r.metadata.resource_version.clone());
+        let deps_current = match self.crds.as_ref() {
+            Some(crds) => stored.deps.iter().all(|d| d.is_current(crds)),
+            None => true,
+        };
         stored.uid == memo.uid
             && stored.generation == memo.generation
             && watched.is_some_and(|rv| stored.report_versions.contains(&rv))
+            && deps_current
     }
 
     /// Forgets a deleted target: its memo, backoff and gauges.
@@ -184,6 +237,56 @@ impl Context {
             .expect("failures lock")
             .remove(&report_name);
         self.metrics.forget(&TargetLabels::new(kind, name));
+    }
+}
+
+/// What bounds the operator's memory and CPU whatever the concurrency: bytes of target JSON
+/// parsed and estimated at once (reconciles wait for their target's size), and estimates run at
+/// once (CPU-bound, one per core is enough). Shared by the controllers of all kinds.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    kib: Arc<Semaphore>,
+    total_kib: u32,
+    estimators: Arc<Semaphore>,
+}
+
+impl Budget {
+    /// A budget of `memory_bytes` (at least 1 MiB) and `estimators` estimates at once (at least
+    /// one).
+    pub fn new(memory_bytes: usize, estimators: usize) -> Self {
+        let total_kib = u32::try_from((memory_bytes / 1024).max(1024)).unwrap_or(u32::MAX >> 3);
+        Budget {
+            kib: Arc::new(Semaphore::new(total_kib as usize)),
+            total_kib,
+            estimators: Arc::new(Semaphore::new(estimators.max(1))),
+        }
+    }
+
+    /// Waits until `bytes` fit in the memory budget; the permit holds them until dropped.
+    /// Anything larger than the whole budget waits for all of it.
+    pub async fn reserve(&self, bytes: usize) -> OwnedSemaphorePermit {
+        let kib = u32::try_from(bytes / 1024 + 1)
+            .unwrap_or(u32::MAX)
+            .min(self.total_kib);
+        self.kib
+            .clone()
+            .acquire_many_owned(kib)
+            .await
+            .expect("the budget is never closed")
+    }
+
+    /// Waits for an estimator slot.
+    async fn estimator(&self) -> OwnedSemaphorePermit {
+        self.estimators
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the budget is never closed")
+    }
+
+    /// KiB of the memory budget free now.
+    pub fn available_kib(&self) -> usize {
+        self.kib.available_permits()
     }
 }
 
@@ -284,14 +387,45 @@ enum Outcome {
     Failed(String),
 }
 
-async fn estimate(ctx: &Context, kind: TargetKind, value: Value) -> Outcome {
+/// Parses and estimates a target (JSON text) with the CRDs its policy estimate reads (`schemas`,
+/// JSON texts), off the async workers and a few at a time: the estimator is CPU-bound, and only
+/// the targets being estimated are held as parsed trees.
+async fn estimate(
+    ctx: &Context,
+    kind: TargetKind,
+    api_version: String,
+    target_kind: String,
+    target: String,
+    schemas: Vec<String>,
+) -> Outcome {
     let estimator = ctx.estimator.clone();
-    // The estimator is CPU-bound: keep it off the async workers. A panic in it is a failed
-    // estimate of this target, not a crash of the operator.
-    let joined = tokio::task::spawn_blocking(move || estimator.estimate(&value)).await;
+    let slot = ctx.budget.estimator().await;
+    // A panic in the estimator is a failed estimate of this target, not a crash.
+    let joined = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        let mut value: Value = match serde_json::from_str(&target) {
+            Ok(v) => v,
+            Err(e) => return Err(format!("its JSON cannot be read: {e}")),
+        };
+        drop(target);
+        // The kind may be missing from a single-object read; the estimator needs it.
+        if let Some(o) = value.as_object_mut() {
+            o.insert("apiVersion".into(), api_version.into());
+            o.insert("kind".into(), target_kind.into());
+        }
+        let mut catalog = SchemaCatalog::new();
+        for text in schemas {
+            if let Ok(crd) = serde_json::from_str::<Value>(&text) {
+                catalog.add_crd(crd);
+            }
+        }
+        Ok(estimator.estimate(&value, &catalog))
+    })
+    .await;
     match joined {
-        Ok(Some(report)) => Outcome::Report(Box::new(report)),
-        Ok(None) => Outcome::Failed(estimation_failed_message(kind, None)),
+        Ok(Ok(Some(report))) => Outcome::Report(Box::new(report)),
+        Ok(Ok(None)) => Outcome::Failed(estimation_failed_message(kind, None)),
+        Ok(Err(detail)) => Outcome::Failed(estimation_failed_message(kind, Some(&detail))),
         Err(e) => {
             let detail = if e.is_panic() {
                 let p = e.into_panic();
@@ -344,14 +478,18 @@ pub fn desired_report<K: Target>(name: &str, uid: &str) -> CostReport {
     }
 }
 
-/// GETs a target as plain JSON, from the API server's watch cache (`resourceVersion=0`): no
-/// etcd read, and no typed copy of a possibly huge CRD. `None` when it is gone.
-async fn get_target<K: Target>(client: &Client, name: &str) -> Result<Option<Value>, Error> {
-    let request = kube::core::Request::new(K::url_path(&(), None))
+/// GETs an object as JSON text, from the API server's watch cache (`resourceVersion=0`): no
+/// etcd read, and no typed copy of a possibly huge CRD. `None` when it does not exist.
+pub(super) async fn get_json(
+    ctx: &Context,
+    url_path: &str,
+    name: &str,
+) -> Result<Option<String>, Error> {
+    let request = kube::core::Request::new(url_path)
         .get(name, &GetParams::any())
         .map_err(kube::Error::BuildRequest)?;
-    match client.request::<Value>(request).await {
-        Ok(v) => Ok(Some(v)),
+    match ctx.client.request_text(request).await {
+        Ok(text) => Ok(Some(text)),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
         Err(e) => Err(e.into()),
     }
@@ -381,19 +519,21 @@ async fn reconcile_inner<K: Target>(
         uid: meta.metadata.uid.clone(),
         generation: meta.metadata.generation,
         report_versions: Vec::new(),
+        deps: Vec::new(),
     };
     if ctx.is_current(&report_name, &seen) {
         debug!("report is current");
         return Ok(Action::requeue(ctx.settings.requeue));
     }
 
-    let Some(mut value) = get_target::<K>(&ctx.client, &name).await? else {
+    let Some(text) = get_json(ctx, &K::url_path(&(), None), &name).await? else {
         // Deleted: the garbage collector deletes the report with it.
         debug!("target is gone");
         return Ok(Action::await_change());
     };
-    let generation = value["metadata"]["generation"].as_i64();
-    let uid = value["metadata"]["uid"].as_str().map(str::to_string);
+    let head = Head::of(&text);
+    let generation = head.metadata.generation;
+    let uid = head.metadata.uid;
     let Some(uid_str) = uid.clone() else {
         warn!("target has no uid; skipped");
         return Ok(Action::await_change());
@@ -403,11 +543,21 @@ async fn reconcile_inner<K: Target>(
         debug!(?generation, seen = ?seen.generation, "stale read; retrying");
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
-    // The kind may be missing from a single-object read; the estimator needs it.
-    if let Some(o) = value.as_object_mut() {
-        o.insert("apiVersion".into(), K::api_version(&()).into());
-        o.insert("kind".into(), K::kind(&()).into());
-    }
+    // Policies: the CRDs their typed estimate reads, when the cluster's CRDs are watched.
+    let (schemas, deps) = match (kind, ctx.crds.is_some()) {
+        (TargetKind::ValidatingAdmissionPolicy, true) => {
+            let needs = serde_json::from_str::<Value>(&text)
+                .map(|v| crate::vap::schema_needs(&v))
+                .unwrap_or_default();
+            schemas::fetch(ctx, &needs).await?
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    // Parsed trees are several times the size of their text: wait until they fit.
+    let memory = ctx
+        .budget
+        .reserve(text.len() + schemas.iter().map(String::len).sum::<usize>())
+        .await;
     let regarding = ObjectReference {
         api_version: Some(K::api_version(&()).to_string()),
         kind: Some(K::kind(&()).to_string()),
@@ -436,7 +586,16 @@ async fn reconcile_inner<K: Target>(
         return Ok(Action::requeue(Duration::from_secs(5)));
     }
 
-    let outcome = estimate(ctx, kind, value).await;
+    let outcome = estimate(
+        ctx,
+        kind,
+        K::api_version(&()).to_string(),
+        K::kind(&()).to_string(),
+        text,
+        schemas,
+    )
+    .await;
+    drop(memory);
     ctx.metrics
         .estimates
         .get_or_create(&Context::kind_labels(kind))
@@ -475,13 +634,24 @@ async fn reconcile_inner<K: Target>(
     }
     let changed = !prev.is_some_and(|p| same_status(p, &status));
     if changed {
-        let body = serde_json::json!({
-            "apiVersion": CostReport::api_version(&()),
-            "kind": CostReport::kind(&()),
-            "status": status,
-        });
+        // The whole status in one JSON patch `add` (which replaces an existing member): the
+        // operator owns all of it, and this costs the API server about half of a server-side
+        // apply of the same status, which parses the body as YAML and merges it field by field.
+        let patch = json_patch::Patch(vec![json_patch::PatchOperation::Add(
+            json_patch::AddOperation {
+                path: json_patch::jsonptr::PointerBuf::from_tokens(["status"]),
+                value: serde_json::to_value(&status)?,
+            },
+        )]);
         let applied = reports
-            .patch_status(&report_name, &params, &Patch::Apply(&body))
+            .patch_status(
+                &report_name,
+                &PatchParams {
+                    field_manager: Some(MANAGER.to_string()),
+                    ..PatchParams::default()
+                },
+                &Patch::Json::<()>(patch),
+            )
             .await?;
         ctx.metrics
             .writes
@@ -552,6 +722,7 @@ async fn reconcile_inner<K: Target>(
             uid,
             generation,
             report_versions,
+            deps,
         },
     );
     Ok(Action::requeue(ctx.settings.requeue))

@@ -186,6 +186,10 @@ pub struct CostReportStatus {
     /// Policies: the runtime budgets, summed the way the runtime spends them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_budget: Option<PolicyBudgetStatus>,
+    /// Policies: the schemas behind the typed estimates (beyond upstream), and what they do
+    /// not cover.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typing: Option<PolicyTypingStatus>,
     /// Set when the report is abridged (rules left out, text cut).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schemars(length(max = 1024))]
@@ -379,6 +383,36 @@ pub struct TypedEstimateStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16), inner(length(max = 512)))]
     pub unbounded_fields: Vec<String>,
+}
+
+/// The schemas that typed a policy's `object`/`oldObject` and `params` (CLI JSON: `typing`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyTypingStatus {
+    /// The matched resources with a schema.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub schemas: Vec<TypedSchemaStatus>,
+    /// The schema of `paramKind`, when one is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<TypedSchemaStatus>,
+    /// What the typed estimates do not cover, and why (first 16).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16), inner(length(max = 1024)))]
+    pub not_typed: Vec<String>,
+}
+
+/// A schema that typed a policy (`stable.example.com/v1/widgets`, `Widget`, `CRD
+/// widgets.stable.example.com`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TypedSchemaStatus {
+    #[schemars(length(max = 512))]
+    pub resource: String,
+    #[schemars(length(max = 256))]
+    pub kind: String,
+    #[schemars(length(max = 512))]
+    pub origin: String,
 }
 
 /// A policy's runtime budgets (CLI JSON: `policyBudget`).

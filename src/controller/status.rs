@@ -6,13 +6,15 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::report::{
     Drivers, ExpressionReport, ObjectReport, PER_CALL_LIMIT, PER_RULE_COST_LIMIT,
-    PER_SCHEMA_COST_LIMIT, PolicyBudget, RUNTIME_COST_BUDGET, RuleReport, SchemaReport,
+    PER_SCHEMA_COST_LIMIT, PolicyBudget, PolicyTyping, RUNTIME_COST_BUDGET, RuleReport,
+    SchemaReport, TypedSchema,
 };
 
 use super::resource::{
     BudgetLevel, CostReportStatus, DriversStatus, ExpressionStatus, MAX_DRIVERS, MAX_ERRORS,
     MAX_EXPRESSION_LEN, MAX_LISTED_RULES, MAX_LISTED_SCHEMAS, MAX_TEXT_LEN, PolicyBudgetStatus,
-    RuleStatus, SchemaStatus, Summary, TargetKind, TypedEstimateStatus,
+    PolicyTypingStatus, RuleStatus, SchemaStatus, Summary, TargetKind, TypedEstimateStatus,
+    TypedSchemaStatus,
 };
 
 /// Upper bound of the serialized status. The whole object must stay well below the 256 KiB we
@@ -141,6 +143,22 @@ impl Cut {
             .take(max_items)
             .map(|s| self.text(s, max_len))
             .collect()
+    }
+}
+
+fn typing_status(t: &PolicyTyping, cut: &mut Cut) -> PolicyTypingStatus {
+    let mut schema = |s: &TypedSchema| TypedSchemaStatus {
+        resource: cut.text(&s.resource, 512),
+        kind: cut.text(&s.kind, 256),
+        origin: cut.text(&s.origin, 512),
+    };
+    let schemas: Vec<TypedSchemaStatus> = t.schemas.iter().take(32).map(&mut schema).collect();
+    let params = t.params.as_ref().map(&mut schema);
+    cut.lists |= t.schemas.len() > 32;
+    PolicyTypingStatus {
+        schemas,
+        params,
+        not_typed: cut.list(&t.not_typed, MAX_ERRORS, MAX_TEXT_LEN),
     }
 }
 
@@ -326,6 +344,7 @@ pub fn estimate_status(
         valid: Some(report.valid),
         errors,
         policy_budget: report.policy_budget.as_ref().map(policy_budget_status),
+        typing: report.typing.as_ref().map(|t| typing_status(t, &mut cut)),
         ..CostReportStatus::default()
     };
     if report.schemas.len() > MAX_LISTED_SCHEMAS {

@@ -13,7 +13,7 @@ mod meta;
 mod typed;
 mod types;
 
-pub use typed::{matched_resources, param_kind};
+pub use typed::{SchemaNeeds, matched_resources, param_kind, schema_needs};
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -68,12 +68,32 @@ pub fn go_type_string(t: &Type) -> String {
     format!("{}({})", t.type_name(), ps.join(", "))
 }
 
+/// Why the API server refuses an expression, as `convertCELErrorToValidationError` reports it.
+enum CompileFailure {
+    /// `Invalid value: "<expression>": <detail>`.
+    Invalid(String),
+    /// `Internal error: <detail>` (program instantiation).
+    Internal(String),
+}
+
+impl CompileFailure {
+    fn field_error(&self, fp: &str, expr: &str) -> FieldError {
+        match self {
+            CompileFailure::Invalid(d) => {
+                FieldError::invalid(fp, BadValue::Str(expr.to_string()), d)
+            }
+            CompileFailure::Internal(d) => FieldError::internal(fp, d),
+        }
+    }
+}
+
 struct Compiled {
     report: ExpressionReport,
     checked: Option<CheckedExpr>,
-    /// The API server's error for the expression: a compile failure, or an output type the
-    /// field does not accept (the expression is still costed then).
-    error: Option<String>,
+    /// The API server's error for the expression: a compile failure, an output type the field
+    /// does not accept, or a program that cannot be built (the expression is still costed for
+    /// the last two).
+    error: Option<CompileFailure>,
     /// How it was compiled, to compile it again typed.
     site: Site,
     source: String,
@@ -356,7 +376,7 @@ pub fn estimate_vap_with(
             composition,
         );
         if let Some(e) = &c.error {
-            errors.push(FieldError::invalid(&fp, BadValue::Str(expr.clone()), e));
+            errors.push(e.field_error(&fp, &expr));
         }
         audit_cost = audit_cost.saturating_add(c.report.max_cost.unwrap_or(0));
         if let Some(ch) = &c.checked {
@@ -524,7 +544,7 @@ fn declare_vars(
 
 fn push_error(errors: &mut Vec<FieldError>, c: &Compiled, fp: &str, expr: &str) {
     if let Some(e) = &c.error {
-        errors.push(FieldError::invalid(fp, BadValue::Str(expr.to_string()), e));
+        errors.push(e.field_error(fp, expr));
     }
 }
 
@@ -586,7 +606,7 @@ fn compile(
             return Compiled {
                 report,
                 checked: None,
-                error: Some(msg),
+                error: Some(CompileFailure::Invalid(msg)),
                 site,
                 source: expr.to_string(),
                 has_params,
@@ -616,7 +636,14 @@ fn compile(
                 go_type_string(&out)
             )
         };
-        return_error = Some(msg);
+        return_error = Some(CompileFailure::Invalid(msg));
+    } else if let Some(e) = env.program_error(&checked) {
+        // Only once the output type is accepted, as upstream builds the program after that
+        // check. The estimate stands (upstream's cost estimate does not build a program); the
+        // policy is refused on create.
+        return_error = Some(CompileFailure::Internal(format!(
+            "program instantiation failed: {e}"
+        )));
     }
     let est = estimate(
         &checked,

@@ -129,6 +129,41 @@ pub fn param_kind(spec: &Value) -> Option<(String, String)> {
     Some((s("apiVersion")?, s("kind")?))
 }
 
+/// The CustomResourceDefinitions a policy's typed estimate would read, for a caller that fetches
+/// schemas on demand (the operator): what to put into the [`SchemaCatalog`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SchemaNeeds {
+    /// CRD names (`<plural>.<group>`, as the API server requires them) of the matched resources
+    /// that are not built in, sorted.
+    pub crds: Vec<String>,
+    /// `paramKind` when it is not a built-in kind: (group, version, kind). Its CRD is the one of
+    /// that group whose `spec.names.kind` is the kind; its name cannot be told from the kind.
+    pub param_kind: Option<(String, String, String)>,
+}
+
+/// Which CRDs the typed estimate of the policy `vap` (a ValidatingAdmissionPolicy as JSON) can
+/// use. Resources of the core group, of groups without a dot (CRD groups need one) and kinds
+/// the built-in schemas have are left out.
+pub fn schema_needs(vap: &Value) -> SchemaNeeds {
+    let spec = vap.get("spec").unwrap_or(&Value::Null);
+    let builtin = SchemaCatalog::builtin();
+    let custom = |group: &str| group.contains('.');
+    let mut crds: Vec<String> = matched_resources(spec)
+        .0
+        .into_iter()
+        .filter(|gvr| custom(&gvr.group) && builtin.resource(gvr).is_none())
+        .map(|gvr| format!("{}.{}", gvr.resource, gvr.group))
+        .collect();
+    crds.sort();
+    crds.dedup();
+    let param_kind = param_kind(spec).and_then(|(api, kind)| {
+        let (group, version) = api.split_once('/')?;
+        (custom(group) && builtin.kind(&api, &kind).is_none())
+            .then(|| (group.to_string(), version.to_string(), kind))
+    });
+    SchemaNeeds { crds, param_kind }
+}
+
 pub(super) fn resolve(spec: &Value, catalog: &SchemaCatalog, env: &Env) -> Typing {
     let version = env.compatibility;
     let (gvrs, mut not_typed) = matched_resources(spec);
@@ -984,5 +1019,32 @@ mod tests {
                 "resourceRules[3]: wildcard apiVersions (any version can be the object)",
             ]
         );
+    }
+
+    #[test]
+    fn schema_needs_name_crds_not_built_in() {
+        let vap = json!({"spec": {
+            "paramKind": {"apiVersion": "rules.example.com/v1", "kind": "Limits"},
+            "matchConstraints": {"resourceRules": [
+                {"apiGroups": ["", "apps"], "apiVersions": ["v1"], "resources": ["pods", "deployments"]},
+                {"apiGroups": ["stable.example.com"], "apiVersions": ["v1"],
+                 "resources": ["widgets", "widgets/status"]},
+                {"apiGroups": ["batch.example.com"], "apiVersions": ["v1", "v2"], "resources": ["jobs"]},
+                {"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"], "resources": ["ingresses"]}
+            ]}
+        }});
+        let needs = schema_needs(&vap);
+        // Core and dotless groups cannot be CRDs; Ingress is built in; one name per resource.
+        assert_eq!(
+            needs.crds,
+            ["jobs.batch.example.com", "widgets.stable.example.com"]
+        );
+        assert_eq!(
+            needs.param_kind,
+            Some(("rules.example.com".into(), "v1".into(), "Limits".into()))
+        );
+        let builtin_params =
+            json!({"spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}});
+        assert_eq!(schema_needs(&builtin_params), SchemaNeeds::default());
     }
 }
