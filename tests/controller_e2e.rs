@@ -528,6 +528,116 @@ async fn policies_get_reports() {
     .await;
 }
 
+/// The typed estimate of the one expression of `policy`, given the cluster's CRDs `crds`.
+fn typed_max_cost(
+    client_version: celcost::cel::decls::Version,
+    policy: &Value,
+    crds: &[Value],
+) -> u64 {
+    let mut catalog = celcost::schema::catalog::SchemaCatalog::new();
+    for c in crds {
+        catalog.add_crd(c.clone());
+    }
+    let report = Estimator::new(client_version)
+        .estimate_with(policy, "cluster", &catalog)
+        .unwrap();
+    report.expressions[0].typed.as_ref().unwrap().max_cost
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: KUBECONFIG"]
+async fn policies_over_custom_resources_follow_their_crds() {
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster("policies_over_custom_resources_follow_their_crds").await else {
+        return;
+    };
+    install_crd(&client).await;
+    let mut op = Operator::start("typed", &[]);
+    op.wait_ready(Duration::from_secs(60)).await;
+    let info = client.apiserver_version().await.unwrap();
+    let version = model_version(&info.major, &info.minor);
+    let group = format!("typed-{}.e2e.celcost.io", suffix());
+    let crd_name = format!("widgets.{group}");
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    create_crd(&client, &test_crd(&group, 10)).await;
+    wait_established(&client, &crd_name).await;
+
+    let name = format!("typed-{}.celcost.io", suffix());
+    let vap: ValidatingAdmissionPolicy = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [group], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["widgets"]
+            }]},
+            "validations": [{"expression": "object.spec.names.all(x, x.size() < 32)"}]
+        }
+    }))
+    .unwrap();
+    let api: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    let vap =
+        serde_json::to_value(api.create(&PostParams::default(), &vap).await.unwrap()).unwrap();
+    let report_name = format!("vap.{name}");
+    let reports: Api<CostReport> = Api::all(client.clone());
+    let typed_cost = |r: &CostReport| -> Option<i64> {
+        r.status
+            .as_ref()?
+            .expressions
+            .first()?
+            .typed
+            .as_ref()
+            .map(|t| t.max_cost)
+    };
+
+    // Typed against the CRD, with the estimator's numbers for it.
+    let crd_v1 = serde_json::to_value(crds.get(&crd_name).await.unwrap()).unwrap();
+    let want = typed_max_cost(version, &vap, &[crd_v1]);
+    let r = eventually(
+        "policy report typed against the CRD",
+        Duration::from_secs(60),
+        || async {
+            let r = reports.get_opt(&report_name).await.ok()??;
+            (typed_cost(&r) == Some(want as i64)).then_some(r)
+        },
+    )
+    .await;
+    let typing = r.status.as_ref().unwrap().typing.as_ref().unwrap();
+    assert_eq!(typing.schemas[0].resource, format!("{group}/v1/widgets"));
+    assert_eq!(typing.schemas[0].origin, format!("CRD {crd_name}"));
+
+    // The CRD allows 100 times more items: the report follows, with no change of the policy.
+    crds.patch(
+        &crd_name,
+        &PatchParams::default(),
+        &Patch::Json::<()>(serde_json::from_value(json!([
+            {"op": "replace", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/names/maxItems", "value": 1000}
+        ])).unwrap()),
+    )
+    .await
+    .unwrap();
+    let crd_v2 = serde_json::to_value(crds.get(&crd_name).await.unwrap()).unwrap();
+    let want2 = typed_max_cost(version, &vap, &[crd_v2]);
+    assert!(want2 > 10 * want, "{want} → {want2}");
+    eventually(
+        "policy report follows the CRD",
+        Duration::from_secs(60),
+        || async {
+            let r = reports.get_opt(&report_name).await.ok()??;
+            (typed_cost(&r) == Some(want2 as i64)).then_some(())
+        },
+    )
+    .await;
+    println!(
+        "policy {name} typed against {crd_name}: max cost {want} → {want2} after the CRD change"
+    );
+
+    api.delete(&name, &DeleteParams::default()).await.unwrap();
+    delete_crd(&client, &crd_name).await;
+    drop(op);
+}
+
 #[tokio::test]
 #[ignore = "needs a cluster: KUBECONFIG"]
 async fn restarted_operator_writes_nothing() {
