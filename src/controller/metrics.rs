@@ -95,7 +95,7 @@ impl Metrics {
         );
         registry.register(
             "report_writes",
-            "Server-side applies of CostReports and their status, per controller",
+            "Writes of CostReports and of their status, per controller",
             self.writes.clone(),
         );
         registry.register(
