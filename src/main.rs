@@ -69,6 +69,9 @@ fn main() -> ExitCode {
             kubernetes_version,
             paths,
         } => {
+            if let Some(why) = celcost::estimate::inexact_reason(kubernetes_version) {
+                eprintln!("warning: {why}");
+            }
             let estimator = Estimator::new(kubernetes_version);
             let outcome = estimate_paths(&estimator, &paths);
             for s in &outcome.skipped {

@@ -167,6 +167,9 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         let _ = admin_stopped.await;
     }));
 
+    if let Some(why) = crate::estimate::inexact_reason(version) {
+        warn!(model = %version, "{why}");
+    }
     let estimator: Arc<dyn reconcile::CostEstimator> = Arc::new(Estimator::new(version));
     let recorder = Recorder::new(
         client.clone(),
