@@ -934,6 +934,23 @@ fn crd_meta(v: &Value) -> PartialObjectMeta<CustomResourceDefinition> {
     Arc::unwrap_or_clone(meta_of(v))
 }
 
+/// The reads of a reconcile of `policy()`: the policy, the matched CRD (`widgets`), then the
+/// param kind's CRD, which is tried first among the CRDs of its group (`limits.*`).
+async fn serve_policy_reads(api: &mut ApiServer, vap: &Value, widgets: &Value) {
+    api.expect(Method::GET, &format!("{VAP_PATH}/widget-items"))
+        .await
+        .respond(200, vap);
+    api.expect(
+        Method::GET,
+        &format!("{CRD_PATH}/widgets.stable.example.com"),
+    )
+    .await
+    .respond(200, widgets);
+    api.expect(Method::GET, &format!("{CRD_PATH}/limits.rules.example.com"))
+        .await
+        .respond(200, &limits());
+}
+
 /// A policy over a custom resource, with a param kind: the operator reads both CRDs (the
 /// matched one by name, the param kind's among the CRDs of its group), types the estimate with
 /// them, and estimates again when one of them changes.
@@ -994,19 +1011,7 @@ async fn policies_are_typed_with_the_cluster_crds_and_follow_them() {
 
     let (res, stored) = timed(async {
         tokio::join!(reconcile(vap_meta.clone(), ctx.clone()), async {
-            api.expect(Method::GET, &format!("{VAP_PATH}/widget-items"))
-                .await
-                .respond(200, &vap);
-            api.expect(
-                Method::GET,
-                &format!("{CRD_PATH}/widgets.stable.example.com"),
-            )
-            .await
-            .respond(200, &widgets(1, 10));
-            // The param kind's CRD: `limits.*` is tried first among the group's CRDs.
-            api.expect(Method::GET, &format!("{CRD_PATH}/limits.rules.example.com"))
-                .await
-                .respond(200, &limits());
+            serve_policy_reads(&mut api, &vap, &widgets(1, 10)).await;
             let obj = api.serve_apply_report(report, "1").await;
             api.serve_status_report(report, &obj, "2").await
         })
@@ -1063,18 +1068,7 @@ async fn policies_are_typed_with_the_cluster_crds_and_follow_them() {
     crds_writer.apply_watcher_event(&watcher::Event::Apply(crd_meta(&widgets(2, 100))));
     let (res, updated) = timed(async {
         tokio::join!(reconcile(vap_meta.clone(), ctx.clone()), async {
-            api.expect(Method::GET, &format!("{VAP_PATH}/widget-items"))
-                .await
-                .respond(200, &vap);
-            api.expect(
-                Method::GET,
-                &format!("{CRD_PATH}/widgets.stable.example.com"),
-            )
-            .await
-            .respond(200, &widgets(2, 100));
-            api.expect(Method::GET, &format!("{CRD_PATH}/limits.rules.example.com"))
-                .await
-                .respond(200, &limits());
+            serve_policy_reads(&mut api, &vap, &widgets(2, 100)).await;
             api.expect(Method::GET, &format!("{REPORTS_PATH}/{report}"))
                 .await
                 .respond(200, &stored);
