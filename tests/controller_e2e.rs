@@ -301,6 +301,33 @@ fn condition<'a>(r: &'a CostReport, type_: &str) -> (&'a str, &'a str) {
     (c.status.as_str(), c.reason.as_str())
 }
 
+/// Waits until the operator has estimated every CRD of the cluster and its writes have stopped
+/// for 2 s; returns the number of CRDs.
+async fn all_estimated(client: &Client, op: &Operator) -> usize {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let targets = crds
+        .list_metadata(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .len();
+    eventually(
+        "every target estimated",
+        Duration::from_secs(180),
+        || async { (op.metric("celcost_estimates_total") >= targets as f64).then_some(()) },
+    )
+    .await;
+    let mut writes = op.metric("celcost_report_writes_total");
+    loop {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let now = op.metric("celcost_report_writes_total");
+        if now == writes {
+            return targets;
+        }
+        writes = now;
+    }
+}
+
 /// The estimator's numbers for the object as the API server stores it.
 async fn estimate_of(client: &Client, name: &str) -> celcost::report::ObjectReport {
     let info = client.apiserver_version().await.unwrap();
@@ -338,6 +365,8 @@ async fn reports_follow_their_targets() {
     install_crd(&client).await;
     let mut op = Operator::start("follow", &[]);
     op.wait_ready(Duration::from_secs(60)).await;
+    // The cluster's other targets first, so that the write counts below are ours.
+    all_estimated(&client, &op).await;
     let reports: Api<CostReport> = Api::all(client.clone());
 
     // A CRD within budget: the report has the estimator's numbers.
@@ -653,25 +682,14 @@ async fn restarted_operator_writes_nothing() {
         let mut op = Operator::start("first", &[]);
         op.wait_ready(Duration::from_secs(60)).await;
         report_for(&client, &format!("crd.{name}"), 1).await;
+        // Every report of the cluster written before the restart.
+        all_estimated(&client, &op).await;
     }
     // A fresh process re-lists and re-estimates every target, and writes nothing.
     let before = events_about(&client, &name).await.len();
     let mut op = Operator::start("second", &[]);
     op.wait_ready(Duration::from_secs(60)).await;
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let targets = crds
-        .list_metadata(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .len();
-    eventually(
-        "every target re-checked",
-        Duration::from_secs(120),
-        || async { (op.metric("celcost_estimates_total") >= targets as f64).then_some(()) },
-    )
-    .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let targets = all_estimated(&client, &op).await;
     assert_eq!(
         op.metric("celcost_report_writes_total"),
         0.0,
