@@ -599,28 +599,42 @@ fn compile(
         per_call_limit: PER_CALL_LIMIT,
         ..Default::default()
     };
-    let checked = match env.compile(expr, &vars, types) {
+    let (checked, error) = match env.compile(expr, &vars, types) {
         Err(e) => {
             let msg = format!("compilation failed: {}", e.0);
             report.compile_error = Some(msg.clone());
-            return Compiled {
-                report,
-                checked: None,
-                error: Some(CompileFailure::Invalid(msg)),
-                site,
-                source: expr.to_string(),
-                has_params,
-                has_authorizer,
-                composition,
-                variable: None,
-            };
+            (None, Some(CompileFailure::Invalid(msg)))
         }
-        Ok(c) => c,
+        Ok(checked) => {
+            let error = accept_and_cost(env, site, &checked, &mut report);
+            (Some(checked), error)
+        }
     };
+    Compiled {
+        report,
+        checked,
+        error,
+        site,
+        source: expr.to_string(),
+        has_params,
+        has_authorizer,
+        composition,
+        variable: None,
+    }
+}
+
+/// Upstream's checks of a compiled expression (its output type, then its program) and its
+/// estimate, into `report`; the estimate stands whatever the checks say.
+fn accept_and_cost(
+    env: &Env,
+    site: Site,
+    checked: &CheckedExpr,
+    report: &mut ExpressionReport,
+) -> Option<CompileFailure> {
     let out = checked.output_type().clone();
     report.output_type = go_type_string(&out);
     let returns = site.return_types();
-    let mut return_error = None;
+    let mut error = None;
     if !returns.iter().any(|r| out == *r || *r == Type::Any) {
         let msg = if returns.len() == 1 {
             format!(
@@ -636,17 +650,17 @@ fn compile(
                 go_type_string(&out)
             )
         };
-        return_error = Some(CompileFailure::Invalid(msg));
-    } else if let Some(e) = env.program_error(&checked) {
+        error = Some(CompileFailure::Invalid(msg));
+    } else if let Some(e) = env.program_error(checked) {
         // Only once the output type is accepted, as upstream builds the program after that
         // check. The estimate stands (upstream's cost estimate does not build a program); the
         // policy is refused on create.
-        return_error = Some(CompileFailure::Internal(format!(
+        error = Some(CompileFailure::Internal(format!(
             "program instantiation failed: {e}"
         )));
     }
     let est = estimate(
-        &checked,
+        checked,
         &KubernetesEstimator { sizes: None },
         CostOptions::default(),
     );
@@ -654,15 +668,5 @@ fn compile(
     report.max_cost = Some(est.max);
     report.max_cost_unbounded = Some(est.max == u64::MAX);
     report.max_cost_exceeds_per_call_limit = Some(est.max > PER_CALL_LIMIT);
-    Compiled {
-        report,
-        checked: Some(checked),
-        error: return_error,
-        site,
-        source: expr.to_string(),
-        has_params,
-        has_authorizer,
-        composition,
-        variable: None,
-    }
+    error
 }
