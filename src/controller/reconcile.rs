@@ -283,11 +283,6 @@ impl Budget {
             .await
             .expect("the budget is never closed")
     }
-
-    /// KiB of the memory budget free now.
-    pub fn available_kib(&self) -> usize {
-        self.kib.available_permits()
-    }
 }
 
 /// Reconciles one target, given its metadata from the watch.
@@ -726,4 +721,31 @@ async fn reconcile_inner<K: Target>(
         },
     );
     Ok(Action::requeue(ctx.settings.requeue))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_budget_bounds_bytes_in_flight_and_admits_anything_alone() {
+        let budget = Budget::new(2 << 20, 1);
+        let a = budget.reserve(1536 << 10).await;
+        // 1 MiB more does not fit beside 1.5 MiB of 2 MiB: it waits for the first to go.
+        let waiting = tokio::time::timeout(Duration::from_millis(50), budget.reserve(1 << 20));
+        assert!(waiting.await.is_err());
+        drop(a);
+        let b = budget.reserve(1 << 20).await;
+        drop(b);
+        // Larger than the whole budget: it takes all of it, rather than waiting forever.
+        let huge = budget.reserve(64 << 20).await;
+        assert_eq!(budget.kib.available_permits(), 0);
+        drop(huge);
+        assert_eq!(budget.kib.available_permits(), 2048);
+        // One estimate at a time here.
+        let slot = budget.estimator().await;
+        let second = tokio::time::timeout(Duration::from_millis(50), budget.estimator());
+        assert!(second.await.is_err());
+        drop(slot);
+    }
 }
