@@ -17,6 +17,9 @@ use crate::vap::SchemaNeeds;
 /// The watched metadata of every CRD.
 pub type CrdStore = Store<PartialObjectMeta<CustomResourceDefinition>>;
 
+/// How long a policy's estimate waits for the CRD watch's first list.
+const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Most CRDs of a group read to find the one defining a `paramKind`.
 const MAX_PARAM_CANDIDATES: usize = 16;
 
@@ -148,7 +151,10 @@ pub(super) async fn fetch(
         };
         let already = read.iter().any(|(n, _, h)| defines(n, h));
         if let (false, Some(crds)) = (already, ctx.crds.as_ref()) {
-            super::wait_until_ready(crds).await;
+            // The group's CRDs come from the CRD watch: wait for its first list, but not
+            // forever (a watch that cannot list leaves the group empty for now; its events
+            // re-check the policy later).
+            let _ = tokio::time::timeout(LIST_WAIT, super::wait_until_ready(crds)).await;
             let mut candidates = crds_of_group(crds, group);
             // `<plural of the kind>.<group>` first: the usual name.
             let lower = kind.to_lowercase();
