@@ -10,6 +10,7 @@
 //! numbers and errors do not depend on it.
 
 mod meta;
+mod shape;
 mod typed;
 mod types;
 
@@ -417,6 +418,7 @@ pub fn estimate_vap_with(
         let inputs: Vec<typed::Input<'_>> = expressions
             .iter()
             .map(|c| typed::Input {
+                field_path: &c.report.field_path,
                 source: &c.source,
                 has_params: c.has_params,
                 has_authorizer: c.has_authorizer,
@@ -584,6 +586,7 @@ fn compile(
     has_authorizer: bool,
     composition: bool,
 ) -> Compiled {
+    crate::budget::at(field_path);
     let vars = declare_vars(
         Type::Dyn,
         has_params.then_some(Type::Dyn),

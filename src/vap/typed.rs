@@ -17,12 +17,13 @@
 //! that matches Pods and Deployments.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::shape::{Leaf, Shape, ShapeRef, Shapes};
 use super::types::PolicyTypes;
 use crate::cel::ast::{Expr, ExprKind, Literal};
 use crate::cel::checker::{CheckedExpr, TypeProvider};
@@ -32,7 +33,7 @@ use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::types::{Kind, Type};
 use crate::report::{PolicyTyping, TypedEstimate, TypedSchema};
 use crate::schema::catalog::{CatalogEntry, GroupVersionResource, SchemaCatalog, TypedRoot};
-use crate::schema::decltype::{DeclKind, DeclType, unescape};
+use crate::schema::decltype::unescape;
 
 /// The schemas a policy's typed estimates use.
 pub(super) struct Typing {
@@ -212,6 +213,8 @@ pub(super) fn resolve(spec: &Value, catalog: &SchemaCatalog, env: &Env) -> Typin
 
 /// One expression of the policy, in compile order.
 pub(super) struct Input<'a> {
+    /// Where it is (`spec.variables[3].expression`).
+    pub field_path: &'a str,
     pub source: &'a str,
     pub has_params: bool,
     pub has_authorizer: bool,
@@ -376,7 +379,8 @@ fn run_target(
 ) -> Vec<Option<One>> {
     let mut types = PolicyTypes::new();
     let mut upstream_types = PolicyTypes::new();
-    let mut shapes: HashMap<String, Shape> = HashMap::new();
+    let shapes = Shapes::default();
+    let mut vars: HashMap<String, ShapeRef> = HashMap::new();
     let object_type = Type::object(target.type_name());
     let params_type = typing
         .params
@@ -384,6 +388,7 @@ fn run_target(
         .map_or(Type::Dyn, |p| Type::object(p.type_name()));
     let mut out = Vec::with_capacity(inputs.len());
     for inp in inputs {
+        crate::budget::at(inp.field_path);
         if let Some(v) = inp.variable {
             upstream_types.add_variable(v, inp.output.as_ref());
         }
@@ -424,7 +429,7 @@ fn run_target(
         let Some(checked) = checked else {
             if let Some(v) = inp.variable {
                 types.add_variable(v, None);
-                shapes.insert(v.to_string(), Shape::unknown(format!("variables.{v}")));
+                vars.insert(v.to_string(), Shape::unknown(format!("variables.{v}")));
             }
             out.push(Some(One {
                 cost: inp.upstream,
@@ -440,7 +445,8 @@ fn run_target(
             object: target,
             params: typing.params.as_ref(),
             namespace: typing.namespace.as_ref(),
-            vars: &shapes,
+            vars: &vars,
+            shapes: &shapes,
             iters: HashMap::new(),
         };
         let mut one = cost_one(&checked, &ctx, absent);
@@ -448,7 +454,7 @@ fn run_target(
         if let Some(v) = inp.variable {
             let shape = shape_of(&checked, checked.expr(), &ctx);
             types.add_variable(v, Some(checked.output_type()));
-            shapes.insert(v.to_string(), shape);
+            vars.insert(v.to_string(), shape);
         }
         out.push(Some(one));
     }
@@ -460,10 +466,11 @@ struct Ctx<'a> {
     object: &'a Arc<TypedRoot>,
     params: Option<&'a Arc<TypedRoot>>,
     namespace: Option<&'a Arc<TypedRoot>>,
-    vars: &'a HashMap<String, Shape>,
+    vars: &'a HashMap<String, ShapeRef>,
+    shapes: &'a Shapes,
     /// Iteration variables (by name) → what their ranges' elements may hold, for ranges that
     /// the estimator keeps no path for (`(a + b).all(x, ...)`, literals).
-    iters: HashMap<String, Shape>,
+    iters: HashMap<String, ShapeRef>,
 }
 
 impl Ctx<'_> {
@@ -486,9 +493,10 @@ impl Ctx<'_> {
                 Kind::List => "@items",
                 _ => "@keys",
             };
-            let shape = shape_of(checked, &c.iter_range, &self).step(elem);
+            let range = shape_of(checked, &c.iter_range, &self);
+            let shape = self.shapes.step(&range, elem);
             let merged = match self.iters.remove(&c.iter_var) {
-                Some(prev) => Shape::OneOf(vec![prev, shape]),
+                Some(prev) => Shape::one_of(vec![prev, shape]),
                 None => shape,
             };
             self.iters.insert(c.iter_var.clone(), merged);
@@ -503,6 +511,7 @@ fn cost_one(checked: &CheckedExpr, ctx: &Ctx<'_>, absent: Vec<String>) -> One {
         params: ctx.params,
         namespace: ctx.namespace,
         vars: ctx.vars,
+        shapes: ctx.shapes,
         iters: HashMap::new(),
     }
     .with_iteration_variables(checked);
@@ -528,7 +537,14 @@ fn cost_one(checked: &CheckedExpr, ctx: &Ctx<'_>, absent: Vec<String>) -> One {
         note: None,
         upstream: false,
     };
-    for (leaf, read, origin) in &seen.0 {
+    let mut listed: HashMap<(Leaf, &str), usize> = HashMap::new();
+    for (leaf, read, origin) in &seen.list {
+        // Each read is measured by estimating again with it sized 0: the first
+        // MEASURED_READS of them, so that an expression reading thousands of fields costs a
+        // bounded number of estimates; the others are listed, as driving nothing measured.
+        if !impacts.contains_key(read.as_str()) && impacts.len() >= MEASURED_READS {
+            impacts.insert(read, 0);
+        }
         let impact = *impacts.entry(read).or_insert_with(|| {
             let capped = TypedSizes {
                 ctx,
@@ -548,13 +564,19 @@ fn cost_one(checked: &CheckedExpr, ctx: &Ctx<'_>, absent: Vec<String>) -> One {
             Leaf::Unbounded => &mut one.unbounded,
             Leaf::Unknown => &mut one.unknown,
         };
-        match list.iter_mut().find(|(f, _)| f == origin) {
-            Some(e) => e.1 = e.1.max(impact),
-            None => list.push((origin.clone(), impact)),
+        match listed.get(&(*leaf, origin.as_str())) {
+            Some(&i) => list[i].1 = list[i].1.max(impact),
+            None => {
+                listed.insert((*leaf, origin), list.len());
+                list.push((origin.clone(), impact));
+            }
         }
     }
     one
 }
+
+/// How many distinct reads of an expression get their impact on its cost measured.
+const MEASURED_READS: usize = 32;
 
 /// The checker's view: the policy's own object types (`request`, `namespaceObject`,
 /// `variables`) and the schema types of `object` and `params`. A field a schema object does not
@@ -620,176 +642,10 @@ fn display_type_path(root: &TypedRoot, var: &str, struct_name: &str) -> String {
     out
 }
 
-/// What a path may hold, as far as the schemas tell.
-#[derive(Clone, Debug)]
-enum Shape {
-    /// A schema node, read at `origin` (`object.spec.containers[*]`).
-    Node {
-        root: Arc<TypedRoot>,
-        t: Arc<DeclType>,
-        origin: String,
-        /// Whether a field the schema does not declare is absent (a runtime error) rather than
-        /// unknown (`namespaceObject`, whose type is not the schema's).
-        strict: bool,
-    },
-    /// Not in the schema: reading it fails at runtime.
-    Absent,
-    /// Nothing known; `origin` names it for the report (empty: not reported).
-    Unknown { origin: String },
-    /// A known size (literals).
-    Fixed(Size),
-    /// One of several values (`c ? a : b`).
-    OneOf(Vec<Shape>),
-    /// Concatenated values (`a + b`): the sizes add up.
-    Concat(Vec<Shape>),
-    /// A list or map literal: `count` elements (entries), each one of `elem` (values), with
-    /// keys `keys` (maps).
-    Literal {
-        count: u64,
-        elem: Box<Shape>,
-        keys: Option<Box<Shape>>,
-    },
-}
-
-impl Shape {
-    fn unknown(origin: String) -> Shape {
-        Shape::Unknown { origin }
-    }
-
-    fn root(root: &Arc<TypedRoot>, var: &str, strict: bool) -> Shape {
-        Shape::Node {
-            root: root.clone(),
-            t: root.decl.clone(),
-            origin: var.to_string(),
-            strict,
-        }
-    }
-
-    fn step(&self, elem: &str) -> Shape {
-        match self {
-            Shape::Node {
-                root,
-                t,
-                origin,
-                strict,
-            } => {
-                let (next, display) = match elem {
-                    "@items" | "@values" => (t.elem(), format!("{origin}[*]")),
-                    // A `dyn` range (an untyped variable) iterates with `@keys`, whatever
-                    // it holds: a list's elements, a map's keys.
-                    "@keys" => match &t.kind {
-                        DeclKind::List(e) => (Some(e), format!("{origin}[*]")),
-                        _ => (t.key(), format!("{origin}[key]")),
-                    },
-                    "@indices" => return Shape::Fixed(Size::new(0, 0)),
-                    f => {
-                        let display = format!("{origin}.{}", unescape(f));
-                        let next = match &t.kind {
-                            DeclKind::Map(_, v) => Some(v),
-                            DeclKind::Object(_) => t.field(f).or_else(|| {
-                                // Compatibility ≥ 1.31: `x.namespace` reads `__namespace__`.
-                                t.field(&format!("__{f}__"))
-                            }),
-                            _ => None,
-                        };
-                        (next, display)
-                    }
-                };
-                match next {
-                    Some(n) => Shape::Node {
-                        root: root.clone(),
-                        t: n.clone(),
-                        origin: display,
-                        strict: *strict,
-                    },
-                    None => {
-                        let open = matches!(t.kind, DeclKind::Object(_))
-                            && root.is_open(t.cel.type_name());
-                        if open || !*strict || t.cel == Type::Dyn {
-                            Shape::unknown(display)
-                        } else {
-                            Shape::Absent
-                        }
-                    }
-                }
-            }
-            Shape::Absent => Shape::Absent,
-            Shape::Unknown { origin } => Shape::Unknown {
-                origin: if origin.is_empty() {
-                    String::new()
-                } else {
-                    match elem {
-                        "@items" | "@values" => format!("{origin}[*]"),
-                        "@keys" => format!("{origin}[key]"),
-                        f => format!("{origin}.{}", unescape(f)),
-                    }
-                },
-            },
-            Shape::Fixed(_) => Shape::unknown(String::new()),
-            Shape::OneOf(v) | Shape::Concat(v) => {
-                Shape::OneOf(v.iter().map(|s| s.step(elem)).collect())
-            }
-            Shape::Literal { elem: e, keys, .. } => match (elem, keys) {
-                ("@keys", Some(k)) => (**k).clone(),
-                ("@items" | "@values" | "@keys", _) => (**e).clone(),
-                _ => Shape::unknown(String::new()),
-            },
-        }
-    }
-
-    /// The size, and the unbounded or unknown leaves it came from.
-    fn size(&self, leaves: &mut Vec<(Leaf, String)>) -> Option<Size> {
-        match self {
-            Shape::Node { t, origin, .. } => {
-                if t.is_unbounded_sized() {
-                    leaves.push((Leaf::Unbounded, origin.clone()));
-                }
-                Some(Size::new(0, t.max_elements.max(0) as u64))
-            }
-            Shape::Absent => Some(Size::new(0, 0)),
-            Shape::Unknown { origin } => {
-                leaves.push((Leaf::Unknown, origin.clone()));
-                None
-            }
-            Shape::Fixed(s) => Some(*s),
-            Shape::OneOf(v) => {
-                let mut acc: Option<Size> = Some(Size::new(u64::MAX, 0));
-                for s in v {
-                    let z = s.size(leaves);
-                    acc = match (acc, z) {
-                        (Some(a), Some(b)) => Some(a.union(b)),
-                        _ => None,
-                    };
-                }
-                acc.map(|a| if a.min > a.max { Size::new(0, 0) } else { a })
-            }
-            Shape::Concat(v) => {
-                let mut acc = Some(Size::new(0, 0));
-                for s in v {
-                    let z = s.size(leaves);
-                    acc = match (acc, z) {
-                        (Some(a), Some(b)) => Some(a.add(b)),
-                        _ => None,
-                    };
-                }
-                acc
-            }
-            Shape::Literal { count, .. } => Some(Size::new(*count, *count)),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Leaf {
-    /// A schema node without a size bound: sized from the request size.
-    Unbounded,
-    /// Nothing gives a size.
-    Unknown,
-}
-
 /// What a variable's value may hold: followed through selects, `?:`, `+`, indexing, list and
 /// map literals and other variables; anything else is unknown.
-fn shape_of(checked: &CheckedExpr, e: &Expr, ctx: &Ctx<'_>) -> Shape {
+fn shape_of(checked: &CheckedExpr, e: &Expr, ctx: &Ctx<'_>) -> ShapeRef {
+    crate::budget::charge(1);
     match &e.kind {
         ExprKind::Ident(n) => match n.as_str() {
             "object" | "oldObject" => Shape::root(ctx.object, n, true),
@@ -819,7 +675,7 @@ fn shape_of(checked: &CheckedExpr, e: &Expr, ctx: &Ctx<'_>) -> Shape {
                     .cloned()
                     .unwrap_or_else(|| Shape::unknown(format!("variables.{field}")));
             }
-            shape_of(checked, operand, ctx).step(field)
+            ctx.shapes.step(&shape_of(checked, operand, ctx), field)
         }
         ExprKind::Call {
             function,
@@ -827,68 +683,66 @@ fn shape_of(checked: &CheckedExpr, e: &Expr, ctx: &Ctx<'_>) -> Shape {
             args,
         } => match (function.as_str(), args.as_slice()) {
             ("_?_:_", [_, a, b]) => {
-                Shape::OneOf(vec![shape_of(checked, a, ctx), shape_of(checked, b, ctx)])
+                Shape::one_of(vec![shape_of(checked, a, ctx), shape_of(checked, b, ctx)])
             }
             ("_+_", [a, b]) => {
-                Shape::Concat(vec![shape_of(checked, a, ctx), shape_of(checked, b, ctx)])
+                Shape::concat(vec![shape_of(checked, a, ctx), shape_of(checked, b, ctx)])
             }
             ("_[_]", [a, _]) => {
                 let elem = match checked.type_of(a.id).kind() {
                     Kind::List => "@items",
                     _ => "@values",
                 };
-                shape_of(checked, a, ctx).step(elem)
+                ctx.shapes.step(&shape_of(checked, a, ctx), elem)
             }
             _ => Shape::unknown(String::new()),
         },
         ExprKind::Literal(Literal::String(s)) => {
             let n = s.chars().count() as u64;
-            Shape::Fixed(Size::new(n, n))
+            Shape::fixed(Size::new(n, n))
         }
         ExprKind::Literal(Literal::Bytes(b)) => {
             let n = b.len() as u64;
-            Shape::Fixed(Size::new(n, n))
+            Shape::fixed(Size::new(n, n))
         }
-        ExprKind::Literal(_) => Shape::Fixed(Size::new(1, 1)),
-        ExprKind::List { elements, .. } => Shape::Literal {
-            count: elements.len() as u64,
-            elem: Box::new(Shape::OneOf(
-                elements.iter().map(|x| shape_of(checked, x, ctx)).collect(),
-            )),
-            keys: None,
-        },
-        ExprKind::Map { entries } => Shape::Literal {
-            count: entries.len() as u64,
-            elem: Box::new(Shape::OneOf(
+        ExprKind::Literal(_) => Shape::fixed(Size::new(1, 1)),
+        ExprKind::List { elements, .. } => Shape::literal(
+            elements.len() as u64,
+            Shape::one_of(elements.iter().map(|x| shape_of(checked, x, ctx)).collect()),
+            None,
+        ),
+        ExprKind::Map { entries } => Shape::literal(
+            entries.len() as u64,
+            Shape::one_of(
                 entries
                     .iter()
                     .map(|x| shape_of(checked, &x.value, ctx))
                     .collect(),
-            )),
-            keys: Some(Box::new(Shape::OneOf(
+            ),
+            Some(Shape::one_of(
                 entries
                     .iter()
                     .map(|x| shape_of(checked, &x.key, ctx))
                     .collect(),
-            ))),
-        },
+            )),
+        ),
         _ => Shape::unknown(String::new()),
     }
 }
 
 /// The fields sizes were read from: (kind, the path as the expression reads it, the field it
-/// comes from).
+/// comes from), in reading order, each once.
 #[derive(Default)]
-struct Seen(Vec<(Leaf, String, String)>);
+struct Seen {
+    list: Vec<(Leaf, String, String)>,
+    index: HashSet<(Leaf, String, String)>,
+}
 
 impl Seen {
     fn add(&mut self, leaf: Leaf, read: &str, origin: &str) {
-        if !self
-            .0
-            .iter()
-            .any(|(l, r, o)| *l == leaf && r == read && o == origin)
-        {
-            self.0.push((leaf, read.to_string(), origin.to_string()));
+        let e = (leaf, read.to_string(), origin.to_string());
+        if self.index.insert(e.clone()) {
+            self.list.push(e);
         }
     }
 }
@@ -979,18 +833,16 @@ impl SizeSource for TypedSizes<'_> {
             return Some(Size::new(0, 0));
         }
         for e in rest {
-            shape = shape.step(e);
+            shape = ctx.shapes.step(&shape, e);
         }
-        let mut leaves = Vec::new();
-        let size = shape.size(&mut leaves);
         if size_matters(&node.ty) {
             let mut seen = self.seen.borrow_mut();
-            for (leaf, origin) in leaves {
-                let origin = if origin.is_empty() { &read } else { &origin };
-                seen.add(leaf, &read, origin);
+            for (leaf, origin) in shape.leaves() {
+                let origin = if origin.is_empty() { &read } else { origin };
+                seen.add(*leaf, &read, origin);
             }
         }
-        size
+        shape.size()
     }
 }
 
