@@ -32,9 +32,10 @@ pub struct Outcome {
 
 impl Outcome {
     /// 0 when every object would be accepted, 1 when one would be rejected, 2 on unreadable
-    /// input (which takes precedence: the verdict is incomplete).
+    /// input or an object whose estimate stopped (which take precedence: the verdict is
+    /// incomplete).
     pub fn exit_code(&self) -> i32 {
-        if !self.input_errors.is_empty() {
+        if !self.input_errors.is_empty() || self.reports.iter().any(|r| r.stopped.is_some()) {
             2
         } else if self.reports.iter().any(|r| !r.valid) {
             1
@@ -556,6 +557,12 @@ fn rows(r: &ObjectReport) -> Vec<Row> {
 }
 
 fn header(r: &ObjectReport) -> String {
+    if r.stopped.is_some() {
+        return format!(
+            "{} {} ({}) — NOT ESTIMATED for Kubernetes {}",
+            r.kind, r.name, r.source, r.kubernetes_version
+        );
+    }
     let verdict = if r.valid { "accepted" } else { "REJECTED" };
     format!(
         "{} {} ({}) — {} by Kubernetes {}",
@@ -662,6 +669,9 @@ pub fn render_table(reports: &[ObjectReport]) -> String {
     let mut out = String::new();
     for r in reports {
         writeln!(out, "{}", header(r)).unwrap();
+        if let Some(st) = &r.stopped {
+            writeln!(out, "  error: {}", st.message).unwrap();
+        }
         for s in &r.schemas {
             writeln!(
                 out,
@@ -735,6 +745,9 @@ pub fn render_markdown(reports: &[ObjectReport]) -> String {
     let esc = |s: &str| s.replace('|', "\\|");
     for r in reports {
         writeln!(out, "### {}\n", header(r)).unwrap();
+        if let Some(st) = &r.stopped {
+            writeln!(out, "- **{}**", esc(&st.message)).unwrap();
+        }
         for s in &r.schemas {
             writeln!(
                 out,

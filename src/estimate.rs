@@ -3,10 +3,11 @@
 
 use serde_json::Value;
 
+use crate::budget::{self, Limits, Stopped};
 use crate::cel::decls::Version;
 use crate::cel::env::Env;
 use crate::crd::estimate_crd;
-use crate::report::ObjectReport;
+use crate::report::{EstimateStopped, INTERNAL_ERROR, ObjectReport, WORK_BUDGET_EXCEEDED};
 use crate::schema::catalog::SchemaCatalog;
 
 /// The default Kubernetes version of the cost model.
@@ -57,9 +58,12 @@ impl TargetKind {
     }
 }
 
-/// An estimator for one Kubernetes version.
+/// An estimator for one Kubernetes version. Each object is estimated within a work budget
+/// ([`Limits`]): one that goes over it, or that trips a bug, gets a report saying so
+/// ([`ObjectReport::stopped`]) and the others are unaffected.
 pub struct Estimator {
     env: Env,
+    limits: Limits,
 }
 
 impl Default for Estimator {
@@ -68,10 +72,68 @@ impl Default for Estimator {
     }
 }
 
+/// The stack every object's estimate runs on.
+const OBJECT_STACK: usize = 64 << 20;
+
 impl Estimator {
     pub fn new(kubernetes: Version) -> Self {
         Estimator {
             env: Env::for_kubernetes(kubernetes),
+            limits: Limits::default(),
+        }
+    }
+
+    /// The same estimator with another work budget per object.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Runs one object's estimate within the work budget.
+    fn guarded(
+        &self,
+        v: &Value,
+        source: &str,
+        kind: &str,
+        f: impl FnOnce() -> ObjectReport,
+    ) -> ObjectReport {
+        // The checker, the estimator and the schema walks recurse as deep as the input nests
+        // (CEL to 250 levels): every object gets a stack that deep inputs cannot overflow,
+        // whatever thread it runs on (reserved address space, committed only as used).
+        match stacker::grow(OBJECT_STACK, || budget::run(self.limits, f)) {
+            Ok(r) => r,
+            Err(stop) => self.stopped_report(v, source, kind, &stop),
+        }
+    }
+
+    /// The report of an object whose estimate stopped.
+    fn stopped_report(&self, v: &Value, source: &str, kind: &str, stop: &Stopped) -> ObjectReport {
+        let s = |p: &str| {
+            v.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        ObjectReport {
+            source: source.to_string(),
+            kind: kind.to_string(),
+            api_version: s("/apiVersion"),
+            name: s("/metadata/name"),
+            kubernetes_version: format!("v{}", self.env.kubernetes),
+            valid: false,
+            stopped: Some(EstimateStopped {
+                reason: match stop {
+                    Stopped::Exceeded(_) => WORK_BUDGET_EXCEEDED,
+                    Stopped::Panicked(_) => INTERNAL_ERROR,
+                }
+                .to_string(),
+                message: stop.to_string(),
+            }),
+            ..ObjectReport::default()
         }
     }
 
@@ -103,7 +165,9 @@ impl Estimator {
     }
 
     pub fn estimate_crd(&self, v: &Value, source: &str) -> ObjectReport {
-        estimate_crd(&self.env, v, source)
+        self.guarded(v, source, "CustomResourceDefinition", || {
+            estimate_crd(&self.env, v, source)
+        })
     }
 
     pub fn estimate_vap(&self, v: &Value, source: &str) -> ObjectReport {
@@ -116,7 +180,9 @@ impl Estimator {
         source: &str,
         catalog: &SchemaCatalog,
     ) -> ObjectReport {
-        crate::vap::estimate_vap_with(&self.env, v, source, catalog)
+        self.guarded(v, source, "ValidatingAdmissionPolicy", || {
+            crate::vap::estimate_vap_with(&self.env, v, source, catalog)
+        })
     }
 }
 

@@ -75,6 +75,42 @@ fn split_documents(text: &str) -> Vec<(usize, &str)> {
     chunks
 }
 
+/// A JSON document nested deeper than the YAML scanner goes, read as JSON (to [`MAX_DEPTH`]
+/// levels, on a stack of its own); `None` when the text is not a JSON object.
+fn deep_json(text: &str) -> Option<Result<Value, String>> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        match (in_string, escaped, b) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'{' | b'[') => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            (false, _, b'}' | b']') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if max > MAX_DEPTH {
+        return Some(Err(format!(
+            "JSON nesting is deeper than {MAX_DEPTH} levels"
+        )));
+    }
+    stacker::grow(max * 16 * 1024 + (1 << 20), || {
+        use serde::Deserialize;
+        let mut de = serde_json::Deserializer::from_str(text);
+        de.disable_recursion_limit();
+        let v = Value::deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+        Some(v.map_err(|e| format!("JSON syntax error: {e}")))
+    })
+}
+
 fn parse_one(text: &str, first_line: usize) -> Result<Value, String> {
     let mut b = Builder::new();
     let mut parser = Parser::new_from_str(text);
@@ -85,6 +121,11 @@ fn parse_one(text: &str, first_line: usize) -> Result<Value, String> {
             Some(Err(e)) => {
                 let m = e.marker();
                 let info = if e.info().contains("recursion limit") {
+                    // The YAML scanner counts flow (`{}`/`[]`) levels in a byte; the API server
+                    // reads JSON to 10,000 levels. A JSON document that deep is read as JSON.
+                    if let Some(v) = deep_json(text) {
+                        return v;
+                    }
                     "nesting is too deep (the YAML parser's recursion limit)"
                 } else {
                     e.info()

@@ -1,3 +1,4 @@
+pub mod budget;
 pub mod cel;
 pub mod cli;
 pub mod controller;

@@ -8,9 +8,15 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use celcost::Estimator;
+use celcost::budget::{CountingAllocator, Limits};
 use celcost::cel::decls::Version;
 use celcost::cli::{OutputFormat, estimate_paths, render_json, render_markdown, render_table};
 use celcost::controller::ControllerArgs;
+
+/// Counts the bytes each estimate holds, so that one object cannot take the process's memory
+/// (`celcost::budget`).
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -28,7 +34,7 @@ enum Command {
     /// Estimate the CEL cost of every CRD and ValidatingAdmissionPolicy in files or directories.
     ///
     /// Exit status: 0 when every object would be accepted, 1 when one would be rejected, 2 on
-    /// unreadable input or bad usage.
+    /// unreadable input, an object whose estimate stopped (over its work budget), or bad usage.
     Estimate {
         /// Output format.
         #[arg(long, short, value_enum, default_value = "table")]
@@ -36,6 +42,14 @@ enum Command {
         /// Kubernetes version whose cost model to apply (major.minor).
         #[arg(long, default_value = "1.36", value_parser = parse_version)]
         kubernetes_version: Version,
+        /// Work budget per object, in steps: an object that needs more is reported as not
+        /// estimated (exit status 2) and the others are estimated as usual.
+        #[arg(long, default_value_t = celcost::budget::DEFAULT_STEPS)]
+        max_steps: u64,
+        /// Memory budget per object's estimate, in MiB.
+        #[arg(long, default_value_t = (celcost::budget::DEFAULT_BYTES >> 20) as u64,
+              value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+        max_memory_mib: u64,
         /// Files or directories (searched recursively for .yaml, .yml and .json).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -67,18 +81,28 @@ fn main() -> ExitCode {
         Command::Estimate {
             output,
             kubernetes_version,
+            max_steps,
+            max_memory_mib,
             paths,
         } => {
             if let Some(why) = celcost::estimate::inexact_reason(kubernetes_version) {
                 eprintln!("warning: {why}");
             }
-            let estimator = Estimator::new(kubernetes_version);
+            let estimator = Estimator::new(kubernetes_version).with_limits(Limits {
+                steps: max_steps,
+                bytes: usize::try_from(max_memory_mib << 20).unwrap_or(usize::MAX),
+            });
             let outcome = estimate_paths(&estimator, &paths);
             for s in &outcome.skipped {
                 eprintln!("{s}");
             }
             for e in &outcome.input_errors {
                 eprintln!("error: {e}");
+            }
+            for r in outcome.reports.iter().filter(|r| r.stopped.is_some()) {
+                if let Some(st) = &r.stopped {
+                    eprintln!("error: {}: {} {}: {}", r.source, r.kind, r.name, st.message);
+                }
             }
             let text = match output {
                 OutputFormat::Json => render_json(&outcome.reports),

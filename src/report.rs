@@ -58,7 +58,26 @@ pub struct ObjectReport {
     /// Policies: the schemas behind the typed estimates (beyond upstream).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typing: Option<PolicyTyping>,
+    /// Set when the estimate of this object stopped before its end (over its work budget, or an
+    /// internal error): there are no numbers then, and `valid` is false because nothing was
+    /// judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<EstimateStopped>,
 }
+
+/// Why an object has no estimate.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EstimateStopped {
+    /// `WorkBudgetExceeded` or `InternalError`.
+    pub reason: String,
+    /// `estimate stopped: work budget of N steps exceeded at spec.variables[42].expression`.
+    pub message: String,
+}
+
+/// Reasons of [`EstimateStopped`].
+pub const WORK_BUDGET_EXCEEDED: &str = "WorkBudgetExceeded";
+pub const INTERNAL_ERROR: &str = "InternalError";
 
 /// One validated schema root of a CRD.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

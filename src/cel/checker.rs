@@ -184,6 +184,7 @@ impl Checker<'_> {
     }
 
     fn check(&mut self, e: &mut Expr) {
+        crate::budget::charge(1);
         let id = e.id;
         match &mut e.kind {
             ExprKind::Literal(l) => {

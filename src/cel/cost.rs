@@ -453,6 +453,7 @@ impl<'a> Coster<'a> {
     }
 
     fn cost(&mut self, e: &'a Expr) -> Cost {
+        crate::budget::charge(1);
         match &e.kind {
             ExprKind::Literal(_) => Cost::fixed(CONST_COST),
             ExprKind::Ident(name) => {

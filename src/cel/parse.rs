@@ -18,9 +18,10 @@ use super::decls::Version;
 /// cel-go's default parser limits (`parser/options.go`); Kubernetes keeps the defaults.
 pub const MAX_RECURSION_DEPTH: usize = 250;
 pub const EXPRESSION_SIZE_CODE_POINT_LIMIT: usize = 100_000;
-/// Parsing runs on a thread with this much stack when the source is long enough to nest deeply.
+/// Parsing runs on a stack this large when the source is long enough to nest deeply.
 const BIG_STACK: usize = 512 << 20;
 const INLINE_PARSE_LIMIT: usize = 256;
+const INLINE_DEPTH_LIMIT: usize = 4;
 
 /// A parse failure, formatted as cel-go formats it (`ERROR: <input>:L:C: msg` + snippet lines).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +47,7 @@ impl ParserOptions {
 
 /// Parses `source` into our AST.
 pub fn parse(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxErrors> {
+    crate::budget::charge(source.len() as u64);
     let code_points = source.chars().count();
     if code_points > EXPRESSION_SIZE_CODE_POINT_LIMIT {
         return Err(SyntaxErrors(format!(
@@ -56,28 +58,13 @@ pub fn parse(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxErro
     if depth > MAX_RECURSION_DEPTH {
         return Err(recursion_error());
     }
-    let parsed = if source.len() <= INLINE_PARSE_LIMIT && depth <= 32 {
+    // The generated parser recurses about ten frames per nesting level, and a debug build's
+    // frames are large: anything but a short, flat expression parses on a stack of its own
+    // (reserved, not committed, memory).
+    let parsed = if source.len() <= INLINE_PARSE_LIMIT && depth <= INLINE_DEPTH_LIMIT {
         parse_inner(source, opts)
     } else {
-        let src = source.to_string();
-        std::thread::scope(|s| {
-            std::thread::Builder::new()
-                .name("cel-parse".into())
-                .stack_size(BIG_STACK)
-                .spawn_scoped(s, move || parse_inner(&src, opts))
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(SyntaxErrors(
-                            "ERROR: <input>:-1:0: internal parser failure".into(),
-                        ))
-                    })
-                })
-                .unwrap_or_else(|e| {
-                    Err(SyntaxErrors(format!(
-                        "ERROR: <input>:-1:0: cannot start the parser: {e}"
-                    )))
-                })
-        })
+        stacker::grow(BIG_STACK, || parse_inner(source, opts))
     }?;
     Ok(parsed)
 }

@@ -189,6 +189,7 @@ struct Walk<'e> {
 
 /// Estimates one schema root; returns the report and the field errors.
 fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> (SchemaReport, Vec<FieldError>) {
+    crate::budget::at(&root.field_path);
     let mut errors = Vec::new();
     let s = &root.schema;
     let checks = validate::validate_root(s, root.raw, &root.field_path, root.status_enabled);
@@ -395,6 +396,7 @@ impl Walk<'_> {
         schema_errors: &mut Vec<FieldError>,
         cel_errors: &mut Vec<FieldError>,
     ) {
+        crate::budget::charge(1);
         let errors_before = schema_errors.len();
         let ty = self.node_type(s, ctx, cel_enabled);
         schema_errors.extend(validate::validate_node(
@@ -518,6 +520,7 @@ impl Walk<'_> {
         }
         for (i, rule) in s.x_validations.iter().enumerate() {
             let rule_fld = format!("{fld}.x-kubernetes-validations[{i}].rule");
+            crate::budget::at(&rule_fld);
             let mut r = RuleReport {
                 path: display_path.clone(),
                 node_field_path: fld.to_string(),

@@ -190,6 +190,7 @@ pub fn schema_decl_type(
     version: Version,
     name: &str,
 ) -> Option<Arc<DeclType>> {
+    crate::budget::charge(1);
     let unbounded_string = MAX_REQUEST_SIZE_BYTES - 2;
     if s.x_int_or_string {
         let (max, bounded) = match s.max_length {

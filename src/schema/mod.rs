@@ -123,6 +123,7 @@ impl Schema {
     }
 
     fn read(v: &Value, path: &str, depth: usize) -> Result<Schema, SchemaReadError> {
+        crate::budget::charge(1);
         let err = |p: String, m: &str| SchemaReadError {
             path: p,
             message: m.to_string(),

@@ -54,6 +54,7 @@ fn walk(
     resource: Resource<'_, '_>,
     errs: &mut Vec<FieldError>,
 ) {
+    crate::budget::charge(1);
     let embedded = s.x_embedded_resource || resource_root;
     let (resource, inside_meta) = if embedded {
         let own = Resource {

@@ -97,6 +97,7 @@ pub fn go_schema_json(raw: &Value) -> String {
 }
 
 pub(super) fn write_go_schema(raw: &Value, out: &mut String) {
+    crate::budget::charge(1);
     let empty = serde_json::Map::new();
     let obj = raw.as_object().unwrap_or(&empty);
     out.push('{');
@@ -259,6 +260,7 @@ pub fn same_validation(a: Option<&Value>, b: Option<&Value>) -> bool {
 
 /// Semantic equality of two decoded `JSONSchemaProps`.
 fn same_schema(a: &Value, b: &Value) -> bool {
+    crate::budget::charge(1);
     if a == b {
         return true;
     }

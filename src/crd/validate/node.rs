@@ -31,6 +31,7 @@ pub struct NodeContext<'a> {
 /// the per-node checks of `ValidateCustomResourceDefinitionOpenAPISchema`): any of them at or
 /// below a node keeps its CEL rules from compiling.
 pub fn validate_node(s: &Schema, fld: &str, ctx: NodeContext<'_>) -> Vec<FieldError> {
+    crate::budget::charge(1);
     let mut errs = Vec::new();
     spec_standard_validation(s, fld, ctx, &mut errs);
     if s.unique_items {

@@ -41,6 +41,7 @@ fn coerce_node(
     s: &Schema,
     embedded: bool,
 ) -> Result<(), Box<FieldError>> {
+    crate::budget::charge(1);
     match x {
         Value::Object(map) => {
             let keys: Vec<String> = map.keys().cloned().collect();
@@ -112,6 +113,7 @@ pub fn validate(
 }
 
 fn validate_node(pth: &str, x: &Value, s: &Schema, embedded: bool, errs: &mut Vec<FieldError>) {
+    crate::budget::charge(1);
     match x {
         Value::Object(map) => {
             if embedded {

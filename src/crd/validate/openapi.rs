@@ -246,6 +246,7 @@ impl<'a> SchemaValidator<'a> {
 
     /// `SchemaValidator.Validate`.
     fn validate(&self, data: &Value) -> Outcome {
+        crate::budget::charge(1);
         let mut result = Outcome::default();
         if data.is_null() {
             // Only the type and enum validators run on null.
@@ -345,6 +346,7 @@ impl<'a> SchemaValidator<'a> {
     /// `basicCommonValidator.Validate`: the enum.
     fn validate_enum(&self, data: &Value) -> Option<OpenAPIError> {
         let values = &self.schema.enum_values;
+        crate::budget::charge(1 + values.len() as u64);
         if values.is_empty() {
             return None;
         }

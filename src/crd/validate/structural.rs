@@ -104,6 +104,7 @@ pub fn validate_structural(s: &Schema, fld: &str) -> Vec<FieldError> {
 
 /// `validateStructuralInvariants`.
 fn invariants(s: &Schema, lvl: Level, fld: &Path<'_>, errs: &mut Vec<FieldError>) {
+    crate::budget::charge(1);
     if s.type_ == "array" && s.items.is_none() {
         errs.push(FieldError::required(
             &format!("{fld}.items"),
@@ -358,6 +359,7 @@ fn nested_value_validation(
     fld: &Path<'_>,
     errs: &mut Vec<FieldError>,
 ) {
+    crate::budget::charge(1);
     value_validation(v, skip_any_of, false, fld, errs);
     if let Some(items) = &v.items {
         nested_value_validation(items, false, &fld.child("items"), errs);
@@ -489,6 +491,7 @@ fn nested_completeness(
     v_path: &Path<'_>,
     errs: &mut Vec<FieldError>,
 ) {
+    crate::budget::charge(1);
     let Some(s) = s else {
         errs.push(FieldError::required(
             &s_path.to_string(),
