@@ -689,9 +689,28 @@ async fn server_errors_and_throttling_are_transient() {
             ))),
             h.ctx.clone(),
         );
-        assert_eq!(action, Action::requeue(Duration::from_secs(2)));
+        // 429 waits the server's Retry-After (1 s when it gives none); server errors back off
+        // (the second failure in a row: 2 s).
+        let expected = if code == 429 { 1 } else { 2 };
+        assert_eq!(action, Action::requeue(Duration::from_secs(expected)));
         timed(h.api.expect_silence()).await;
     }
+}
+
+#[tokio::test]
+async fn throttled_reconciles_wait_retry_after() {
+    let h = harness();
+    let target = crd("widgets.example.com", "uid-1", 1, 1000);
+    let mut status = status_error(429);
+    status["details"] = json!({"retryAfterSeconds": 7});
+    let action = error_policy(
+        meta_of(&target),
+        &celcost::controller::Error::Kube(kube::Error::Api(Box::new(
+            serde_json::from_value(status).unwrap(),
+        ))),
+        h.ctx.clone(),
+    );
+    assert_eq!(action, Action::requeue(Duration::from_secs(7)));
 }
 
 #[tokio::test]
@@ -788,6 +807,53 @@ async fn failed_estimate_is_not_ready_and_others_proceed() {
     let good = crd("widgets.example.com", "uid-1", 1, 1000);
     let stored = timed(create(&mut h, &good)).await;
     assert_eq!(condition(&stored, "Ready")["status"], "True");
+    timed(h.api.expect_silence()).await;
+}
+
+#[tokio::test]
+async fn work_budget_exceeded_is_reported_and_not_retried() {
+    let tiny = Estimator::new(Version::new(1, 33)).with_limits(celcost::budget::Limits {
+        steps: 50,
+        bytes: usize::MAX,
+    });
+    let mut h = harness_with(Arc::new(tiny));
+    let big = crd("widgets.example.com", "uid-1", 1, 1000);
+    let stored = timed(async {
+        let ctx = h.ctx.clone();
+        let api = &mut h.api;
+        let (res, (stored, (ty, reason, body))) =
+            tokio::join!(reconcile(meta_of(&big), ctx), async {
+                api.serve_gets(&big, None).await;
+                let obj = api.serve_apply("widgets.example.com", "1").await;
+                let stored = api.serve_status("widgets.example.com", &obj, "2").await;
+                (stored, api.serve_event().await)
+            });
+        // Not an error: the target is not retried until it changes (or the hourly resync).
+        assert_eq!(res.unwrap(), Action::requeue(Settings::default().requeue));
+        assert_eq!(
+            (ty.as_str(), reason.as_str()),
+            ("Warning", "WorkBudgetExceeded")
+        );
+        let note = body["note"].as_str().unwrap();
+        assert!(note.contains("work budget of 50 steps exceeded"), "{note}");
+        stored
+    })
+    .await;
+    for c in ["Ready", "Estimated", "WithinBudget"] {
+        assert_eq!(condition(&stored, c)["status"], "False", "{c}");
+        assert_eq!(condition(&stored, c)["reason"], "WorkBudgetExceeded", "{c}");
+    }
+    assert!(
+        condition(&stored, "Estimated")["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("estimate stopped: work budget of 50 steps exceeded at spec.validation.openAPIV3Schema")
+    );
+    assert!(stored["status"].get("summary").is_none());
+    // The same generation again, with the report as written: nothing to do, no API call.
+    h.watch_report(&stored);
+    let res = timed(reconcile(meta_of(&big), h.ctx.clone())).await;
+    assert!(res.is_ok());
     timed(h.api.expect_silence()).await;
 }
 

@@ -10,6 +10,9 @@ pub enum Error {
     /// The report could not be serialized (a bug).
     #[error("cannot serialize: {0}")]
     Serialize(#[source] serde_json::Error),
+    /// A call to the API server did not answer in time.
+    #[error("Kubernetes API call timed out after {0:?}: {1}")]
+    Timeout(std::time::Duration, &'static str),
 }
 
 impl From<kube::Error> for Error {
@@ -39,6 +42,7 @@ impl Error {
             },
             Error::Kube(_) => "transport".into(),
             Error::Serialize(_) => "serialize".into(),
+            Error::Timeout(..) => "timeout".into(),
         }
     }
 
@@ -49,8 +53,20 @@ impl Error {
             Error::Kube(kube::Error::Api(s)) => {
                 s.code == 409 || s.code == 429 || s.code >= 500 || s.code == 0
             }
-            Error::Kube(_) => true,
+            Error::Kube(_) | Error::Timeout(..) => true,
             Error::Serialize(_) => false,
+        }
+    }
+
+    /// The wait the API server asked for (a 429's `retryAfterSeconds`), if any.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            Error::Kube(kube::Error::Api(s)) if s.code == 429 => {
+                Some(std::time::Duration::from_secs(
+                    u64::from(s.details.as_ref().map_or(0, |d| d.retry_after_seconds)).max(1),
+                ))
+            }
+            _ => None,
         }
     }
 

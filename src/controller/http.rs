@@ -1,9 +1,9 @@
 //! The admin server: `/metrics` (Prometheus/OpenMetrics text), `/healthz` (liveness: the process
-//! serves) and `/readyz` (readiness: the first lists of the watches have completed).
+//! serves) and `/readyz` (readiness: every watch has listed and none has been failing for long,
+//! see `watch::Health`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
 use axum::extract::State;
@@ -12,11 +12,14 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use prometheus_client::registry::Registry;
 
+/// Whether the operator is ready, or why not.
+pub type Readiness = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
 /// What the handlers read.
 #[derive(Clone)]
 pub struct AdminState {
     pub registry: Arc<Registry>,
-    pub ready: Arc<AtomicBool>,
+    pub ready: Readiness,
 }
 
 /// The routes.
@@ -45,13 +48,12 @@ async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {
 }
 
 async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
-    if state.ready.load(Ordering::Acquire) {
-        (StatusCode::OK, "ready\n")
-    } else {
-        (
+    match (state.ready)() {
+        Ok(()) => (StatusCode::OK, "ready\n".to_string()),
+        Err(why) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            "waiting for the first lists of the watches\n",
-        )
+            format!("not ready: {why}\n"),
+        ),
     }
 }
 
@@ -107,10 +109,17 @@ mod tests {
                 name: "widgets.example.com".into(),
             })
             .set(0.5);
-        let ready = Arc::new(AtomicBool::new(false));
+        let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = ready.clone();
         let state = AdminState {
             registry: Arc::new(registry),
-            ready: ready.clone(),
+            ready: Arc::new(move || {
+                if flag.load(std::sync::atomic::Ordering::Acquire) {
+                    Ok(())
+                } else {
+                    Err("crd: not listed yet".into())
+                }
+            }),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -120,8 +129,10 @@ mod tests {
         }));
 
         assert_eq!(get(addr, "/healthz").await.0, 200);
-        assert_eq!(get(addr, "/readyz").await.0, 503);
-        ready.store(true, Ordering::Release);
+        let (code, body) = get(addr, "/readyz").await;
+        assert_eq!(code, 503);
+        assert!(body.contains("not ready: crd: not listed yet"), "{body}");
+        ready.store(true, std::sync::atomic::Ordering::Release);
         assert_eq!(get(addr, "/readyz").await.0, 200);
         let (code, body) = get(addr, "/metrics").await;
         assert_eq!(code, 200);

@@ -13,10 +13,10 @@ pub mod resource;
 pub mod schemas;
 pub mod status;
 pub mod telemetry;
+pub mod watch;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
@@ -81,6 +81,31 @@ pub struct ControllerArgs {
     /// The reporting instance of events (the pod name, from the downward API).
     #[arg(long, env = "POD_NAME")]
     pub instance: Option<String>,
+    /// Seconds a watch may fail before /readyz fails (it recovers on its own meanwhile).
+    #[arg(long, env = "CELCOST_UNREADY_AFTER_SECONDS", default_value_t = 30)]
+    pub unready_after_seconds: u64,
+    /// Server-side timeout of each watch, seconds: a watch silent for this long plus 5 s (no
+    /// events, no bookmarks) is restarted.
+    #[arg(long, env = "CELCOST_WATCH_TIMEOUT_SECONDS", default_value_t = 60,
+          value_parser = clap::value_parser!(u32).range(5..=3600))]
+    pub watch_timeout_seconds: u32,
+    /// Longest wait between attempts to reach an API server that does not answer, seconds
+    /// (with jitter, from 0.2 s up).
+    #[arg(long, env = "CELCOST_WATCH_MAX_BACKOFF_SECONDS", default_value_t = 2.0)]
+    pub watch_max_backoff_seconds: f64,
+    /// Timeout of each API request of a reconcile, seconds.
+    #[arg(long, env = "CELCOST_REQUEST_TIMEOUT_SECONDS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub request_timeout_seconds: u64,
+    /// Work budget of one target's estimate, in steps: a target that needs more gets
+    /// `Estimated=False` (WorkBudgetExceeded) and an event; it is not retried until it changes.
+    #[arg(long, env = "CELCOST_ESTIMATE_MAX_STEPS", default_value_t = crate::budget::DEFAULT_STEPS)]
+    pub estimate_max_steps: u64,
+    /// Memory budget of one target's estimate, MiB (the operator's memory limit should exceed
+    /// the number of cores times this, plus about 64 MiB).
+    #[arg(long, env = "CELCOST_ESTIMATE_MAX_MEMORY_MIB", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub estimate_max_memory_mib: u64,
 }
 
 fn parse_model_version(s: &str) -> Result<Version, String> {
@@ -157,10 +182,21 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
 
     let mut registry = Registry::with_prefix("celcost");
     let metrics = metrics::Metrics::default().register(&mut registry);
-    let ready = Arc::new(AtomicBool::new(false));
+    let health = watch::Health::default().register(&mut registry);
+    let watch_settings = watch::WatchSettings {
+        timeout: args.watch_timeout_seconds,
+        max_backoff: Duration::from_secs_f64(args.watch_max_backoff_seconds.clamp(0.2, 300.0)),
+        unready_after: Duration::from_secs(args.unready_after_seconds),
+        ..watch::WatchSettings::default()
+    };
+    let readiness = {
+        let health = health.clone();
+        let after = watch_settings.unready_after;
+        Arc::new(move || health.ready(after))
+    };
     let admin = http::AdminState {
         registry: Arc::new(registry),
-        ready: ready.clone(),
+        ready: readiness,
     };
     let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
     let admin_task = tokio::spawn(http::serve(args.listen_address, admin, async move {
@@ -170,7 +206,11 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     if let Some(why) = crate::estimate::inexact_reason(version) {
         warn!(model = %version, "{why}");
     }
-    let estimator: Arc<dyn reconcile::CostEstimator> = Arc::new(Estimator::new(version));
+    let estimator: Arc<dyn reconcile::CostEstimator> =
+        Arc::new(Estimator::new(version).with_limits(crate::budget::Limits {
+            steps: args.estimate_max_steps,
+            bytes: usize::try_from(args.estimate_max_memory_mib << 20).unwrap_or(usize::MAX),
+        }));
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -185,6 +225,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         },
         requeue: Duration::from_secs(args.resync_seconds.max(60)),
         memory_budget_bytes: usize::from(args.memory_budget_mib) << 20,
+        request_timeout: Duration::from_secs(args.request_timeout_seconds),
         ..Settings::default()
     };
     let config = controller::Config::default().concurrency(args.concurrency);
@@ -197,6 +238,8 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         metrics,
         settings,
         config,
+        health,
+        watch_settings,
     };
 
     // Policies are typed with the cluster's CRDs: the policy controller reads the CRD watch's
@@ -204,7 +247,6 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     let (crd_events, crd_events_rx) = futures::channel::mpsc::unbounded();
     let crds =
         controller_for::<CustomResourceDefinition>(&shared, vap_served.then_some(crd_events), None);
-    let mut stores_ready = vec![crds.ready];
     let vap_ctrl = if vap_served {
         let vaps = controller_for::<ValidatingAdmissionPolicy>(
             &shared,
@@ -214,19 +256,11 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
                 events: crd_events_rx,
             }),
         );
-        stores_ready.push(vaps.ready);
         Some(vaps.run)
     } else {
         None
     };
     let crd_ctrl = crds.run;
-    tokio::spawn(async move {
-        for r in stores_ready {
-            r.await;
-        }
-        ready.store(true, Ordering::Release);
-        info!("initial lists complete; ready");
-    });
     info!(model = %version, near_budget_percent = args.near_budget_percent, "celcost controller started");
 
     match vap_ctrl {
@@ -253,6 +287,8 @@ struct Shared {
     settings: Settings,
     config: controller::Config,
     budget: reconcile::Budget,
+    health: watch::Health,
+    watch_settings: watch::WatchSettings,
 }
 
 /// The stores keep only what the reconciler reads (name, uid, generation, resourceVersion,
@@ -262,24 +298,9 @@ fn strip_managed_fields<K: kube::Resource>(obj: &mut PartialObjectMeta<K>) {
     obj.metadata.annotations = None;
 }
 
-/// Waits for a store's first list. `Store::wait_until_ready` wakes only its latest poller (a
-/// oneshot underneath), and the controller's applier polls it too: poll again now and then.
-async fn wait_until_ready<K>(store: &Store<K>)
-where
-    K: kube::runtime::reflector::Lookup + Clone + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    while tokio::time::timeout(Duration::from_millis(200), store.wait_until_ready())
-        .await
-        .is_err()
-    {}
-}
-
 /// The controller of one kind.
 struct Running<K: Target> {
     run: futures::future::BoxFuture<'static, ()>,
-    /// Completes when the stores have listed.
-    ready: futures::future::BoxFuture<'static, ()>,
     /// The watched targets.
     targets: Store<PartialObjectMeta<K>>,
 }
@@ -301,17 +322,41 @@ fn controller_for<K: Target>(
     // From the watch cache (`resourceVersion=0`) in one response: kube drops
     // `resourceVersion=0` from paginated lists, and pages are then read from etcd, decoding
     // every full CRD (seconds per 500 with large CRDs). The cache ignores `limit` anyway.
+    // Watches ask for bookmarks (the default) and last `timeout` on the server: a watch that
+    // stays silent longer than that is restarted (`watch`).
     let wc = watcher::Config {
         page_size: None,
-        ..watcher::Config::default().any_semantic()
+        ..watcher::Config::default()
+            .any_semantic()
+            .timeout(shared.watch_settings.timeout)
     };
 
-    let (targets, targets_writer) = reflector::store::<PartialObjectMeta<K>>();
-    let target_events = watcher(
-        Api::<PartialObjectMeta<K>>::all(shared.client.clone()),
-        wc.clone(),
+    let mut ctx = Context::new(
+        shared.client.clone(),
+        shared.estimator.clone(),
+        shared.recorder.clone(),
+        shared.metrics.clone(),
+        shared.settings.clone(),
+        reflector::store::<PartialObjectMeta<CostReport>>().0,
     )
-    .default_backoff()
+    .with_budget(shared.budget.clone());
+
+    let (targets, targets_writer) = reflector::store::<PartialObjectMeta<K>>();
+    let target_api = Api::<PartialObjectMeta<K>>::all(shared.client.clone());
+    let target_wc = wc.clone();
+    // Targets deleted while the watch was away (seen on its relist): forget their memo and
+    // gauges; the garbage collector deletes their reports.
+    let forget_gone: watch::OnGone = {
+        let ctx_forget = ctx.forget_handle();
+        Box::new(move |name: &str| ctx_forget(kind, name))
+    };
+    let target_events = watch::resilient(
+        kind.short(),
+        move || watcher(target_api.clone(), target_wc.clone()).boxed(),
+        shared.watch_settings.clone(),
+        shared.health.clone(),
+        Some(forget_gone),
+    )
     .modify(strip_managed_fields)
     .reflect(targets_writer)
     .touched_objects()
@@ -323,45 +368,29 @@ fn controller_for<K: Target>(
     });
 
     let (reports, reports_writer): (Store<PartialObjectMeta<CostReport>>, _) = reflector::store();
-    let report_events = watcher(
-        Api::<PartialObjectMeta<CostReport>>::all(shared.client.clone()),
-        wc.labels(&format!(
-            "{}={}",
-            reconcile::LABEL_TARGET_KIND,
-            kind.short()
-        )),
+    let report_api = Api::<PartialObjectMeta<CostReport>>::all(shared.client.clone());
+    let report_wc = wc.labels(&format!(
+        "{}={}",
+        reconcile::LABEL_TARGET_KIND,
+        kind.short()
+    ));
+    let report_events = watch::resilient(
+        &format!("{}-reports", kind.short()),
+        move || watcher(report_api.clone(), report_wc.clone()).boxed(),
+        shared.watch_settings.clone(),
+        shared.health.clone(),
+        None,
     )
-    .default_backoff()
     .modify(strip_managed_fields)
     .reflect(reports_writer)
     .touched_objects();
-
-    let mut ctx = Context::new(
-        shared.client.clone(),
-        shared.estimator.clone(),
-        shared.recorder.clone(),
-        shared.metrics.clone(),
-        shared.settings.clone(),
-        reports.clone(),
-    )
-    .with_budget(shared.budget.clone());
+    ctx.reports = reports.clone();
     let mut crd_events = None;
     if let Some(links) = crds {
         ctx = ctx.with_crd_store(links.store);
         crd_events = Some(links.events);
     }
     let ctx = Arc::new(ctx);
-    let ready = {
-        let targets = targets.clone();
-        let reports = reports.clone();
-        async move {
-            wait_until_ready(&targets).await;
-            debug!(kind = kind.short(), "targets listed");
-            wait_until_ready(&reports).await;
-            debug!(kind = kind.short(), "reports listed");
-        }
-        .boxed()
-    };
     let forget = ctx.clone();
     let mut controller =
         Controller::for_stream(target_events, targets.clone()).owns_stream(report_events);
@@ -390,18 +419,13 @@ fn controller_for<K: Target>(
                 }
                 // Logged by the error policy.
                 Err(controller::Error::ReconcilerFailed(..)) => {}
-                Err(e) => {
-                    warn!(kind = kind.short(), error = %e, "watch error; retrying with backoff")
-                }
+                // Watch errors are handled (and logged) by `watch::resilient`.
+                Err(e) => debug!(kind = kind.short(), error = %e, "controller error"),
             }
             futures::future::ready(())
         })
         .boxed();
-    Running {
-        run,
-        ready,
-        targets,
-    }
+    Running { run, targets }
 }
 
 #[cfg(test)]

@@ -35,8 +35,8 @@ use super::metrics::{FailureLabels, KindLabels, Metrics, TargetLabels};
 use super::resource::{CostReport, CostReportSpec, TargetKind, TargetRef};
 use super::schemas::{self, CrdStore, Dep, Head};
 use super::status::{
-    StatusSettings, estimate_status, estimation_failed_message, failed_status, is_ready,
-    same_status, transitions, with_conditions,
+    Failure, StatusSettings, estimate_status, estimation_failed_message, failed_status, is_ready,
+    reason, same_status, transitions, with_conditions,
 };
 
 /// The field manager of every write.
@@ -106,6 +106,11 @@ pub struct Settings {
     pub memory_budget_bytes: usize,
     /// Estimates run at once, over all reconciles.
     pub estimators: usize,
+    /// Longest retry delay after a transient failure (API server down, timeout, conflict): a
+    /// target is back at most this long after its API server (relists trigger it sooner).
+    pub max_transient_backoff: Duration,
+    /// Timeout of each API request.
+    pub request_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -117,6 +122,8 @@ impl Default for Settings {
             max_backoff: Duration::from_secs(300),
             memory_budget_bytes: 8 << 20,
             estimators: std::thread::available_parallelism().map_or(2, usize::from),
+            max_transient_backoff: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -142,8 +149,8 @@ pub struct Context {
     pub settings: Settings,
     /// Metadata of the reports of this controller's kind, from a watch.
     pub reports: Store<PartialObjectMeta<CostReport>>,
-    memo: Mutex<HashMap<String, Memo>>,
-    failures: Mutex<HashMap<String, u32>>,
+    memo: Arc<Mutex<HashMap<String, Memo>>>,
+    failures: Arc<Mutex<HashMap<String, u32>>>,
     /// Memory and CPU bounds (shared by the controllers of all kinds).
     budget: Budget,
     /// Policies: the watched CRDs, whose schemas type their estimates.
@@ -167,8 +174,8 @@ impl Context {
             metrics,
             settings,
             reports,
-            memo: Mutex::default(),
-            failures: Mutex::default(),
+            memo: Arc::default(),
+            failures: Arc::default(),
             budget,
             crds: None,
         }
@@ -230,13 +237,35 @@ impl Context {
 
     /// Forgets a deleted target: its memo, backoff and gauges.
     pub fn forget(&self, kind: TargetKind, name: &str) {
-        let report_name = kind.report_name(name);
-        self.memo.lock().expect("memo lock").remove(&report_name);
-        self.failures
-            .lock()
-            .expect("failures lock")
-            .remove(&report_name);
-        self.metrics.forget(&TargetLabels::new(kind, name));
+        (self.forget_handle())(kind, name)
+    }
+
+    /// [`Context::forget`] as a function that outlives a borrow of the context (for the watch
+    /// that finds targets deleted while it was away).
+    pub fn forget_handle(&self) -> impl Fn(TargetKind, &str) + Send + Sync + 'static {
+        let (memo, failures, metrics) = (
+            self.memo.clone(),
+            self.failures.clone(),
+            self.metrics.clone(),
+        );
+        move |kind, name| {
+            let report_name = kind.report_name(name);
+            memo.lock().expect("memo lock").remove(&report_name);
+            failures.lock().expect("failures lock").remove(&report_name);
+            metrics.forget(&TargetLabels::new(kind, name));
+        }
+    }
+
+    /// `fut` (an API request), bounded by the request timeout.
+    pub(super) async fn timed<T>(
+        &self,
+        what: &'static str,
+        fut: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, Error> {
+        match tokio::time::timeout(self.settings.request_timeout, fut).await {
+            Ok(r) => r.map_err(Error::from),
+            Err(_) => Err(Error::Timeout(self.settings.request_timeout, what)),
+        }
     }
 }
 
@@ -332,7 +361,13 @@ pub async fn reconcile<K: Target>(
                     action: "WriteReport".to_string(),
                     secondary: None,
                 };
-                if let Err(err) = ctx.recorder.publish(&ev, &target_ref_of(&*meta)).await {
+                if let Err(err) = ctx
+                    .timed(
+                        "publish event",
+                        ctx.recorder.publish(&ev, &target_ref_of(&*meta)),
+                    )
+                    .await
+                {
                     debug!(error = %err, "cannot publish the failure event");
                 }
             }
@@ -341,7 +376,9 @@ pub async fn reconcile<K: Target>(
     result
 }
 
-/// Requeue after an API error: per-target exponential backoff (1 s, 2 s, 4 s, ... 5 min).
+/// Requeue after an API error: what a 429 asks for (`Retry-After`); else per-target
+/// exponential backoff (1 s, 2 s, 4 s, ...), up to 5 s for transient failures (the API server
+/// is away, a conflict) and 5 min for others (RBAC, a rejected report).
 pub fn error_policy<K: Target>(
     meta: Arc<PartialObjectMeta<K>>,
     error: &Error,
@@ -355,7 +392,14 @@ pub fn error_policy<K: Target>(
         .get(&report_name)
         .copied()
         .unwrap_or(1);
-    let delay = backoff(n, ctx.settings.min_backoff, ctx.settings.max_backoff);
+    let max = if error.is_transient() {
+        ctx.settings.max_transient_backoff
+    } else {
+        ctx.settings.max_backoff
+    };
+    let delay = error
+        .retry_after()
+        .unwrap_or_else(|| backoff(n, ctx.settings.min_backoff, max));
     warn!(kind = K::KIND.short(), name = %meta.name_any(), error = %error, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
 }
@@ -379,7 +423,8 @@ fn target_ref_of<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
 /// What the estimator made of a target.
 enum Outcome {
     Report(Box<ObjectReport>),
-    Failed(String),
+    /// A reason of [`reason`] and a message.
+    Failed(&'static str, String),
 }
 
 /// Parses and estimates a target (JSON text) with the CRDs its policy estimate reads (`schemas`,
@@ -418,9 +463,25 @@ async fn estimate(
     })
     .await;
     match joined {
-        Ok(Ok(Some(report))) => Outcome::Report(Box::new(report)),
-        Ok(Ok(None)) => Outcome::Failed(estimation_failed_message(kind, None)),
-        Ok(Err(detail)) => Outcome::Failed(estimation_failed_message(kind, Some(&detail))),
+        Ok(Ok(Some(report))) => match &report.stopped {
+            // Over its work budget, or a bug the estimator caught: no numbers.
+            Some(st) if st.reason == crate::report::WORK_BUDGET_EXCEEDED => {
+                Outcome::Failed(reason::WORK_BUDGET_EXCEEDED, st.message.clone())
+            }
+            Some(st) => Outcome::Failed(
+                reason::ESTIMATION_FAILED,
+                estimation_failed_message(kind, Some(&st.message)),
+            ),
+            None => Outcome::Report(Box::new(report)),
+        },
+        Ok(Ok(None)) => Outcome::Failed(
+            reason::ESTIMATION_FAILED,
+            estimation_failed_message(kind, None),
+        ),
+        Ok(Err(detail)) => Outcome::Failed(
+            reason::ESTIMATION_FAILED,
+            estimation_failed_message(kind, Some(&detail)),
+        ),
         Err(e) => {
             let detail = if e.is_panic() {
                 let p = e.into_panic();
@@ -433,7 +494,10 @@ async fn estimate(
             } else {
                 "cancelled".to_string()
             };
-            Outcome::Failed(estimation_failed_message(kind, Some(&detail)))
+            Outcome::Failed(
+                reason::ESTIMATION_FAILED,
+                estimation_failed_message(kind, Some(&detail)),
+            )
         }
     }
 }
@@ -483,10 +547,10 @@ pub(super) async fn get_json(
     let request = kube::core::Request::new(url_path)
         .get(name, &GetParams::any())
         .map_err(kube::Error::BuildRequest)?;
-    match ctx.client.request_text(request).await {
+    match ctx.timed("get", ctx.client.request_text(request)).await {
         Ok(text) => Ok(Some(text)),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
-        Err(e) => Err(e.into()),
+        Err(Error::Kube(kube::Error::Api(s))) if s.code == 404 => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -569,7 +633,8 @@ async fn reconcile_inner<K: Target>(
     let existing = if known_absent {
         None
     } else {
-        reports.get_opt(&report_name).await?
+        ctx.timed("get report", reports.get_opt(&report_name))
+            .await?
     };
     let desired = desired_report::<K>(&name, &uid_str);
     if let Some(e) = existing.as_ref()
@@ -598,7 +663,13 @@ async fn reconcile_inner<K: Target>(
     let version = format!("v{}", ctx.estimator.kubernetes_version());
     let (base, failure) = match &outcome {
         Outcome::Report(r) => (estimate_status(kind, r, ctx.settings.status), None),
-        Outcome::Failed(msg) => (failed_status(&version), Some(msg.as_str())),
+        Outcome::Failed(why, msg) => (
+            failed_status(&version),
+            Some(Failure {
+                reason: why,
+                message: msg.as_str(),
+            }),
+        ),
     };
     let prev = existing.as_ref().and_then(|r| r.status.as_ref());
     let status = with_conditions(base, kind, generation, failure, prev, Timestamp::now());
@@ -616,8 +687,11 @@ async fn reconcile_inner<K: Target>(
         .as_ref()
         .is_some_and(|e| report_matches(e, &desired))
     {
-        let applied = reports
-            .patch(&report_name, &params, &Patch::Apply(&desired))
+        let applied = ctx
+            .timed(
+                "apply report",
+                reports.patch(&report_name, &params, &Patch::Apply(&desired)),
+            )
             .await?;
         ctx.metrics
             .writes
@@ -638,14 +712,14 @@ async fn reconcile_inner<K: Target>(
                 value: serde_json::to_value(&status)?,
             },
         )]);
-        let applied = reports
-            .patch_status(
-                &report_name,
-                &PatchParams {
-                    field_manager: Some(MANAGER.to_string()),
-                    ..PatchParams::default()
-                },
-                &Patch::Json::<()>(patch),
+        let status_params = PatchParams {
+            field_manager: Some(MANAGER.to_string()),
+            ..PatchParams::default()
+        };
+        let applied = ctx
+            .timed(
+                "patch report status",
+                reports.patch_status(&report_name, &status_params, &Patch::Json::<()>(patch)),
             )
             .await?;
         ctx.metrics
@@ -680,7 +754,10 @@ async fn reconcile_inner<K: Target>(
                 action: "Estimate".to_string(),
                 secondary: Some(related.clone()),
             };
-            if let Err(e) = ctx.recorder.publish(&ev, &regarding).await {
+            if let Err(e) = ctx
+                .timed("publish event", ctx.recorder.publish(&ev, &regarding))
+                .await
+            {
                 warn!(error = %e, reason = t.reason, "cannot publish event");
             }
         }

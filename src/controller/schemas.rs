@@ -154,7 +154,9 @@ pub(super) async fn fetch(
             // The group's CRDs come from the CRD watch: wait for its first list, but not
             // forever (a watch that cannot list leaves the group empty for now; its events
             // re-check the policy later).
-            let _ = tokio::time::timeout(LIST_WAIT, super::wait_until_ready(crds)).await;
+            let _ =
+                tokio::time::timeout(LIST_WAIT, crate::controller::watch::wait_until_ready(crds))
+                    .await;
             let mut candidates = crds_of_group(crds, group);
             // `<plural of the kind>.<group>` first: the usual name.
             let lower = kind.to_lowercase();

@@ -22,12 +22,17 @@ use super::resource::{
 pub const MAX_STATUS_BYTES: usize = 200 * 1024;
 
 pub const CONDITION_READY: &str = "Ready";
+/// Whether the target has an estimate (False: its estimate failed or went over its work
+/// budget).
+pub const CONDITION_ESTIMATED: &str = "Estimated";
 pub const CONDITION_WITHIN_BUDGET: &str = "WithinBudget";
 
 /// Condition and event reasons (PascalCase, a fixed list).
 pub mod reason {
     pub const ESTIMATED: &str = "Estimated";
     pub const ESTIMATION_FAILED: &str = "EstimationFailed";
+    /// The estimate went over its work budget (steps or memory).
+    pub const WORK_BUDGET_EXCEEDED: &str = "WorkBudgetExceeded";
     pub const WITHIN_BUDGET: &str = "WithinBudget";
     pub const RULE_NEAR_BUDGET: &str = "RuleNearBudget";
     pub const RULE_OVER_BUDGET: &str = "RuleOverBudget";
@@ -473,19 +478,27 @@ pub fn estimation_failed_message(kind: TargetKind, detail: Option<&str>) -> Stri
     }
 }
 
-/// Sets `observedGeneration` and the `Ready` and `WithinBudget` conditions. `failure` is the
-/// message when there is no estimate. `lastTransitionTime` is kept from `prev` unless the
+/// Why a target has no estimate: a reason of [`reason`] (`EstimationFailed`,
+/// `WorkBudgetExceeded`) and a message.
+#[derive(Clone, Copy, Debug)]
+pub struct Failure<'a> {
+    pub reason: &'static str,
+    pub message: &'a str,
+}
+
+/// Sets `observedGeneration` and the `Ready`, `Estimated` and `WithinBudget` conditions.
+/// `failure` says why there is no estimate. `lastTransitionTime` is kept from `prev` unless the
 /// condition's status flips.
 pub fn with_conditions(
     mut status: CostReportStatus,
     kind: TargetKind,
     generation: Option<i64>,
-    failure: Option<&str>,
+    failure: Option<Failure<'_>>,
     prev: Option<&CostReportStatus>,
     now: Timestamp,
 ) -> CostReportStatus {
     status.observed_generation = generation;
-    let (ready, within) = match (failure, status.summary.as_ref()) {
+    let (ready, within) = match (failure.map(|f| f.message), status.summary.as_ref()) {
         (None, Some(s)) => {
             let mut ready_msg = format!(
                 "estimated with the Kubernetes {} cost model",
@@ -505,15 +518,15 @@ pub fn with_conditions(
         }
         (f, _) => {
             let msg = f.unwrap_or("no estimate").to_string();
-            (
-                ("False", reason::ESTIMATION_FAILED, msg.clone()),
-                ("False", reason::ESTIMATION_FAILED, msg),
-            )
+            let why = failure.map_or(reason::ESTIMATION_FAILED, |f| f.reason);
+            (("False", why, msg.clone()), ("False", why, msg))
         }
     };
+    let estimated = (ready.0, ready.1, ready.2.clone());
     let prev_conds = prev.map(|p| p.conditions.as_slice()).unwrap_or_default();
     status.conditions = vec![
         condition(CONDITION_READY, ready, generation, prev_conds, now),
+        condition(CONDITION_ESTIMATED, estimated, generation, prev_conds, now),
         condition(CONDITION_WITHIN_BUDGET, within, generation, prev_conds, now),
     ];
     status
@@ -615,15 +628,15 @@ pub fn transitions(
     let prev_failed = prev.is_some_and(|p| !is_ready(p) && !p.conditions.is_empty());
     let Some(s) = new.summary.as_ref().filter(|_| is_ready(new)) else {
         if !prev_failed {
-            let msg = new
-                .conditions
-                .iter()
-                .find(|c| c.type_ == CONDITION_READY)
-                .map(|c| c.message.clone())
-                .unwrap_or_default();
+            let ready = new.conditions.iter().find(|c| c.type_ == CONDITION_READY);
+            let msg = ready.map(|c| c.message.clone()).unwrap_or_default();
+            let why = match ready.map(|c| c.reason.as_str()) {
+                Some(reason::WORK_BUDGET_EXCEEDED) => reason::WORK_BUDGET_EXCEEDED,
+                _ => reason::ESTIMATION_FAILED,
+            };
             out.push(Transition {
                 warning: true,
-                reason: reason::ESTIMATION_FAILED,
+                reason: why,
                 note: msg,
             });
         }
@@ -937,7 +950,10 @@ mod tests {
             failed_status("v1.36"),
             CRD,
             Some(4),
-            Some("boom"),
+            Some(Failure {
+                reason: reason::ESTIMATION_FAILED,
+                message: "boom",
+            }),
             Some(&total),
             later,
         );
@@ -946,6 +962,44 @@ mod tests {
         assert_eq!(t.len(), 1);
         assert_eq!(t[0].reason, reason::ESTIMATION_FAILED);
         assert!(transitions(CRD, Some(&failed), &failed).is_empty());
+        let estimated = |s: &CostReportStatus| {
+            let c = s
+                .conditions
+                .iter()
+                .find(|c| c.type_ == CONDITION_ESTIMATED)
+                .unwrap();
+            (c.status.clone(), c.reason.clone())
+        };
+        assert_eq!(
+            estimated(&failed),
+            ("False".into(), "EstimationFailed".into())
+        );
+        assert_eq!(estimated(&total), ("True".into(), "Estimated".into()));
+
+        // Over the work budget: its own reason, on the conditions and the one event.
+        let over = with_conditions(
+            failed_status("v1.36"),
+            CRD,
+            Some(4),
+            Some(Failure {
+                reason: reason::WORK_BUDGET_EXCEEDED,
+                message: "estimate stopped: work budget of 10 steps exceeded at spec.x",
+            }),
+            Some(&total),
+            later,
+        );
+        assert_eq!(
+            estimated(&over),
+            ("False".into(), "WorkBudgetExceeded".into())
+        );
+        let t = transitions(CRD, Some(&total), &over);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].reason, reason::WORK_BUDGET_EXCEEDED);
+        assert!(
+            t[0].note.contains("work budget of 10 steps"),
+            "{}",
+            t[0].note
+        );
 
         // Back to an estimate within budget: Normal events for what had been reported near/over
         // before the failure are not repeated (the failure reset the levels).

@@ -1,0 +1,521 @@
+//! Watches that come back as soon as their API server does, as client-go's reflectors do.
+//!
+//! kube's `watcher` runs the list/watch state machine; this wraps it with the recovery policy:
+//! - **410 Gone / Expired** (the resource version is older than the watch cache, e.g. after an
+//!   API server restart): relist at once, with no backoff, from a fresh watcher (kube keeps
+//!   retrying the expired version when the 410 comes as the watch request's response);
+//! - **429** (API Priority and Fairness): wait `Retry-After` (the Status' `retryAfterSeconds`),
+//!   then go on; it is throttling, not an outage;
+//! - **anything else** (connection refused, timeouts, 5xx): jittered exponential backoff from
+//!   [`WatchSettings::min_backoff`] to [`WatchSettings::max_backoff`] (2 s by default). The cap is
+//!   low because an API server comes back in seconds after a restart or an upgrade and a watch
+//!   is back only when it has relisted; at 2 s a watch that has been down for minutes makes one
+//!   connection attempt every 1–2 s (jitter from half to the full delay), a load a recovering
+//!   API server does not notice, and is back at most 2 s after its API server.
+//! - the backoff is reset by the first successful list or event.
+//!
+//! A silent watch (no events and no bookmarks) is restarted by kube's idle timeout: watches ask
+//! for bookmarks and last [`WatchSettings::timeout`] on the server, and a watch that has said
+//! nothing for that long plus 5 s is dropped and resumed.
+//!
+//! Every watch reports into [`Health`]: readiness fails while one has not listed yet or has
+//! been failing for longer than [`WatchSettings::unready_after`]; one log line when an outage
+//! starts and one when it ends (with its duration), not one per retry; metrics count restarts
+//! and relists and give the age of the last successful sync per watch.
+//!
+//! Errors do not leave this stream: the controller downstream would apply its own backoff to
+//! every watch at once.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use kube::ResourceExt;
+use kube::runtime::watcher::{self, Event};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+/// How watches recover.
+#[derive(Clone, Debug)]
+pub struct WatchSettings {
+    pub min_backoff: Duration,
+    pub max_backoff: Duration,
+    /// Server-side watch timeout (seconds); a watch silent for this plus 5 s is restarted.
+    pub timeout: u32,
+    /// A watch failing for longer than this makes `/readyz` fail.
+    pub unready_after: Duration,
+    /// Wait after a 429 whose Status gives no `retryAfterSeconds`.
+    pub default_retry_after: Duration,
+}
+
+impl Default for WatchSettings {
+    fn default() -> Self {
+        WatchSettings {
+            min_backoff: Duration::from_millis(200),
+            max_backoff: Duration::from_secs(2),
+            timeout: 60,
+            unready_after: Duration::from_secs(30),
+            default_retry_after: Duration::from_secs(1),
+        }
+    }
+}
+
+/// `watch="crd"|"vap"|"crd-reports"|...`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WatchLabels {
+    pub watch: String,
+}
+
+/// `watch`, and why it restarted (`gone`, `throttled`, `error`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RestartLabels {
+    pub watch: String,
+    pub reason: String,
+}
+
+#[derive(Debug)]
+struct State {
+    listed: bool,
+    last_sync: Option<Instant>,
+    failing_since: Option<Instant>,
+    attempts: u64,
+}
+
+/// The state of every watch: readiness and the sync-age metric read it.
+#[derive(Clone, Default)]
+pub struct Health {
+    watches: Arc<Mutex<HashMap<String, State>>>,
+    restarts: Family<RestartLabels, Counter>,
+    relists: Family<WatchLabels, Counter>,
+}
+
+impl Health {
+    /// Registers the metrics: restarts, relists, and the age of each watch's last sync
+    /// (computed when scraped).
+    pub fn register(self, registry: &mut prometheus_client::registry::Registry) -> Self {
+        registry.register(
+            "watch_restarts",
+            "Watch errors after which a watch was resumed, per watch and reason (gone: 410, relisted at once; throttled: 429; error: backoff)",
+            self.restarts.clone(),
+        );
+        registry.register(
+            "watch_relists",
+            "Lists after the first, per watch (a relist follows a 410 or a restart)",
+            self.relists.clone(),
+        );
+        registry.register_collector(Box::new(SyncAge(self.clone())));
+        self
+    }
+
+    fn with<R>(&self, name: &str, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut w = self.watches.lock().expect("watch health lock");
+        let s = w.entry(name.to_string()).or_insert(State {
+            listed: false,
+            last_sync: None,
+            failing_since: None,
+            attempts: 0,
+        });
+        f(s)
+    }
+
+    /// Whether every watch has listed and none has been failing for longer than
+    /// `unready_after`; else what is wrong.
+    pub fn ready(&self, unready_after: Duration) -> Result<(), String> {
+        let w = self.watches.lock().expect("watch health lock");
+        let mut problems: Vec<String> = Vec::new();
+        for (name, s) in w.iter() {
+            if !s.listed {
+                problems.push(format!("{name}: not listed yet"));
+            } else if let Some(since) = s.failing_since
+                && since.elapsed() > unready_after
+            {
+                problems.push(format!(
+                    "{name}: failing for {:.0} s",
+                    since.elapsed().as_secs_f64()
+                ));
+            }
+        }
+        problems.sort();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+
+    /// Seconds since each watch's last successful list or event.
+    pub fn sync_ages(&self) -> Vec<(String, f64)> {
+        let w = self.watches.lock().expect("watch health lock");
+        let mut v: Vec<(String, f64)> = w
+            .iter()
+            .filter_map(|(n, s)| Some((n.clone(), s.last_sync?.elapsed().as_secs_f64())))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+}
+
+/// The `celcost_watch_last_sync_age_seconds` gauge, computed at scrape time.
+#[derive(Debug)]
+struct SyncAge(Health);
+
+impl std::fmt::Debug for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Health").finish_non_exhaustive()
+    }
+}
+
+impl prometheus_client::collector::Collector for SyncAge {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        let gauge = prometheus_client::metrics::gauge::ConstGauge::new(0.0f64);
+        let mut family = encoder.encode_descriptor(
+            "watch_last_sync_age_seconds",
+            "Seconds since the last successful list or event of each watch (a quiet watch ages too; a failing one is in watch_restarts)",
+            None,
+            gauge.metric_type(),
+        )?;
+        for (name, age) in self.0.sync_ages() {
+            let g = prometheus_client::metrics::gauge::ConstGauge::new(age);
+            g.encode(family.encode_family(&WatchLabels { watch: name })?)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a watch stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// 410: relist now.
+    Gone,
+    /// 429: wait this long.
+    Throttled(Duration),
+    /// Anything else: back off.
+    Other,
+}
+
+/// How to recover from `e`.
+pub fn classify(e: &watcher::Error, settings: &WatchSettings) -> Failure {
+    let status = match e {
+        watcher::Error::WatchError(s) => Some(&**s),
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => Some(&**s),
+        _ => None,
+    };
+    match status {
+        Some(s) if s.code == 410 || s.reason == "Expired" || s.reason == "Gone" => Failure::Gone,
+        Some(s) if s.code == 429 => Failure::Throttled(
+            s.details
+                .as_ref()
+                .map(|d| d.retry_after_seconds)
+                .filter(|&r| r > 0)
+                .map_or(settings.default_retry_after, |r| {
+                    Duration::from_secs(u64::from(r))
+                }),
+        ),
+        _ => Failure::Other,
+    }
+}
+
+/// Full-jitter-from-half exponential backoff: `[d/2, d]` with `d` doubling from `min` to `max`.
+#[derive(Clone, Debug)]
+pub struct Backoff {
+    min: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    pub fn new(min: Duration, max: Duration) -> Self {
+        Backoff {
+            min,
+            max,
+            next: min,
+        }
+    }
+
+    pub fn next_delay(&mut self) -> Duration {
+        let d = self.next;
+        self.next = (self.next * 2).min(self.max);
+        let half = d / 2;
+        half + d.saturating_sub(half).mul_f64(fastrand::f64())
+    }
+
+    pub fn reset(&mut self) {
+        self.next = self.min;
+    }
+}
+
+/// What to call when a relist shows that objects were deleted while the watch was away.
+pub type OnGone = Box<dyn Fn(&str) + Send + Sync>;
+
+struct Running<K> {
+    name: String,
+    make: Box<dyn Fn() -> BoxStream<'static, Result<Event<K>, watcher::Error>> + Send>,
+    inner: BoxStream<'static, Result<Event<K>, watcher::Error>>,
+    backoff: Backoff,
+    settings: WatchSettings,
+    health: Health,
+    /// Names known before the current (re)list, and the names it has listed so far.
+    known: HashSet<String>,
+    listing: Option<HashSet<String>>,
+    lists: u64,
+    on_gone: Option<OnGone>,
+}
+
+/// A watch of `name` from `make` (a kube `watcher` of the resource), recovering as described
+/// in the module: only events come out, never errors.
+pub fn resilient<K>(
+    name: &str,
+    make: impl Fn() -> BoxStream<'static, Result<Event<K>, watcher::Error>> + Send + 'static,
+    settings: WatchSettings,
+    health: Health,
+    on_gone: Option<OnGone>,
+) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static
+where
+    K: kube::Resource + Send + 'static,
+{
+    health.with(name, |_| ());
+    let state = Running {
+        name: name.to_string(),
+        inner: make(),
+        make: Box::new(make),
+        backoff: Backoff::new(settings.min_backoff, settings.max_backoff),
+        settings,
+        health,
+        known: HashSet::new(),
+        listing: None,
+        lists: 0,
+        on_gone,
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        loop {
+            match st.inner.next().await {
+                Some(Ok(event)) => {
+                    st.observe(&event);
+                    return Some((Ok(event), st));
+                }
+                Some(Err(e)) => st.recover(e).await,
+                None => {
+                    // A watcher does not end; if it does, start again.
+                    st.inner = (st.make)();
+                }
+            }
+        }
+    })
+}
+
+impl<K: kube::Resource> Running<K> {
+    /// An answer from the API server: the backoff starts over, an outage ends.
+    fn succeeded(&mut self, event: &Event<K>) {
+        self.backoff.reset();
+        let now = Instant::now();
+        let ended = self.health.with(&self.name, |s| {
+            s.last_sync = Some(now);
+            let ended = s
+                .failing_since
+                .take()
+                .map(|since| (since.elapsed(), s.attempts));
+            s.attempts = 0;
+            if matches!(event, Event::InitDone) {
+                s.listed = true;
+            }
+            ended
+        });
+        if let Some((lasted, attempts)) = ended {
+            info!(
+                watch = %self.name,
+                outage_seconds = format!("{:.1}", lasted.as_secs_f64()),
+                attempts,
+                "watch restored"
+            );
+        }
+    }
+
+    fn observe(&mut self, event: &Event<K>) {
+        // `Init` comes before the list request is sent (and again after each failed one): it
+        // is not a sign of success. Everything else is an answer from the API server.
+        if !matches!(event, Event::Init) {
+            self.succeeded(event);
+        }
+        match event {
+            Event::Init => {
+                self.listing = Some(HashSet::new());
+            }
+            Event::InitApply(o) => {
+                if let Some(l) = self.listing.as_mut() {
+                    l.insert(o.name_any());
+                }
+            }
+            Event::InitDone => {
+                self.lists += 1;
+                if self.lists > 1 {
+                    self.health
+                        .relists
+                        .get_or_create(&WatchLabels {
+                            watch: self.name.clone(),
+                        })
+                        .inc();
+                }
+                if let Some(listed) = self.listing.take() {
+                    if let Some(f) = &self.on_gone {
+                        for gone in self.known.difference(&listed) {
+                            debug!(watch = %self.name, name = %gone, "deleted while the watch was away");
+                            f(gone);
+                        }
+                    }
+                    self.known = listed;
+                }
+            }
+            Event::Apply(o) => {
+                self.known.insert(o.name_any());
+            }
+            Event::Delete(o) => {
+                self.known.remove(&o.name_any());
+            }
+        }
+    }
+
+    async fn recover(&mut self, e: watcher::Error) {
+        let failure = classify(&e, &self.settings);
+        let reason = match failure {
+            Failure::Gone => "gone",
+            Failure::Throttled(_) => "throttled",
+            Failure::Other => "error",
+        };
+        self.health
+            .restarts
+            .get_or_create(&RestartLabels {
+                watch: self.name.clone(),
+                reason: reason.to_string(),
+            })
+            .inc();
+        match failure {
+            Failure::Gone => {
+                debug!(watch = %self.name, error = %e, "resource version expired; relisting now");
+                self.inner = (self.make)();
+            }
+            Failure::Throttled(wait) => {
+                debug!(watch = %self.name, error = %e, wait = ?wait, "throttled by the API server; waiting Retry-After");
+                tokio::time::sleep(wait).await;
+            }
+            Failure::Other => {
+                let first = self.health.with(&self.name, |s| {
+                    s.attempts += 1;
+                    if s.failing_since.is_none() {
+                        s.failing_since = Some(Instant::now());
+                        true
+                    } else {
+                        false
+                    }
+                });
+                if first {
+                    warn!(watch = %self.name, error = %e, max_backoff = ?self.settings.max_backoff, "watch lost; retrying");
+                } else {
+                    debug!(watch = %self.name, error = %e, "watch still failing");
+                }
+                let wait = self.backoff.next_delay();
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+}
+
+/// Waits for a store's first list. `Store::wait_until_ready` wakes only its latest poller (a
+/// oneshot underneath), and the controller's applier polls it too: poll again now and then.
+pub async fn wait_until_ready<K>(store: &kube::runtime::reflector::Store<K>)
+where
+    K: kube::runtime::reflector::Lookup + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    while tokio::time::timeout(Duration::from_millis(200), store.wait_until_ready())
+        .await
+        .is_err()
+    {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+
+    fn status(code: u16, reason: &str, retry: Option<u32>) -> Box<Status> {
+        let mut s = Status::failure("x", reason);
+        s.code = code;
+        if let Some(r) = retry {
+            s.details = Some(
+                serde_json::from_value(serde_json::json!({ "retryAfterSeconds": r }))
+                    .expect("status details"),
+            );
+        }
+        Box::new(s)
+    }
+
+    #[test]
+    fn failures_are_classified_as_client_go_does() {
+        let set = WatchSettings::default();
+        assert_eq!(
+            classify(
+                &watcher::Error::WatchError(status(410, "Expired", None)),
+                &set
+            ),
+            Failure::Gone
+        );
+        assert_eq!(
+            classify(
+                &watcher::Error::WatchStartFailed(kube::Error::Api(status(410, "Gone", None))),
+                &set
+            ),
+            Failure::Gone
+        );
+        assert_eq!(
+            classify(
+                &watcher::Error::InitialListFailed(kube::Error::Api(status(
+                    429,
+                    "TooManyRequests",
+                    Some(7)
+                ))),
+                &set
+            ),
+            Failure::Throttled(Duration::from_secs(7))
+        );
+        assert_eq!(
+            classify(
+                &watcher::Error::WatchFailed(kube::Error::Api(status(
+                    429,
+                    "TooManyRequests",
+                    None
+                ))),
+                &set
+            ),
+            Failure::Throttled(set.default_retry_after)
+        );
+        assert_eq!(
+            classify(
+                &watcher::Error::WatchFailed(kube::Error::Api(status(500, "InternalError", None))),
+                &set
+            ),
+            Failure::Other
+        );
+    }
+
+    #[test]
+    fn backoff_is_jittered_capped_and_reset() {
+        let mut b = Backoff::new(Duration::from_millis(200), Duration::from_secs(2));
+        let delays: Vec<Duration> = (0..10).map(|_| b.next_delay()).collect();
+        assert!(delays[0] >= Duration::from_millis(100) && delays[0] <= Duration::from_millis(200));
+        assert!(delays.iter().all(|d| *d <= Duration::from_secs(2)));
+        assert!(delays[9] >= Duration::from_secs(1));
+        b.reset();
+        assert!(b.next_delay() <= Duration::from_millis(200));
+    }
+}
