@@ -10,7 +10,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use celcost::Estimator;
+use celcost::budget::{CountingAllocator, Limits, run_measured};
 use celcost::cli::estimate_paths;
+use celcost::input::{objects_of, parse_documents};
+use celcost::schema::catalog::SchemaCatalog;
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -96,6 +102,61 @@ fn main() {
     match peak_rss_kib() {
         Some(k) => println!("peak memory (VmHWM): {:.1} MiB", k as f64 / 1024.0),
         None => println!("peak memory: unavailable (no /proc/self/status)"),
+    }
+    work_per_object(&corpus);
+}
+
+/// The work budget's view of the corpus: the steps and bytes of the costliest objects (every
+/// CRD and policy, one at a time), against the default limits.
+fn work_per_object(corpus: &Path) {
+    let estimator = Estimator::default();
+    let unlimited = Limits {
+        steps: u64::MAX,
+        bytes: usize::MAX,
+    };
+    let mut objects: Vec<(u64, usize, String)> = Vec::new();
+    for sub in ["crds", "vaps"] {
+        for file in walk(&corpus.join(sub)) {
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            for doc in parse_documents(&text) {
+                let Ok(v) = doc.value else { continue };
+                if !v.is_object() {
+                    continue;
+                }
+                for o in objects_of(&file.display().to_string(), v) {
+                    let (r, usage) = run_measured(unlimited, || {
+                        estimator.estimate_with(&o.value, &o.source, &SchemaCatalog::new())
+                    });
+                    if matches!(r, Ok(Some(_))) {
+                        objects.push((usage.steps, usage.peak_bytes, o.source));
+                    }
+                }
+            }
+        }
+    }
+    objects.sort_by_key(|o| std::cmp::Reverse(o.0));
+    let limits = Limits::default();
+    println!(
+        "work budget: {} objects; the default allows {} steps and {} MiB per object",
+        objects.len(),
+        limits.steps,
+        limits.bytes >> 20
+    );
+    for (steps, _, src) in objects.iter().take(3) {
+        println!(
+            "  most steps: {steps} ({:.1}% of the budget) {src}",
+            *steps as f64 * 100.0 / limits.steps as f64
+        );
+    }
+    objects.sort_by_key(|o| std::cmp::Reverse(o.1));
+    for (_, bytes, src) in objects.iter().take(3) {
+        println!(
+            "  most memory: {:.1} MiB ({:.1}% of the budget) {src}",
+            *bytes as f64 / 1048576.0,
+            *bytes as f64 * 100.0 / limits.bytes as f64
+        );
     }
 }
 
