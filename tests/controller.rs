@@ -858,21 +858,67 @@ async fn work_budget_exceeded_is_reported_and_not_retried() {
 }
 
 #[tokio::test]
-async fn recreated_target_waits_for_the_garbage_collector() {
+async fn recreated_target_deletes_the_old_report() {
     let mut h = harness();
     let old = crd("widgets.example.com", "uid-old", 1, 1000);
-    let stored = timed(create(&mut h, &old)).await;
+    let mut stored = timed(create(&mut h, &old)).await;
+    stored["metadata"]["uid"] = json!("report-uid-old");
+    h.watch_report(&stored);
     let new = crd("widgets.example.com", "uid-new", 1, 1000);
     let ctx = h.ctx.clone();
     let api = &mut h.api;
     let (res, ()) = timed(async {
         tokio::join!(reconcile(meta_of(&new), ctx), async {
             api.serve_gets(&new, Some(&stored)).await;
+            // The old report goes (its targetRef is immutable), only if it is still that one.
+            let call = api
+                .expect(
+                    Method::DELETE,
+                    &format!("{REPORTS_PATH}/crd.widgets.example.com"),
+                )
+                .await;
+            assert_eq!(call.body["preconditions"]["uid"], "report-uid-old");
+            call.respond(200, &stored);
         })
     })
     .await;
-    // No write to the immutable targetRef; retried soon, and triggered by the report's deletion.
-    assert_eq!(res.unwrap(), Action::requeue(Duration::from_secs(5)));
+    // Retried soon (and triggered by the report's deletion) to write the new report.
+    assert_eq!(res.unwrap(), Action::requeue(Duration::from_secs(1)));
+    timed(h.api.expect_silence()).await;
+}
+
+#[tokio::test]
+async fn deleted_target_loses_its_report_at_once() {
+    let mut h = harness();
+    let target = crd("widgets.example.com", "uid-1", 1, 1000);
+    let mut stored = timed(create(&mut h, &target)).await;
+    stored["metadata"]["uid"] = json!("report-uid-1");
+    h.watch_report(&stored);
+    // Triggered with nothing remembered (e.g. after the operator restarted).
+    h.ctx.forget(
+        celcost::controller::TargetKind::CustomResourceDefinition,
+        "widgets.example.com",
+    );
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.expect(Method::GET, &format!("{CRD_PATH}/widgets.example.com"))
+                .await
+                .respond(404, &not_found());
+            let call = api
+                .expect(
+                    Method::DELETE,
+                    &format!("{REPORTS_PATH}/crd.widgets.example.com"),
+                )
+                .await;
+            assert_eq!(call.body["preconditions"]["uid"], "report-uid-1");
+            // The garbage collector was first: fine.
+            call.respond(404, &not_found());
+        })
+    })
+    .await;
+    assert_eq!(res.unwrap(), Action::await_change());
     timed(h.api.expect_silence()).await;
 }
 

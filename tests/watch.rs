@@ -286,3 +286,24 @@ async fn a_silent_watch_is_restarted() {
         e => panic!("{e:?}"),
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_quiet_resumed_watch_is_healthy_again() {
+    let (mut server, mut rx, _, health) = start(settings());
+    let (_, _, send) = next(&mut server).await;
+    respond(send, 200, &list(&["a.x.io"], "1"));
+    names_until_init_done(&mut rx).await;
+    // The API server is away for a while: every watch attempt fails.
+    for _ in 0..20 {
+        let (watch, _, send) = next(&mut server).await;
+        assert!(watch);
+        respond(send, 503, &status(503, "ServiceUnavailable", None));
+    }
+    assert!(health.ready(Duration::from_secs(10)).is_err());
+    // Back, and nothing changed meanwhile: the resumed watch has no event to give.
+    let (watch, _, send) = next(&mut server).await;
+    assert!(watch);
+    let _quiet = open_watch(send);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(health.ready(Duration::from_secs(10)), Ok(()));
+}

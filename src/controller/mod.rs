@@ -344,11 +344,17 @@ fn controller_for<K: Target>(
     let (targets, targets_writer) = reflector::store::<PartialObjectMeta<K>>();
     let target_api = Api::<PartialObjectMeta<K>>::all(shared.client.clone());
     let target_wc = wc.clone();
-    // Targets deleted while the watch was away (seen on its relist): forget their memo and
-    // gauges; the garbage collector deletes their reports.
+    // Deleted targets, seen as deletions or missing from a relist (deleted while the watch was
+    // away): their memo and gauges are forgotten and their reports deleted (by the reaper
+    // below; the garbage collector would, but late after an API server restart).
+    let (gone_tx, gone_rx) = futures::channel::mpsc::unbounded::<String>();
     let forget_gone: watch::OnGone = {
         let ctx_forget = ctx.forget_handle();
-        Box::new(move |name: &str| ctx_forget(kind, name))
+        let gone_tx = gone_tx.clone();
+        Box::new(move |name: &str| {
+            ctx_forget(kind, name);
+            let _ = gone_tx.unbounded_send(name.to_string());
+        })
     };
     let target_events = watch::resilient(
         kind.short(),
@@ -392,6 +398,18 @@ fn controller_for<K: Target>(
     }
     let ctx = Arc::new(ctx);
     let forget = ctx.clone();
+    let reaper = {
+        let (ctx, targets) = (ctx.clone(), targets.clone());
+        gone_rx.for_each(move |name| {
+            let (ctx, targets) = (ctx.clone(), targets.clone());
+            async move {
+                let live = targets
+                    .get(&ObjectRef::new(&name))
+                    .and_then(|t| t.metadata.uid.clone());
+                reconcile::delete_orphaned_report(&ctx, kind, &name, live.as_deref()).await;
+            }
+        })
+    };
     let mut controller =
         Controller::for_stream(target_events, targets.clone()).owns_stream(report_events);
     if let Some(events) = crd_events {
@@ -416,6 +434,7 @@ fn controller_for<K: Target>(
                     // The target was deleted: its report goes with it (garbage collector).
                     debug!(kind = kind.short(), name = %obj.name, "target deleted");
                     forget.forget(kind, &obj.name);
+                    let _ = gone_tx.unbounded_send(obj.name.clone());
                 }
                 // Logged by the error policy.
                 Err(controller::Error::ReconcilerFailed(..)) => {}
@@ -423,7 +442,10 @@ fn controller_for<K: Target>(
                 Err(e) => debug!(kind = kind.short(), error = %e, "controller error"),
             }
             futures::future::ready(())
-        })
+        });
+    // The reaper ends with the controller (on shutdown).
+    let run = futures::future::select(Box::pin(run), Box::pin(reaper))
+        .map(|_| ())
         .boxed();
     Running { run, targets }
 }

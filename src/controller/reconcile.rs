@@ -15,7 +15,9 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, GetParams, PartialObjectMeta, Patch, PatchParams};
+use kube::api::{
+    Api, DeleteParams, GetParams, PartialObjectMeta, Patch, PatchParams, Preconditions,
+};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -420,6 +422,52 @@ fn target_ref_of<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
     r
 }
 
+/// Deletes the report of target `name` unless its owner is the target of that name now
+/// (`live_uid`). The garbage collector deletes reports with their targets too, but only once it
+/// has caught up after an API server restart (tens of seconds); this makes a deletion show
+/// within seconds, also one that happened while the operator's watch was away. The delete is
+/// conditional on the report's uid, so a report written for a new target meanwhile stays.
+pub async fn delete_orphaned_report(
+    ctx: &Context,
+    kind: TargetKind,
+    name: &str,
+    live_uid: Option<&str>,
+) {
+    let report_name = kind.report_name(name);
+    let Some(report) = ctx.reports.get(&ObjectRef::new(&report_name)) else {
+        return;
+    };
+    let owner = report
+        .metadata
+        .owner_references
+        .as_ref()
+        .and_then(|o| o.first())
+        .map(|o| o.uid.as_str());
+    if owner.is_some() && owner == live_uid {
+        return;
+    }
+    let reports: Api<CostReport> = Api::all(ctx.client.clone());
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: report.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match ctx
+        .timed("delete report", reports.delete(&report_name, &params))
+        .await
+    {
+        Ok(_) => info!(report = %report_name, "deleted the report of a deleted target"),
+        // Gone already (the garbage collector), or replaced: nothing to do.
+        Err(Error::Kube(kube::Error::Api(s))) if s.code == 404 || s.code == 409 => {}
+        // Not allowed (an older ClusterRole) or failing: the garbage collector will do it.
+        Err(e) => {
+            debug!(report = %report_name, error = %e, "could not delete the report of a deleted target")
+        }
+    }
+}
+
 /// What the estimator made of a target.
 enum Outcome {
     Report(Box<ObjectReport>),
@@ -586,8 +634,9 @@ async fn reconcile_inner<K: Target>(
     }
 
     let Some(text) = get_json(ctx, &K::url_path(&(), None), &name).await? else {
-        // Deleted: the garbage collector deletes the report with it.
+        // Deleted: its report goes too (the garbage collector would, later).
         debug!("target is gone");
+        delete_orphaned_report(ctx, kind, &name, None).await;
         return Ok(Action::await_change());
     };
     let head = Head::of(&text);
@@ -642,8 +691,9 @@ async fn reconcile_inner<K: Target>(
     {
         // The report of an earlier object of the same name: its targetRef is immutable, and the
         // garbage collector is about to delete it (its owner is gone). Its deletion triggers us.
-        info!(report = %report_name, "report belongs to a deleted object of the same name; waiting for the garbage collector");
-        return Ok(Action::requeue(Duration::from_secs(5)));
+        info!(report = %report_name, "report belongs to a deleted object of the same name; deleting it");
+        delete_orphaned_report(ctx, kind, &name, Some(uid_str.as_str())).await;
+        return Ok(Action::requeue(Duration::from_secs(1)));
     }
 
     let outcome = estimate(

@@ -51,6 +51,9 @@ pub struct WatchSettings {
     pub unready_after: Duration,
     /// Wait after a 429 whose Status gives no `retryAfterSeconds`.
     pub default_retry_after: Duration,
+    /// A failing watch that has been retried and then said nothing (no error, no event) for
+    /// this long is connected again: a resumed watch of a quiet resource has no event to give.
+    pub quiet_restored: Duration,
 }
 
 impl Default for WatchSettings {
@@ -61,6 +64,7 @@ impl Default for WatchSettings {
             timeout: 60,
             unready_after: Duration::from_secs(30),
             default_retry_after: Duration::from_secs(1),
+            quiet_restored: Duration::from_secs(3),
         }
     }
 }
@@ -299,7 +303,19 @@ where
     };
     futures::stream::unfold(state, |mut st| async move {
         loop {
-            match st.inner.next().await {
+            let failing = st.health.with(&st.name, |s| s.failing_since.is_some());
+            let item = if failing {
+                match tokio::time::timeout(st.settings.quiet_restored, st.inner.next()).await {
+                    Ok(item) => item,
+                    Err(_) => {
+                        st.mark_up(false);
+                        continue;
+                    }
+                }
+            } else {
+                st.inner.next().await
+            };
+            match item {
                 Some(Ok(event)) => {
                     st.observe(&event);
                     return Some((Ok(event), st));
@@ -317,6 +333,11 @@ where
 impl<K: kube::Resource> Running<K> {
     /// An answer from the API server: the backoff starts over, an outage ends.
     fn succeeded(&mut self, event: &Event<K>) {
+        self.mark_up(matches!(event, Event::InitDone));
+    }
+
+    /// The watch works (again); `listed` when a list has just completed.
+    fn mark_up(&mut self, listed: bool) {
         self.backoff.reset();
         let now = Instant::now();
         let ended = self.health.with(&self.name, |s| {
@@ -326,7 +347,7 @@ impl<K: kube::Resource> Running<K> {
                 .take()
                 .map(|since| (since.elapsed(), s.attempts));
             s.attempts = 0;
-            if matches!(event, Event::InitDone) {
+            if listed {
                 s.listed = true;
             }
             ended

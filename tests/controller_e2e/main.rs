@@ -6,6 +6,8 @@
 //! - Deleting reports with their targets needs the garbage collector (kube-controller-manager).
 //! - The API server restart test runs `$CELCOST_E2E_RESTART_CMD` (e.g. a script that stops the
 //!   API server for a few seconds and starts it again); it is skipped when that is unset.
+//! - `faults` (API server outages, freezes, expired watches, throttling) and `hostile` (objects
+//!   that would take an estimator down) are in their own modules; see e2e/README.md.
 //! - `scale_cold_start` is the scale benchmark (`just bench-scale`): 2,000 CRDs renamed from the
 //!   corpus in `../shared/corpus/crds` (or `$CELCOST_CORPUS`), reconciled from a cold start.
 
@@ -26,6 +28,9 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
+
+mod faults;
+mod hostile;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -120,6 +125,11 @@ struct Operator {
 
 impl Operator {
     fn start(name: &str, extra: &[&str]) -> Operator {
+        Self::start_with(name, extra, &[])
+    }
+
+    /// With extra environment variables (e.g. another `KUBECONFIG`).
+    fn start_with(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Operator {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -140,6 +150,7 @@ impl Operator {
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
             )
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(out)
             .spawn()
@@ -184,7 +195,8 @@ impl Operator {
         body.lines()
             .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
+            .sum::<f64>()
+            + 0.0 // not -0.0 when there is none
     }
 
     fn alive(&mut self) -> bool {
