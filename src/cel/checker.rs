@@ -89,7 +89,46 @@ pub struct CheckEnv<'a> {
     pub homogeneous_literals: bool,
 }
 
-type Mapping = HashMap<Arc<str>, Type>;
+/// Type-parameter substitutions, with an undo log: cel-go copies its mapping for every
+/// assignability check (and keeps the copy on success), which is quadratic in the number of
+/// calls with type parameters (every `==`, `+`, ...); here a failed check undoes its own
+/// insertions instead, in time proportional to what it changed.
+#[derive(Default)]
+struct Mapping {
+    map: HashMap<Arc<str>, Type>,
+    /// (parameter, previous substitution) of every insertion since the last `mark`.
+    undo: Vec<(Arc<str>, Option<Type>)>,
+}
+
+impl Mapping {
+    fn get(&self, name: &str) -> Option<&Type> {
+        self.map.get(name)
+    }
+
+    fn insert(&mut self, name: Arc<str>, t: Type) {
+        let prev = self.map.insert(name.clone(), t);
+        self.undo.push((name, prev));
+    }
+
+    /// Runs `f`, keeping its insertions when it returns true and undoing them otherwise.
+    fn transaction(&mut self, f: impl FnOnce(&mut Mapping) -> bool) -> bool {
+        let mark = self.undo.len();
+        let ok = f(self);
+        if !ok {
+            while self.undo.len() > mark {
+                let (name, prev) = self.undo.pop().expect("an entry above the mark");
+                match prev {
+                    Some(t) => self.map.insert(name, t),
+                    None => self.map.remove(&name),
+                };
+            }
+        } else if mark == 0 {
+            // Committed at the outermost level: nothing left to undo.
+            self.undo.clear();
+        }
+        ok
+    }
+}
 
 struct Checker<'a> {
     env: &'a CheckEnv<'a>,
@@ -113,7 +152,7 @@ pub fn check(
         types: vec![None; n],
         refs: vec![None; n],
         errors: Vec::new(),
-        mapping: HashMap::new(),
+        mapping: Mapping::default(),
         free_type_vars: 0,
     };
     let mut parsed = parsed;
@@ -452,7 +491,7 @@ impl Checker<'_> {
             let (params, res) = if o.type_params.is_empty() {
                 (o.args.clone(), o.result.clone())
             } else {
-                let mut subs: Mapping = HashMap::new();
+                let mut subs = Mapping::default();
                 for tp in &o.type_params {
                     let v = self.new_type_var();
                     subs.insert(tp.clone(), v);
@@ -701,23 +740,13 @@ impl Checker<'_> {
     }
 
     fn is_assignable(&mut self, t1: &Type, t2: &Type) -> bool {
-        let mut m = self.mapping.clone();
-        if internal_is_assignable(&mut m, t1, t2) {
-            self.mapping = m;
-            true
-        } else {
-            false
-        }
+        self.mapping
+            .transaction(|m| internal_is_assignable(m, t1, t2))
     }
 
     fn is_assignable_list(&mut self, l1: &[Type], l2: &[Type]) -> bool {
-        let mut m = self.mapping.clone();
-        if internal_is_assignable_list(&mut m, l1, l2) {
-            self.mapping = m;
-            true
-        } else {
-            false
-        }
+        self.mapping
+            .transaction(|m| internal_is_assignable_list(m, l1, l2))
     }
 }
 
@@ -867,7 +896,7 @@ fn not_referenced_in(m: &Mapping, t: &Type, within: &Type) -> bool {
 }
 
 /// cel-go `substitute`: replaces bound type parameters, and unbound ones by `dyn` when asked.
-pub(crate) fn substitute(m: &Mapping, t: &Type, type_param_to_dyn: bool) -> Type {
+fn substitute(m: &Mapping, t: &Type, type_param_to_dyn: bool) -> Type {
     if let Type::TypeParam(n) = t {
         if let Some(sub) = m.get(n) {
             return substitute(m, sub, type_param_to_dyn);
