@@ -7,6 +7,7 @@ mod compile;
 pub mod fielderr;
 mod validate;
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -166,7 +167,7 @@ struct Ctx {
     provider: Option<Arc<DeclTypeProvider>>,
     /// The name our conversion gives the node's type (`selfType.spec.a.@idx`): the API server
     /// names types relative to the node whose rules it compiles.
-    type_path: String,
+    type_path: TypePath,
     /// The parent's type information could not be built (which fails its children too).
     type_failed: bool,
     /// Ancestors (display paths) with no maxItems / maxProperties.
@@ -207,7 +208,7 @@ fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> (SchemaReport, Vec<Field
         in_scope: false,
         decl: None,
         provider: None,
-        type_path: String::new(),
+        type_path: TypePath::default(),
         type_failed: false,
         unbounded_ancestors: vec![],
         old_self_forbidden: None,
@@ -219,8 +220,8 @@ fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> (SchemaReport, Vec<Field
     let mut cel_errors = Vec::new();
     w.walk(
         s,
-        &root.field_path,
-        "^",
+        &mut root.field_path.clone(),
+        &mut "^".to_string(),
         &ctx,
         cel_enabled,
         &mut schema_errors,
@@ -299,13 +300,72 @@ fn max_elements(s: &Schema) -> Option<u64> {
     }
 }
 
+/// A type name as the API server builds it (`selfType.spec.a.@idx`), as a chain of steps that
+/// shares its parent's: a schema `d` levels deep holds `O(d)` of them, not `O(d²)` bytes of
+/// names. Rendered only for a compiler message.
+#[derive(Clone, Debug, Default)]
+struct TypePath(Option<Rc<TypeStep>>);
+
+#[derive(Debug)]
+struct TypeStep {
+    parent: TypePath,
+    step: String,
+    /// A name of its own (`selfType`), not a step below `parent`.
+    root: bool,
+}
+
+impl TypePath {
+    fn root(name: &str) -> TypePath {
+        TypePath(Some(Rc::new(TypeStep {
+            parent: TypePath(None),
+            step: name.to_string(),
+            root: true,
+        })))
+    }
+
+    fn child(&self, step: &str) -> TypePath {
+        TypePath(Some(Rc::new(TypeStep {
+            parent: self.clone(),
+            step: step.to_string(),
+            root: false,
+        })))
+    }
+
+    fn is_self_type(&self) -> bool {
+        matches!(&self.0, Some(t) if t.root && t.step == "selfType")
+    }
+
+    /// `parent.step`, as `format!("{parent}.{step}")` would have built it.
+    fn render(&self) -> String {
+        let mut steps = Vec::new();
+        let mut at = self.0.as_ref();
+        let mut rooted = false;
+        while let Some(t) = at {
+            steps.push(t.step.as_str());
+            if t.root {
+                rooted = true;
+                break;
+            }
+            at = t.parent.0.as_ref();
+        }
+        let mut out = String::new();
+        for (i, step) in steps.iter().rev().enumerate() {
+            if i > 0 || !rooted {
+                out.push('.');
+            }
+            out.push_str(step);
+        }
+        out
+    }
+}
+
 /// A node's CEL type information (`CELSchemaContext.TypeInfo`).
 struct NodeType {
     in_scope: bool,
     decl: Option<Arc<DeclType>>,
     provider: Option<Arc<DeclTypeProvider>>,
     /// See [`Ctx::type_path`].
-    type_path: String,
+    type_path: TypePath,
     /// The type information could not be built (`TypeInfo` returns an error).
     failed: bool,
 }
@@ -314,10 +374,10 @@ impl NodeType {
     /// Type names in a compiler message as the API server names them: relative to this node
     /// (`selfType.spec.a` → `selfType` when compiling the rules of `spec.a`).
     fn relative_names(&self, msg: &str) -> String {
-        if self.type_path == "selfType" {
+        if self.type_path.is_self_type() {
             msg.to_string()
         } else {
-            msg.replace(&self.type_path, "selfType")
+            msg.replace(&self.type_path.render(), "selfType")
         }
     }
 }
@@ -333,7 +393,7 @@ impl Walk<'_> {
                 in_scope,
                 decl: None,
                 provider: None,
-                type_path: String::new(),
+                type_path: TypePath::default(),
                 failed: cel_enabled && in_scope,
             };
         }
@@ -356,7 +416,7 @@ impl Walk<'_> {
             failed: decl.is_none(),
             decl,
             provider,
-            type_path: "selfType".into(),
+            type_path: TypePath::root("selfType"),
         }
     }
 
@@ -375,7 +435,7 @@ impl Walk<'_> {
             in_scope: ty.in_scope,
             decl: None,
             provider: ty.provider.clone(),
-            type_path: String::new(),
+            type_path: TypePath::default(),
             type_failed: ty.failed,
             unbounded_ancestors: unbounded,
             old_self_forbidden: ctx.old_self_forbidden.clone(),
@@ -385,12 +445,15 @@ impl Walk<'_> {
         }
     }
 
+    /// `fld` and `display` are the node's paths in buffers shared by the whole walk: a child
+    /// appends its step and the parent truncates it afterwards, so a schema `d` levels deep
+    /// holds `O(d)` bytes of paths, not `O(d²)`.
     #[allow(clippy::too_many_arguments)]
     fn walk(
         &mut self,
         s: &Schema,
-        fld: &str,
-        display: &str,
+        fld: &mut String,
+        display: &mut String,
         ctx: &Ctx,
         cel_enabled: bool,
         schema_errors: &mut Vec<FieldError>,
@@ -407,36 +470,31 @@ impl Walk<'_> {
                 inside_resource_meta: ctx.inside_resource_meta,
             },
         ));
+        let (fld_len, display_len) = (fld.len(), display.len());
         if let Some(ap) = s.additional_properties_schema() {
-            let child_display = format!("{display}[*]");
             let mut c = self.child_ctx(s, ctx, display, &ty);
             if let Some(d) = &ty.decl {
                 c.decl = d.elem().cloned();
-                c.type_path = format!("{}.@elem", ty.type_path);
+                c.type_path = ty.type_path.child("@elem");
             }
             if ctx.inside_resource_meta {
                 // Pruning without a value would be ambiguous there.
                 c.defaults_forbidden =
                     Some("inside additionalProperties applying to object metadata".into());
             }
-            self.walk(
-                ap,
-                &format!("{fld}.additionalProperties"),
-                &child_display,
-                &c,
-                cel_enabled,
-                schema_errors,
-                cel_errors,
-            );
+            fld.push_str(".additionalProperties");
+            display.push_str("[*]");
+            self.walk(ap, fld, display, &c, cel_enabled, schema_errors, cel_errors);
+            fld.truncate(fld_len);
+            display.truncate(display_len);
         }
         for (pname, prop) in &s.properties {
-            let child_display = format!("{display}.{pname}");
             let mut c = self.child_ctx(s, ctx, display, &ty);
             if let Some(d) = &ty.decl
                 && let Some(e) = crate::schema::decltype::escape(pname)
             {
                 c.decl = d.field(&e).cloned();
-                c.type_path = format!("{}.{e}", ty.type_path);
+                c.type_path = ty.type_path.child(&e);
             }
             if c.old_self_forbidden.is_none()
                 && !matches!(
@@ -444,7 +502,7 @@ impl Walk<'_> {
                     None | Some("granular") | Some("atomic")
                 )
             {
-                c.old_self_forbidden = Some(fld.to_string());
+                c.old_self_forbidden = Some(fld.clone());
             }
             if (ctx.is_root || s.x_embedded_resource)
                 && matches!(pname.as_str(), "metadata" | "kind" | "apiVersion")
@@ -454,35 +512,45 @@ impl Walk<'_> {
                     c.defaults_forbidden = Some(format!("in top-level {pname}"));
                 }
             }
+            fld.push_str(".properties[");
+            fld.push_str(pname);
+            fld.push(']');
+            display.push('.');
+            display.push_str(pname);
             self.walk(
                 prop,
-                &format!("{fld}.properties[{pname}]"),
-                &child_display,
+                fld,
+                display,
                 &c,
                 cel_enabled,
                 schema_errors,
                 cel_errors,
             );
+            fld.truncate(fld_len);
+            display.truncate(display_len);
         }
         if let Some(items) = &s.items {
-            let child_display = format!("{display}[*]");
             let mut c = self.child_ctx(s, ctx, display, &ty);
             if let Some(d) = &ty.decl {
                 c.decl = d.elem().cloned();
-                c.type_path = format!("{}.@idx", ty.type_path);
+                c.type_path = ty.type_path.child("@idx");
             }
             if c.old_self_forbidden.is_none() && s.x_list_type.as_deref() != Some("map") {
-                c.old_self_forbidden = Some(fld.to_string());
+                c.old_self_forbidden = Some(fld.clone());
             }
+            fld.push_str(".items");
+            display.push_str("[*]");
             self.walk(
                 items,
-                &format!("{fld}.items"),
-                &child_display,
+                fld,
+                display,
                 &c,
                 cel_enabled,
                 schema_errors,
                 cel_errors,
             );
+            fld.truncate(fld_len);
+            display.truncate(display_len);
         }
         // not, allOf, oneOf, anyOf, definitions, array items, dependencies: their schema
         // errors count for this node, their rules never compile.
@@ -492,13 +560,22 @@ impl Walk<'_> {
                 in_scope: false,
                 decl: None,
                 provider: None,
-                type_path: String::new(),
+                type_path: TypePath::default(),
                 type_failed: false,
                 unbounded_ancestors: vec![],
                 is_root: false,
                 ..ctx.clone()
             };
-            self.walk(m, &mfld, &mdisplay, &c, false, schema_errors, cel_errors);
+            let (mut mfld, mut mdisplay) = (mfld, mdisplay);
+            self.walk(
+                m,
+                &mut mfld,
+                &mut mdisplay,
+                &c,
+                false,
+                schema_errors,
+                cel_errors,
+            );
         }
         if s.x_validations.is_empty() {
             return;
@@ -507,7 +584,7 @@ impl Walk<'_> {
         let subtree_ok = schema_errors.len() == errors_before;
         let compile = cel_enabled && subtree_ok;
         let decl = ty.decl.clone();
-        let display_path = if display == "^" {
+        let display_path = if display.as_str() == "^" {
             "^".to_string()
         } else {
             display.to_string()

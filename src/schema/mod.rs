@@ -119,10 +119,10 @@ impl Schema {
     /// Reads a schema from JSON. Unknown keys are ignored; values of the wrong JSON type are
     /// errors naming the field path.
     pub fn from_json(v: &Value, path: &str) -> Result<Schema, SchemaReadError> {
-        Self::read(v, path, 0)
+        Self::read(v, &LazyPath::root(path), 0)
     }
 
-    fn read(v: &Value, path: &str, depth: usize) -> Result<Schema, SchemaReadError> {
+    fn read(v: &Value, path: &LazyPath<'_>, depth: usize) -> Result<Schema, SchemaReadError> {
         crate::budget::charge(1);
         let err = |p: String, m: &str| SchemaReadError {
             path: p,
@@ -199,7 +199,7 @@ impl Schema {
                     };
                     let mut map = IndexMap::new();
                     for (name, ps) in props {
-                        let child = Self::read(ps, &format!("{path}.{k}[{name}]"), depth + 1)?;
+                        let child = Self::read(ps, &path.keyed(k, name), depth + 1)?;
                         map.insert(name.clone(), child);
                     }
                     let u = s.unsupported.get_or_insert_default();
@@ -224,7 +224,7 @@ impl Schema {
                             ),
                             _ => Dependency::Schema(Box::new(Self::read(
                                 d,
-                                &format!("{path}.dependencies[{name}]"),
+                                &path.keyed("dependencies", name),
                                 depth + 1,
                             )?)),
                         };
@@ -239,7 +239,7 @@ impl Schema {
                             Some(AdditionalProperties::Bool(*b))
                     }
                     _ => {
-                        let child = Self::read(val, &format!("{path}.additionalItems"), depth + 1)?;
+                        let child = Self::read(val, &path.field("additionalItems"), depth + 1)?;
                         s.unsupported.get_or_insert_default().additional_items =
                             Some(AdditionalProperties::Schema(Box::new(child)))
                     }
@@ -253,8 +253,7 @@ impl Schema {
                     };
                     s.properties_set = true;
                     for (name, ps) in props {
-                        let child =
-                            Self::read(ps, &format!("{path}.properties[{name}]"), depth + 1)?;
+                        let child = Self::read(ps, &path.keyed("properties", name), depth + 1)?;
                         s.properties.insert(name.clone(), child);
                     }
                 }
@@ -264,18 +263,14 @@ impl Schema {
                         for (i, it) in a.iter().enumerate() {
                             s.items_array.push(Self::read(
                                 it,
-                                &format!("{path}.items[{i}]"),
+                                &path.indexed("items", i),
                                 depth + 1,
                             )?);
                         }
                     }
                     Value::Null => {}
                     _ => {
-                        s.items = Some(Box::new(Self::read(
-                            val,
-                            &format!("{path}.items"),
-                            depth + 1,
-                        )?))
+                        s.items = Some(Box::new(Self::read(val, &path.field("items"), depth + 1)?))
                     }
                 },
                 "additionalProperties" => match val {
@@ -285,7 +280,7 @@ impl Schema {
                     Value::Null => {}
                     _ => {
                         s.additional_properties = Some(AdditionalProperties::Schema(Box::new(
-                            Self::read(val, &format!("{path}.additionalProperties"), depth + 1)?,
+                            Self::read(val, &path.field("additionalProperties"), depth + 1)?,
                         )))
                     }
                 },
@@ -321,7 +316,7 @@ impl Schema {
                     let mut list = Vec::new();
                     if let Value::Array(a) = val {
                         for (i, it) in a.iter().enumerate() {
-                            list.push(Self::read(it, &format!("{path}.{k}[{i}]"), depth + 1)?);
+                            list.push(Self::read(it, &path.indexed(k, i), depth + 1)?);
                         }
                     }
                     match k.as_str() {
@@ -330,13 +325,7 @@ impl Schema {
                         _ => s.one_of = list,
                     }
                 }
-                "not" => {
-                    s.not = Some(Box::new(Self::read(
-                        val,
-                        &format!("{path}.not"),
-                        depth + 1,
-                    )?))
-                }
+                "not" => s.not = Some(Box::new(Self::read(val, &path.field("not"), depth + 1)?)),
                 "x-kubernetes-embedded-resource" => {
                     s.x_embedded_resource = val.as_bool().unwrap_or(false)
                 }
@@ -439,5 +428,72 @@ fn int_of(v: &Value) -> Option<Option<i64>> {
             }
         }
         _ => None,
+    }
+}
+
+/// A field path built as the walk goes down, rendered only for an error message: a schema `d`
+/// levels deep holds `d` small steps, not `d` paths of up to `d` steps each.
+pub(crate) struct LazyPath<'a> {
+    parent: Option<&'a LazyPath<'a>>,
+    step: PathStep<'a>,
+}
+
+enum PathStep<'a> {
+    Root(&'a str),
+    /// `.field`
+    Field(&'a str),
+    /// `.field[key]`
+    Keyed(&'a str, &'a str),
+    /// `.field[i]`
+    Indexed(&'a str, usize),
+}
+
+impl<'a> LazyPath<'a> {
+    pub(crate) fn root(path: &'a str) -> Self {
+        LazyPath {
+            parent: None,
+            step: PathStep::Root(path),
+        }
+    }
+
+    fn field(&'a self, f: &'a str) -> Self {
+        LazyPath {
+            parent: Some(self),
+            step: PathStep::Field(f),
+        }
+    }
+
+    fn keyed(&'a self, f: &'a str, key: &'a str) -> Self {
+        LazyPath {
+            parent: Some(self),
+            step: PathStep::Keyed(f, key),
+        }
+    }
+
+    fn indexed(&'a self, f: &'a str, i: usize) -> Self {
+        LazyPath {
+            parent: Some(self),
+            step: PathStep::Indexed(f, i),
+        }
+    }
+}
+
+impl std::fmt::Display for LazyPath<'_> {
+    fn fmt(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut steps = Vec::new();
+        let mut at = Some(self);
+        while let Some(p) = at {
+            steps.push(&p.step);
+            at = p.parent;
+        }
+        for step in steps.into_iter().rev() {
+            match step {
+                PathStep::Root(r) => write!(out, "{r}")?,
+                PathStep::Field(f) => write!(out, ".{f}")?,
+                PathStep::Keyed(f, k) => write!(out, ".{f}[{k}]")?,
+                PathStep::Indexed(f, i) => write!(out, ".{f}[{i}]")?,
+            }
+        }
+        Ok(())
     }
 }
