@@ -484,29 +484,21 @@ async fn expired_watches_relist_at_once() {
 
 /// The sum of `celcost_watch_restarts_total{reason="<reason>"}`.
 fn restarts_for(op: &Operator, reason: &str) -> f64 {
-    let (_, body) = op.get("/metrics").unwrap_or_default();
-    body.lines()
-        .filter(|l| {
-            l.starts_with("celcost_watch_restarts_total{")
-                && l.contains(&format!("reason=\"{reason}\""))
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>()
-        + 0.0 // not -0.0 when there is none
+    op.metric_with(
+        "celcost_watch_restarts_total",
+        &format!("reason=\"{reason}\""),
+    )
 }
 
 /// Requests of priority level `level` the API server rejected (APF), from its metrics.
 async fn apf_rejected(client: &Client, level: &str) -> f64 {
     let req = http::Request::get("/metrics").body(Vec::new()).unwrap();
     let text = client.request_text(req).await.unwrap_or_default();
-    text.lines()
-        .filter(|l| {
-            l.starts_with("apiserver_flowcontrol_rejected_requests_total{")
-                && l.contains(&format!("priority_level=\"{level}\""))
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>()
-        + 0.0 // not -0.0 when there is none
+    sum_samples(
+        &text,
+        "apiserver_flowcontrol_rejected_requests_total",
+        &format!("priority_level=\"{level}\""),
+    )
 }
 
 /// The operator as a service account whose requests go to a priority level of the smallest
@@ -628,14 +620,8 @@ async fn throttle_by_priority_and_fairness_still_converges() {
     )
     .await;
     let rejected = apf_rejected(&client, sa_name).await - rejected_before;
-    let seen = {
-        let (_, body) = op.get("/metrics").unwrap_or_default();
-        body.lines()
-            .filter(|l| !l.starts_with('#') && l.contains("throttled"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>()
-            + 0.0
-    };
+    let seen = op.metric_with("celcost_reconcile_failures_total", "error=\"throttled\"")
+        + restarts_for(&op, "throttled");
     println!(
         "{test}: {} CRDs reported {:.1} s after the operator started; the API server rejected {rejected} of its requests (429), the operator counted {seen} throttled",
         groups.len(),

@@ -116,6 +116,17 @@ async fn wait_established(client: &Client, name: &str) {
     .await;
 }
 
+/// The samples of metric `name` in a Prometheus text exposition, summed over the label sets
+/// that contain `label` (all when empty); 0 when there is none.
+fn sum_samples(text: &str, name: &str, label: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .filter(|l| l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>()
+        + 0.0 // not -0.0 when there is none
+}
+
 /// The operator, run as a local process; killed on drop.
 struct Operator {
     child: Child,
@@ -191,12 +202,13 @@ impl Operator {
 
     /// A counter or gauge summed over its label sets (0 when absent).
     fn metric(&self, name: &str) -> f64 {
+        self.metric_with(name, "")
+    }
+
+    /// As [`Operator::metric`], over the label sets that contain `label` (`reason="gone"`).
+    fn metric_with(&self, name: &str, label: &str) -> f64 {
         let (_, body) = self.get("/metrics").unwrap_or_default();
-        body.lines()
-            .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>()
-            + 0.0 // not -0.0 when there is none
+        sum_samples(&body, name, label)
     }
 
     fn alive(&mut self) -> bool {
