@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use celcost::Estimator;
+use celcost::cel::decls::Version;
+use celcost::estimate::DEFAULT_KUBERNETES_VERSION;
 use celcost::input::{objects_of, parse_documents};
 use celcost::report::ObjectReport;
 use serde_json::Value;
@@ -72,8 +74,9 @@ fn u(v: &Value, k: &str) -> Option<u64> {
     v.get(k).and_then(Value::as_u64)
 }
 
-#[test]
-fn corpus_conformance() {
+/// Runs the estimator of Kubernetes `minor` over the whole corpus against the values that minor's
+/// own code computed: `expected/` for the newest, `versions/1.N/expected/` for the others.
+fn conformance(minor: u32) {
     let Some(corpus) = corpus_dir() else {
         if std::env::var("CELCOST_REQUIRE_CORPUS").is_ok() {
             panic!("../shared/corpus not found beside the checkout (set CELCOST_CORPUS)");
@@ -81,7 +84,18 @@ fn corpus_conformance() {
         eprintln!("SKIPPED: ../shared/corpus not found beside the checkout (set CELCOST_CORPUS)");
         return;
     };
-    let estimator = Estimator::default();
+    let version = Version::new(1, minor);
+    let expected_root = if version == DEFAULT_KUBERNETES_VERSION {
+        corpus.join("expected")
+    } else {
+        corpus.join(format!("versions/1.{minor}/expected"))
+    };
+    assert!(
+        expected_root.is_dir(),
+        "{} is missing",
+        expected_root.display()
+    );
+    let estimator = Estimator::new(version);
     let mut files = Vec::new();
     for sub in ["crds", "fixtures", "vaps"] {
         files_under(&corpus.join(sub), &mut files);
@@ -101,7 +115,7 @@ fn corpus_conformance() {
             .unwrap()
             .to_string_lossy()
             .to_string();
-        let exp_path = corpus.join("expected").join(format!("{rel}.jsonl"));
+        let exp_path = expected_root.join(format!("{rel}.jsonl"));
         let Ok(exp_text) = std::fs::read_to_string(&exp_path) else {
             continue;
         };
@@ -246,13 +260,15 @@ fn corpus_conformance() {
             objects.add(object_ok);
         }
     }
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/conformance-mismatches.txt");
+    let out = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("target/conformance-mismatches-1.{minor}.txt"));
     let _ = std::fs::create_dir_all(out.parent().unwrap());
     let _ = std::fs::write(&out, &mismatches);
     println!(
-        "conformance over {} ({} files)",
+        "conformance of Kubernetes 1.{minor} over {} ({} files, expected values in {})",
         corpus.display(),
-        files.len()
+        files.len(),
+        expected_root.display()
     );
     println!(
         "exact: {}/{} rules ({:.2}%)",
@@ -299,4 +315,39 @@ fn corpus_conformance() {
         exprs.pct() >= FLOOR_EXPRESSIONS,
         "policy expressions below floor"
     );
+}
+
+#[test]
+fn corpus_conformance_1_30() {
+    conformance(30);
+}
+
+#[test]
+fn corpus_conformance_1_31() {
+    conformance(31);
+}
+
+#[test]
+fn corpus_conformance_1_32() {
+    conformance(32);
+}
+
+#[test]
+fn corpus_conformance_1_33() {
+    conformance(33);
+}
+
+#[test]
+fn corpus_conformance_1_34() {
+    conformance(34);
+}
+
+#[test]
+fn corpus_conformance_1_35() {
+    conformance(35);
+}
+
+#[test]
+fn corpus_conformance_1_36() {
+    conformance(36);
 }
