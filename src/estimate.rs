@@ -6,6 +6,7 @@ use serde_json::Value;
 use crate::budget::{self, Limits, Stopped};
 use crate::cel::decls::Version;
 use crate::cel::env::Env;
+use crate::cel::minor::Minor;
 use crate::crd::estimate_crd;
 use crate::report::{EstimateStopped, INTERNAL_ERROR, ObjectReport, WORK_BUDGET_EXCEEDED};
 use crate::schema::catalog::SchemaCatalog;
@@ -81,6 +82,19 @@ impl Estimator {
             env: Env::for_kubernetes(kubernetes),
             limits: Limits::default(),
         }
+    }
+
+    /// The estimator of one minor's API server (see [`crate::cel::minor`]).
+    pub fn for_minor(minor: &'static Minor) -> Self {
+        Estimator {
+            env: Env::for_minor(minor),
+            limits: Limits::default(),
+        }
+    }
+
+    /// The rules being followed.
+    pub fn minor(&self) -> &'static Minor {
+        self.env.minor
     }
 
     /// The same estimator with another work budget per object.

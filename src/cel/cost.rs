@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use super::ast::{Expr, ExprId, ExprKind, Literal};
 use super::checker::CheckedExpr;
+use super::minor::CostAlgorithm;
 use super::types::{Kind, Type};
 
 // cel-go `common/cost.go`.
@@ -313,13 +314,27 @@ struct LocalVar {
     path: Path,
     size: Option<Size>,
     entry: Option<EntrySize>,
+    /// [`CostAlgorithm::IterRanges`]: an iteration variable's path is `path` (the range's) plus
+    /// this element, appended at every reference; `None`: no path (a range neither list nor map).
+    reference_appends: Option<&'static str>,
 }
 
 /// Options of the estimator.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct CostOptions {
     /// Cost of `has()`: 0 in Kubernetes since 1.29 (`PresenceTestHasCost(false)`).
     pub presence_test_cost: u64,
+    /// The cel-go estimator the API server links.
+    pub algorithm: CostAlgorithm,
+}
+
+impl Default for CostOptions {
+    fn default() -> Self {
+        CostOptions {
+            presence_test_cost: 0,
+            algorithm: CostAlgorithm::ScopedLocals,
+        }
+    }
 }
 
 /// Estimates the cost of a checked expression.
@@ -333,6 +348,7 @@ pub fn estimate(checked: &CheckedExpr, embedder: &dyn CostEmbedder, opts: CostOp
         entries: vec![None; n],
         locals: HashMap::new(),
         presence_cost: Cost::fixed(opts.presence_test_cost),
+        iter_ranges: opts.algorithm == CostAlgorithm::IterRanges,
     };
     c.cost(checked.expr())
 }
@@ -345,6 +361,8 @@ struct Coster<'a> {
     entries: Vec<Option<EntrySize>>,
     locals: HashMap<String, Vec<LocalVar>>,
     presence_cost: Cost,
+    /// cel-go before v0.23 ([`CostAlgorithm::IterRanges`]).
+    iter_ranges: bool,
 }
 
 const ACCUMULATORS: [&str; 2] = ["__result__", "@result"];
@@ -369,7 +387,8 @@ impl<'a> Coster<'a> {
     }
 
     fn get_path(&self, e: &Expr) -> Path {
-        if let ExprKind::Ident(n) = &e.kind
+        if !self.iter_ranges
+            && let ExprKind::Ident(n) = &e.kind
             && let Some(v) = self.peek(n)
         {
             return v.path.clone();
@@ -406,6 +425,9 @@ impl<'a> Coster<'a> {
     }
 
     fn compute_size(&mut self, e: &Expr) -> Option<Size> {
+        if self.iter_ranges {
+            return Some(self.size_estimate(e));
+        }
         if let Some(s) = self.sizes[e.id as usize] {
             return Some(s);
         }
@@ -434,11 +456,40 @@ impl<'a> Coster<'a> {
         None
     }
 
+    /// [`CostAlgorithm::IterRanges`]: `ComputedSize()` of the node handed to estimators: the
+    /// size computed for a call or comprehension, else a literal's.
+    fn derived_size(&self, e: &Expr) -> Option<Size> {
+        self.sizes[e.id as usize].or_else(|| expr_size(e))
+    }
+
+    /// [`CostAlgorithm::IterRanges`]: cel-go's `sizeEstimate`: the node's computed size, else
+    /// the embedder's, else 1 for scalars, else unknown.
+    fn size_estimate(&self, e: &Expr) -> Size {
+        let node = self.legacy_node(e);
+        legacy_node_size(self.embedder, &node)
+    }
+
+    fn legacy_node<'e>(&self, e: &'e Expr) -> AstNode<'e> {
+        let mut path = self.paths[e.id as usize].clone().unwrap_or_default();
+        if path.first_is(|f| ACCUMULATORS.contains(&f)) {
+            path = Path::default();
+        }
+        AstNode {
+            path,
+            ty: self.ty(e),
+            expr: Some(e),
+            computed_size: self.derived_size(e),
+        }
+    }
+
     fn size_or_unknown(&mut self, e: &Expr) -> Size {
         self.compute_size(e).unwrap_or(UNKNOWN)
     }
 
     fn new_node(&mut self, e: &'a Expr) -> AstNode<'a> {
+        if self.iter_ranges {
+            return self.legacy_node(e);
+        }
         let mut path = self.get_path(e);
         if path.first_is(|f| ACCUMULATORS.contains(&f)) {
             path = Path::default();
@@ -458,10 +509,15 @@ impl<'a> Coster<'a> {
             ExprKind::Literal(_) => Cost::fixed(CONST_COST),
             ExprKind::Ident(name) => {
                 let p = match self.peek(name) {
-                    Some(v) => v.path.clone(),
-                    None => Path::single(name),
+                    Some(v) if self.iter_ranges => {
+                        v.reference_appends.map(|sub| v.path.append(sub))
+                    }
+                    Some(v) => Some(v.path.clone()),
+                    None => Some(Path::single(name)),
                 };
-                self.set_path(e.id, p);
+                if let Some(p) = p {
+                    self.set_path(e.id, p);
+                }
                 Cost::fixed(SELECT_AND_IDENT_COST)
             }
             ExprKind::Select {
@@ -492,8 +548,13 @@ impl<'a> Coster<'a> {
                 }
                 for el in elements {
                     sum = sum.add(self.cost(el));
-                    let s = self.size_or_unknown(el);
-                    item = item.union(s);
+                    if !self.iter_ranges {
+                        let s = self.size_or_unknown(el);
+                        item = item.union(s);
+                    }
+                }
+                if self.iter_ranges {
+                    return sum.add(Cost::fixed(LIST_CREATE_BASE_COST));
                 }
                 self.set_entry(
                     e.id,
@@ -516,19 +577,24 @@ impl<'a> Coster<'a> {
                 for en in entries {
                     sum = sum.add(self.cost(&en.key));
                     sum = sum.add(self.cost(&en.value));
+                    if self.iter_ranges {
+                        continue;
+                    }
                     let k = self.size_or_unknown(&en.key);
                     ks = ks.union(k);
                     let v = self.size_or_unknown(&en.value);
                     vs = vs.union(v);
                 }
-                self.set_entry(
-                    e.id,
-                    Some(EntrySize {
-                        container: Kind::Map,
-                        key: ks,
-                        val: vs,
-                    }),
-                );
+                if !self.iter_ranges {
+                    self.set_entry(
+                        e.id,
+                        Some(EntrySize {
+                            container: Kind::Map,
+                            key: ks,
+                            val: vs,
+                        }),
+                    );
+                }
                 sum.add(Cost::fixed(MAP_CREATE_BASE_COST))
             }
             ExprKind::Struct { fields, .. } => {
@@ -537,6 +603,37 @@ impl<'a> Coster<'a> {
                     sum = sum.add(self.cost(&f.value));
                 }
                 sum.add(Cost::fixed(STRUCT_CREATE_BASE_COST))
+            }
+            ExprKind::Comprehension(c) if self.iter_ranges => {
+                // cel-go before v0.23: binds are comprehensions, the accumulator is not a
+                // scoped variable, only the first iteration variable is tracked, and every
+                // comprehension's result has the range's size.
+                let mut sum = self.cost(&c.iter_range);
+                sum = sum.add(self.cost(&c.accu_init));
+                let appends = match self.ty(&c.iter_range).kind() {
+                    Kind::List => Some("@items"),
+                    Kind::Map => Some("@keys"),
+                    _ => None,
+                };
+                let range_path = self.paths[c.iter_range.id as usize]
+                    .clone()
+                    .unwrap_or_default();
+                self.push(
+                    &c.iter_var,
+                    LocalVar {
+                        path: range_path,
+                        size: None,
+                        entry: None,
+                        reference_appends: appends,
+                    },
+                );
+                let loop_cost = self.cost(&c.loop_cond);
+                let step_cost = self.cost(&c.loop_step);
+                self.pop(&c.iter_var);
+                sum = sum.add(self.cost(&c.result));
+                let range_cnt = self.size_estimate(&c.iter_range);
+                self.sizes[e.id as usize] = Some(range_cnt);
+                sum.add(range_cnt.mul(step_cost.add(loop_cost)))
             }
             ExprKind::Comprehension(c) => {
                 let is_bind = matches!(&c.iter_range.kind, ExprKind::List { elements, .. } if elements.is_empty())
@@ -594,7 +691,15 @@ impl<'a> Coster<'a> {
         let path = self.get_path(e);
         let entry = self.entry_size(e);
         let size = self.compute_size(e);
-        self.push(name, LocalVar { path, size, entry });
+        self.push(
+            name,
+            LocalVar {
+                path,
+                size,
+                entry,
+                reference_appends: None,
+            },
+        );
     }
 
     fn push_iter(&mut self, name: &str, range: &Expr, role: IterRole) {
@@ -628,6 +733,7 @@ impl<'a> Coster<'a> {
                 path,
                 size,
                 entry: None,
+                reference_appends: None,
             },
         );
     }
@@ -641,7 +747,7 @@ impl<'a> Coster<'a> {
         else {
             unreachable!()
         };
-        if function == "dyn" && args.len() == 1 {
+        if function == "dyn" && args.len() == 1 && !self.iter_ranges {
             let c = self.cost(&args[0]);
             let s = self.compute_size(&args[0]);
             self.set_size(e.id, s);
@@ -686,6 +792,15 @@ impl<'a> Coster<'a> {
                 });
             }
             match &**o {
+                "index_list" | "index_map" if self.iter_ranges && !args.is_empty() => {
+                    let sub = if &**o == "index_list" {
+                        "@items"
+                    } else {
+                        "@values"
+                    };
+                    let p = self.get_path(&args[0]).append(sub);
+                    self.set_path(e.id, p);
+                }
                 "index_list" if !args.is_empty() => {
                     result_size = self.entry_size(&args[0]).map(|x| x.val);
                     let p = self.get_path(&args[0]).append("@items");
@@ -698,7 +813,7 @@ impl<'a> Coster<'a> {
                 }
                 _ => {}
             }
-            if result_size.is_none() {
+            if result_size.is_none() && !self.iter_ranges {
                 result_size = self.compute_size(e);
             }
         }
@@ -733,7 +848,15 @@ impl<'a> Coster<'a> {
                 result_size: est.result_size,
             };
         }
-        let sz = |n: &AstNode| n.computed_size.unwrap_or(UNKNOWN);
+        let embedder = self.embedder;
+        let iter_ranges = self.iter_ranges;
+        let sz = |n: &AstNode| {
+            if iter_ranges {
+                legacy_node_size(embedder, n)
+            } else {
+                n.computed_size.unwrap_or(UNKNOWN)
+            }
+        };
         match overload {
             "string_format" => {
                 if let Some(t) = target {
@@ -855,6 +978,27 @@ enum IterRole {
     Single,
     Key,
     Value,
+}
+
+/// cel-go's `sizeEstimate` before v0.23: the node's `ComputedSize()`, else the embedder's, else
+/// 1 for scalars, else unknown.
+fn legacy_node_size(embedder: &dyn CostEmbedder, n: &AstNode<'_>) -> Size {
+    n.computed_size
+        .or_else(|| embedder.estimate_size(n))
+        .or_else(|| {
+            // `isScalar` before v0.23: no optional of a scalar.
+            matches!(
+                n.ty,
+                Type::Bool
+                    | Type::Double
+                    | Type::Duration
+                    | Type::Int
+                    | Type::Timestamp
+                    | Type::Uint
+            )
+            .then_some(Size::fixed(1))
+        })
+        .unwrap_or(UNKNOWN)
 }
 
 /// Literal and aggregate sizes (cel-go `computeExprSize`).

@@ -78,9 +78,30 @@ impl Declarations {
     /// function declared by several libraries are appended in library order, as cel-go merges
     /// function declarations.
     pub fn for_version(version: Version) -> Declarations {
+        Declarations::for_environment(version, |_| None)
+    }
+
+    /// The declarations of a Kubernetes minor's environment for new expressions: the libraries
+    /// its `base.go` puts in at its compatibility version.
+    pub fn for_minor(minor: &super::minor::Minor) -> Declarations {
+        Declarations::for_environment(minor.compatibility, |s| {
+            if minor.has_library(s) {
+                minor.library_introduced(s)
+            } else {
+                Some(Version::new(u32::MAX, 0))
+            }
+        })
+    }
+
+    /// The libraries present at `version`, with `introduced` overriding the `since` of sections.
+    fn for_environment(
+        version: Version,
+        introduced: impl Fn(&str) -> Option<Version>,
+    ) -> Declarations {
         let mut d = Declarations::default();
         for s in sections() {
-            if version < s.since || s.until.is_some_and(|u| version >= u) {
+            let since = introduced(&s.name).unwrap_or(s.since);
+            if version < since || s.until.is_some_and(|u| version >= u) {
                 continue;
             }
             d.libraries.push(s.name.clone());

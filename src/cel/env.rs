@@ -4,7 +4,9 @@
 
 use super::ast::{Expr, ExprKind, Literal};
 use super::checker::{CheckEnv, CheckedExpr, TypeProvider, check};
+use super::cost::CostOptions;
 use super::decls::{Declarations, Version};
+use super::minor::{Distribution, Minor};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -15,6 +17,8 @@ use super::types::{Kind, Type};
 /// The environment of one Kubernetes version. `compatibility` is the CEL compatibility version
 /// (the API server's minor − 1), which decides what new expressions may use.
 pub struct Env {
+    /// The rules of the API server minor being followed.
+    pub minor: &'static Minor,
     pub kubernetes: Version,
     pub compatibility: Version,
     pub decls: Declarations,
@@ -34,14 +38,29 @@ pub struct CompileError(pub String);
 impl Env {
     /// The environment of a Kubernetes minor version (`NewExpressions`: the compatibility
     /// version is one minor lower).
+    /// Outside the supported minors, the nearest one's rules are used (callers that take a
+    /// version from users check it with [`super::minor::parse_supported`] first).
     pub fn for_kubernetes(kubernetes: Version) -> Env {
-        let compatibility = Version::new(kubernetes.major, kubernetes.minor.saturating_sub(1));
+        Env::for_minor(Minor::nearest(kubernetes, Distribution::Kubernetes))
+    }
+
+    /// The environment new expressions are compiled in by the API server of `minor`.
+    pub fn for_minor(minor: &'static Minor) -> Env {
         Env {
-            kubernetes,
-            compatibility,
-            decls: Declarations::for_version(compatibility),
-            parser: ParserOptions::for_version(compatibility),
+            minor,
+            kubernetes: minor.kubernetes,
+            compatibility: minor.compatibility,
+            decls: Declarations::for_minor(minor),
+            parser: ParserOptions::for_version(minor.compatibility),
             parsed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The cost estimator's options in this environment.
+    pub fn cost_options(&self) -> CostOptions {
+        CostOptions {
+            presence_test_cost: 0,
+            algorithm: self.minor.cost_algorithm,
         }
     }
 
@@ -125,7 +144,9 @@ impl Env {
             };
             validate_homogeneous(&checked, checked.expr(), exempt, false, &mut issues);
             if self.compatibility >= Version::new(1, 29) {
-                validate_format_calls(&checked, &mut issues);
+                if self.minor.format_string_validator {
+                    validate_format_calls(&checked, &mut issues);
+                }
                 validate_literals(&checked, checked.expr(), &mut issues);
             }
             if !issues.is_empty() {

@@ -5,6 +5,7 @@ use super::cost::{
     AstNode, CallEstimate, Cost, CostEmbedder, REGEX_STRING_LENGTH_COST_FACTOR,
     STRING_TRAVERSAL_COST_FACTOR, Size, node_size,
 };
+use super::minor::Minor;
 use super::types::{Kind, Type};
 
 /// `MaxNameFormatRegexSize` (k8s.io/apiserver pkg/cel/limits.go).
@@ -21,6 +22,8 @@ pub trait SizeSource {
 /// `library.CostEstimator{SizeEstimator: …}`.
 pub struct KubernetesEstimator<'s> {
     pub sizes: Option<&'s dyn SizeSource>,
+    /// The minor whose `cost.go` is followed.
+    pub minor: &'static Minor,
 }
 
 impl CostEmbedder for KubernetesEstimator<'_> {
@@ -62,7 +65,7 @@ impl CostEmbedder for KubernetesEstimator<'_> {
                 let sz = size(&args[0]);
                 Some(CallEstimate {
                     cost: sz.factor(STRING_TRAVERSAL_COST_FACTOR),
-                    result_size: Some(sz),
+                    result_size: (function != "url" || self.minor.url_result_size).then_some(sz),
                 })
             }
             "lowerAscii" | "upperAscii" | "substring" | "trim" => {
@@ -208,7 +211,7 @@ impl CostEmbedder for KubernetesEstimator<'_> {
             "getScheme" | "getHostname" | "getHost" | "getPort" | "getEscapedPath" | "getQuery" => {
                 one()
             }
-            "_==_" if args.len() == 2 => {
+            "_==_" if args.len() == 2 && self.minor.kubernetes_type_equality => {
                 let (lhs, rhs) = (&args[0], &args[1]);
                 // cel-go `Type.Equal` compares type names only.
                 if lhs.ty.type_name() != rhs.ty.type_name() {

@@ -7,5 +7,6 @@ pub mod cost;
 pub mod decls;
 pub mod env;
 pub mod k8s_cost;
+pub mod minor;
 pub mod parse;
 pub mod types;

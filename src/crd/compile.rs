@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use crate::cel::cost::{AstNode, CostOptions, Size, estimate};
+use crate::cel::cost::{AstNode, Size, estimate};
 use crate::cel::env::Env;
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::types::Type;
@@ -103,9 +103,10 @@ pub fn compile_rule(
         seen: RefCell::new(Vec::new()),
     };
     let embedder = KubernetesEstimator {
+        minor: env.minor,
         sizes: Some(&recording),
     };
-    out.max_cost = estimate(&checked, &embedder, CostOptions::default()).max;
+    out.max_cost = estimate(&checked, &embedder, env.cost_options()).max;
     if !rule.message_expression.is_empty() {
         match env.compile(&rule.message_expression, &vars, provider) {
             Err(e) => {
@@ -120,7 +121,7 @@ pub fn compile_rule(
             }
             Ok(mc) => {
                 out.message_expression_cost =
-                    Some(estimate(&mc, &embedder, CostOptions::default()).max);
+                    Some(estimate(&mc, &embedder, env.cost_options()).max);
             }
         }
     }

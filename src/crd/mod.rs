@@ -407,10 +407,10 @@ impl Walk<'_> {
             };
         }
         let is_root = ctx.is_root || s.x_embedded_resource;
-        let decl = schema_decl_type(s, is_root, self.env.compatibility, "selfType");
+        let decl = schema_decl_type(s, is_root, self.env.minor, "selfType");
         let provider = decl
             .as_ref()
-            .map(|d| Arc::new(DeclTypeProvider::new(&[d], self.env.compatibility)));
+            .map(|d| Arc::new(DeclTypeProvider::new(&[d], self.env.minor)));
         NodeType {
             in_scope,
             failed: decl.is_none(),

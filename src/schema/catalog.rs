@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 use super::Schema;
 use super::decltype::{DeclType, DeclTypeProvider, escape, schema_decl_type};
 use crate::cel::decls::Version;
+use crate::cel::minor::Minor;
 
 /// A resource as admission rules name it (`resourceRules[].apiGroups/apiVersions/resources`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -152,7 +153,8 @@ impl CatalogEntry {
 
     /// The CEL type of the resource's root for `object`/`oldObject`/`params` (k8s.io/apiserver
     /// `common.SchemaDeclType(schema, isResourceRoot=true)`, as policy type checking builds it).
-    pub fn typed_root(&self, version: Version) -> Option<Arc<TypedRoot>> {
+    pub fn typed_root(&self, minor: &'static Minor) -> Option<Arc<TypedRoot>> {
+        let version = minor.kubernetes;
         let mut cache = self.typed.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, t)) = cache.iter().find(|(v, _)| *v == version) {
             return t.clone();
@@ -160,7 +162,7 @@ impl CatalogEntry {
         let name = format!("{}.{}", type_prefix(&self.gvr), self.kind);
         let t = self
             .schema()
-            .and_then(|s| TypedRoot::new(&s, &name, version, self.gvr.to_string()))
+            .and_then(|s| TypedRoot::new(&s, &name, minor, self.gvr.to_string()))
             .map(Arc::new);
         cache.push((version, t.clone()));
         t
@@ -199,9 +201,14 @@ impl fmt::Debug for TypedRoot {
 }
 
 impl TypedRoot {
-    pub fn new(schema: &Schema, name: &str, version: Version, label: String) -> Option<TypedRoot> {
-        let decl = schema_decl_type(schema, true, version, name)?;
-        let provider = DeclTypeProvider::new(&[&decl], version);
+    pub fn new(
+        schema: &Schema,
+        name: &str,
+        minor: &'static Minor,
+        label: String,
+    ) -> Option<TypedRoot> {
+        let decl = schema_decl_type(schema, true, minor, name)?;
+        let provider = DeclTypeProvider::new(&[&decl], minor);
         let mut open = HashSet::new();
         collect_open(schema, name, &mut open);
         Some(TypedRoot {
@@ -707,7 +714,7 @@ mod tests {
     use super::*;
     use crate::schema::decltype::DeclKind;
 
-    const V: Version = Version::new(1, 35);
+    const V: &Minor = crate::cel::minor::NEWEST_MINOR;
 
     fn field<'a>(t: &'a Arc<DeclType>, path: &[&str]) -> &'a Arc<DeclType> {
         let mut cur = t;

@@ -11,6 +11,7 @@ use crate::cel::checker::TypeProvider;
 use crate::cel::cost::{AstNode, Size};
 use crate::cel::decls::Version;
 use crate::cel::k8s_cost::SizeSource;
+use crate::cel::minor::Minor;
 use crate::cel::types::Type;
 
 /// `DefaultMaxRequestSizeBytes` (k8s.io/apiserver pkg/cel/limits.go).
@@ -187,14 +188,15 @@ pub fn display_path(path: &[std::rc::Rc<str>]) -> String {
 pub fn schema_decl_type(
     s: &Schema,
     is_resource_root: bool,
-    version: Version,
+    minor: &'static Minor,
     name: &str,
 ) -> Option<Arc<DeclType>> {
+    let version = minor.compatibility;
     crate::budget::charge(1);
     let unbounded_string = MAX_REQUEST_SIZE_BYTES - 2;
     if s.x_int_or_string {
         let (max, bounded) = match s.max_length {
-            Some(m) if version >= Version::new(1, 34) => {
+            Some(m) if minor.int_or_string_max_length => {
                 (zero_if_negative(m).saturating_mul(4), true)
             }
             _ => (unbounded_string, false),
@@ -212,7 +214,7 @@ pub fn schema_decl_type(
             let elem = schema_decl_type(
                 items,
                 items.x_embedded_resource,
-                version,
+                minor,
                 &format!("{name}.@idx"),
             )?;
             let (max, bounded) = match s.max_items {
@@ -228,13 +230,13 @@ pub fn schema_decl_type(
             }))
         }
         "object" => {
-            if let Some(ap) = s.additional_properties_schema() {
-                let val = schema_decl_type(
-                    ap,
-                    ap.x_embedded_resource,
-                    version,
-                    &format!("{name}.@elem"),
-                )?;
+            // 1.30's `WithTypeAndObjectMeta` copy drops `additionalProperties`.
+            let ap = s.additional_properties_schema().filter(|_| {
+                meta_overrides.is_none() || minor.type_meta_keeps_additional_properties
+            });
+            if let Some(ap) = ap {
+                let val =
+                    schema_decl_type(ap, ap.x_embedded_resource, minor, &format!("{name}.@elem"))?;
                 let (max, bounded) = match s.max_properties {
                     Some(m) => (zero_if_negative(m), true),
                     None => (unbounded_string / (val.min_serialized_size + 6), false),
@@ -262,7 +264,7 @@ pub fn schema_decl_type(
                 let escaped = escape(pname);
                 let child_name = format!("{name}.{}", escaped.as_deref().unwrap_or(pname));
                 if let Some(ft) =
-                    schema_decl_type(prop, prop.x_embedded_resource, version, &child_name)
+                    schema_decl_type(prop, prop.x_embedded_resource, minor, &child_name)
                 {
                     let required = s.required.iter().any(|r| r == pname);
                     if required && prop.default.is_none() {
@@ -420,7 +422,8 @@ pub struct DeclTypeProvider {
 }
 
 impl DeclTypeProvider {
-    pub fn new(roots: &[&Arc<DeclType>], version: Version) -> Self {
+    pub fn new(roots: &[&Arc<DeclType>], minor: &'static Minor) -> Self {
+        let version = minor.compatibility;
         let mut objects = HashMap::new();
         fn walk(t: &Arc<DeclType>, out: &mut HashMap<String, Arc<DeclType>>) {
             match &t.kind {
@@ -484,7 +487,7 @@ mod tests {
 
     #[test]
     fn min_serialized_sizes() {
-        let v = Version::new(1, 35);
+        let v = Minor::of(Version::new(1, 36)).unwrap();
         let obj = s(
             r#"{"type":"object","required":["key","value"],"properties":{"key":{"type":"string"},"value":{"type":"string"}}}"#,
         );

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::cel::ast::{Expr, ExprKind};
 use crate::cel::checker::CheckedExpr;
-use crate::cel::cost::{Cost, CostOptions, estimate};
+use crate::cel::cost::{Cost, estimate};
 use crate::cel::env::Env;
 use crate::cel::k8s_cost::KubernetesEstimator;
 use crate::cel::types::Type;
@@ -664,8 +664,11 @@ fn accept_and_cost(
     }
     let est = estimate(
         checked,
-        &KubernetesEstimator { sizes: None },
-        CostOptions::default(),
+        &KubernetesEstimator {
+            sizes: None,
+            minor: env.minor,
+        },
+        env.cost_options(),
     );
     report.min_cost = Some(est.min);
     report.max_cost = Some(est.max);

@@ -30,6 +30,7 @@ use crate::cel::checker::{CheckedExpr, TypeProvider};
 use crate::cel::cost::{AstNode, Cost, CostOptions, Size, estimate};
 use crate::cel::env::Env;
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
+use crate::cel::minor::Minor;
 use crate::cel::types::{Kind, Type};
 use crate::report::{PolicyTyping, TypedEstimate, TypedSchema};
 use crate::schema::catalog::{CatalogEntry, GroupVersionResource, SchemaCatalog, TypedRoot};
@@ -166,7 +167,7 @@ pub fn schema_needs(vap: &Value) -> SchemaNeeds {
 }
 
 pub(super) fn resolve(spec: &Value, catalog: &SchemaCatalog, env: &Env) -> Typing {
-    let version = env.compatibility;
+    let version = env.minor;
     let (gvrs, mut not_typed) = matched_resources(spec);
     let mut report = PolicyTyping::default();
     let mut targets = Vec::new();
@@ -448,6 +449,8 @@ fn run_target(
             vars: &vars,
             shapes: &shapes,
             iters: HashMap::new(),
+            cost_options: env.cost_options(),
+            minor: env.minor,
         };
         let mut one = cost_one(&checked, &ctx, absent);
         one.note = note;
@@ -471,6 +474,9 @@ struct Ctx<'a> {
     /// Iteration variables (by name) → what their ranges' elements may hold, for ranges that
     /// the estimator keeps no path for (`(a + b).all(x, ...)`, literals).
     iters: HashMap<String, ShapeRef>,
+    /// The estimator of the minor being followed.
+    cost_options: CostOptions,
+    minor: &'static Minor,
 }
 
 impl Ctx<'_> {
@@ -513,6 +519,8 @@ fn cost_one(checked: &CheckedExpr, ctx: &Ctx<'_>, absent: Vec<String>) -> One {
         vars: ctx.vars,
         shapes: ctx.shapes,
         iters: HashMap::new(),
+        cost_options: ctx.cost_options,
+        minor: ctx.minor,
     }
     .with_iteration_variables(checked);
     let sizes = TypedSizes {
@@ -524,8 +532,9 @@ fn cost_one(checked: &CheckedExpr, ctx: &Ctx<'_>, absent: Vec<String>) -> One {
         checked,
         &KubernetesEstimator {
             sizes: Some(&sizes),
+            minor: ctx.minor,
         },
-        CostOptions::default(),
+        ctx.cost_options,
     );
     let seen = sizes.seen.into_inner();
     let mut impacts: HashMap<&str, u64> = HashMap::new();
@@ -555,8 +564,9 @@ fn cost_one(checked: &CheckedExpr, ctx: &Ctx<'_>, absent: Vec<String>) -> One {
                 checked,
                 &KubernetesEstimator {
                     sizes: Some(&capped),
+                    minor: ctx.minor,
                 },
-                CostOptions::default(),
+                ctx.cost_options,
             );
             cost.max.saturating_sub(c.max)
         });

@@ -1,0 +1,424 @@
+//! What each supported Kubernetes minor does differently, in one place.
+//!
+//! The estimator follows the code of one API server minor. Most of it is the same from 1.30 to
+//! 1.36; what differs is kept here as data — one [`Minor`] per release, with named rules — and
+//! read where the formula it changes is computed (the cost algorithm in `cost.rs`, Kubernetes
+//! call costs in `k8s_cost.rs`, schema sizes in `schema/decltype.rs`, libraries in `decls.rs`,
+//! compile-time validators in `env.rs`). A reader sees in the tables below what, say, 1.31 did
+//! differently, and why.
+//!
+//! Two builds of each minor are described: upstream Kubernetes ([`Distribution::Kubernetes`],
+//! the `k8s.io/apiserver` tags), and OpenShift's (`openshift/kubernetes`, as vendored by
+//! openshift/microshift release-4.17 … release-4.22 and main), which carries a few CEL changes
+//! ahead of upstream ([`OPENSHIFT`]). The public corpus's per-minor expected values were computed
+//! with the OpenShift builds.
+
+use super::decls::Version;
+
+/// Which cel-go `checker/cost.go` the API server links.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CostAlgorithm {
+    /// cel-go v0.17.8 – v0.22.0 (Kubernetes 1.30 – 1.32). Iteration variables carry only a field
+    /// path (`@items` for lists, `@keys` for maps, nothing for other range types), appended at
+    /// every reference; they have no size of their own, so an element of a literal list is of
+    /// unknown size. Every comprehension's result gets the range's size. List and map literals
+    /// have no entry sizes, `cel.bind` is costed as any comprehension, `dyn(x)` as any call, and
+    /// the nodes handed to Kubernetes carry only computed and literal sizes (no schema or scalar
+    /// sizes: Kubernetes looks those up itself).
+    IterRanges,
+    /// cel-go v0.23.2 and later (Kubernetes 1.33+): local-variable scopes with sizes and entry
+    /// sizes, binds costed as binds, `dyn(x)` transparent, comprehension result sizes only for
+    /// literal accumulators, `@indices`/`@values` for two-variable comprehensions.
+    ScopedLocals,
+}
+
+/// Whose build of a Kubernetes minor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Distribution {
+    /// Upstream Kubernetes (k8s.io/apiserver and k8s.io/apiextensions-apiserver tags).
+    #[default]
+    Kubernetes,
+    /// OpenShift's Kubernetes (openshift/kubernetes; OpenShift and MicroShift clusters).
+    OpenShift,
+}
+
+impl Distribution {
+    pub fn parse(s: &str) -> Result<Distribution, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "kubernetes" | "upstream" | "k8s" => Ok(Distribution::Kubernetes),
+            "openshift" | "microshift" | "okd" => Ok(Distribution::OpenShift),
+            _ => Err(format!(
+                "unknown distribution {s:?}: expected kubernetes or openshift"
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Distribution::Kubernetes => "kubernetes",
+            Distribution::OpenShift => "openshift",
+        }
+    }
+}
+
+/// One Kubernetes minor's behaviour, as far as estimates, compile results and errors go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Minor {
+    pub kubernetes: Version,
+    pub distribution: Distribution,
+    /// The patch release whose code the rules were read from.
+    pub checked_against: &'static str,
+    /// cel-go version the minor links.
+    pub cel_go: &'static str,
+    /// `environment.DefaultCompatibilityVersion()`: the version whose libraries new expressions
+    /// (every expression of a created object) may use. 1.30 hard-codes 1.29; later minors use the
+    /// binary's minimum compatibility version, one minor lower.
+    pub compatibility: Version,
+    /// `IntroducedVersion`s of `environment/base.go` that differ in this minor from the ones the
+    /// `.decl` files carry (1.36's), by library section name.
+    pub library_introduced: &'static [(&'static str, Version)],
+    /// Library sections of the `.decl` files that this minor's code does not have at all.
+    pub missing_libraries: &'static [&'static str],
+    pub cost_algorithm: CostAlgorithm,
+    /// cel-go's `ext.Strings` (v1+) installs a compile-time check of `'…'.format([…])` calls
+    /// (cel-go v0.20, Kubernetes 1.31).
+    pub format_string_validator: bool,
+    /// Kubernetes prices `_==_` on its own types (Quantity, IP, CIDR, Semver, authz → 1;
+    /// NamedFormat ≤ 7; URL by size) instead of cel-go's size-based equality (library/cost.go,
+    /// 1.32).
+    pub kubernetes_type_equality: bool,
+    /// `url(s)` has the size of `s` as its result size (library/cost.go, 1.32).
+    pub url_result_size: bool,
+    /// `WithTypeAndObjectMeta` keeps `additionalProperties` of a resource root (1.31; 1.30 built
+    /// the copy from `Generic`, `Extensions` and `ValueValidation` only).
+    pub type_meta_keeps_additional_properties: bool,
+    /// `SchemaDeclType` bounds an `x-kubernetes-int-or-string` value by `maxLength` (× 4 bytes)
+    /// instead of the request size (apiserver `common/schemas.go`: upstream 1.34, OpenShift 1.33).
+    pub int_or_string_max_length: bool,
+}
+
+const fn v(minor: u32) -> Version {
+    Version::new(1, minor)
+}
+
+/// cel-go before v0.23 has optional library version 1: no `first`, `last`, `optional.unwrap`,
+/// `unwrapOpt`.
+const CEL_GO_BEFORE_0_23: &[&str] = &["cel.lib.optional.v2"];
+
+/// Upstream Kubernetes 1.30.
+const K1_30: Minor = Minor {
+    kubernetes: v(30),
+    distribution: Distribution::Kubernetes,
+    checked_against: "v1.30.14",
+    cel_go: "v0.17.8",
+    compatibility: v(29),
+    library_introduced: &[],
+    // No Format library in 1.30 (added in 1.31, introduced at 1.31).
+    missing_libraries: &["cel.lib.optional.v2", "kubernetes.format"],
+    cost_algorithm: CostAlgorithm::IterRanges,
+    format_string_validator: false,
+    kubernetes_type_equality: false,
+    url_result_size: false,
+    type_meta_keeps_additional_properties: false,
+    int_or_string_max_length: false,
+};
+
+const K1_31: Minor = Minor {
+    kubernetes: v(31),
+    checked_against: "v1.31.14",
+    cel_go: "v0.20.1",
+    compatibility: v(30),
+    missing_libraries: CEL_GO_BEFORE_0_23,
+    format_string_validator: true,
+    type_meta_keeps_additional_properties: true,
+    ..K1_30
+};
+
+const K1_32: Minor = Minor {
+    kubernetes: v(32),
+    checked_against: "v1.32.13",
+    cel_go: "v0.22.0",
+    compatibility: v(31),
+    kubernetes_type_equality: true,
+    url_result_size: true,
+    ..K1_31
+};
+
+const K1_33: Minor = Minor {
+    kubernetes: v(33),
+    checked_against: "v1.33.13",
+    cel_go: "v0.23.2",
+    compatibility: v(32),
+    missing_libraries: &[],
+    cost_algorithm: CostAlgorithm::ScopedLocals,
+    ..K1_32
+};
+
+const K1_34: Minor = Minor {
+    kubernetes: v(34),
+    checked_against: "v1.34.9",
+    cel_go: "v0.26.0",
+    compatibility: v(33),
+    int_or_string_max_length: true,
+    ..K1_33
+};
+
+const K1_35: Minor = Minor {
+    kubernetes: v(35),
+    checked_against: "v1.35.6",
+    compatibility: v(34),
+    ..K1_34
+};
+
+const K1_36: Minor = Minor {
+    kubernetes: v(36),
+    checked_against: "v1.36.2",
+    compatibility: v(35),
+    ..K1_35
+};
+
+/// Upstream Kubernetes, oldest first.
+pub const KUBERNETES: [Minor; 7] = [K1_30, K1_31, K1_32, K1_33, K1_34, K1_35, K1_36];
+
+const OS1_30: Minor = Minor {
+    distribution: Distribution::OpenShift,
+    // base.go introduces IP and CIDR at 1.27 (so they are in the 1.29 environment) and
+    // carries the Format library, introduced at 1.30.
+    library_introduced: &[
+        ("kubernetes.net.ip", v(27)),
+        ("kubernetes.net.cidr", v(27)),
+        ("kubernetes.format", v(30)),
+    ],
+    missing_libraries: CEL_GO_BEFORE_0_23,
+    ..K1_30
+};
+
+const OS1_31: Minor = Minor {
+    distribution: Distribution::OpenShift,
+    // Format introduced at 1.30, so new expressions of 1.31 have it.
+    library_introduced: &[("kubernetes.format", v(30))],
+    ..K1_31
+};
+
+const OS1_32: Minor = Minor {
+    distribution: Distribution::OpenShift,
+    ..K1_32
+};
+
+const OS1_33: Minor = Minor {
+    distribution: Distribution::OpenShift,
+    // The int-or-string maxLength change (upstream 1.34) is carried in 1.33.
+    int_or_string_max_length: true,
+    ..K1_33
+};
+
+const OS1_34: Minor = Minor {
+    distribution: Distribution::OpenShift,
+    ..K1_34
+};
+
+const OS1_35: Minor = Minor {
+    distribution: Distribution::OpenShift,
+    ..K1_35
+};
+
+const OS1_36: Minor = Minor {
+    distribution: Distribution::OpenShift,
+    ..K1_36
+};
+
+/// OpenShift's builds: upstream plus the CEL carries of openshift/kubernetes, oldest first.
+pub const OPENSHIFT: [Minor; 7] = [OS1_30, OS1_31, OS1_32, OS1_33, OS1_34, OS1_35, OS1_36];
+
+/// The rules of the newest supported minor (upstream).
+pub const NEWEST_MINOR: &Minor = &KUBERNETES[KUBERNETES.len() - 1];
+
+/// The oldest and newest supported minors.
+pub const OLDEST: Version = v(30);
+pub const NEWEST: Version = v(36);
+
+fn table(d: Distribution) -> &'static [Minor] {
+    match d {
+        Distribution::Kubernetes => &KUBERNETES,
+        Distribution::OpenShift => &OPENSHIFT,
+    }
+}
+
+impl Minor {
+    /// The rules of a supported upstream minor.
+    pub fn of(kubernetes: Version) -> Option<&'static Minor> {
+        Minor::of_distribution(kubernetes, Distribution::Kubernetes)
+    }
+
+    pub fn of_distribution(kubernetes: Version, d: Distribution) -> Option<&'static Minor> {
+        table(d).iter().find(|m| m.kubernetes == kubernetes)
+    }
+
+    /// The supported minor closest to `kubernetes` (the newest for newer servers, the oldest
+    /// for older ones).
+    pub fn nearest(kubernetes: Version, d: Distribution) -> &'static Minor {
+        let t = table(d);
+        Minor::of_distribution(kubernetes, d).unwrap_or(if kubernetes > NEWEST {
+            &t[t.len() - 1]
+        } else {
+            &t[0]
+        })
+    }
+
+    /// The minor after this one, if supported.
+    pub fn next(&self) -> Option<&'static Minor> {
+        Minor::of_distribution(v(self.kubernetes.minor + 1), self.distribution)
+    }
+
+    /// The `IntroducedVersion` of a library section in this minor's `base.go`, when it differs
+    /// from the one the `.decl` files carry.
+    pub fn library_introduced(&self, section: &str) -> Option<Version> {
+        self.library_introduced
+            .iter()
+            .find(|(s, _)| *s == section)
+            .map(|(_, v)| *v)
+    }
+
+    /// Whether this minor's code has a library section at all.
+    pub fn has_library(&self, section: &str) -> bool {
+        !self.missing_libraries.contains(&section)
+    }
+
+    /// `1.36`, or `1.33 (openshift)`.
+    pub fn label(&self) -> String {
+        match self.distribution {
+            Distribution::Kubernetes => self.kubernetes.to_string(),
+            d => format!("{} ({})", self.kubernetes, d.name()),
+        }
+    }
+}
+
+/// Parses one version, `1.N` (or `v1.N`), of a supported minor.
+pub fn parse_version(s: &str) -> Result<Version, String> {
+    let t = s.trim().trim_start_matches('v');
+    let ok = t.split('.').count() == 2
+        && t.split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let version = Version::parse(t).filter(|_| ok).ok_or_else(|| {
+        format!("invalid Kubernetes version {s:?}: expected MAJOR.MINOR, e.g. 1.36")
+    })?;
+    if Minor::of(version).is_none() {
+        return Err(format!(
+            "Kubernetes {version} is not supported: celcost has the rules of {OLDEST} to {NEWEST}"
+        ));
+    }
+    Ok(version)
+}
+
+/// `1.N`, `1.A..1.B` (inclusive) or `all`: the supported minors meant, oldest first.
+pub fn parse_range(s: &str) -> Result<Vec<Version>, String> {
+    let s = s.trim();
+    if s.eq_ignore_ascii_case("all") {
+        return Ok(KUBERNETES.iter().map(|m| m.kubernetes).collect());
+    }
+    let (a, b) = match s.split_once("..") {
+        Some((a, b)) => (parse_version(a)?, parse_version(b)?),
+        None => {
+            let one = parse_version(s)?;
+            (one, one)
+        }
+    };
+    if a > b {
+        return Err(format!(
+            "empty Kubernetes version range {s:?}: the first version must not be newer than the last"
+        ));
+    }
+    Ok(KUBERNETES
+        .iter()
+        .map(|m| m.kubernetes)
+        .filter(|v| *v >= a && *v <= b)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minors_are_consecutive_and_their_compatibility_is_older() {
+        for t in [&KUBERNETES, &OPENSHIFT] {
+            for w in t.windows(2) {
+                assert_eq!(w[1].kubernetes.minor, w[0].kubernetes.minor + 1);
+            }
+            for m in t.iter() {
+                assert!(m.compatibility < m.kubernetes);
+                assert_eq!(m.compatibility.minor + 1, m.kubernetes.minor);
+            }
+            assert_eq!(t[0].kubernetes, OLDEST);
+            assert_eq!(t[t.len() - 1].kubernetes, NEWEST);
+        }
+        assert!(
+            OPENSHIFT
+                .iter()
+                .all(|m| m.distribution == Distribution::OpenShift)
+        );
+        assert!(
+            KUBERNETES
+                .iter()
+                .all(|m| m.distribution == Distribution::Kubernetes)
+        );
+    }
+
+    #[test]
+    fn distributions_differ_only_where_openshift_carries_changes() {
+        let differ: Vec<u32> = KUBERNETES
+            .iter()
+            .zip(OPENSHIFT.iter())
+            .filter(|(k, o)| {
+                Minor {
+                    distribution: Distribution::Kubernetes,
+                    ..**o
+                } != **k
+            })
+            .map(|(k, _)| k.kubernetes.minor)
+            .collect();
+        assert_eq!(differ, [30, 31, 33]);
+    }
+
+    #[test]
+    fn versions_outside_the_range_are_refused_by_name() {
+        assert_eq!(parse_version("1.31").unwrap(), v(31));
+        assert_eq!(parse_version("v1.36").unwrap(), v(36));
+        let e = parse_version("1.29").unwrap_err();
+        assert!(e.contains("1.30 to 1.36"), "{e}");
+        assert!(parse_version("1.37").unwrap_err().contains("not supported"));
+        for bad in ["one.two", "1.31.2", "", "1.", ".3", "1.3x", "1..3"] {
+            assert!(parse_version(bad).unwrap_err().contains("invalid"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_range("1.30..1.36").unwrap().len(), 7);
+        assert_eq!(
+            parse_range("all").unwrap(),
+            parse_range("1.30..1.36").unwrap()
+        );
+        assert_eq!(parse_range("1.32..1.33").unwrap(), [v(32), v(33)]);
+        assert_eq!(parse_range("1.34").unwrap(), [v(34)]);
+        assert!(parse_range("1.35..1.31").unwrap_err().contains("empty"));
+        assert!(
+            parse_range("1.29..1.31")
+                .unwrap_err()
+                .contains("not supported")
+        );
+        assert!(parse_range("1.30..").unwrap_err().contains("invalid"));
+    }
+
+    #[test]
+    fn nearest_clamps_to_the_range() {
+        let k = Distribution::Kubernetes;
+        assert_eq!(Minor::nearest(v(40), k).kubernetes, NEWEST);
+        assert_eq!(Minor::nearest(v(25), k).kubernetes, OLDEST);
+        assert_eq!(Minor::nearest(v(33), k).kubernetes, v(33));
+        let o = Minor::nearest(v(33), Distribution::OpenShift);
+        assert_eq!(o.next().unwrap().distribution, Distribution::OpenShift);
+        assert!(Minor::of(NEWEST).unwrap().next().is_none());
+        assert_eq!(o.label(), "1.33 (openshift)");
+    }
+}
