@@ -35,9 +35,21 @@ impl Outcome {
     /// input or an object whose estimate stopped (which take precedence: the verdict is
     /// incomplete).
     pub fn exit_code(&self) -> i32 {
-        if !self.input_errors.is_empty() || self.reports.iter().any(|r| r.stopped.is_some()) {
+        let stopped = |r: &ObjectReport| {
+            r.stopped.is_some()
+                || r.by_version
+                    .as_ref()
+                    .is_some_and(|m| m.verdicts.iter().any(|v| v.stopped))
+        };
+        if !self.input_errors.is_empty() || self.reports.iter().any(stopped) {
             2
-        } else if self.reports.iter().any(|r| !r.valid) {
+        } else if self.reports.iter().any(|r| {
+            !r.valid
+                || r
+                    .by_version
+                    .as_ref()
+                    .is_some_and(|m| m.verdicts.iter().any(|v| !v.valid))
+        }) {
             1
         } else {
             0
@@ -121,12 +133,19 @@ struct FirstPass {
 /// per core, `CELCOST_THREADS` to override); reports keep the order of the files. Policies get
 /// typed estimates from the CRDs found in the input (and the built-in schemas).
 pub fn estimate_paths(estimator: &Estimator, paths: &[PathBuf]) -> Outcome {
-    estimate_paths_with(estimator, paths, &SchemaCatalog::new())
+    estimate_paths_with(std::slice::from_ref(estimator), paths, &SchemaCatalog::new())
+}
+
+/// As [`estimate_paths`], each object with every estimator (one per Kubernetes minor, oldest
+/// first), reading each file once: the reports are the newest minor's, with the verdicts and
+/// changes of all of them ([`crate::versions`]).
+pub fn estimate_paths_range(estimators: &[Estimator], paths: &[PathBuf]) -> Outcome {
+    estimate_paths_with(estimators, paths, &SchemaCatalog::new())
 }
 
 /// As [`estimate_paths`], with schemas the caller knows besides the CRDs of the input.
 pub fn estimate_paths_with(
-    estimator: &Estimator,
+    estimators: &[Estimator],
     paths: &[PathBuf],
     catalog: &SchemaCatalog,
 ) -> Outcome {
@@ -144,7 +163,7 @@ pub fn estimate_paths_with(
                 .unwrap_or(1)
         });
     // First pass: CRDs are estimated (they do not depend on other objects), policies kept.
-    let first: Vec<FirstPass> = parallel(&files, threads, |f| first_pass_file(estimator, f));
+    let first: Vec<FirstPass> = parallel(&files, threads, |f| first_pass_file(estimators, f));
     // The CRDs the policies match or take as params, read again from their files (so that the
     // first pass need not keep every CRD of a large input in memory).
     let mut catalog = catalog.clone();
@@ -169,7 +188,7 @@ pub fn estimate_paths_with(
         })
         .collect();
     let mut estimated = parallel(&policies, threads, |(source, value)| {
-        estimator.estimate_with(value, source, &catalog)
+        estimate_range(estimators, value, source, &catalog)
     })
     .into_iter();
     for f in first {
@@ -235,7 +254,7 @@ fn add_crds(catalog: &mut SchemaCatalog, name: &str, text: &str, sources: &[Stri
     }
 }
 
-fn first_pass_file(estimator: &Estimator, f: &Path) -> FirstPass {
+fn first_pass_file(estimators: &[Estimator], f: &Path) -> FirstPass {
     let mut out = FirstPass::default();
     let bytes = match std::fs::read(f) {
         Ok(b) => b,
@@ -245,7 +264,7 @@ fn first_pass_file(estimator: &Estimator, f: &Path) -> FirstPass {
         }
     };
     match String::from_utf8(bytes) {
-        Ok(text) => first_pass_text(estimator, &f.display().to_string(), &text, &mut out),
+        Ok(text) => first_pass_text(estimators, &f.display().to_string(), &text, &mut out),
         Err(_) => out
             .input_errors
             .push(format!("{}: not UTF-8 text (binary file?)", f.display())),
@@ -253,7 +272,7 @@ fn first_pass_file(estimator: &Estimator, f: &Path) -> FirstPass {
     out
 }
 
-fn first_pass_text(estimator: &Estimator, name: &str, text: &str, out: &mut FirstPass) {
+fn first_pass_text(estimators: &[Estimator], name: &str, text: &str, out: &mut FirstPass) {
     for doc in parse_documents(text) {
         let source = format!("{name}#{}", doc.index);
         match doc.value {
@@ -277,9 +296,11 @@ fn first_pass_text(estimator: &Estimator, name: &str, text: &str, out: &mut Firs
                             if !defines.is_empty() {
                                 out.crds.push((o.source.clone(), defines));
                             }
-                            out.slots.push(Slot::Done(Box::new(
-                                estimator.estimate_crd(&o.value, &o.source),
-                            )));
+                            let reports = estimators
+                                .iter()
+                                .map(|e| e.estimate_crd(&o.value, &o.source))
+                                .collect();
+                            out.slots.push(Slot::Done(Box::new(ranged(reports))));
                         }
                         None => {
                             let kind = o
@@ -307,8 +328,18 @@ fn first_pass_text(estimator: &Estimator, name: &str, text: &str, out: &mut Firs
 /// Estimates the objects of one file's text; `name` is how the file is named in sources.
 /// Policies get typed estimates from the CRDs of the same text (and the built-in schemas).
 pub fn estimate_text(estimator: &Estimator, name: &str, text: &str, outcome: &mut Outcome) {
+    estimate_text_range(std::slice::from_ref(estimator), name, text, outcome)
+}
+
+/// As [`estimate_text`], with every estimator of a range ([`estimate_paths_range`]).
+pub fn estimate_text_range(
+    estimators: &[Estimator],
+    name: &str,
+    text: &str,
+    outcome: &mut Outcome,
+) {
     let mut first = FirstPass::default();
-    first_pass_text(estimator, name, text, &mut first);
+    first_pass_text(estimators, name, text, &mut first);
     let mut catalog = SchemaCatalog::new();
     if first.slots.iter().any(|s| matches!(s, Slot::Policy { .. })) && !first.crds.is_empty() {
         let sources: Vec<String> = first.crds.iter().map(|(s, _)| s.clone()).collect();
@@ -319,11 +350,34 @@ pub fn estimate_text(estimator: &Estimator, name: &str, text: &str, outcome: &mu
             Slot::Done(r) => outcome.reports.push(*r),
             Slot::Policy { source, value } => outcome
                 .reports
-                .extend(estimator.estimate_with(&value, &source, &catalog)),
+                .extend(estimate_range(estimators, &value, &source, &catalog)),
         }
     }
     outcome.input_errors.extend(first.input_errors);
     outcome.skipped.extend(first.skipped);
+}
+
+/// One report per estimator: a single minor's report as is, several combined.
+fn ranged(mut reports: Vec<ObjectReport>) -> ObjectReport {
+    if reports.len() == 1 {
+        reports.pop().unwrap_or_default()
+    } else {
+        crate::versions::combine(reports)
+    }
+}
+
+/// An object estimated with every estimator of a range.
+fn estimate_range(
+    estimators: &[Estimator],
+    v: &serde_json::Value,
+    source: &str,
+    catalog: &SchemaCatalog,
+) -> Option<ObjectReport> {
+    let reports = estimators
+        .iter()
+        .map(|e| e.estimate_with(v, source, catalog))
+        .collect::<Option<Vec<_>>>()?;
+    Some(ranged(reports))
 }
 
 fn json_kind(v: &serde_json::Value) -> &'static str {
@@ -564,10 +618,112 @@ fn header(r: &ObjectReport) -> String {
         );
     }
     let verdict = if r.valid { "accepted" } else { "REJECTED" };
+    let range = match &r.by_version {
+        Some(m) if m.verdicts.len() > 1 => format!(
+            " (and {} to {} below)",
+            minor_name(&m.verdicts[0].kubernetes_version),
+            minor_name(&m.verdicts[m.verdicts.len() - 2].kubernetes_version)
+        ),
+        _ => String::new(),
+    };
     format!(
-        "{} {} ({}) — {} by Kubernetes {}",
+        "{} {} ({}) — {} by Kubernetes {}{range}",
         r.kind, r.name, r.source, verdict, r.kubernetes_version
     )
+}
+
+/// Lines of changes between minors shown per object in the table.
+const MAX_CHANGE_LINES: usize = 12;
+
+/// `v1.31` → `1.31`.
+fn minor_name(v: &str) -> &str {
+    v.trim_start_matches('v')
+}
+
+/// One value of a unit on a minor: `12,310,000 (rejected)`, `does not compile`.
+fn step_text(s: &crate::versions::VersionStep) -> String {
+    match (s.cost, &s.compile_error) {
+        (_, Some(_)) => "does not compile".into(),
+        (Some(c), None) => {
+            let over = if s.exceeds_limit {
+                " (over the limit)"
+            } else {
+                ""
+            };
+            format!("{} = {}{over}", num(c), percent(c, s.limit))
+        }
+        (None, None) => "absent".into(),
+    }
+}
+
+/// The lines of a range of minors: the verdict on each, the oldest accepting, and every unit
+/// that changes (`^.spec.cidrs[*] [0]: does not compile on 1.30 → 4,100,000 = 41.0% on 1.31`).
+fn version_lines(r: &ObjectReport) -> Vec<String> {
+    let Some(m) = &r.by_version else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let verdicts: Vec<String> = m
+        .verdicts
+        .iter()
+        .map(|v| {
+            let mark = if v.stopped {
+                "not estimated"
+            } else if v.valid {
+                "accepted"
+            } else {
+                "REJECTED"
+            };
+            format!("{} {mark}", minor_name(&v.kubernetes_version))
+        })
+        .collect();
+    out.push(format!("by version: {}", verdicts.join(" | ")));
+    let (first, last) = (
+        m.verdicts.first().map(|v| minor_name(&v.kubernetes_version)),
+        m.verdicts.last().map(|v| minor_name(&v.kubernetes_version)),
+    );
+    match &m.oldest_accepting {
+        Some(o) if Some(minor_name(o)) == first => {
+            out.push(format!(
+                "accepted from Kubernetes {} (the oldest in the range)",
+                minor_name(o)
+            ));
+        }
+        Some(o) => out.push(format!("accepted from Kubernetes {}", minor_name(o))),
+        None => out.push(format!(
+            "rejected by every Kubernetes version from {} to {}",
+            first.unwrap_or("?"),
+            last.unwrap_or("?")
+        )),
+    }
+    if m.rejected_after_accepted {
+        out.push("warning: a newer version rejects what an older one accepts".into());
+    }
+    // Changes of verdict (a limit crossed, a compile error) first; at most MAX_CHANGE_LINES.
+    let mut changes: Vec<&crate::versions::VersionChange> = m.changes.iter().collect();
+    changes.sort_by_key(|c| {
+        let first = &c.steps[0];
+        !c.steps.iter().any(|s| {
+            s.exceeds_limit != first.exceeds_limit
+                || s.compile_error.is_some() != first.compile_error.is_some()
+        })
+    });
+    if changes.len() > MAX_CHANGE_LINES {
+        let more = changes.len() - MAX_CHANGE_LINES;
+        changes.truncate(MAX_CHANGE_LINES);
+        out.push(format!(
+            "changes: {more} more rules change between versions (all of them: --output json)"
+        ));
+    }
+    for c in changes {
+        let steps: Vec<String> = c
+            .steps
+            .iter()
+            .map(|s| format!("{} on {}", step_text(s), minor_name(&s.kubernetes_version)))
+            .collect();
+        out.push(format!("changes: {}: {}", c.unit, steps.join(" → ")));
+    }
+    out
 }
 
 /// The lines under a policy's header: what typed the estimates, and the budgets, upstream's
@@ -672,6 +828,9 @@ pub fn render_table(reports: &[ObjectReport]) -> String {
         if let Some(st) = &r.stopped {
             writeln!(out, "  error: {}", st.message).unwrap();
         }
+        for l in version_lines(r) {
+            writeln!(out, "  {l}").unwrap();
+        }
         for s in &r.schemas {
             writeln!(
                 out,
@@ -747,6 +906,53 @@ pub fn render_markdown(reports: &[ObjectReport]) -> String {
         writeln!(out, "### {}\n", header(r)).unwrap();
         if let Some(st) = &r.stopped {
             writeln!(out, "- **{}**", esc(&st.message)).unwrap();
+        }
+        if let Some(m) = &r.by_version {
+            let heads: Vec<&str> = m
+                .verdicts
+                .iter()
+                .map(|v| minor_name(&v.kubernetes_version))
+                .collect();
+            writeln!(
+                out,
+                "| | {} |\n|---|{}",
+                heads.join(" | "),
+                "---|".repeat(heads.len())
+            )
+            .unwrap();
+            let cells: Vec<&str> = m
+                .verdicts
+                .iter()
+                .map(|v| {
+                    if v.stopped {
+                        "not estimated"
+                    } else if v.valid {
+                        "✅ accepted"
+                    } else {
+                        "❌ rejected"
+                    }
+                })
+                .collect();
+            writeln!(out, "| verdict | {} |", cells.join(" | ")).unwrap();
+            for c in &m.changes {
+                let mut row: Vec<String> = vec![String::new(); heads.len()];
+                let mut cur = String::new();
+                for (i, v) in m.verdicts.iter().enumerate() {
+                    if let Some(s) = c
+                        .steps
+                        .iter()
+                        .find(|s| s.kubernetes_version == v.kubernetes_version)
+                    {
+                        cur = step_text(s);
+                    }
+                    row[i] = cur.clone();
+                }
+                writeln!(out, "| `{}` | {} |", esc(&c.unit), row.join(" | ")).unwrap();
+            }
+            out.push('\n');
+            for l in version_lines(r).into_iter().skip(1).filter(|l| !l.starts_with("changes:")) {
+                writeln!(out, "- {}", esc(&l)).unwrap();
+            }
         }
         for s in &r.schemas {
             writeln!(

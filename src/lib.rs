@@ -9,5 +9,6 @@ pub mod input;
 pub mod report;
 pub mod schema;
 pub mod vap;
+pub mod versions;
 
 pub use estimate::Estimator;

@@ -10,7 +10,10 @@ use clap::{Parser, Subcommand};
 use celcost::Estimator;
 use celcost::budget::{CountingAllocator, Limits};
 use celcost::cel::decls::Version;
-use celcost::cli::{OutputFormat, estimate_paths, render_json, render_markdown, render_table};
+use celcost::cel::minor::{Distribution, Minor};
+use celcost::cli::{
+    OutputFormat, estimate_paths_range, render_json, render_markdown, render_table,
+};
 use celcost::controller::ControllerArgs;
 
 /// Counts the bytes each estimate holds, so that one object cannot take the process's memory
@@ -39,9 +42,15 @@ enum Command {
         /// Output format.
         #[arg(long, short, value_enum, default_value = "table")]
         output: OutputFormat,
-        /// Kubernetes version whose cost model to apply (major.minor).
-        #[arg(long, default_value = "1.36", value_parser = parse_version)]
-        kubernetes_version: Version,
+        /// Kubernetes minor whose API server to follow: `1.N` (1.30 to 1.36), a range
+        /// `1.30..1.36` or `all` (each object estimated for every minor of the range; the exit
+        /// status follows the worst).
+        #[arg(long, default_value = "1.36", value_parser = parse_versions)]
+        kubernetes_version: Versions,
+        /// Whose build of that minor: `kubernetes` (upstream) or `openshift` (OpenShift and
+        /// MicroShift, which carry some CEL changes a minor early).
+        #[arg(long, default_value = "kubernetes", value_parser = Distribution::parse)]
+        distribution: Distribution,
         /// Work budget per object, in steps: an object that needs more is reported as not
         /// estimated (exit status 2) and the others are estimated as usual.
         #[arg(long, default_value_t = celcost::budget::DEFAULT_STEPS)]
@@ -60,13 +69,12 @@ enum Command {
     Crd,
 }
 
-fn parse_version(s: &str) -> Result<Version, String> {
-    let v =
-        Version::parse(s).ok_or_else(|| format!("`{s}` is not a Kubernetes version like 1.36"))?;
-    if v.major != 1 || v.minor < 25 {
-        return Err(format!("Kubernetes {v} is not supported (1.25 or later)"));
-    }
-    Ok(v)
+/// The minors of `--kubernetes-version`, oldest first.
+#[derive(Clone, Debug)]
+struct Versions(Vec<Version>);
+
+fn parse_versions(s: &str) -> Result<Versions, String> {
+    celcost::cel::minor::parse_range(s).map(Versions)
 }
 
 fn main() -> ExitCode {
@@ -81,18 +89,22 @@ fn main() -> ExitCode {
         Command::Estimate {
             output,
             kubernetes_version,
+            distribution,
             max_steps,
             max_memory_mib,
             paths,
         } => {
-            if let Some(why) = celcost::estimate::inexact_reason(kubernetes_version) {
-                eprintln!("warning: {why}");
-            }
-            let estimator = Estimator::new(kubernetes_version).with_limits(Limits {
+            let limits = Limits {
                 steps: max_steps,
                 bytes: usize::try_from(max_memory_mib << 20).unwrap_or(usize::MAX),
-            });
-            let outcome = estimate_paths(&estimator, &paths);
+            };
+            let estimators: Vec<Estimator> = kubernetes_version
+                .0
+                .iter()
+                .filter_map(|v| Minor::of_distribution(*v, distribution))
+                .map(|m| Estimator::for_minor(m).with_limits(limits))
+                .collect();
+            let outcome = estimate_paths_range(&estimators, &paths);
             for s in &outcome.skipped {
                 eprintln!("{s}");
             }

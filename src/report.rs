@@ -63,6 +63,10 @@ pub struct ObjectReport {
     /// judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<EstimateStopped>,
+    /// With a range of Kubernetes versions: the verdict on each, the oldest that accepts the
+    /// object, and what changes between them (the rest of the report is the newest's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_version: Option<crate::versions::VersionMatrix>,
 }
 
 /// Why an object has no estimate.
