@@ -45,8 +45,7 @@ impl Outcome {
             2
         } else if self.reports.iter().any(|r| {
             !r.valid
-                || r
-                    .by_version
+                || r.by_version
                     .as_ref()
                     .is_some_and(|m| m.verdicts.iter().any(|v| !v.valid))
         }) {
@@ -133,7 +132,11 @@ struct FirstPass {
 /// per core, `CELCOST_THREADS` to override); reports keep the order of the files. Policies get
 /// typed estimates from the CRDs found in the input (and the built-in schemas).
 pub fn estimate_paths(estimator: &Estimator, paths: &[PathBuf]) -> Outcome {
-    estimate_paths_with(std::slice::from_ref(estimator), paths, &SchemaCatalog::new())
+    estimate_paths_with(
+        std::slice::from_ref(estimator),
+        paths,
+        &SchemaCatalog::new(),
+    )
 }
 
 /// As [`estimate_paths`], each object with every estimator (one per Kubernetes minor, oldest
@@ -679,7 +682,9 @@ fn version_lines(r: &ObjectReport) -> Vec<String> {
         .collect();
     out.push(format!("by version: {}", verdicts.join(" | ")));
     let (first, last) = (
-        m.verdicts.first().map(|v| minor_name(&v.kubernetes_version)),
+        m.verdicts
+            .first()
+            .map(|v| minor_name(&v.kubernetes_version)),
         m.verdicts.last().map(|v| minor_name(&v.kubernetes_version)),
     );
     match &m.oldest_accepting {
@@ -950,7 +955,11 @@ pub fn render_markdown(reports: &[ObjectReport]) -> String {
                 writeln!(out, "| `{}` | {} |", esc(&c.unit), row.join(" | ")).unwrap();
             }
             out.push('\n');
-            for l in version_lines(r).into_iter().skip(1).filter(|l| !l.starts_with("changes:")) {
+            for l in version_lines(r)
+                .into_iter()
+                .skip(1)
+                .filter(|l| !l.starts_with("changes:"))
+            {
                 writeln!(out, "- {}", esc(&l)).unwrap();
             }
         }

@@ -14,23 +14,6 @@ use crate::schema::catalog::SchemaCatalog;
 /// The default Kubernetes version of the cost model.
 pub const DEFAULT_KUBERNETES_VERSION: Version = Version::new(1, 36);
 
-/// The oldest Kubernetes version whose cost formulas the estimator has. Older versions gate the
-/// CEL libraries by version, but their API servers estimated some expressions differently
-/// (`has()`, string literal sizes, comprehension result sizes, `==` on Kubernetes types: see
-/// the version history of the cost model).
-pub const EXACT_SINCE: Version = Version::new(1, 33);
-
-/// Why numbers for `kubernetes` may differ from its API server's, if they may.
-pub fn inexact_reason(kubernetes: Version) -> Option<String> {
-    (kubernetes < EXACT_SINCE).then(|| {
-        format!(
-            "the cost formulas are those of Kubernetes {EXACT_SINCE} and later; the API server of \
-             {kubernetes} estimates some expressions differently (has(), string literal sizes, \
-             comprehension results, == on Kubernetes types), so its numbers may differ"
-        )
-    })
-}
-
 /// What an object is, for the estimator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TargetKind {
@@ -197,17 +180,5 @@ impl Estimator {
         self.guarded(v, source, "ValidatingAdmissionPolicy", || {
             crate::vap::estimate_vap_with(&self.env, v, source, catalog)
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versions_before_the_current_cost_formulas_are_flagged() {
-        assert!(inexact_reason(Version::new(1, 32)).is_some_and(|w| w.contains("1.32")));
-        assert_eq!(inexact_reason(EXACT_SINCE), None);
-        assert_eq!(inexact_reason(DEFAULT_KUBERNETES_VERSION), None);
     }
 }

@@ -88,10 +88,7 @@ impl VersionMatrix {
             .iter()
             .find(|v| v.valid)
             .map(|v| v.kubernetes_version.clone());
-        let rejected_after_accepted = verdicts
-            .iter()
-            .skip_while(|v| !v.valid)
-            .any(|v| !v.valid);
+        let rejected_after_accepted = verdicts.iter().skip_while(|v| !v.valid).any(|v| !v.valid);
         // Every unit, in first-seen order, with its value on each minor.
         let mut order: Vec<(String, String)> = Vec::new();
         let mut values: BTreeMap<String, Vec<Option<VersionStep>>> = BTreeMap::new();
@@ -238,6 +235,16 @@ fn units(r: &ObjectReport) -> Vec<(String, String, VersionStep)> {
     out
 }
 
+/// `current`'s report, carrying the matrix of it and the next minor's (the operator's view: the
+/// cluster's minor, and what its upgrade would change).
+pub fn with_next(current: ObjectReport, next: ObjectReport) -> ObjectReport {
+    let matrix = VersionMatrix::of(&[current.clone(), next]);
+    ObjectReport {
+        by_version: Some(matrix),
+        ..current
+    }
+}
+
 /// The newest report, carrying the matrix of all of them.
 pub fn combine(mut reports: Vec<ObjectReport>) -> ObjectReport {
     let matrix = VersionMatrix::of(&reports);
@@ -287,7 +294,11 @@ mod tests {
         ]);
         assert_eq!(m.oldest_accepting.as_deref(), Some("v1.32"));
         assert!(!m.rejected_after_accepted);
-        let rule = m.changes.iter().find(|c| c.unit == "^.spec.cidrs[*] [0]").unwrap();
+        let rule = m
+            .changes
+            .iter()
+            .find(|c| c.unit == "^.spec.cidrs[*] [0]")
+            .unwrap();
         let at: Vec<(&str, Option<u64>, bool)> = rule
             .steps
             .iter()

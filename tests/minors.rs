@@ -158,7 +158,10 @@ fn format_calls_are_checked_statically_from_cel_go_0_20() {
     let on = |e: &Estimator| policy_expression(e, "'%d'.format(['x']) == '1'").compile_error;
     assert_eq!(on(&upstream(30)), None, "{e}");
     let err = on(&upstream(31)).unwrap();
-    assert!(err.contains("decimal clause can only be used on integers"), "{err}");
+    assert!(
+        err.contains("decimal clause can only be used on integers"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -199,4 +202,42 @@ fn old_minors_name_their_build_in_reports() {
         )
         .unwrap();
     assert_eq!(r.kubernetes_version, "v1.31");
+}
+
+#[test]
+fn the_operator_estimates_its_minor_with_the_next_beside_it() {
+    use celcost::controller::{CostEstimator, WithNextMinor};
+    use celcost::schema::catalog::SchemaCatalog;
+    let pair = WithNextMinor {
+        current: upstream(31),
+        next: Some(upstream(32)),
+    };
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "things", "kind": "Thing"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "string", "maxLength": 10,
+                    "x-kubernetes-validations": [
+                        {"rule": "!format.dns1123Label().validate(self).hasValue()"}]}}}}}]
+        }
+    });
+    let r = pair.estimate(&crd, &SchemaCatalog::new()).unwrap();
+    assert_eq!(r.kubernetes_version, "v1.31");
+    assert!(
+        !r.valid,
+        "upstream 1.31 has no Format library for new expressions"
+    );
+    let m = r.by_version.unwrap();
+    assert_eq!(m.oldest_accepting.as_deref(), Some("v1.32"));
+    assert_eq!(
+        m.changes.iter().filter(|c| c.unit.contains("[0]")).count(),
+        1
+    );
+    assert_eq!(pair.kubernetes_version(), Version::new(1, 31));
 }

@@ -35,14 +35,16 @@ use crate::Estimator;
 use crate::cel::decls::Version;
 
 pub use error::Error;
-pub use reconcile::{Budget, Context, CostEstimator, Settings, Target, error_policy, reconcile};
+pub use reconcile::{
+    Budget, Context, CostEstimator, Settings, Target, WithNextMinor, error_policy, reconcile,
+};
 pub use resource::{CostReport, CostReportSpec, CostReportStatus, TargetKind, crd_yaml};
 pub use status::StatusSettings;
 pub use telemetry::LogFormat;
 
 /// The oldest and newest Kubernetes versions whose cost model the estimator has.
-const OLDEST_MODEL: Version = Version::new(1, 25);
-const NEWEST_MODEL: Version = crate::estimate::DEFAULT_KUBERNETES_VERSION;
+const OLDEST_MODEL: Version = crate::cel::minor::OLDEST;
+const NEWEST_MODEL: Version = crate::cel::minor::NEWEST;
 
 /// Flags of `celcost controller`; each has an environment variable.
 #[derive(Clone, Debug, clap::Args)]
@@ -67,10 +69,15 @@ pub struct ControllerArgs {
     #[arg(long, env = "CELCOST_MEMORY_BUDGET_MIB", default_value_t = 8,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub memory_budget_mib: u16,
-    /// Kubernetes version of the cost model (major.minor); default: the API server's, within
-    /// the versions the estimator knows (1.25 to 1.36).
-    #[arg(long, env = "CELCOST_KUBERNETES_VERSION", value_parser = parse_model_version)]
+    /// Kubernetes minor whose API server the estimates follow (1.30 to 1.36); default: the
+    /// API server's own (an older one gets 1.30's rules, a newer one 1.36's, with a warning).
+    /// Each report also carries the next minor's verdict (condition `UpgradeSafe`).
+    #[arg(long, env = "CELCOST_KUBERNETES_VERSION", value_parser = crate::cel::minor::parse_version)]
     pub kubernetes_version: Option<Version>,
+    /// Whose build of that minor: `kubernetes` (upstream), `openshift`, or `auto` (OpenShift
+    /// when the API server serves config.openshift.io).
+    #[arg(long, env = "CELCOST_DISTRIBUTION", default_value = "auto", value_parser = parse_distribution)]
+    pub distribution: Option<crate::cel::minor::Distribution>,
     /// Most rules (or policy expressions) listed in a report; the costliest are kept.
     #[arg(long, env = "CELCOST_MAX_RULES", default_value_t = 100,
           value_parser = clap::value_parser!(u16).range(1..=200))]
@@ -108,15 +115,25 @@ pub struct ControllerArgs {
     pub estimate_max_memory_mib: u64,
 }
 
-fn parse_model_version(s: &str) -> Result<Version, String> {
-    let v =
-        Version::parse(s).ok_or_else(|| format!("`{s}` is not a Kubernetes version like 1.33"))?;
-    if v < OLDEST_MODEL || v > NEWEST_MODEL {
-        return Err(format!(
-            "Kubernetes {v} is not supported ({OLDEST_MODEL} to {NEWEST_MODEL})"
-        ));
+/// `auto` is `None` (decided from the API server).
+fn parse_distribution(s: &str) -> Result<Option<crate::cel::minor::Distribution>, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        Ok(None)
+    } else {
+        crate::cel::minor::Distribution::parse(s).map(Some)
     }
-    Ok(v)
+}
+
+/// The API server's minor, when it reports one (`"1"`, `"33+"`).
+pub fn server_minor(major: &str, minor: &str) -> Option<Version> {
+    let digits = |s: &str| -> Option<u32> {
+        s.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .ok()
+    };
+    Some(Version::new(digits(major)?, digits(minor)?))
 }
 
 /// The cost model for an API server reporting `major`/`minor` (`"1"`, `"33+"`), clamped to the
@@ -175,8 +192,39 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         None => {
             let info = client.apiserver_version().await?;
             let v = model_version(&info.major, &info.minor);
-            info!(server = %info.git_version, model = %v, "cost model from the API server's version");
+            match server_minor(&info.major, &info.minor) {
+                Some(s) if s > NEWEST_MODEL => warn!(
+                    server = %info.git_version, model = %v,
+                    "the API server is newer than the newest Kubernetes minor celcost has rules for: \
+                     estimating with {v}'s rules (exact only if that minor changed nothing that \
+                     matters); UpgradeSafe is Unknown"
+                ),
+                Some(s) if s < OLDEST_MODEL => warn!(
+                    server = %info.git_version, model = %v,
+                    "the API server is older than the oldest Kubernetes minor celcost has rules for: \
+                     estimating with {v}'s rules"
+                ),
+                _ => {
+                    info!(server = %info.git_version, model = %v, "rules of the API server's minor")
+                }
+            }
             v
+        }
+    };
+    let distribution = match args.distribution {
+        Some(d) => d,
+        None => {
+            let groups = client.list_api_groups().await?;
+            if groups
+                .groups
+                .iter()
+                .any(|g| g.name == "config.openshift.io")
+            {
+                info!("the API server serves config.openshift.io: OpenShift's build of {version}");
+                crate::cel::minor::Distribution::OpenShift
+            } else {
+                crate::cel::minor::Distribution::Kubernetes
+            }
         }
     };
 
@@ -203,14 +251,17 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         let _ = admin_stopped.await;
     }));
 
-    if let Some(why) = crate::estimate::inexact_reason(version) {
-        warn!(model = %version, "{why}");
-    }
-    let estimator: Arc<dyn reconcile::CostEstimator> =
-        Arc::new(Estimator::new(version).with_limits(crate::budget::Limits {
-            steps: args.estimate_max_steps,
-            bytes: usize::try_from(args.estimate_max_memory_mib << 20).unwrap_or(usize::MAX),
-        }));
+    let limits = crate::budget::Limits {
+        steps: args.estimate_max_steps,
+        bytes: usize::try_from(args.estimate_max_memory_mib << 20).unwrap_or(usize::MAX),
+    };
+    let minor = crate::cel::minor::Minor::nearest(version, distribution);
+    let estimator: Arc<dyn reconcile::CostEstimator> = Arc::new(reconcile::WithNextMinor {
+        current: Estimator::for_minor(minor).with_limits(limits),
+        next: minor
+            .next()
+            .map(|n| Estimator::for_minor(n).with_limits(limits)),
+    });
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -461,6 +512,11 @@ mod tests {
         assert_eq!(model_version("1", "40"), NEWEST_MODEL);
         assert_eq!(model_version("1", "20"), OLDEST_MODEL);
         assert_eq!(model_version("x", ""), NEWEST_MODEL);
+        assert_eq!(server_minor("1", "38+"), Some(Version::new(1, 38)));
+        assert_eq!(server_minor("", "38"), None);
+        assert_eq!(parse_distribution("auto"), Ok(None));
+        assert!(parse_distribution("openshift").unwrap().is_some());
+        assert!(parse_distribution("rancher").is_err());
     }
 
     #[test]

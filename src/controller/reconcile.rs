@@ -94,6 +94,35 @@ impl CostEstimator for Estimator {
     }
 }
 
+/// The cluster's minor and the next one: each report is the cluster minor's, with the next
+/// minor's verdict and changes beside it (`status.nextVersion`, condition `UpgradeSafe`).
+pub struct WithNextMinor {
+    pub current: Estimator,
+    /// `None` when the cluster runs the newest minor celcost has rules for.
+    pub next: Option<Estimator>,
+}
+
+impl CostEstimator for WithNextMinor {
+    fn estimate(
+        &self,
+        object: &serde_json::Value,
+        catalog: &SchemaCatalog,
+    ) -> Option<ObjectReport> {
+        let current = self.current.estimate_with(object, "cluster", catalog)?;
+        match &self.next {
+            Some(n) if current.stopped.is_none() => {
+                let next = n.estimate_with(object, "cluster", catalog)?;
+                Some(crate::versions::with_next(current, next))
+            }
+            _ => Some(current),
+        }
+    }
+
+    fn kubernetes_version(&self) -> Version {
+        self.current.kubernetes_version()
+    }
+}
+
 /// Settings of the reconciler.
 #[derive(Clone, Debug)]
 pub struct Settings {

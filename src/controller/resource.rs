@@ -76,6 +76,18 @@ pub const MAX_TEXT_LEN: usize = 1024;
         description = "False when a rule or total is near or over its limit, or the estimate failed"
     ),
     printcolumn(
+        name = "K8s",
+        type_ = "string",
+        json_path = ".status.kubernetesVersion",
+        description = "Kubernetes minor whose API server the estimate follows"
+    ),
+    printcolumn(
+        name = "UpgradeSafe",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"UpgradeSafe\")].status",
+        description = "False when the next Kubernetes minor would reject the object or push a rule to the near-budget threshold"
+    ),
+    printcolumn(
         name = "Reason",
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"WithinBudget\")].reason",
@@ -87,13 +99,6 @@ pub const MAX_TEXT_LEN: usize = 1024;
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Ready\")].status",
         description = "True when an estimate exists",
-        priority = 1
-    ),
-    printcolumn(
-        name = "Model",
-        type_ = "string",
-        json_path = ".status.kubernetesVersion",
-        description = "Kubernetes version of the cost model",
         priority = 1
     ),
     printcolumn(
@@ -190,6 +195,10 @@ pub struct CostReportStatus {
     /// not cover.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typing: Option<PolicyTypingStatus>,
+    /// The next Kubernetes minor's verdict on the object, and what changes there (absent when
+    /// celcost has no rules for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_version: Option<NextVersionStatus>,
     /// Set when the report is abridged (rules left out, text cut).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schemars(length(max = 1024))]
@@ -198,6 +207,32 @@ pub struct CostReportStatus {
     #[serde(default)]
     #[schemars(schema_with = "conditions_schema")]
     pub conditions: Vec<Condition>,
+}
+
+/// The object on the next Kubernetes minor.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NextVersionStatus {
+    /// e.g. `v1.34`.
+    #[schemars(length(max = 16))]
+    pub kubernetes_version: String,
+    /// Whether that minor's API server would accept the object on create.
+    pub valid: bool,
+    /// The `UpgradeSafe` condition's status (`True`, `False`), reason and message.
+    #[schemars(length(max = 8))]
+    pub upgrade_safe: String,
+    #[schemars(length(max = 64))]
+    pub reason: String,
+    #[schemars(length(max = 1024))]
+    pub message: String,
+    /// Rules, totals and expressions whose number or verdict changes there, as
+    /// `<unit>: <value> → <value>` (first 16).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16), inner(length(max = 1024)))]
+    pub changes: Vec<String>,
+    /// How many units change in all.
+    #[serde(default)]
+    pub change_count: i64,
 }
 
 /// Where a number stands against its limit.

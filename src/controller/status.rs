@@ -9,12 +9,13 @@ use crate::report::{
     PER_SCHEMA_COST_LIMIT, PolicyBudget, PolicyTyping, RUNTIME_COST_BUDGET, RuleReport,
     SchemaReport, TypedSchema,
 };
+use crate::versions::{VersionChange, VersionMatrix, VersionStep};
 
 use super::resource::{
     BudgetLevel, CostReportStatus, DriversStatus, ExpressionStatus, MAX_DRIVERS, MAX_ERRORS,
-    MAX_EXPRESSION_LEN, MAX_LISTED_RULES, MAX_LISTED_SCHEMAS, MAX_TEXT_LEN, PolicyBudgetStatus,
-    PolicyTypingStatus, RuleStatus, SchemaStatus, Summary, TargetKind, TypedEstimateStatus,
-    TypedSchemaStatus,
+    MAX_EXPRESSION_LEN, MAX_LISTED_RULES, MAX_LISTED_SCHEMAS, MAX_TEXT_LEN, NextVersionStatus,
+    PolicyBudgetStatus, PolicyTypingStatus, RuleStatus, SchemaStatus, Summary, TargetKind,
+    TypedEstimateStatus, TypedSchemaStatus,
 };
 
 /// Upper bound of the serialized status. The whole object must stay well below the 256 KiB we
@@ -26,9 +27,20 @@ pub const CONDITION_READY: &str = "Ready";
 /// budget).
 pub const CONDITION_ESTIMATED: &str = "Estimated";
 pub const CONDITION_WITHIN_BUDGET: &str = "WithinBudget";
+/// Whether the next Kubernetes minor accepts the object with no rule newly at or above the
+/// near-budget threshold.
+pub const CONDITION_UPGRADE_SAFE: &str = "UpgradeSafe";
 
 /// Condition and event reasons (PascalCase, a fixed list).
 pub mod reason {
+    /// `UpgradeSafe=False`: the next minor's API server would reject the object.
+    pub const REJECTED_BY_NEXT_VERSION: &str = "RejectedByNextVersion";
+    /// `UpgradeSafe=False`: on the next minor a rule or total reaches the near-budget threshold.
+    pub const NEAR_BUDGET_ON_NEXT_VERSION: &str = "NearBudgetOnNextVersion";
+    /// `UpgradeSafe=True`.
+    pub const ACCEPTED_BY_NEXT_VERSION: &str = "AcceptedByNextVersion";
+    /// `UpgradeSafe=Unknown`: celcost has no rules for the next minor.
+    pub const NEXT_VERSION_UNKNOWN: &str = "NextVersionUnknown";
     pub const ESTIMATED: &str = "Estimated";
     pub const ESTIMATION_FAILED: &str = "EstimationFailed";
     /// The estimate went over its work budget (steps or memory).
@@ -342,6 +354,10 @@ pub fn estimate_status(
     };
     let mut cut = Cut::default();
     let errors = cut.list(&report.errors, MAX_ERRORS, MAX_TEXT_LEN);
+    let next_version = report
+        .by_version
+        .as_ref()
+        .and_then(|m| next_version_status(m, settings.near_budget_percent, &mut cut));
     let mut status = CostReportStatus {
         observed_generation: None,
         kubernetes_version: report.kubernetes_version.clone(),
@@ -350,6 +366,7 @@ pub fn estimate_status(
         errors,
         policy_budget: report.policy_budget.as_ref().map(policy_budget_status),
         typing: report.typing.as_ref().map(|t| typing_status(t, &mut cut)),
+        next_version,
         ..CostReportStatus::default()
     };
     if report.schemas.len() > MAX_LISTED_SCHEMAS {
@@ -406,6 +423,117 @@ pub fn estimate_status(
         listed /= 2;
     }
     status
+}
+
+/// The next minor's verdict and changes, from a matrix of (the cluster's minor, the next).
+fn next_version_status(
+    m: &VersionMatrix,
+    near_percent: u8,
+    cut: &mut Cut,
+) -> Option<NextVersionStatus> {
+    let next = m.verdicts.get(1)?;
+    let changes: Vec<String> = m.changes.iter().map(change_text).collect();
+    let (safe, reason, message) = upgrade_safe(m, near_percent);
+    Some(NextVersionStatus {
+        kubernetes_version: next.kubernetes_version.clone(),
+        valid: next.valid,
+        upgrade_safe: safe.to_string(),
+        reason: reason.to_string(),
+        message: cut.text(&message, MAX_TEXT_LEN),
+        change_count: changes.len() as i64,
+        changes: cut.list(&changes, MAX_ERRORS, MAX_TEXT_LEN),
+    })
+}
+
+/// `^.spec.x [0]: 4,100,000 (41.0%) on v1.33 → 12,300,000 (123.0%, over the limit) on v1.34`.
+fn change_text(c: &VersionChange) -> String {
+    let step = |s: &VersionStep| {
+        let v = match (s.cost, &s.compile_error) {
+            (_, Some(_)) => "does not compile".to_string(),
+            (Some(cost), None) => format!(
+                "{} ({}{})",
+                thousands(cost),
+                percent(cost, s.limit),
+                if s.exceeds_limit {
+                    ", over the limit"
+                } else {
+                    ""
+                }
+            ),
+            (None, None) => "absent".to_string(),
+        };
+        format!("{v} on {}", s.kubernetes_version)
+    };
+    let steps: Vec<String> = c.steps.iter().map(step).collect();
+    format!("{}: {}", c.unit, steps.join(" → "))
+}
+
+/// `UpgradeSafe` from the estimate's matrix (cluster minor, next minor), with the near-budget
+/// threshold of the settings.
+fn upgrade_safe(m: &VersionMatrix, near_percent: u8) -> (&'static str, &'static str, String) {
+    let (cur, next) = (&m.verdicts[0], &m.verdicts[1]);
+    let at =
+        |c: &VersionChange, v: &str| c.steps.iter().find(|s| s.kubernetes_version == v).cloned();
+    if cur.valid && !next.valid {
+        let culprit = m
+            .changes
+            .iter()
+            .find(|c| {
+                at(c, &next.kubernetes_version)
+                    .is_some_and(|s| s.exceeds_limit || s.compile_error.is_some())
+            })
+            .map(|c| format!(": {}", change_text(c)))
+            .unwrap_or_default();
+        return (
+            "False",
+            reason::REJECTED_BY_NEXT_VERSION,
+            format!(
+                "the API server of Kubernetes {} would reject the object{culprit}",
+                next.kubernetes_version
+            ),
+        );
+    }
+    let near = |s: &VersionStep| {
+        s.cost
+            .is_some_and(|c| level(c, s.limit, near_percent) != BudgetLevel::WithinBudget)
+    };
+    let newly_near = m.changes.iter().find(|c| {
+        let (a, b) = (c.steps.first(), at(c, &next.kubernetes_version));
+        b.as_ref().is_some_and(near)
+            && !a.is_some_and(|a| a.kubernetes_version == cur.kubernetes_version && near(a))
+    });
+    if let Some(c) = newly_near {
+        return (
+            "False",
+            reason::NEAR_BUDGET_ON_NEXT_VERSION,
+            format!(
+                "on Kubernetes {} a rule reaches {near_percent}% of its limit: {}",
+                next.kubernetes_version,
+                change_text(c)
+            ),
+        );
+    }
+    let what = if m.changes.is_empty() {
+        "the same numbers".to_string()
+    } else {
+        format!(
+            "{} changed numbers, none newly at or above {near_percent}% of its limit",
+            m.changes.len()
+        )
+    };
+    (
+        "True",
+        reason::ACCEPTED_BY_NEXT_VERSION,
+        format!(
+            "Kubernetes {} {} the object, with {what}",
+            next.kubernetes_version,
+            if next.valid {
+                "accepts"
+            } else {
+                "rejects, as this version does,"
+            }
+        ),
+    )
 }
 
 /// The `n` costliest rules, each under its schema, costliest first.
@@ -524,10 +652,29 @@ pub fn with_conditions(
     };
     let estimated = (ready.0, ready.1, ready.2.clone());
     let prev_conds = prev.map(|p| p.conditions.as_slice()).unwrap_or_default();
+    let upgrade: (String, String, String) = match (failure, &status.next_version) {
+        (None, Some(n)) => (n.upgrade_safe.clone(), n.reason.clone(), n.message.clone()),
+        (None, None) => (
+            "Unknown".into(),
+            reason::NEXT_VERSION_UNKNOWN.into(),
+            format!(
+                "celcost has no rules for the Kubernetes minor after {} (its newest is v{})",
+                status.kubernetes_version,
+                crate::cel::minor::NEWEST
+            ),
+        ),
+        (Some(_), _) => (
+            "Unknown".into(),
+            reason::NEXT_VERSION_UNKNOWN.into(),
+            "no estimate".to_string(),
+        ),
+    };
+    let upgrade = (upgrade.0.as_str(), upgrade.1.as_str(), upgrade.2);
     status.conditions = vec![
         condition(CONDITION_READY, ready, generation, prev_conds, now),
         condition(CONDITION_ESTIMATED, estimated, generation, prev_conds, now),
         condition(CONDITION_WITHIN_BUDGET, within, generation, prev_conds, now),
+        condition(CONDITION_UPGRADE_SAFE, upgrade, generation, prev_conds, now),
     ];
     status
 }
@@ -707,6 +854,31 @@ pub fn transitions(
             .0,
         });
     }
+    // The next minor: a warning when it starts to reject the object or push a rule near its
+    // limit (`UpgradeSafe` turning False), whatever the reason was before.
+    let upgrade = |st: &CostReportStatus| {
+        st.conditions
+            .iter()
+            .find(|c| c.type_ == CONDITION_UPGRADE_SAFE)
+            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+    };
+    if let Some((status, why, message)) = upgrade(new)
+        && status == "False"
+        && prev
+            .and_then(upgrade)
+            .is_none_or(|p| p.0 != "False" || p.1 != why)
+    {
+        let reason = if why == reason::REJECTED_BY_NEXT_VERSION {
+            reason::REJECTED_BY_NEXT_VERSION
+        } else {
+            reason::NEAR_BUDGET_ON_NEXT_VERSION
+        };
+        out.push(Transition {
+            warning: true,
+            reason,
+            note: truncate(&format!("Upgrade: {message}."), 1024).0,
+        });
+    }
     out
 }
 
@@ -781,6 +953,110 @@ mod tests {
     }
 
     const CRD: TargetKind = TargetKind::CustomResourceDefinition;
+
+    fn versioned(version: &str, costs: &[u64]) -> ObjectReport {
+        let mut r = report(costs);
+        r.kubernetes_version = version.into();
+        r.valid = costs.iter().all(|&c| c <= PER_RULE_COST_LIMIT);
+        r
+    }
+
+    fn upgrade_condition(s: &CostReportStatus) -> (String, String, String) {
+        let c = s
+            .conditions
+            .iter()
+            .find(|c| c.type_ == CONDITION_UPGRADE_SAFE)
+            .unwrap();
+        (c.status.clone(), c.reason.clone(), c.message.clone())
+    }
+
+    fn status_of(r: &ObjectReport, prev: Option<&CostReportStatus>) -> CostReportStatus {
+        let s = estimate_status(CRD, r, StatusSettings::default());
+        with_conditions(s, CRD, Some(1), None, prev, Timestamp::UNIX_EPOCH)
+    }
+
+    #[test]
+    fn the_next_minor_decides_upgrade_safe() {
+        use crate::versions::with_next;
+        // The same numbers on the next minor: safe.
+        let same = status_of(
+            &with_next(versioned("v1.33", &[100]), versioned("v1.34", &[100])),
+            None,
+        );
+        let (st, why, msg) = upgrade_condition(&same);
+        assert_eq!(
+            (st.as_str(), why.as_str()),
+            ("True", reason::ACCEPTED_BY_NEXT_VERSION)
+        );
+        assert!(msg.contains("v1.34 accepts"), "{msg}");
+        assert_eq!(same.next_version.as_ref().unwrap().change_count, 0);
+        // A rule over the limit on the next minor: rejected there, naming the rule.
+        let rejected = status_of(
+            &with_next(
+                versioned("v1.31", &[100, 4_100_000]),
+                versioned("v1.32", &[100, 12_310_000]),
+            ),
+            Some(&same),
+        );
+        let (st, why, msg) = upgrade_condition(&rejected);
+        assert_eq!(
+            (st.as_str(), why.as_str()),
+            ("False", reason::REJECTED_BY_NEXT_VERSION)
+        );
+        assert!(
+            msg.contains("^.spec.f1 [0]") && msg.contains("12,310,000"),
+            "{msg}"
+        );
+        let next = rejected.next_version.as_ref().unwrap();
+        assert!(!next.valid);
+        assert_eq!(next.kubernetes_version, "v1.32");
+        let t = transitions(CRD, Some(&same), &rejected);
+        assert!(
+            t.iter()
+                .any(|t| t.warning && t.reason == reason::REJECTED_BY_NEXT_VERSION),
+            "{t:?}"
+        );
+        // No repeated event while it stays so.
+        let again = status_of(
+            &with_next(
+                versioned("v1.31", &[100, 4_100_000]),
+                versioned("v1.32", &[100, 12_310_000]),
+            ),
+            Some(&rejected),
+        );
+        assert!(transitions(CRD, Some(&rejected), &again).is_empty());
+        // Newly near the threshold (80%) on the next minor, still accepted.
+        let near = status_of(
+            &with_next(
+                versioned("v1.32", &[5_000_000]),
+                versioned("v1.33", &[9_100_000]),
+            ),
+            None,
+        );
+        let (st, why, msg) = upgrade_condition(&near);
+        assert_eq!(
+            (st.as_str(), why.as_str()),
+            ("False", reason::NEAR_BUDGET_ON_NEXT_VERSION)
+        );
+        assert!(msg.contains("91.0%"), "{msg}");
+        // Already near on this minor: not a new problem.
+        let was_near = status_of(
+            &with_next(
+                versioned("v1.32", &[8_500_000]),
+                versioned("v1.33", &[9_100_000]),
+            ),
+            None,
+        );
+        assert_eq!(upgrade_condition(&was_near).0, "True");
+        // No rules for the next minor: Unknown.
+        let newest = status_of(&versioned("v1.36", &[100]), None);
+        let (st, why, _) = upgrade_condition(&newest);
+        assert_eq!(
+            (st.as_str(), why.as_str()),
+            ("Unknown", reason::NEXT_VERSION_UNKNOWN)
+        );
+        assert!(newest.next_version.is_none());
+    }
 
     #[test]
     fn caps_at_int64() {
