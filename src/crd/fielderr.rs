@@ -277,7 +277,9 @@ pub fn go_value(v: &Value) -> String {
     }
 }
 
-/// Go `%q` of a string (strconv.Quote).
+/// Go's `%q` of a string (`strconv.Quote`): printable characters as they are, `\a \b \f \n \r
+/// \t \v`, other ASCII controls as `\xHH`, other unprintable characters as `\uHHHH` or
+/// `\UHHHHHHHH`.
 pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -285,24 +287,39 @@ pub fn go_quote(s: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
+            c if go_is_print(c) => out.push(c),
             '\u{7}' => out.push_str("\\a"),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
             '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
+            c if c.is_ascii() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push_str(&format!("\\U{:08x}", c as u32)),
         }
     }
     out.push('"');
     out
 }
 
-/// Go `encoding/json` string encoding (HTML-escaped `<`, `>`, `&`).
+/// Go's `strconv.IsPrint`: letters, marks, numbers, punctuation, symbols and the ASCII space.
+/// Rust's `escape_debug` keeps the same characters (of its own Unicode version, which may be
+/// newer than Go's) except grapheme extenders at the start of a string, hence the `a` before.
+fn go_is_print(c: char) -> bool {
+    if c.is_ascii() {
+        return (' '..='~').contains(&c);
+    }
+    let mut buf = [0u8; 8];
+    buf[0] = b'a';
+    let n = c.encode_utf8(&mut buf[1..]).len();
+    let s = std::str::from_utf8(&buf[..=n]).unwrap_or_default();
+    s.escape_debug().eq(s.chars())
+}
+
+/// Go `encoding/json` string encoding (HTML-escaped `<`, `>`, `&`; `\b` and `\f` since Go 1.22,
+/// which every minor here is built with).
 pub fn go_json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -313,6 +330,8 @@ pub fn go_json_string(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
             '<' => out.push_str("\\u003c"),
             '>' => out.push_str("\\u003e"),
             '&' => out.push_str("\\u0026"),
@@ -488,6 +507,32 @@ mod tests {
             assert_eq!(go_float(f), v);
             assert_eq!(go_json_float(f), j);
         }
+    }
+
+    #[test]
+    fn strings_quote_as_strconv_quote() {
+        // Go 1.26's strconv.Quote of the same string.
+        assert_eq!(
+            go_quote(
+                "\u{8}\u{c}\u{0}\u{1f}\u{7f}\u{2028}\u{2029}<>&\u{feff}\u{1f600}\u{e0001}\u{ad}\u{10ffff}\u{e000}\u{378}\u{301}"
+            ),
+            "\"\\b\\f\\x00\\x1f\\x7f\\u2028\\u2029<>&\\ufeff\u{1f600}\\U000e0001\\u00ad\\U0010ffff\\ue000\\u0378\u{301}\""
+        );
+        assert_eq!(
+            go_quote("a\"b\\c\u{7}\u{b}\r\u{e9}\u{a0}\u{3000}"),
+            "\"a\\\"b\\\\c\\a\\v\\r\u{e9}\\u00a0\\u3000\""
+        );
+        // A combining mark is printable, at the start of a string too.
+        assert_eq!(go_quote("\u{301}"), "\"\u{301}\"");
+    }
+
+    #[test]
+    fn strings_encode_as_encoding_json() {
+        // Go 1.22+ writes \b and \f; DEL and non-ASCII stay as they are.
+        assert_eq!(
+            go_json_string("\u{8}\u{c}\u{0}\u{1f}\u{7f}\u{2028}\u{2029}<>&\u{feff}"),
+            "\"\\b\\f\\u0000\\u001f\u{7f}\\u2028\\u2029\\u003c\\u003e\\u0026\u{feff}\""
+        );
     }
 
     #[test]
