@@ -1,29 +1,57 @@
 //! The API server's field errors (k8s.io/apimachinery pkg/util/validation/field), formatted the
-//! way `field.Error.Error()` formats them.
+//! way `field.Error.Error()` formats them in each Kubernetes minor.
+
+pub mod govalue;
 
 use std::fmt;
 
 use serde_json::Value;
 
-use crate::schema::ValidationRule;
+use crate::cel::decls::Version;
+pub use govalue::GoValue;
+
+/// Whether `field.Error` renders a bad value that is not a string, number or boolean as JSON
+/// (Kubernetes 1.34, kubernetes/kubernetes#132314), rather than with Go's `%#v` after
+/// dereferencing one pointer, a nil value being the quoted string `"null"` (before).
+pub fn bad_values_as_json(k: Version) -> bool {
+    k >= Version::new(1, 34)
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum BadValue {
     /// Not shown (Required, Forbidden, Internal).
     Omit,
+    /// A `string`.
     Str(String),
+    /// A `bool`.
     Bool(bool),
+    /// An `int64` (or another signed integer).
     Int(i64),
-    Null,
-    /// A raw JSON rendering.
-    Json(String),
-    /// An `x-kubernetes-validations` entry, rendered as the internal Go struct's JSON.
-    Rule(ValidationRule),
-    /// A Go `float64`.
+    /// A `float64`.
     Float(f64),
-    /// A decoded JSON value as Go holds it (`interface{}`: integers are `int64`, other numbers
-    /// `float64`), rendered like `field.Error` renders such values.
-    Value(Value),
+    /// Any other Go value, with its Go type: its rendering depends on the minor.
+    Go(GoValue),
+}
+
+impl BadValue {
+    /// An `interface{}` holding a decoded JSON value (integers are `int64`, other numbers
+    /// `float64`).
+    pub fn any(v: Value) -> Self {
+        BadValue::Go(GoValue::any(v))
+    }
+
+    /// `field.Error`'s rendering of this value in Kubernetes `k`.
+    fn render(&self, k: Version) -> String {
+        match self {
+            BadValue::Omit => String::new(),
+            BadValue::Str(s) => go_quote(s),
+            BadValue::Bool(b) => b.to_string(),
+            BadValue::Int(i) => i.to_string(),
+            BadValue::Float(f) => go_float(*f),
+            BadValue::Go(v) if bad_values_as_json(k) => v.bad_value_json(),
+            BadValue::Go(v) => v.bad_value_go_syntax(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -118,6 +146,42 @@ impl FieldError {
             },
             detail,
         }
+    }
+
+    /// `field.Error.Error()` as Kubernetes `k` writes it.
+    pub fn render(&self, k: Version) -> String {
+        let type_str = match &self.kind {
+            ErrorType::Invalid => "Invalid value",
+            ErrorType::Required => "Required value",
+            ErrorType::Forbidden => "Forbidden",
+            ErrorType::Internal => "Internal error",
+            ErrorType::NotSupported(_) => "Unsupported value",
+            ErrorType::Duplicate => "Duplicate value",
+            ErrorType::TooLong => "Too long",
+            ErrorType::TooMany => "Too many",
+        };
+        let mut body = match (&self.kind, &self.value) {
+            (
+                ErrorType::Required
+                | ErrorType::Forbidden
+                | ErrorType::Internal
+                | ErrorType::TooLong,
+                _,
+            )
+            | (_, BadValue::Omit) => type_str.to_string(),
+            (_, v) => format!("{type_str}: {}", v.render(k)),
+        };
+        if let ErrorType::NotSupported(valid) = &self.kind
+            && !valid.is_empty()
+        {
+            let q: Vec<String> = valid.iter().map(|v| go_quote(v)).collect();
+            body.push_str(&format!(": supported values: {}", q.join(", ")));
+        }
+        if !self.detail.is_empty() {
+            body.push_str(": ");
+            body.push_str(&self.detail);
+        }
+        format!("{}: {}", self.field, body)
     }
 }
 
@@ -263,20 +327,6 @@ fn write_go_json(v: &Value, out: &mut String) {
     }
 }
 
-/// How `field.Error` renders an `interface{}` bad value: strings quoted, numbers and booleans
-/// with `%v`, everything else as JSON.
-pub fn go_value(v: &Value) -> String {
-    match v {
-        Value::String(s) => go_quote(s),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => match go_int(n) {
-            Some(i) => i.to_string(),
-            None => go_float(n.as_f64().unwrap_or(0.0)),
-        },
-        _ => go_json(v),
-    }
-}
-
 /// Go's `%q` of a string (`strconv.Quote`): printable characters as they are, `\a \b \f \n \r
 /// \t \v`, other ASCII controls as `\xHH`, other unprintable characters as `\uHHHH` or
 /// `\UHHHHHHHH`.
@@ -343,69 +393,6 @@ pub fn go_json_string(s: &str) -> String {
     }
     out.push('"');
     out
-}
-
-fn rule_json(r: &ValidationRule) -> String {
-    let opt = |v: &Option<String>| {
-        v.as_ref()
-            .map(|s| go_json_string(s))
-            .unwrap_or_else(|| "null".into())
-    };
-    format!(
-        "{{\"Rule\":{},\"Message\":{},\"MessageExpression\":{},\"Reason\":{},\"FieldPath\":{},\"OptionalOldSelf\":{}}}",
-        go_json_string(&r.rule),
-        go_json_string(&r.message),
-        go_json_string(&r.message_expression),
-        opt(&r.reason),
-        go_json_string(&r.field_path),
-        r.optional_old_self
-            .map(|b| b.to_string())
-            .unwrap_or_else(|| "null".into())
-    )
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let type_str = match &self.kind {
-            ErrorType::Invalid => "Invalid value",
-            ErrorType::Required => "Required value",
-            ErrorType::Forbidden => "Forbidden",
-            ErrorType::Internal => "Internal error",
-            ErrorType::NotSupported(_) => "Unsupported value",
-            ErrorType::Duplicate => "Duplicate value",
-            ErrorType::TooLong => "Too long",
-            ErrorType::TooMany => "Too many",
-        };
-        let mut body = match (&self.kind, &self.value) {
-            (
-                ErrorType::Required
-                | ErrorType::Forbidden
-                | ErrorType::Internal
-                | ErrorType::TooLong,
-                _,
-            )
-            | (_, BadValue::Omit) => type_str.to_string(),
-            (_, BadValue::Str(s)) => format!("{type_str}: {}", go_quote(s)),
-            (_, BadValue::Bool(b)) => format!("{type_str}: {b}"),
-            (_, BadValue::Int(i)) => format!("{type_str}: {i}"),
-            (_, BadValue::Null) => format!("{type_str}: null"),
-            (_, BadValue::Json(j)) => format!("{type_str}: {j}"),
-            (_, BadValue::Rule(r)) => format!("{type_str}: {}", rule_json(r)),
-            (_, BadValue::Float(f)) => format!("{type_str}: {}", go_float(*f)),
-            (_, BadValue::Value(v)) => format!("{type_str}: {}", go_value(v)),
-        };
-        if let ErrorType::NotSupported(valid) = &self.kind
-            && !valid.is_empty()
-        {
-            let q: Vec<String> = valid.iter().map(|v| go_quote(v)).collect();
-            body.push_str(&format!(": supported values: {}", q.join(", ")));
-        }
-        if !self.detail.is_empty() {
-            body.push_str(": ");
-            body.push_str(&self.detail);
-        }
-        write!(f, "{}: {}", self.field, body)
-    }
 }
 
 /// A field path (`field.Path`) built without allocating: each element borrows its parent, and

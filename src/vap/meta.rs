@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::crd::fielderr::{BadValue, FieldError};
+use crate::crd::fielderr::{BadValue, FieldError, GoValue};
 
 fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty()
@@ -163,7 +163,10 @@ pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
         {
             errs.push(FieldError::not_supported(
                 "spec.failurePolicy",
-                BadValue::Str(fp.into()),
+                BadValue::Go(GoValue::NamedStr(
+                    "admissionregistration.FailurePolicyType",
+                    fp.into(),
+                )),
                 &["Fail", "Ignore"],
             ));
         }
@@ -177,7 +180,10 @@ pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
             {
                 errs.push(FieldError::not_supported(
                     "spec.matchConstraints.matchPolicy",
-                    BadValue::Str(mp.into()),
+                    BadValue::Go(GoValue::NamedStr(
+                        "admissionregistration.MatchPolicyType",
+                        mp.into(),
+                    )),
                     &["Equivalent", "Exact"],
                 ));
             }
@@ -218,7 +224,10 @@ pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
                         if !["*", "CONNECT", "CREATE", "DELETE", "UPDATE"].contains(&op) {
                             errs.push(FieldError::not_supported(
                                 &format!("{base}.operations[{j}]"),
-                                BadValue::Str(op.into()),
+                                BadValue::Go(GoValue::NamedStr(
+                                    "admissionregistration.OperationType",
+                                    op.into(),
+                                )),
                                 &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"],
                             ));
                         }
@@ -265,4 +274,36 @@ pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
         }
     }
     errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cel::decls::Version;
+    use serde_json::json;
+
+    fn rendered(errs: &[FieldError], k: Version) -> Vec<String> {
+        errs.iter().map(|e| e.render(k)).collect()
+    }
+
+    #[test]
+    fn enumerated_values_are_named_string_types() {
+        // `FailurePolicyType` is no `string`: from 1.34 it is rendered as JSON, not with `%q`.
+        let spec = json!({"failurePolicy": "<x>", "matchConstraints": {"resourceRules": [
+            {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]}});
+        let errs = validate_spec(&spec);
+        let supported = "supported values: \"Fail\", \"Ignore\"";
+        assert_eq!(
+            rendered(&errs, Version::new(1, 33)),
+            [format!(
+                "spec.failurePolicy: Unsupported value: \"<x>\": {supported}"
+            )]
+        );
+        assert_eq!(
+            rendered(&errs, Version::new(1, 34)),
+            [format!(
+                "spec.failurePolicy: Unsupported value: \"\\u003cx\\u003e\": {supported}"
+            )]
+        );
+    }
 }

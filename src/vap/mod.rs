@@ -26,7 +26,7 @@ use crate::cel::cost::{Cost, CostOptions, estimate};
 use crate::cel::env::Env;
 use crate::cel::k8s_cost::KubernetesEstimator;
 use crate::cel::types::Type;
-use crate::crd::fielderr::{BadValue, FieldError};
+use crate::crd::fielderr::{BadValue, FieldError, GoValue};
 use crate::report::{ExpressionReport, ObjectReport, PER_CALL_LIMIT, PolicyBudget, TypedEstimate};
 use crate::schema::catalog::SchemaCatalog;
 use types::PolicyTypes;
@@ -136,6 +136,7 @@ pub fn estimate_vap_with(
         kubernetes_version: format!("v{}", env.kubernetes),
         ..Default::default()
     };
+    let k = env.kubernetes;
     let mut errors: Vec<FieldError> = meta::validate_object_meta(vap.get("metadata"));
     let spec = vap.get("spec").cloned().unwrap_or(Value::Null);
     errors.extend(meta::validate_spec(&spec));
@@ -317,7 +318,7 @@ pub fn estimate_vap_with(
             if !REASONS.contains(&r) {
                 errors.push(FieldError::not_supported(
                     &format!("spec.validations[{i}].reason"),
-                    BadValue::Str(r.to_string()),
+                    BadValue::Go(GoValue::NamedStr("v1.StatusReason", r.to_string())),
                     &REASONS,
                 ));
             }
@@ -447,7 +448,7 @@ pub fn estimate_vap_with(
     report.typing = Some(typing.report);
     report.expressions = expressions.into_iter().map(|c| c.report).collect();
     report.valid = errors.is_empty();
-    report.errors = errors.iter().map(FieldError::to_string).collect();
+    report.errors = errors.iter().map(|e| e.render(k)).collect();
     report
 }
 

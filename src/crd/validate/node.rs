@@ -3,11 +3,9 @@
 //! pkg/apis/apiextensions/validation/validation.go): their errors are "schema errors", which keep
 //! the node's CEL rules (and its ancestors') from compiling.
 
-use serde_json::Value;
-
-use super::internal::write_go_schema;
+use super::internal::go_items_list;
 use super::{structural, type_error};
-use crate::crd::fielderr::{BadValue, FieldError, go_json, go_json_string};
+use crate::crd::fielderr::{BadValue, FieldError, GoValue};
 use crate::schema::{AdditionalProperties, Dependency, Schema};
 
 const OPENAPI_V3_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
@@ -134,9 +132,9 @@ fn spec_standard_validation(
     }
 }
 
-/// A `*string` bad value: JSON of the string, or `null`.
-fn json_opt_str(v: Option<&str>) -> BadValue {
-    BadValue::Json(v.map_or("null".to_string(), go_json_string))
+/// A `*string` bad value.
+fn ptr_str(v: Option<&str>) -> BadValue {
+    BadValue::Go(GoValue::ptr_str(v))
 }
 
 /// The `x-kubernetes-map-type`, `x-kubernetes-list-type` and `x-kubernetes-list-map-keys`
@@ -167,7 +165,7 @@ fn list_and_map_types(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
             "array" if items.x_list_type.as_deref().is_some_and(|t| t != "atomic") => {
                 errs.push(FieldError::invalid(
                     &format!("{fld}.items.x-kubernetes-list-type"),
-                    json_opt_str(items.x_list_type.as_deref()),
+                    ptr_str(items.x_list_type.as_deref()),
                     detail,
                 ));
             }
@@ -175,7 +173,7 @@ fn list_and_map_types(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
                 // Upstream reports the items' list type as the value here.
                 errs.push(FieldError::invalid(
                     &format!("{fld}.items.x-kubernetes-map-type"),
-                    json_opt_str(items.x_list_type.as_deref()),
+                    ptr_str(items.x_list_type.as_deref()),
                     detail,
                 ));
             }
@@ -215,7 +213,7 @@ fn list_and_map_types(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
 
 /// The checks of an `x-kubernetes-list-type: map` list.
 fn list_map(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
-    let keys_json = || BadValue::Json(go_json(&Value::from(s.x_list_map_keys.clone())));
+    let keys = || BadValue::Go(GoValue::strings(Some(&s.x_list_map_keys)));
     if s.x_list_map_keys.is_empty() {
         errs.push(FieldError::required(
             &format!("{fld}.x-kubernetes-list-map-keys"),
@@ -229,17 +227,10 @@ fn list_map(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
                 "must have a schema if x-kubernetes-list-type is map",
             )),
             Some(raw) => {
-                let mut json = String::from("{\"Schema\":null,\"JSONSchemas\":[");
-                for (i, x) in raw.as_array().into_iter().flatten().enumerate() {
-                    if i > 0 {
-                        json.push(',');
-                    }
-                    write_go_schema(x, &mut json);
-                }
-                json.push_str("]}");
+                let list = raw.as_array().map_or(&[][..], Vec::as_slice);
                 errs.push(FieldError::invalid(
                     &format!("{fld}.items"),
-                    BadValue::Json(json),
+                    BadValue::Go(go_items_list(list)),
                     "must only have a single schema if x-kubernetes-list-type is map",
                 ));
             }
@@ -268,14 +259,14 @@ fn list_map(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
             Some(_) => {}
             None => errs.push(FieldError::invalid(
                 &format!("{fld}.x-kubernetes-list-map-keys"),
-                keys_json(),
+                keys(),
                 "entries must all be names of item properties",
             )),
         }
         if seen.contains(&k) {
             errs.push(FieldError::invalid(
                 &format!("{fld}.x-kubernetes-list-map-keys"),
-                keys_json(),
+                keys(),
                 "must not contain duplicate entries",
             ));
         }
@@ -361,7 +352,10 @@ fn x_validations(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
         {
             errs.push(FieldError::not_supported(
                 &format!("{base}.reason"),
-                BadValue::Str(r.clone()),
+                BadValue::Go(GoValue::NamedStr(
+                    "apiextensions.FieldValueErrorReason",
+                    r.clone(),
+                )),
                 &SUPPORTED_REASONS,
             ));
         }

@@ -52,7 +52,7 @@ fn coerce_node(
                         "apiVersion" | "kind" if !v.is_string() => {
                             return Err(Box::new(FieldError::invalid(
                                 &child(pth, &k),
-                                BadValue::Value(v),
+                                BadValue::any(v),
                                 "must be a string",
                             )));
                         }
@@ -60,7 +60,7 @@ fn coerce_node(
                             Err(e) => {
                                 return Err(Box::new(FieldError::invalid(
                                     &child(pth, "metadata"),
-                                    BadValue::Value(v),
+                                    BadValue::any(v),
                                     &e,
                                 )));
                             }
@@ -153,7 +153,7 @@ fn validate_embedded_resource(pth: &str, x: &Map<String, Value>, errs: &mut Vec<
                 match v.as_str() {
                     None => errs.push(FieldError::invalid(
                         &f,
-                        BadValue::Value(v.clone()),
+                        BadValue::any(v.clone()),
                         "must be a string",
                     )),
                     Some("") => errs.push(FieldError::invalid(
@@ -176,7 +176,7 @@ fn validate_embedded_resource(pth: &str, x: &Map<String, Value>, errs: &mut Vec<
                 match v.as_str() {
                     None => errs.push(FieldError::invalid(
                         &f,
-                        BadValue::Value(v.clone()),
+                        BadValue::any(v.clone()),
                         "must be a string",
                     )),
                     Some("") => errs.push(FieldError::invalid(
@@ -202,7 +202,7 @@ fn validate_embedded_resource(pth: &str, x: &Map<String, Value>, errs: &mut Vec<
             "metadata" => {
                 let f = child(pth, "metadata");
                 match decode_object_meta(v) {
-                    Err(e) => errs.push(FieldError::invalid(&f, BadValue::Value(v.clone()), &e)),
+                    Err(e) => errs.push(FieldError::invalid(&f, BadValue::any(v.clone()), &e)),
                     Ok(meta) => validate_object_meta(&f, &meta, errs),
                 }
             }
