@@ -17,6 +17,36 @@ pub fn bad_values_as_json(k: Version) -> bool {
     k >= Version::new(1, 34)
 }
 
+/// Whether a detail still names the field it is about (`uid must not be empty`), or the error
+/// type's own words (`Required value: must not be empty`): Kubernetes 1.34 dropped both
+/// (kubernetes/kubernetes#132513 and its siblings).
+pub fn details_repeat_the_field(k: Version) -> bool {
+    k < Version::new(1, 34)
+}
+
+/// The detail of Kubernetes `k`: `repeating` before the 1.34 clean-up of details that repeat
+/// their field (see [`details_repeat_the_field`]), `clean` after it.
+pub fn detail<'a>(k: Version, repeating: &'a str, clean: &'a str) -> &'a str {
+    if details_repeat_the_field(k) {
+        repeating
+    } else {
+        clean
+    }
+}
+
+/// Whether `field.TooLong` and `field.TooMany` say "1 byte", "1 item" rather than "1 bytes",
+/// "1 items" (Kubernetes 1.34).
+pub fn singular_units(k: Version) -> bool {
+    k >= Version::new(1, 34)
+}
+
+/// Whether `field.TooLong` says "may not be more than N bytes" (Kubernetes 1.32, which merged
+/// `TooLongMaxLength` into `TooLong`), rather than `TooLongMaxLength`'s "may not be longer than
+/// N" (before).
+pub fn too_long_in_bytes(k: Version) -> bool {
+    k >= Version::new(1, 32)
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum BadValue {
     /// Not shown (Required, Forbidden, Internal).
@@ -62,8 +92,11 @@ pub enum ErrorType {
     Internal,
     NotSupported(Vec<String>),
     Duplicate,
-    TooLong,
-    TooMany,
+    /// `field.TooLong` with the maximum length in bytes (negative: unknown); before 1.32,
+    /// `field.TooLongMaxLength`, which the kube-openapi result conversion called.
+    TooLong(i64),
+    /// `field.TooMany` with the maximum count (negative: unknown).
+    TooMany(i64),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -117,34 +150,24 @@ impl FieldError {
     }
     /// `field.TooLong(field, _, max)`.
     pub fn too_long(field: &str, max: i64) -> Self {
-        let detail = match max {
-            1 => "may not be more than 1 byte".to_string(),
-            m if m >= 0 => format!("may not be more than {m} bytes"),
-            _ => "value is too long".to_string(),
-        };
         FieldError {
             field: field.into(),
-            kind: ErrorType::TooLong,
+            kind: ErrorType::TooLong(max),
             value: BadValue::Omit,
-            detail,
+            detail: String::new(),
         }
     }
     /// `field.TooMany(field, actual, max)`.
     pub fn too_many(field: &str, actual: i64, max: i64) -> Self {
-        let detail = match max {
-            1 => "must have at most 1 item".to_string(),
-            m if m >= 0 => format!("must have at most {m} items"),
-            _ => "has too many items".to_string(),
-        };
         FieldError {
             field: field.into(),
-            kind: ErrorType::TooMany,
+            kind: ErrorType::TooMany(max),
             value: if actual >= 0 {
                 BadValue::Int(actual)
             } else {
                 BadValue::Omit
             },
-            detail,
+            detail: String::new(),
         }
     }
 
@@ -157,15 +180,15 @@ impl FieldError {
             ErrorType::Internal => "Internal error",
             ErrorType::NotSupported(_) => "Unsupported value",
             ErrorType::Duplicate => "Duplicate value",
-            ErrorType::TooLong => "Too long",
-            ErrorType::TooMany => "Too many",
+            ErrorType::TooLong(_) => "Too long",
+            ErrorType::TooMany(_) => "Too many",
         };
         let mut body = match (&self.kind, &self.value) {
             (
                 ErrorType::Required
                 | ErrorType::Forbidden
                 | ErrorType::Internal
-                | ErrorType::TooLong,
+                | ErrorType::TooLong(_),
                 _,
             )
             | (_, BadValue::Omit) => type_str.to_string(),
@@ -177,11 +200,35 @@ impl FieldError {
             let q: Vec<String> = valid.iter().map(|v| go_quote(v)).collect();
             body.push_str(&format!(": supported values: {}", q.join(", ")));
         }
-        if !self.detail.is_empty() {
+        let detail = match self.kind {
+            ErrorType::TooLong(max) => too_long_detail(k, max),
+            ErrorType::TooMany(max) => too_many_detail(k, max),
+            _ => self.detail.clone(),
+        };
+        if !detail.is_empty() {
             body.push_str(": ");
-            body.push_str(&self.detail);
+            body.push_str(&detail);
         }
         format!("{}: {}", self.field, body)
+    }
+}
+
+/// The detail of `field.TooLong` (before 1.32, `field.TooLongMaxLength`) in Kubernetes `k`.
+fn too_long_detail(k: Version, max: i64) -> String {
+    match max {
+        m if m < 0 => "value is too long".to_string(),
+        m if !too_long_in_bytes(k) => format!("may not be longer than {m}"),
+        1 if singular_units(k) => "may not be more than 1 byte".to_string(),
+        m => format!("may not be more than {m} bytes"),
+    }
+}
+
+/// The detail of `field.TooMany` in Kubernetes `k`.
+fn too_many_detail(k: Version, max: i64) -> String {
+    match max {
+        m if m < 0 => "has too many items".to_string(),
+        1 if singular_units(k) => "must have at most 1 item".to_string(),
+        m => format!("must have at most {m} items"),
     }
 }
 

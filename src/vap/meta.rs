@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use crate::crd::fielderr::{BadValue, FieldError, GoValue};
+use crate::cel::decls::Version;
+use crate::crd::fielderr::{BadValue, FieldError, GoValue, detail};
 
 fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty()
@@ -78,7 +79,7 @@ pub fn validate_qualified_name(value: &str, field: &str) -> Vec<FieldError> {
 }
 
 /// `ValidateObjectMeta` for a cluster-scoped object named as a DNS subdomain.
-pub fn validate_object_meta(meta: Option<&Value>) -> Vec<FieldError> {
+pub fn validate_object_meta(meta: Option<&Value>, k: Version) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let meta = meta.cloned().unwrap_or(Value::Null);
     let name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -132,21 +133,21 @@ pub fn validate_object_meta(meta: Option<&Value>) -> Vec<FieldError> {
             errs.push(FieldError::invalid(
                 "metadata.ownerReferences.kind",
                 BadValue::Str(String::new()),
-                "must not be empty",
+                detail(k, "kind must not be empty", "must not be empty"),
             ));
         }
         if s("name").is_empty() {
             errs.push(FieldError::invalid(
                 "metadata.ownerReferences.name",
                 BadValue::Str(String::new()),
-                "must not be empty",
+                detail(k, "name must not be empty", "must not be empty"),
             ));
         }
         if s("uid").is_empty() {
             errs.push(FieldError::invalid(
                 "metadata.ownerReferences.uid",
                 BadValue::Str(String::new()),
-                "must not be empty",
+                detail(k, "uid must not be empty", "must not be empty"),
             ));
         }
     }
@@ -279,11 +280,30 @@ pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cel::decls::Version;
     use serde_json::json;
 
     fn rendered(errs: &[FieldError], k: Version) -> Vec<String> {
         errs.iter().map(|e| e.render(k)).collect()
+    }
+
+    #[test]
+    fn owner_reference_details_by_minor() {
+        let meta = json!({"name": "p", "ownerReferences": [{"apiVersion": "v1"}]});
+        for (minor, prefix) in [(30, true), (33, true), (34, false), (36, false)] {
+            let k = Version::new(1, minor);
+            let want: Vec<String> = ["kind", "name", "uid"]
+                .iter()
+                .map(|f| {
+                    let named = if prefix { format!("{f} ") } else { String::new() };
+                    format!("metadata.ownerReferences.{f}: Invalid value: \"\": {named}must not be empty")
+                })
+                .collect();
+            assert_eq!(
+                rendered(&validate_object_meta(Some(&meta), k), k),
+                want,
+                "1.{minor}"
+            );
+        }
     }
 
     #[test]

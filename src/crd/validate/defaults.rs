@@ -72,7 +72,7 @@ fn walk(
         if inside_meta {
             errs.extend(metadata_default(&dfld, s, default, resource, k));
         } else {
-            errs.extend(plain_default(&dfld, s, embedded, default));
+            errs.extend(plain_default(&dfld, s, embedded, default, k));
         }
     }
     // additionalProperties are not followed: defaults there are not validated.
@@ -108,7 +108,13 @@ fn walk(
 
 /// A default outside of object metadata: pruned, coerced, metadata-validated, then validated
 /// against the node's schema.
-fn plain_default(dfld: &str, s: &Schema, embedded: bool, default: &Value) -> Vec<FieldError> {
+fn plain_default(
+    dfld: &str,
+    s: &Schema,
+    embedded: bool,
+    default: &Value,
+    k: Version,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if would_prune(default, Some(s), embedded) {
         errs.push(FieldError::invalid(
@@ -122,7 +128,7 @@ fn plain_default(dfld: &str, s: &Schema, embedded: bool, default: &Value) -> Vec
         errs.push(*e);
         return errs;
     }
-    let meta_errs = objectmeta::validate(dfld, &value, Some(s), embedded);
+    let meta_errs = objectmeta::validate(dfld, &value, Some(s), embedded, k);
     if !meta_errs.is_empty() {
         errs.extend(meta_errs);
         return errs;
@@ -177,7 +183,7 @@ fn metadata_default(
     if let Err(e) = objectmeta::coerce("", &mut obj, Some(resource.schema), true) {
         return bad(e.render(k));
     }
-    let errs = objectmeta::validate("", &obj, Some(resource.schema), true);
+    let errs = objectmeta::validate("", &obj, Some(resource.schema), true, k);
     if !errs.is_empty() {
         return bad(aggregate(&errs, k));
     }

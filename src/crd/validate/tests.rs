@@ -370,7 +370,9 @@ fn type_information_errors_reach_the_children() {
     );
 }
 
-/// The error set of a CRD in Kubernetes `minor`.
+/// The error set of a CRD in Kubernetes `minor`. The expectations below for minors other than
+/// 1.36 restate that minor's upstream code (its wording, its rendering of values: Go's `%#v` as
+/// Go 1.26 prints the same values), not an oracle run.
 fn errors_at(minor: u32, crd: &Value) -> BTreeSet<String> {
     let report = Estimator::new(crate::cel::decls::Version::new(1, minor))
         .estimate(crd, "test")
@@ -460,6 +462,75 @@ fn versions_keep_what_differs() {
     );
 }
 
+/// Kubernetes 1.34 dropped the field names that details repeated.
+#[test]
+fn details_name_their_field_before_1_34() {
+    let c = crd(
+        json!({"type": "object", "x-kubernetes-validations": [
+            {"rule": "true", "message": " ", "fieldPath": " "}]}),
+        false,
+    );
+    let base = "spec.validation.openAPIV3Schema.x-kubernetes-validations[0]";
+    assert_eq!(
+        errors_at(33, &c),
+        set(&[
+            &format!(
+                "{base}.message: Invalid value: \" \": message must be non-empty if specified"
+            ),
+            &format!(
+                "{base}.fieldPath: Invalid value: \" \": fieldPath must be non-empty if specified"
+            ),
+            &format!("{base}.fieldPath: Invalid value: \" \": fieldPath must be a valid path"),
+        ])
+    );
+    assert_eq!(
+        errors_at(34, &c),
+        set(&[
+            &format!("{base}.message: Invalid value: \" \": must be non-empty if specified"),
+            &format!("{base}.fieldPath: Invalid value: \" \": must be non-empty if specified"),
+            &format!("{base}.fieldPath: Invalid value: \" \": must be a valid path"),
+        ])
+    );
+}
+
+/// `field.TooLong` and `field.TooMany` by minor: `TooLongMaxLength`'s words before 1.32,
+/// singular units from 1.34.
+#[test]
+fn too_long_and_too_many_by_minor() {
+    let c = crd(
+        json!({"type": "object", "properties": {
+            "s": {"type": "string", "maxLength": 1, "default": "ab"},
+            "l": {"type": "array", "maxItems": 1, "items": {"type": "string"}, "default": ["a", "b"]}}}),
+        false,
+    );
+    let s = "spec.validation.openAPIV3Schema.properties[s].default: Too long";
+    let l = "spec.validation.openAPIV3Schema.properties[l].default: Too many: 2";
+    for (minor, s_detail, l_detail) in [
+        (31, "may not be longer than 1", "must have at most 1 items"),
+        (
+            32,
+            "may not be more than 1 bytes",
+            "must have at most 1 items",
+        ),
+        (
+            33,
+            "may not be more than 1 bytes",
+            "must have at most 1 items",
+        ),
+        (
+            34,
+            "may not be more than 1 byte",
+            "must have at most 1 item",
+        ),
+    ] {
+        assert_eq!(
+            errors_at(minor, &c),
+            set(&[&format!("{s}: {s_detail}"), &format!("{l}: {l_detail}")]),
+            "1.{minor}"
+        );
+    }
+}
+
 /// A decoded object is a Go map before 1.34.
 #[test]
 fn decoded_defaults_by_minor() {
@@ -480,5 +551,31 @@ fn decoded_defaults_by_minor() {
         set(&[&format!(
             "{o}: {{\"a\":\"x\",\"b\":[1,null]}}: must not have unknown fields"
         )])
+    );
+}
+
+/// An embedded resource's missing `apiVersion` and `kind`: "must not be empty" before 1.34.
+#[test]
+fn embedded_resources_required_fields_by_minor() {
+    let c = crd(
+        json!({"type": "object", "properties": {"r": {"type": "object",
+            "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true,
+            "default": {"metadata": {"name": "x"}}}}}),
+        false,
+    );
+    let r = "spec.validation.openAPIV3Schema.properties[r].default";
+    assert_eq!(
+        errors_at(33, &c),
+        set(&[
+            &format!("{r}.apiVersion: Required value: must not be empty"),
+            &format!("{r}.kind: Required value: must not be empty"),
+        ])
+    );
+    assert_eq!(
+        errors_at(34, &c),
+        set(&[
+            &format!("{r}.apiVersion: Required value"),
+            &format!("{r}.kind: Required value"),
+        ])
     );
 }
