@@ -1,29 +1,87 @@
 //! The API server's field errors (k8s.io/apimachinery pkg/util/validation/field), formatted the
-//! way `field.Error.Error()` formats them.
+//! way `field.Error.Error()` formats them in each Kubernetes minor.
+
+pub mod govalue;
 
 use std::fmt;
 
 use serde_json::Value;
 
-use crate::schema::ValidationRule;
+use crate::cel::decls::Version;
+pub use govalue::GoValue;
+
+/// Whether `field.Error` renders a bad value that is not a string, number or boolean as JSON
+/// (Kubernetes 1.34, kubernetes/kubernetes#132314), rather than with Go's `%#v` after
+/// dereferencing one pointer, a nil value being the quoted string `"null"` (before).
+pub fn bad_values_as_json(k: Version) -> bool {
+    k >= Version::new(1, 34)
+}
+
+/// Whether a detail still names the field it is about (`uid must not be empty`), or the error
+/// type's own words (`Required value: must not be empty`): Kubernetes 1.34 dropped both
+/// (kubernetes/kubernetes#132513 and its siblings).
+pub fn details_repeat_the_field(k: Version) -> bool {
+    k < Version::new(1, 34)
+}
+
+/// The detail of Kubernetes `k`: `repeating` before the 1.34 clean-up of details that repeat
+/// their field (see [`details_repeat_the_field`]), `clean` after it.
+pub fn detail<'a>(k: Version, repeating: &'a str, clean: &'a str) -> &'a str {
+    if details_repeat_the_field(k) {
+        repeating
+    } else {
+        clean
+    }
+}
+
+/// Whether `field.TooLong` and `field.TooMany` say "1 byte", "1 item" rather than "1 bytes",
+/// "1 items" (Kubernetes 1.34).
+pub fn singular_units(k: Version) -> bool {
+    k >= Version::new(1, 34)
+}
+
+/// Whether `field.TooLong` says "may not be more than N bytes" (Kubernetes 1.32, which merged
+/// `TooLongMaxLength` into `TooLong`), rather than `TooLongMaxLength`'s "may not be longer than
+/// N" (before).
+pub fn too_long_in_bytes(k: Version) -> bool {
+    k >= Version::new(1, 32)
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum BadValue {
     /// Not shown (Required, Forbidden, Internal).
     Omit,
+    /// A `string`.
     Str(String),
+    /// A `bool`.
     Bool(bool),
+    /// An `int64` (or another signed integer).
     Int(i64),
-    Null,
-    /// A raw JSON rendering.
-    Json(String),
-    /// An `x-kubernetes-validations` entry, rendered as the internal Go struct's JSON.
-    Rule(ValidationRule),
-    /// A Go `float64`.
+    /// A `float64`.
     Float(f64),
-    /// A decoded JSON value as Go holds it (`interface{}`: integers are `int64`, other numbers
-    /// `float64`), rendered like `field.Error` renders such values.
-    Value(Value),
+    /// Any other Go value, with its Go type: its rendering depends on the minor.
+    Go(GoValue),
+}
+
+impl BadValue {
+    /// An `interface{}` holding a decoded JSON value (integers are `int64`, other numbers
+    /// `float64`).
+    pub fn any(v: Value) -> Self {
+        BadValue::Go(GoValue::any(v))
+    }
+
+    /// `field.Error`'s rendering of this value in Kubernetes `k`.
+    fn render(&self, k: Version) -> String {
+        match self {
+            BadValue::Omit => String::new(),
+            BadValue::Str(s) => go_quote(s),
+            BadValue::Bool(b) => b.to_string(),
+            BadValue::Int(i) => i.to_string(),
+            BadValue::Float(f) => go_float(*f),
+            BadValue::Go(v) if bad_values_as_json(k) => v.bad_value_json(),
+            BadValue::Go(v) => v.bad_value_go_syntax(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -34,8 +92,11 @@ pub enum ErrorType {
     Internal,
     NotSupported(Vec<String>),
     Duplicate,
-    TooLong,
-    TooMany,
+    /// `field.TooLong` with the maximum length in bytes (negative: unknown); before 1.32,
+    /// `field.TooLongMaxLength`, which the kube-openapi result conversion called.
+    TooLong(i64),
+    /// `field.TooMany` with the maximum count (negative: unknown).
+    TooMany(i64),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -89,35 +150,85 @@ impl FieldError {
     }
     /// `field.TooLong(field, _, max)`.
     pub fn too_long(field: &str, max: i64) -> Self {
-        let detail = match max {
-            1 => "may not be more than 1 byte".to_string(),
-            m if m >= 0 => format!("may not be more than {m} bytes"),
-            _ => "value is too long".to_string(),
-        };
         FieldError {
             field: field.into(),
-            kind: ErrorType::TooLong,
+            kind: ErrorType::TooLong(max),
             value: BadValue::Omit,
-            detail,
+            detail: String::new(),
         }
     }
     /// `field.TooMany(field, actual, max)`.
     pub fn too_many(field: &str, actual: i64, max: i64) -> Self {
-        let detail = match max {
-            1 => "must have at most 1 item".to_string(),
-            m if m >= 0 => format!("must have at most {m} items"),
-            _ => "has too many items".to_string(),
-        };
         FieldError {
             field: field.into(),
-            kind: ErrorType::TooMany,
+            kind: ErrorType::TooMany(max),
             value: if actual >= 0 {
                 BadValue::Int(actual)
             } else {
                 BadValue::Omit
             },
-            detail,
+            detail: String::new(),
         }
+    }
+
+    /// `field.Error.Error()` as Kubernetes `k` writes it.
+    pub fn render(&self, k: Version) -> String {
+        let type_str = match &self.kind {
+            ErrorType::Invalid => "Invalid value",
+            ErrorType::Required => "Required value",
+            ErrorType::Forbidden => "Forbidden",
+            ErrorType::Internal => "Internal error",
+            ErrorType::NotSupported(_) => "Unsupported value",
+            ErrorType::Duplicate => "Duplicate value",
+            ErrorType::TooLong(_) => "Too long",
+            ErrorType::TooMany(_) => "Too many",
+        };
+        let mut body = match (&self.kind, &self.value) {
+            (
+                ErrorType::Required
+                | ErrorType::Forbidden
+                | ErrorType::Internal
+                | ErrorType::TooLong(_),
+                _,
+            )
+            | (_, BadValue::Omit) => type_str.to_string(),
+            (_, v) => format!("{type_str}: {}", v.render(k)),
+        };
+        if let ErrorType::NotSupported(valid) = &self.kind
+            && !valid.is_empty()
+        {
+            let q: Vec<String> = valid.iter().map(|v| go_quote(v)).collect();
+            body.push_str(&format!(": supported values: {}", q.join(", ")));
+        }
+        let detail = match self.kind {
+            ErrorType::TooLong(max) => too_long_detail(k, max),
+            ErrorType::TooMany(max) => too_many_detail(k, max),
+            _ => self.detail.clone(),
+        };
+        if !detail.is_empty() {
+            body.push_str(": ");
+            body.push_str(&detail);
+        }
+        format!("{}: {}", self.field, body)
+    }
+}
+
+/// The detail of `field.TooLong` (before 1.32, `field.TooLongMaxLength`) in Kubernetes `k`.
+fn too_long_detail(k: Version, max: i64) -> String {
+    match max {
+        m if m < 0 => "value is too long".to_string(),
+        m if !too_long_in_bytes(k) => format!("may not be longer than {m}"),
+        1 if singular_units(k) => "may not be more than 1 byte".to_string(),
+        m => format!("may not be more than {m} bytes"),
+    }
+}
+
+/// The detail of `field.TooMany` in Kubernetes `k`.
+fn too_many_detail(k: Version, max: i64) -> String {
+    match max {
+        m if m < 0 => "has too many items".to_string(),
+        1 if singular_units(k) => "must have at most 1 item".to_string(),
+        m => format!("must have at most {m} items"),
     }
 }
 
@@ -263,21 +374,9 @@ fn write_go_json(v: &Value, out: &mut String) {
     }
 }
 
-/// How `field.Error` renders an `interface{}` bad value: strings quoted, numbers and booleans
-/// with `%v`, everything else as JSON.
-pub fn go_value(v: &Value) -> String {
-    match v {
-        Value::String(s) => go_quote(s),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => match go_int(n) {
-            Some(i) => i.to_string(),
-            None => go_float(n.as_f64().unwrap_or(0.0)),
-        },
-        _ => go_json(v),
-    }
-}
-
-/// Go `%q` of a string (strconv.Quote).
+/// Go's `%q` of a string (`strconv.Quote`): printable characters as they are, `\a \b \f \n \r
+/// \t \v`, other ASCII controls as `\xHH`, other unprintable characters as `\uHHHH` or
+/// `\UHHHHHHHH`.
 pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -285,24 +384,39 @@ pub fn go_quote(s: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
+            c if go_is_print(c) => out.push(c),
             '\u{7}' => out.push_str("\\a"),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
             '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
+            c if c.is_ascii() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push_str(&format!("\\U{:08x}", c as u32)),
         }
     }
     out.push('"');
     out
 }
 
-/// Go `encoding/json` string encoding (HTML-escaped `<`, `>`, `&`).
+/// Go's `strconv.IsPrint`: letters, marks, numbers, punctuation, symbols and the ASCII space.
+/// Rust's `escape_debug` keeps the same characters (of its own Unicode version, which may be
+/// newer than Go's) except grapheme extenders at the start of a string, hence the `a` before.
+fn go_is_print(c: char) -> bool {
+    if c.is_ascii() {
+        return (' '..='~').contains(&c);
+    }
+    let mut buf = [0u8; 8];
+    buf[0] = b'a';
+    let n = c.encode_utf8(&mut buf[1..]).len();
+    let s = std::str::from_utf8(&buf[..=n]).unwrap_or_default();
+    s.escape_debug().eq(s.chars())
+}
+
+/// Go `encoding/json` string encoding (HTML-escaped `<`, `>`, `&`; `\b` and `\f` since Go 1.22,
+/// which every minor here is built with).
 pub fn go_json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -313,6 +427,8 @@ pub fn go_json_string(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
             '<' => out.push_str("\\u003c"),
             '>' => out.push_str("\\u003e"),
             '&' => out.push_str("\\u0026"),
@@ -324,69 +440,6 @@ pub fn go_json_string(s: &str) -> String {
     }
     out.push('"');
     out
-}
-
-fn rule_json(r: &ValidationRule) -> String {
-    let opt = |v: &Option<String>| {
-        v.as_ref()
-            .map(|s| go_json_string(s))
-            .unwrap_or_else(|| "null".into())
-    };
-    format!(
-        "{{\"Rule\":{},\"Message\":{},\"MessageExpression\":{},\"Reason\":{},\"FieldPath\":{},\"OptionalOldSelf\":{}}}",
-        go_json_string(&r.rule),
-        go_json_string(&r.message),
-        go_json_string(&r.message_expression),
-        opt(&r.reason),
-        go_json_string(&r.field_path),
-        r.optional_old_self
-            .map(|b| b.to_string())
-            .unwrap_or_else(|| "null".into())
-    )
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let type_str = match &self.kind {
-            ErrorType::Invalid => "Invalid value",
-            ErrorType::Required => "Required value",
-            ErrorType::Forbidden => "Forbidden",
-            ErrorType::Internal => "Internal error",
-            ErrorType::NotSupported(_) => "Unsupported value",
-            ErrorType::Duplicate => "Duplicate value",
-            ErrorType::TooLong => "Too long",
-            ErrorType::TooMany => "Too many",
-        };
-        let mut body = match (&self.kind, &self.value) {
-            (
-                ErrorType::Required
-                | ErrorType::Forbidden
-                | ErrorType::Internal
-                | ErrorType::TooLong,
-                _,
-            )
-            | (_, BadValue::Omit) => type_str.to_string(),
-            (_, BadValue::Str(s)) => format!("{type_str}: {}", go_quote(s)),
-            (_, BadValue::Bool(b)) => format!("{type_str}: {b}"),
-            (_, BadValue::Int(i)) => format!("{type_str}: {i}"),
-            (_, BadValue::Null) => format!("{type_str}: null"),
-            (_, BadValue::Json(j)) => format!("{type_str}: {j}"),
-            (_, BadValue::Rule(r)) => format!("{type_str}: {}", rule_json(r)),
-            (_, BadValue::Float(f)) => format!("{type_str}: {}", go_float(*f)),
-            (_, BadValue::Value(v)) => format!("{type_str}: {}", go_value(v)),
-        };
-        if let ErrorType::NotSupported(valid) = &self.kind
-            && !valid.is_empty()
-        {
-            let q: Vec<String> = valid.iter().map(|v| go_quote(v)).collect();
-            body.push_str(&format!(": supported values: {}", q.join(", ")));
-        }
-        if !self.detail.is_empty() {
-            body.push_str(": ");
-            body.push_str(&self.detail);
-        }
-        write!(f, "{}: {}", self.field, body)
-    }
 }
 
 /// A field path (`field.Path`) built without allocating: each element borrows its parent, and
@@ -488,6 +541,32 @@ mod tests {
             assert_eq!(go_float(f), v);
             assert_eq!(go_json_float(f), j);
         }
+    }
+
+    #[test]
+    fn strings_quote_as_strconv_quote() {
+        // Go 1.26's strconv.Quote of the same string.
+        assert_eq!(
+            go_quote(
+                "\u{8}\u{c}\u{0}\u{1f}\u{7f}\u{2028}\u{2029}<>&\u{feff}\u{1f600}\u{e0001}\u{ad}\u{10ffff}\u{e000}\u{378}\u{301}"
+            ),
+            "\"\\b\\f\\x00\\x1f\\x7f\\u2028\\u2029<>&\\ufeff\u{1f600}\\U000e0001\\u00ad\\U0010ffff\\ue000\\u0378\u{301}\""
+        );
+        assert_eq!(
+            go_quote("a\"b\\c\u{7}\u{b}\r\u{e9}\u{a0}\u{3000}"),
+            "\"a\\\"b\\\\c\\a\\v\\r\u{e9}\\u00a0\\u3000\""
+        );
+        // A combining mark is printable, at the start of a string too.
+        assert_eq!(go_quote("\u{301}"), "\"\u{301}\"");
+    }
+
+    #[test]
+    fn strings_encode_as_encoding_json() {
+        // Go 1.22+ writes \b and \f; DEL and non-ASCII stay as they are.
+        assert_eq!(
+            go_json_string("\u{8}\u{c}\u{0}\u{1f}\u{7f}\u{2028}\u{2029}<>&\u{feff}"),
+            "\"\\b\\f\\u0000\\u001f\u{7f}\\u2028\\u2029\\u003c\\u003e\\u0026\u{feff}\""
+        );
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
                 fielderr::BadValue::Omit,
                 &e.message,
             ));
-            report.errors = errors.iter().map(FieldError::to_string).collect();
+            report.errors = errors.iter().map(|e| e.render(env.kubernetes)).collect();
             report.valid = false;
             return report;
         }
@@ -74,7 +74,7 @@ pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
         report.schemas.push(schema_report);
     }
     report.valid = errors.is_empty();
-    report.errors = errors.iter().map(FieldError::to_string).collect();
+    report.errors = errors.iter().map(|e| e.render(env.kubernetes)).collect();
     report
 }
 
@@ -193,7 +193,13 @@ fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> (SchemaReport, Vec<Field
     crate::budget::at(&root.field_path);
     let mut errors = Vec::new();
     let s = &root.schema;
-    let checks = validate::validate_root(s, root.raw, &root.field_path, root.status_enabled);
+    let checks = validate::validate_root(
+        s,
+        root.raw,
+        &root.field_path,
+        root.status_enabled,
+        env.kubernetes,
+    );
     let cel_enabled = checks.cel_enabled;
     errors.extend(checks.errors);
     let mut w = Walk {
@@ -466,6 +472,7 @@ impl Walk<'_> {
             s,
             fld,
             validate::NodeContext {
+                kubernetes: self.env.kubernetes,
                 defaults_forbidden: ctx.defaults_forbidden.as_deref(),
                 inside_resource_meta: ctx.inside_resource_meta,
             },
@@ -655,7 +662,7 @@ impl Walk<'_> {
                 } else {
                     cel_errors.push(FieldError::invalid(
                         &rule_fld,
-                        fielderr::BadValue::Rule(rule.clone()),
+                        fielderr::BadValue::Go(validate::go_rule(rule)),
                         &e.detail,
                     ));
                 }
@@ -664,7 +671,7 @@ impl Walk<'_> {
             if let Some(me) = &cr.message_error {
                 cel_errors.push(FieldError::invalid(
                     &me_fld,
-                    fielderr::BadValue::Rule(rule.clone()),
+                    fielderr::BadValue::Go(validate::go_rule(rule)),
                     me,
                 ));
             } else if let Some(mc) = cr.message_expression_cost {

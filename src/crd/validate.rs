@@ -19,79 +19,40 @@ use std::fmt::Display;
 
 use serde_json::Value;
 
-pub use internal::same_validation;
+pub use internal::{go_rule, same_validation};
 pub use node::{NodeContext, nested_schemas, validate_node};
 
-use super::fielderr::{BadValue, FieldError, go_json_string};
+use super::fielderr::{BadValue, FieldError, GoValue};
+use crate::cel::decls::Version;
 use crate::schema::Schema;
 
 /// Object-level checks of the spec that every create runs.
 pub fn validate_crd_spec(crd: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let no_versions = Vec::new();
-    let versions = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .unwrap_or(&no_versions);
+    let versions = crd.pointer("/spec/versions");
     let storage = versions
-        .iter()
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
         .filter(|v| v.get("storage").and_then(Value::as_bool).unwrap_or(false))
         .count();
-    if !versions.is_empty() && storage != 1 {
+    if storage != 1 {
         errs.push(FieldError::invalid(
             "spec.versions",
-            BadValue::Json(internal_versions_json(versions)),
+            BadValue::Go(internal::go_versions(versions)),
             "must have exactly one version marked as storage version",
         ));
     }
-    if versions.is_empty() {
-        errs.push(FieldError::invalid(
-            "spec.versions",
-            BadValue::Null,
-            "must have exactly one version marked as storage version",
-        ));
-    }
-    // The registry strategy sets status.storedVersions to the storage version on create.
+    // The registry strategy sets status.storedVersions to the storage version on create (from
+    // an empty status).
     if storage == 0 {
         errs.push(FieldError::invalid(
             "status.storedVersions",
-            BadValue::Null,
+            BadValue::Go(GoValue::strings(None)),
             "must have at least one stored version",
         ));
     }
     errs
-}
-
-/// The internal `[]CustomResourceDefinitionVersion` as Go's JSON encoder renders it in error
-/// values (schemas hoisted to spec.validation render as null).
-fn internal_versions_json(versions: &[Value]) -> String {
-    let first_schema = versions.first().and_then(|v| v.get("schema"));
-    let hoisted = versions
-        .iter()
-        .all(|v| same_validation(v.get("schema"), first_schema));
-    let items: Vec<String> = versions
-        .iter()
-        .map(|v| {
-            let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-            let b = |k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
-            let warning = v
-                .get("deprecationWarning")
-                .and_then(Value::as_str)
-                .map(go_json_string)
-                .unwrap_or_else(|| "null".into());
-            let schema = if hoisted { "null".to_string() } else { v.get("schema").map(|x| x.to_string()).unwrap_or("null".into()) };
-            format!(
-                "{{\"Name\":{},\"Served\":{},\"Storage\":{},\"Deprecated\":{},\"DeprecationWarning\":{},\"Schema\":{},\"Subresources\":null,\"AdditionalPrinterColumns\":null,\"SelectableFields\":null}}",
-                go_json_string(&s("name")),
-                b("served"),
-                b("storage"),
-                b("deprecated"),
-                warning,
-                schema
-            )
-        })
-        .collect();
-    format!("[{}]", items.join(","))
 }
 
 /// The schema-level checks of `validateCustomResourceDefinitionValidation`, made before the
@@ -135,7 +96,13 @@ const ALLOWED_AT_ROOT_WITH_STATUS: [&str; 22] = [
 /// `validateCustomResourceDefinitionValidation` up to the node walk: the root restrictions, then
 /// `NewStructural`, `ValidateStructural` and `ValidateDefaults`, each only if the previous
 /// passed; CEL runs only if all of them pass.
-pub fn validate_root(s: &Schema, raw: &Value, fld: &str, status_enabled: bool) -> RootChecks {
+pub fn validate_root(
+    s: &Schema,
+    raw: &Value,
+    fld: &str,
+    status_enabled: bool,
+    k: Version,
+) -> RootChecks {
     let mut errors = Vec::new();
     if status_enabled {
         errors.extend(status_root_error(s, raw, fld));
@@ -160,7 +127,7 @@ pub fn validate_root(s: &Schema, raw: &Value, fld: &str, status_enabled: bool) -
         checks.errors.extend(structural_errors);
         return checks;
     }
-    let default_errors = defaults::validate_defaults(s, fld);
+    let default_errors = defaults::validate_defaults(s, fld, k);
     if !default_errors.is_empty() {
         checks.errors.extend(default_errors);
         return checks;
@@ -186,7 +153,7 @@ fn status_root_error(s: &Schema, raw: &Value, fld: &str) -> Option<FieldError> {
         if !ALLOWED_AT_ROOT_WITH_STATUS.contains(&name) {
             return Some(FieldError::invalid(
                 fld,
-                BadValue::Json(internal::go_schema_json(raw)),
+                BadValue::Go(internal::go_schema(raw)),
                 &format!(
                     "only [{}] fields are allowed at the root of the schema if the status subresource is enabled",
                     ALLOWED_AT_ROOT_WITH_STATUS.join(" ")

@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use crate::crd::fielderr::{BadValue, FieldError};
+use crate::cel::decls::Version;
+use crate::crd::fielderr::{BadValue, FieldError, GoValue, detail};
 
 fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty()
@@ -78,7 +79,7 @@ pub fn validate_qualified_name(value: &str, field: &str) -> Vec<FieldError> {
 }
 
 /// `ValidateObjectMeta` for a cluster-scoped object named as a DNS subdomain.
-pub fn validate_object_meta(meta: Option<&Value>) -> Vec<FieldError> {
+pub fn validate_object_meta(meta: Option<&Value>, k: Version) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let meta = meta.cloned().unwrap_or(Value::Null);
     let name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -132,21 +133,21 @@ pub fn validate_object_meta(meta: Option<&Value>) -> Vec<FieldError> {
             errs.push(FieldError::invalid(
                 "metadata.ownerReferences.kind",
                 BadValue::Str(String::new()),
-                "must not be empty",
+                detail(k, "kind must not be empty", "must not be empty"),
             ));
         }
         if s("name").is_empty() {
             errs.push(FieldError::invalid(
                 "metadata.ownerReferences.name",
                 BadValue::Str(String::new()),
-                "must not be empty",
+                detail(k, "name must not be empty", "must not be empty"),
             ));
         }
         if s("uid").is_empty() {
             errs.push(FieldError::invalid(
                 "metadata.ownerReferences.uid",
                 BadValue::Str(String::new()),
-                "must not be empty",
+                detail(k, "uid must not be empty", "must not be empty"),
             ));
         }
     }
@@ -163,7 +164,10 @@ pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
         {
             errs.push(FieldError::not_supported(
                 "spec.failurePolicy",
-                BadValue::Str(fp.into()),
+                BadValue::Go(GoValue::NamedStr(
+                    "admissionregistration.FailurePolicyType",
+                    fp.into(),
+                )),
                 &["Fail", "Ignore"],
             ));
         }
@@ -177,7 +181,10 @@ pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
             {
                 errs.push(FieldError::not_supported(
                     "spec.matchConstraints.matchPolicy",
-                    BadValue::Str(mp.into()),
+                    BadValue::Go(GoValue::NamedStr(
+                        "admissionregistration.MatchPolicyType",
+                        mp.into(),
+                    )),
                     &["Equivalent", "Exact"],
                 ));
             }
@@ -218,7 +225,10 @@ pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
                         if !["*", "CONNECT", "CREATE", "DELETE", "UPDATE"].contains(&op) {
                             errs.push(FieldError::not_supported(
                                 &format!("{base}.operations[{j}]"),
-                                BadValue::Str(op.into()),
+                                BadValue::Go(GoValue::NamedStr(
+                                    "admissionregistration.OperationType",
+                                    op.into(),
+                                )),
                                 &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"],
                             ));
                         }
@@ -265,4 +275,55 @@ pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
         }
     }
     errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rendered(errs: &[FieldError], k: Version) -> Vec<String> {
+        errs.iter().map(|e| e.render(k)).collect()
+    }
+
+    #[test]
+    fn owner_reference_details_by_minor() {
+        let meta = json!({"name": "p", "ownerReferences": [{"apiVersion": "v1"}]});
+        for (minor, prefix) in [(30, true), (33, true), (34, false), (36, false)] {
+            let k = Version::new(1, minor);
+            let want: Vec<String> = ["kind", "name", "uid"]
+                .iter()
+                .map(|f| {
+                    let named = if prefix { format!("{f} ") } else { String::new() };
+                    format!("metadata.ownerReferences.{f}: Invalid value: \"\": {named}must not be empty")
+                })
+                .collect();
+            assert_eq!(
+                rendered(&validate_object_meta(Some(&meta), k), k),
+                want,
+                "1.{minor}"
+            );
+        }
+    }
+
+    #[test]
+    fn enumerated_values_are_named_string_types() {
+        // `FailurePolicyType` is no `string`: from 1.34 it is rendered as JSON, not with `%q`.
+        let spec = json!({"failurePolicy": "<x>", "matchConstraints": {"resourceRules": [
+            {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]}});
+        let errs = validate_spec(&spec);
+        let supported = "supported values: \"Fail\", \"Ignore\"";
+        assert_eq!(
+            rendered(&errs, Version::new(1, 33)),
+            [format!(
+                "spec.failurePolicy: Unsupported value: \"<x>\": {supported}"
+            )]
+        );
+        assert_eq!(
+            rendered(&errs, Version::new(1, 34)),
+            [format!(
+                "spec.failurePolicy: Unsupported value: \"\\u003cx\\u003e\": {supported}"
+            )]
+        );
+    }
 }

@@ -26,7 +26,7 @@ use crate::cel::cost::{Cost, estimate};
 use crate::cel::env::Env;
 use crate::cel::k8s_cost::KubernetesEstimator;
 use crate::cel::types::Type;
-use crate::crd::fielderr::{BadValue, FieldError};
+use crate::crd::fielderr::{BadValue, FieldError, GoValue, detail};
 use crate::report::{ExpressionReport, ObjectReport, PER_CALL_LIMIT, PolicyBudget, TypedEstimate};
 use crate::schema::catalog::SchemaCatalog;
 use types::PolicyTypes;
@@ -136,7 +136,8 @@ pub fn estimate_vap_with(
         kubernetes_version: format!("v{}", env.kubernetes),
         ..Default::default()
     };
-    let mut errors: Vec<FieldError> = meta::validate_object_meta(vap.get("metadata"));
+    let k = env.kubernetes;
+    let mut errors: Vec<FieldError> = meta::validate_object_meta(vap.get("metadata"), k);
     let spec = vap.get("spec").cloned().unwrap_or(Value::Null);
     errors.extend(meta::validate_spec(&spec));
     let has_params = spec.get("paramKind").is_some_and(|p| !p.is_null());
@@ -195,7 +196,11 @@ pub fn estimate_vap_with(
             errors.push(FieldError::invalid(
                 &format!("spec.variables[{i}].name"),
                 BadValue::Str(vname.clone()),
-                "must be a valid CEL identifier",
+                detail(
+                    k,
+                    "name is not a valid CEL identifier",
+                    "must be a valid CEL identifier",
+                ),
             ));
         }
         if expr.trim().is_empty() {
@@ -298,13 +303,21 @@ pub fn estimate_vap_with(
             errors.push(FieldError::invalid(
                 &format!("spec.validations[{i}].message"),
                 BadValue::Str(msg.clone()),
-                "must be non-empty if specified",
+                detail(
+                    k,
+                    "message must be non-empty if specified",
+                    "must be non-empty if specified",
+                ),
             ));
         } else if msg.trim().contains('\n') || msg.trim().contains('\r') {
             errors.push(FieldError::invalid(
                 &format!("spec.validations[{i}].message"),
                 BadValue::Str(msg.clone()),
-                "must not contain line breaks",
+                detail(
+                    k,
+                    "message must not contain line breaks",
+                    "must not contain line breaks",
+                ),
             ));
         }
         if let Some(r) = v.get("reason").and_then(Value::as_str) {
@@ -317,7 +330,7 @@ pub fn estimate_vap_with(
             if !REASONS.contains(&r) {
                 errors.push(FieldError::not_supported(
                     &format!("spec.validations[{i}].reason"),
-                    BadValue::Str(r.to_string()),
+                    BadValue::Go(GoValue::NamedStr("v1.StatusReason", r.to_string())),
                     &REASONS,
                 ));
             }
@@ -447,7 +460,7 @@ pub fn estimate_vap_with(
     report.typing = Some(typing.report);
     report.expressions = expressions.into_iter().map(|c| c.report).collect();
     report.valid = errors.is_empty();
-    report.errors = errors.iter().map(FieldError::to_string).collect();
+    report.errors = errors.iter().map(|e| e.render(k)).collect();
     report
 }
 
@@ -675,4 +688,55 @@ fn accept_and_cost(
     report.max_cost_unbounded = Some(est.max == u64::MAX);
     report.max_cost_exceeds_per_call_limit = Some(est.max > PER_CALL_LIMIT);
     error
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::Estimator;
+    use crate::cel::decls::Version;
+
+    #[test]
+    fn details_name_their_field_before_1_34() {
+        let vap = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "p"},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{"operations": ["CREATE"],
+                    "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]},
+                "variables": [{"name": "a-b", "expression": "1"}],
+                "validations": [
+                    {"expression": "true", "message": " "},
+                    {"expression": "true", "message": "a\nb"}
+                ]
+            }
+        });
+        let errors = |minor| {
+            let mut e = Estimator::new(Version::new(1, minor))
+                .estimate(&vap, "test")
+                .unwrap()
+                .errors;
+            e.sort();
+            e
+        };
+        assert_eq!(
+            errors(33),
+            [
+                "spec.validations[0].message: Invalid value: \" \": message must be non-empty if specified",
+                "spec.validations[1].message: Invalid value: \"a\\nb\": message must not contain line breaks",
+                "spec.variables[0].name: Invalid value: \"a-b\": name is not a valid CEL identifier",
+            ]
+        );
+        assert_eq!(
+            errors(34),
+            [
+                "spec.validations[0].message: Invalid value: \" \": must be non-empty if specified",
+                "spec.validations[1].message: Invalid value: \"a\\nb\": must not contain line breaks",
+                "spec.variables[0].name: Invalid value: \"a-b\": must be a valid CEL identifier",
+            ]
+        );
+    }
 }

@@ -10,17 +10,18 @@ use serde_json::Value;
 
 use super::objectmeta;
 use super::openapi;
+use crate::cel::decls::Version;
 use crate::crd::fielderr::{BadValue, FieldError, Path};
 use crate::schema::{AdditionalProperties, Schema};
 
 /// `ValidateDefaults(ctx, fld, root, isResourceRoot=true, requirePrunedDefaults=true)`.
-pub fn validate_defaults(root: &Schema, fld: &str) -> Vec<FieldError> {
+pub fn validate_defaults(root: &Schema, fld: &str, k: Version) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let resource = Resource {
         schema: root,
         steps: None,
     };
-    walk(&Path::root(fld), root, true, false, resource, &mut errs);
+    walk(&Path::root(fld), root, true, false, resource, k, &mut errs);
     errs
 }
 
@@ -52,6 +53,7 @@ fn walk(
     resource_root: bool,
     inside_meta: bool,
     resource: Resource<'_, '_>,
+    k: Version,
     errs: &mut Vec<FieldError>,
 ) {
     crate::budget::charge(1);
@@ -68,9 +70,9 @@ fn walk(
     if let Some(default) = &s.default {
         let dfld = format!("{fld}.default");
         if inside_meta {
-            errs.extend(metadata_default(&dfld, s, default, resource));
+            errs.extend(metadata_default(&dfld, s, default, resource, k));
         } else {
-            errs.extend(plain_default(&dfld, s, embedded, default));
+            errs.extend(plain_default(&dfld, s, embedded, default, k));
         }
     }
     // additionalProperties are not followed: defaults there are not validated.
@@ -83,35 +85,41 @@ fn walk(
             schema: resource.schema,
             steps: Some(&steps),
         };
-        walk(&fld.child("items"), items, false, inside_meta, r, errs);
+        walk(&fld.child("items"), items, false, inside_meta, r, k, errs);
     }
     if s.properties.is_empty() {
         return;
     }
     let props = fld.child("properties");
-    for (k, p) in &s.properties {
+    for (key, p) in &s.properties {
         let sub_inside_meta =
-            inside_meta || (embedded && matches!(k.as_str(), "metadata" | "apiVersion" | "kind"));
+            inside_meta || (embedded && matches!(key.as_str(), "metadata" | "apiVersion" | "kind"));
         let steps = Steps {
             parent: resource.steps,
-            step: Step::Key(k),
+            step: Step::Key(key),
         };
         let r = Resource {
             schema: resource.schema,
             steps: Some(&steps),
         };
-        walk(&props.key(k), p, false, sub_inside_meta, r, errs);
+        walk(&props.key(key), p, false, sub_inside_meta, r, k, errs);
     }
 }
 
 /// A default outside of object metadata: pruned, coerced, metadata-validated, then validated
 /// against the node's schema.
-fn plain_default(dfld: &str, s: &Schema, embedded: bool, default: &Value) -> Vec<FieldError> {
+fn plain_default(
+    dfld: &str,
+    s: &Schema,
+    embedded: bool,
+    default: &Value,
+    k: Version,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if would_prune(default, Some(s), embedded) {
         errs.push(FieldError::invalid(
             dfld,
-            BadValue::Value(default.clone()),
+            BadValue::any(default.clone()),
             "must not have unknown fields",
         ));
     }
@@ -120,7 +128,7 @@ fn plain_default(dfld: &str, s: &Schema, embedded: bool, default: &Value) -> Vec
         errs.push(*e);
         return errs;
     }
-    let meta_errs = objectmeta::validate(dfld, &value, Some(s), embedded);
+    let meta_errs = objectmeta::validate(dfld, &value, Some(s), embedded, k);
     if !meta_errs.is_empty() {
         errs.extend(meta_errs);
         return errs;
@@ -137,6 +145,7 @@ fn metadata_default(
     s: &Schema,
     default: &Value,
     resource: Resource<'_, '_>,
+    k: Version,
 ) -> Vec<FieldError> {
     let mut obj = default.clone();
     let mut steps = resource.steps;
@@ -167,23 +176,23 @@ fn metadata_default(
     let bad = |detail: String| {
         vec![FieldError::invalid(
             dfld,
-            BadValue::Value(default.clone()),
+            BadValue::any(default.clone()),
             &format!("must result in valid metadata: {detail}"),
         )]
     };
     if let Err(e) = objectmeta::coerce("", &mut obj, Some(resource.schema), true) {
-        return bad(e.to_string());
+        return bad(e.render(k));
     }
-    let errs = objectmeta::validate("", &obj, Some(resource.schema), true);
+    let errs = objectmeta::validate("", &obj, Some(resource.schema), true, k);
     if !errs.is_empty() {
-        return bad(aggregate(&errs));
+        return bad(aggregate(&errs, k));
     }
     openapi::validate_value(dfld, s, default)
 }
 
 /// `field.ErrorList.ToAggregate().Error()`: one message, or `[a, b]`.
-fn aggregate(errs: &[FieldError]) -> String {
-    let msgs: Vec<String> = errs.iter().map(FieldError::to_string).collect();
+fn aggregate(errs: &[FieldError], k: Version) -> String {
+    let msgs: Vec<String> = errs.iter().map(|e| e.render(k)).collect();
     let mut unique: Vec<&String> = Vec::new();
     for m in &msgs {
         if !unique.contains(&m) {

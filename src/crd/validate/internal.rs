@@ -5,7 +5,8 @@
 use serde_json::Value;
 
 use super::openapi;
-use crate::crd::fielderr::{go_json, go_json_float, go_json_string};
+use crate::crd::fielderr::{GoValue, go_int};
+use crate::schema::ValidationRule;
 
 /// How a `JSONSchemaProps` field is zero, for the root-with-status check.
 #[derive(Clone, Copy)]
@@ -88,153 +89,437 @@ pub fn set_fields(raw: &Value) -> impl Iterator<Item = &'static str> + '_ {
     })
 }
 
-/// The JSON rendering of the internal Go `JSONSchemaProps` a schema converts to (Go field names,
-/// every field present, maps with sorted keys).
-pub fn go_schema_json(raw: &Value) -> String {
-    let mut out = String::new();
-    write_go_schema(raw, &mut out);
-    out
-}
-
-pub(super) fn write_go_schema(raw: &Value, out: &mut String) {
+/// The internal Go `JSONSchemaProps` a schema converts to, as a Go value (for errors whose bad
+/// value is a schema).
+pub fn go_schema(raw: &Value) -> GoValue {
     crate::budget::charge(1);
     let empty = serde_json::Map::new();
     let obj = raw.as_object().unwrap_or(&empty);
-    out.push('{');
-    for (i, (name, key, zero)) in SCHEMA_FIELDS.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push('"');
-        out.push_str(name);
-        out.push_str("\":");
-        let v = obj.get(*key).unwrap_or(&Value::Null);
-        match (*zero, *key) {
-            (GoZero::Str, _) => out.push_str(&go_json_string(v.as_str().unwrap_or_default())),
-            (GoZero::Bool, _) => out.push_str(if v == &Value::Bool(true) {
-                "true"
-            } else {
-                "false"
-            }),
-            (_, _) if v.is_null() => out.push_str("null"),
-            (_, "maximum" | "minimum" | "multipleOf") => {
-                out.push_str(&go_json_float(v.as_f64().unwrap_or_default()))
-            }
-            (_, "items") => {
-                out.push_str("{\"Schema\":");
-                match v {
-                    Value::Array(a) => {
-                        out.push_str("null,\"JSONSchemas\":[");
-                        for (j, x) in a.iter().enumerate() {
-                            if j > 0 {
-                                out.push(',');
-                            }
-                            write_go_schema(x, out);
-                        }
-                        out.push_str("]}");
-                    }
-                    Value::Object(_) => {
-                        write_go_schema(v, out);
-                        out.push_str(",\"JSONSchemas\":null}");
-                    }
-                    _ => out.push_str("null,\"JSONSchemas\":null}"),
-                }
-            }
-            (_, "allOf" | "oneOf" | "anyOf") => {
-                out.push('[');
-                for (j, x) in v.as_array().into_iter().flatten().enumerate() {
-                    if j > 0 {
-                        out.push(',');
-                    }
-                    write_go_schema(x, out);
-                }
-                out.push(']');
-            }
-            (_, "not") => write_go_schema(v, out),
-            (_, "properties" | "patternProperties" | "definitions") => {
-                write_go_schema_map(v, out, write_go_schema)
-            }
-            (_, "additionalProperties" | "additionalItems") => match v {
-                Value::Bool(b) => {
-                    out.push_str(&format!("{{\"Allows\":{b},\"Schema\":null}}"));
-                }
-                _ => {
-                    out.push_str("{\"Allows\":true,\"Schema\":");
-                    write_go_schema(v, out);
-                    out.push('}');
-                }
-            },
-            (_, "dependencies") => write_go_schema_map(v, out, |d, out| {
-                out.push_str("{\"Schema\":");
-                match d {
-                    Value::Array(a) => {
-                        out.push_str("null,\"Property\":");
-                        out.push_str(&go_json(&Value::Array(a.clone())));
-                    }
-                    Value::Object(_) => {
-                        write_go_schema(d, out);
-                        out.push_str(",\"Property\":null");
-                    }
-                    _ => out.push_str("null,\"Property\":null"),
-                }
-                out.push('}');
-            }),
-            (_, "externalDocs") => {
-                let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
-                out.push_str(&format!(
-                    "{{\"Description\":{},\"URL\":{}}}",
-                    go_json_string(get("description")),
-                    go_json_string(get("url"))
-                ));
-            }
-            (_, "x-kubernetes-validations") => {
-                out.push('[');
-                for (j, r) in v.as_array().into_iter().flatten().enumerate() {
-                    if j > 0 {
-                        out.push(',');
-                    }
-                    let get = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
-                    let reason = r
-                        .get("reason")
-                        .and_then(Value::as_str)
-                        .map_or("null".to_string(), go_json_string);
-                    let old_self = r
-                        .get("optionalOldSelf")
-                        .and_then(Value::as_bool)
-                        .map_or("null".to_string(), |b| b.to_string());
-                    out.push_str(&format!(
-                        "{{\"Rule\":{},\"Message\":{},\"MessageExpression\":{},\"Reason\":{reason},\"FieldPath\":{},\"OptionalOldSelf\":{old_self}}}",
-                        go_json_string(get("rule")),
-                        go_json_string(get("message")),
-                        go_json_string(get("messageExpression")),
-                        go_json_string(get("fieldPath")),
-                    ));
-                }
-                out.push(']');
-            }
-            _ => out.push_str(&go_json(v)),
-        }
-    }
-    out.push('}');
+    let fields = SCHEMA_FIELDS
+        .iter()
+        .map(|(name, key, zero)| {
+            let v = obj.get(*key).unwrap_or(&Value::Null);
+            (*name, schema_field(*zero, key, v))
+        })
+        .collect();
+    GoValue::Struct("apiextensions.JSONSchemaProps", fields)
 }
 
-fn write_go_schema_map(v: &Value, out: &mut String, item: fn(&Value, &mut String)) {
-    let Some(m) = v.as_object() else {
-        out.push_str("null");
-        return;
-    };
-    let mut keys: Vec<&String> = m.keys().collect();
-    keys.sort();
-    out.push('{');
-    for (j, k) in keys.iter().enumerate() {
-        if j > 0 {
-            out.push(',');
+const SCHEMA: &str = "apiextensions.JSONSchemaProps";
+
+/// One field of the internal `JSONSchemaProps`, from the raw value of its JSON key.
+fn schema_field(zero: GoZero, key: &str, v: &Value) -> GoValue {
+    let str_of = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let nil = v.is_null();
+    match (zero, key) {
+        (GoZero::Str, "$schema") => GoValue::NamedStr("apiextensions.JSONSchemaURL", str_of(v)),
+        (GoZero::Str, _) => GoValue::Str(str_of(v)),
+        (GoZero::Bool, _) => GoValue::Bool(v == &Value::Bool(true)),
+        (_, "maximum" | "minimum" | "multipleOf") => GoValue::Ptr(
+            "float64",
+            (!nil).then(|| Box::new(GoValue::Float(v.as_f64().unwrap_or_default()))),
+        ),
+        (
+            _,
+            "maxLength" | "minLength" | "maxItems" | "minItems" | "maxProperties" | "minProperties",
+        ) => {
+            let n = v.as_number().and_then(go_int);
+            GoValue::Ptr(
+                "int64",
+                (!nil).then(|| Box::new(n.map_or_else(|| GoValue::any(v.clone()), GoValue::Int))),
+            )
         }
-        out.push_str(&go_json_string(k));
-        out.push(':');
-        item(&m[k.as_str()], out);
+        (_, "default" | "example") => GoValue::Ptr(
+            "apiextensions.JSON",
+            (!nil).then(|| Box::new(GoValue::Any("apiextensions.JSON", v.clone()))),
+        ),
+        (_, "enum") => GoValue::Slice(
+            "[]apiextensions.JSON",
+            (!nil).then(|| {
+                v.as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|x| GoValue::Any("apiextensions.JSON", x.clone()))
+                    .collect()
+            }),
+        ),
+        (_, "required" | "x-kubernetes-list-map-keys") => GoValue::Slice(
+            "[]string",
+            (!nil).then(|| {
+                v.as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|x| GoValue::Str(str_of(x)))
+                    .collect()
+            }),
+        ),
+        (_, "$ref" | "x-kubernetes-list-type" | "x-kubernetes-map-type") => GoValue::Ptr(
+            "string",
+            (!nil).then(|| {
+                Box::new(
+                    v.as_str()
+                        .map_or_else(|| GoValue::any(v.clone()), |s| GoValue::Str(s.into())),
+                )
+            }),
+        ),
+        (_, "x-kubernetes-preserve-unknown-fields") => GoValue::Ptr(
+            "bool",
+            (!nil).then(|| {
+                Box::new(
+                    v.as_bool()
+                        .map_or_else(|| GoValue::any(v.clone()), GoValue::Bool),
+                )
+            }),
+        ),
+        (_, "items") => GoValue::Ptr(
+            "apiextensions.JSONSchemaPropsOrArray",
+            (!nil).then(|| {
+                let (schema, schemas) = match v {
+                    Value::Object(_) => (Some(Box::new(go_schema(v))), None),
+                    Value::Array(a) => (None, Some(a.iter().map(go_schema).collect())),
+                    _ => (None, None),
+                };
+                Box::new(schema_or_array(schema, schemas))
+            }),
+        ),
+        (_, "allOf" | "oneOf" | "anyOf") => GoValue::Slice(
+            "[]apiextensions.JSONSchemaProps",
+            (!nil).then(|| v.as_array().into_iter().flatten().map(go_schema).collect()),
+        ),
+        (_, "not") => GoValue::Ptr(SCHEMA, (!nil).then(|| Box::new(go_schema(v)))),
+        (_, "properties" | "patternProperties") => {
+            schema_map("map[string]apiextensions.JSONSchemaProps", v, go_schema)
+        }
+        (_, "definitions") => schema_map("apiextensions.JSONSchemaDefinitions", v, go_schema),
+        (_, "additionalProperties" | "additionalItems") => GoValue::Ptr(
+            "apiextensions.JSONSchemaPropsOrBool",
+            (!nil).then(|| {
+                let (allows, schema) = match v {
+                    Value::Bool(b) => (*b, None),
+                    _ => (true, Some(Box::new(go_schema(v)))),
+                };
+                Box::new(GoValue::Struct(
+                    "apiextensions.JSONSchemaPropsOrBool",
+                    vec![
+                        ("Allows", GoValue::Bool(allows)),
+                        ("Schema", GoValue::Ptr(SCHEMA, schema)),
+                    ],
+                ))
+            }),
+        ),
+        (_, "dependencies") => schema_map("apiextensions.JSONSchemaDependencies", v, |d| {
+            let (schema, property) = match d {
+                Value::Array(a) => (
+                    None,
+                    Some(a.iter().map(|x| GoValue::Str(str_of(x))).collect()),
+                ),
+                Value::Object(_) => (Some(Box::new(go_schema(d))), None),
+                _ => (None, None),
+            };
+            GoValue::Struct(
+                "apiextensions.JSONSchemaPropsOrStringArray",
+                vec![
+                    ("Schema", GoValue::Ptr(SCHEMA, schema)),
+                    ("Property", GoValue::Slice("[]string", property)),
+                ],
+            )
+        }),
+        (_, "externalDocs") => GoValue::Ptr(
+            "apiextensions.ExternalDocumentation",
+            (!nil).then(|| {
+                let get = |k: &str| GoValue::Str(v.get(k).map(str_of).unwrap_or_default());
+                Box::new(GoValue::Struct(
+                    "apiextensions.ExternalDocumentation",
+                    vec![("Description", get("description")), ("URL", get("url"))],
+                ))
+            }),
+        ),
+        (_, "x-kubernetes-validations") => GoValue::Slice(
+            "apiextensions.ValidationRules",
+            (!nil).then(|| {
+                v.as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(go_raw_rule)
+                    .collect()
+            }),
+        ),
+        // Not a field of JSONSchemaProps: SCHEMA_FIELDS has none other.
+        _ => GoValue::any(v.clone()),
     }
-    out.push('}');
+}
+
+/// A `JSONSchemaPropsOrArray`.
+fn schema_or_array(schema: Option<Box<GoValue>>, schemas: Option<Vec<GoValue>>) -> GoValue {
+    GoValue::Struct(
+        "apiextensions.JSONSchemaPropsOrArray",
+        vec![
+            ("Schema", GoValue::Ptr(SCHEMA, schema)),
+            (
+                "JSONSchemas",
+                GoValue::Slice("[]apiextensions.JSONSchemaProps", schemas),
+            ),
+        ],
+    )
+}
+
+/// The `*JSONSchemaPropsOrArray` of an `items` that is a list of schemas.
+pub fn go_items_list(items: &[Value]) -> GoValue {
+    GoValue::Ptr(
+        "apiextensions.JSONSchemaPropsOrArray",
+        Some(Box::new(schema_or_array(
+            None,
+            Some(items.iter().map(go_schema).collect()),
+        ))),
+    )
+}
+
+fn schema_map(ty: &'static str, v: &Value, item: impl Fn(&Value) -> GoValue) -> GoValue {
+    GoValue::Map(
+        ty,
+        v.as_object()
+            .map(|m| m.iter().map(|(k, x)| (k.clone(), item(x))).collect()),
+    )
+}
+
+/// An `x-kubernetes-validations` entry as the internal `ValidationRule`.
+fn go_raw_rule(r: &Value) -> GoValue {
+    let get = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
+    go_rule_of(
+        get("rule"),
+        get("message"),
+        get("messageExpression"),
+        r.get("reason").and_then(Value::as_str),
+        get("fieldPath"),
+        r.get("optionalOldSelf").and_then(Value::as_bool),
+    )
+}
+
+/// A rule as the internal `ValidationRule` (the bad value of its CEL errors).
+pub fn go_rule(r: &ValidationRule) -> GoValue {
+    go_rule_of(
+        &r.rule,
+        &r.message,
+        &r.message_expression,
+        r.reason.as_deref(),
+        &r.field_path,
+        r.optional_old_self,
+    )
+}
+
+fn go_rule_of(
+    rule: &str,
+    message: &str,
+    message_expression: &str,
+    reason: Option<&str>,
+    field_path: &str,
+    optional_old_self: Option<bool>,
+) -> GoValue {
+    const REASON: &str = "apiextensions.FieldValueErrorReason";
+    GoValue::Struct(
+        "apiextensions.ValidationRule",
+        vec![
+            ("Rule", GoValue::Str(rule.into())),
+            ("Message", GoValue::Str(message.into())),
+            ("MessageExpression", GoValue::Str(message_expression.into())),
+            (
+                "Reason",
+                GoValue::Ptr(
+                    REASON,
+                    reason.map(|r| Box::new(GoValue::NamedStr(REASON, r.into()))),
+                ),
+            ),
+            ("FieldPath", GoValue::Str(field_path.into())),
+            ("OptionalOldSelf", GoValue::ptr_bool(optional_old_self)),
+        ],
+    )
+}
+
+/// `spec.versions` as the internal `[]CustomResourceDefinitionVersion` the v1 conversion makes
+/// of it (nil when absent): the per-version schemas, subresources, printer columns and
+/// selectable fields are moved to the spec, and so are nil in every version, when all versions
+/// have the same.
+pub fn go_versions(versions: Option<&Value>) -> GoValue {
+    const TY: &str = "[]apiextensions.CustomResourceDefinitionVersion";
+    let Some(list) = versions.and_then(Value::as_array) else {
+        return GoValue::Slice(TY, None);
+    };
+    let first_schema = list.first().and_then(|v| v.get("schema"));
+    let schemas_hoisted = list
+        .iter()
+        .all(|v| same_validation(v.get("schema"), first_schema));
+    let per_version = |f: fn(&Value) -> GoValue| {
+        let all: Vec<GoValue> = list.iter().map(f).collect();
+        let hoisted = all.iter().all(|x| x.semantic_eq(&all[0]));
+        all.into_iter()
+            .map(|x| if hoisted { None } else { Some(x) })
+            .collect::<Vec<_>>()
+    };
+    let subresources = per_version(go_subresources);
+    let columns = per_version(go_columns);
+    let selectable = per_version(go_selectable_fields);
+    let items = list
+        .iter()
+        .zip(subresources)
+        .zip(columns)
+        .zip(selectable)
+        .map(|(((v, sub), cols), sel)| {
+            let s =
+                |k: &str| GoValue::Str(v.get(k).and_then(Value::as_str).unwrap_or_default().into());
+            let b = |k: &str| GoValue::Bool(v.get(k).and_then(Value::as_bool).unwrap_or(false));
+            let schema = v
+                .get("schema")
+                .filter(|x| !x.is_null() && !schemas_hoisted)
+                .map(|x| {
+                    let root = x.get("openAPIV3Schema").filter(|r| !r.is_null());
+                    Box::new(GoValue::Struct(
+                        "apiextensions.CustomResourceValidation",
+                        vec![(
+                            "OpenAPIV3Schema",
+                            GoValue::Ptr(SCHEMA, root.map(|r| Box::new(go_schema(r)))),
+                        )],
+                    ))
+                });
+            GoValue::Struct(
+                "apiextensions.CustomResourceDefinitionVersion",
+                vec![
+                    ("Name", s("name")),
+                    ("Served", b("served")),
+                    ("Storage", b("storage")),
+                    ("Deprecated", b("deprecated")),
+                    (
+                        "DeprecationWarning",
+                        GoValue::ptr_str(v.get("deprecationWarning").and_then(Value::as_str)),
+                    ),
+                    (
+                        "Schema",
+                        GoValue::Ptr("apiextensions.CustomResourceValidation", schema),
+                    ),
+                    (
+                        "Subresources",
+                        sub.unwrap_or(GoValue::Ptr(
+                            "apiextensions.CustomResourceSubresources",
+                            None,
+                        )),
+                    ),
+                    (
+                        "AdditionalPrinterColumns",
+                        cols.unwrap_or(GoValue::Slice(COLUMNS, None)),
+                    ),
+                    (
+                        "SelectableFields",
+                        sel.unwrap_or(GoValue::Slice(SELECTABLE_FIELDS, None)),
+                    ),
+                ],
+            )
+        })
+        .collect();
+    GoValue::Slice(TY, Some(items))
+}
+
+const COLUMNS: &str = "[]apiextensions.CustomResourceColumnDefinition";
+const SELECTABLE_FIELDS: &str = "[]apiextensions.SelectableField";
+
+/// A version's `*CustomResourceSubresources`.
+fn go_subresources(v: &Value) -> GoValue {
+    const TY: &str = "apiextensions.CustomResourceSubresources";
+    let sub = v.get("subresources").filter(|x| !x.is_null());
+    GoValue::Ptr(
+        TY,
+        sub.map(|sub| {
+            let status = sub.get("status").filter(|x| !x.is_null()).map(|_| {
+                Box::new(GoValue::Struct(
+                    "apiextensions.CustomResourceSubresourceStatus",
+                    vec![],
+                ))
+            });
+            let scale = sub.get("scale").filter(|x| !x.is_null()).map(|sc| {
+                let s = |k: &str| {
+                    GoValue::Str(sc.get(k).and_then(Value::as_str).unwrap_or_default().into())
+                };
+                Box::new(GoValue::Struct(
+                    "apiextensions.CustomResourceSubresourceScale",
+                    vec![
+                        ("SpecReplicasPath", s("specReplicasPath")),
+                        ("StatusReplicasPath", s("statusReplicasPath")),
+                        (
+                            "LabelSelectorPath",
+                            GoValue::ptr_str(sc.get("labelSelectorPath").and_then(Value::as_str)),
+                        ),
+                    ],
+                ))
+            });
+            Box::new(GoValue::Struct(
+                TY,
+                vec![
+                    (
+                        "Status",
+                        GoValue::Ptr("apiextensions.CustomResourceSubresourceStatus", status),
+                    ),
+                    (
+                        "Scale",
+                        GoValue::Ptr("apiextensions.CustomResourceSubresourceScale", scale),
+                    ),
+                ],
+            ))
+        }),
+    )
+}
+
+/// A version's `[]CustomResourceColumnDefinition`.
+fn go_columns(v: &Value) -> GoValue {
+    let cols = v.get("additionalPrinterColumns").and_then(Value::as_array);
+    GoValue::Slice(
+        COLUMNS,
+        cols.map(|cols| {
+            cols.iter()
+                .map(|c| {
+                    let s = |k: &str| {
+                        GoValue::Str(c.get(k).and_then(Value::as_str).unwrap_or_default().into())
+                    };
+                    let priority = c
+                        .get("priority")
+                        .and_then(Value::as_number)
+                        .and_then(go_int)
+                        .unwrap_or_default();
+                    GoValue::Struct(
+                        "apiextensions.CustomResourceColumnDefinition",
+                        vec![
+                            ("Name", s("name")),
+                            ("Type", s("type")),
+                            ("Format", s("format")),
+                            ("Description", s("description")),
+                            ("Priority", GoValue::Int(priority)),
+                            ("JSONPath", s("jsonPath")),
+                        ],
+                    )
+                })
+                .collect()
+        }),
+    )
+}
+
+/// A version's `[]SelectableField`.
+fn go_selectable_fields(v: &Value) -> GoValue {
+    let fields = v.get("selectableFields").and_then(Value::as_array);
+    GoValue::Slice(
+        SELECTABLE_FIELDS,
+        fields.map(|fields| {
+            fields
+                .iter()
+                .map(|f| {
+                    let path = f
+                        .get("jsonPath")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    GoValue::Struct(
+                        "apiextensions.SelectableField",
+                        vec![("JSONPath", GoValue::Str(path.into()))],
+                    )
+                })
+                .collect()
+        }),
+    )
 }
 
 /// `apiequality.Semantic.DeepEqual` of two versions' `schema` (`*CustomResourceValidation`) after
@@ -370,4 +655,31 @@ fn same_map(a: &Value, b: &Value, eq: fn(&Value, &Value) -> bool) -> bool {
     let ma = a.as_object().unwrap_or(&empty);
     let mb = b.as_object().unwrap_or(&empty);
     ma.len() == mb.len() && ma.iter().all(|(k, v)| mb.get(k).is_some_and(|w| eq(v, w)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::fielderr::govalue::POINTER_ADDRESS;
+
+    /// Go 1.26's `%#v` and `encoding/json` of the internal `JSONSchemaProps` this schema converts
+    /// to (pointers below the top level print their address, here a stand-in).
+    #[test]
+    fn schemas_render_as_go_renders_the_internal_struct() {
+        let raw: Value = serde_json::from_str(
+            r#"{"type":"object","default":{"a":1},"maximum":1.5,"maxLength":3,"enum":["a",null,1],"required":["a"],"properties":{"b":{"type":"string"},"a":{"type":"integer"}},"x-kubernetes-validations":[{"rule":"true"}],"dependencies":{"a":["b"]},"definitions":{}}"#,
+        )
+        .unwrap();
+        let v = go_schema(&raw);
+        assert_eq!(
+            v.go_syntax(),
+            format!(
+                "apiextensions.JSONSchemaProps{{ID:\"\", Schema:\"\", Ref:(*string)(nil), Description:\"\", Type:\"object\", Nullable:false, Format:\"\", Title:\"\", Default:(*apiextensions.JSON)({POINTER_ADDRESS}), Maximum:(*float64)({POINTER_ADDRESS}), ExclusiveMaximum:false, Minimum:(*float64)(nil), ExclusiveMinimum:false, MaxLength:(*int64)({POINTER_ADDRESS}), MinLength:(*int64)(nil), Pattern:\"\", MaxItems:(*int64)(nil), MinItems:(*int64)(nil), UniqueItems:false, MultipleOf:(*float64)(nil), Enum:[]apiextensions.JSON{{\"a\", apiextensions.JSON(nil), 1}}, MaxProperties:(*int64)(nil), MinProperties:(*int64)(nil), Required:[]string{{\"a\"}}, Items:(*apiextensions.JSONSchemaPropsOrArray)(nil), AllOf:[]apiextensions.JSONSchemaProps(nil), OneOf:[]apiextensions.JSONSchemaProps(nil), AnyOf:[]apiextensions.JSONSchemaProps(nil), Not:(*apiextensions.JSONSchemaProps)(nil), Properties:map[string]apiextensions.JSONSchemaProps{{\"a\":apiextensions.JSONSchemaProps{{ID:\"\", Schema:\"\", Ref:(*string)(nil), Description:\"\", Type:\"integer\", Nullable:false, Format:\"\", Title:\"\", Default:(*apiextensions.JSON)(nil), Maximum:(*float64)(nil), ExclusiveMaximum:false, Minimum:(*float64)(nil), ExclusiveMinimum:false, MaxLength:(*int64)(nil), MinLength:(*int64)(nil), Pattern:\"\", MaxItems:(*int64)(nil), MinItems:(*int64)(nil), UniqueItems:false, MultipleOf:(*float64)(nil), Enum:[]apiextensions.JSON(nil), MaxProperties:(*int64)(nil), MinProperties:(*int64)(nil), Required:[]string(nil), Items:(*apiextensions.JSONSchemaPropsOrArray)(nil), AllOf:[]apiextensions.JSONSchemaProps(nil), OneOf:[]apiextensions.JSONSchemaProps(nil), AnyOf:[]apiextensions.JSONSchemaProps(nil), Not:(*apiextensions.JSONSchemaProps)(nil), Properties:map[string]apiextensions.JSONSchemaProps(nil), AdditionalProperties:(*apiextensions.JSONSchemaPropsOrBool)(nil), PatternProperties:map[string]apiextensions.JSONSchemaProps(nil), Dependencies:apiextensions.JSONSchemaDependencies(nil), AdditionalItems:(*apiextensions.JSONSchemaPropsOrBool)(nil), Definitions:apiextensions.JSONSchemaDefinitions(nil), ExternalDocs:(*apiextensions.ExternalDocumentation)(nil), Example:(*apiextensions.JSON)(nil), XPreserveUnknownFields:(*bool)(nil), XEmbeddedResource:false, XIntOrString:false, XListMapKeys:[]string(nil), XListType:(*string)(nil), XMapType:(*string)(nil), XValidations:apiextensions.ValidationRules(nil)}}, \"b\":apiextensions.JSONSchemaProps{{ID:\"\", Schema:\"\", Ref:(*string)(nil), Description:\"\", Type:\"string\", Nullable:false, Format:\"\", Title:\"\", Default:(*apiextensions.JSON)(nil), Maximum:(*float64)(nil), ExclusiveMaximum:false, Minimum:(*float64)(nil), ExclusiveMinimum:false, MaxLength:(*int64)(nil), MinLength:(*int64)(nil), Pattern:\"\", MaxItems:(*int64)(nil), MinItems:(*int64)(nil), UniqueItems:false, MultipleOf:(*float64)(nil), Enum:[]apiextensions.JSON(nil), MaxProperties:(*int64)(nil), MinProperties:(*int64)(nil), Required:[]string(nil), Items:(*apiextensions.JSONSchemaPropsOrArray)(nil), AllOf:[]apiextensions.JSONSchemaProps(nil), OneOf:[]apiextensions.JSONSchemaProps(nil), AnyOf:[]apiextensions.JSONSchemaProps(nil), Not:(*apiextensions.JSONSchemaProps)(nil), Properties:map[string]apiextensions.JSONSchemaProps(nil), AdditionalProperties:(*apiextensions.JSONSchemaPropsOrBool)(nil), PatternProperties:map[string]apiextensions.JSONSchemaProps(nil), Dependencies:apiextensions.JSONSchemaDependencies(nil), AdditionalItems:(*apiextensions.JSONSchemaPropsOrBool)(nil), Definitions:apiextensions.JSONSchemaDefinitions(nil), ExternalDocs:(*apiextensions.ExternalDocumentation)(nil), Example:(*apiextensions.JSON)(nil), XPreserveUnknownFields:(*bool)(nil), XEmbeddedResource:false, XIntOrString:false, XListMapKeys:[]string(nil), XListType:(*string)(nil), XMapType:(*string)(nil), XValidations:apiextensions.ValidationRules(nil)}}}}, AdditionalProperties:(*apiextensions.JSONSchemaPropsOrBool)(nil), PatternProperties:map[string]apiextensions.JSONSchemaProps(nil), Dependencies:apiextensions.JSONSchemaDependencies{{\"a\":apiextensions.JSONSchemaPropsOrStringArray{{Schema:(*apiextensions.JSONSchemaProps)(nil), Property:[]string{{\"b\"}}}}}}, AdditionalItems:(*apiextensions.JSONSchemaPropsOrBool)(nil), Definitions:apiextensions.JSONSchemaDefinitions{{}}, ExternalDocs:(*apiextensions.ExternalDocumentation)(nil), Example:(*apiextensions.JSON)(nil), XPreserveUnknownFields:(*bool)(nil), XEmbeddedResource:false, XIntOrString:false, XListMapKeys:[]string(nil), XListType:(*string)(nil), XMapType:(*string)(nil), XValidations:apiextensions.ValidationRules{{apiextensions.ValidationRule{{Rule:\"true\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}}}}}}"
+            )
+        );
+        assert_eq!(
+            v.json(),
+            "{\"ID\":\"\",\"Schema\":\"\",\"Ref\":null,\"Description\":\"\",\"Type\":\"object\",\"Nullable\":false,\"Format\":\"\",\"Title\":\"\",\"Default\":{\"a\":1},\"Maximum\":1.5,\"ExclusiveMaximum\":false,\"Minimum\":null,\"ExclusiveMinimum\":false,\"MaxLength\":3,\"MinLength\":null,\"Pattern\":\"\",\"MaxItems\":null,\"MinItems\":null,\"UniqueItems\":false,\"MultipleOf\":null,\"Enum\":[\"a\",null,1],\"MaxProperties\":null,\"MinProperties\":null,\"Required\":[\"a\"],\"Items\":null,\"AllOf\":null,\"OneOf\":null,\"AnyOf\":null,\"Not\":null,\"Properties\":{\"a\":{\"ID\":\"\",\"Schema\":\"\",\"Ref\":null,\"Description\":\"\",\"Type\":\"integer\",\"Nullable\":false,\"Format\":\"\",\"Title\":\"\",\"Default\":null,\"Maximum\":null,\"ExclusiveMaximum\":false,\"Minimum\":null,\"ExclusiveMinimum\":false,\"MaxLength\":null,\"MinLength\":null,\"Pattern\":\"\",\"MaxItems\":null,\"MinItems\":null,\"UniqueItems\":false,\"MultipleOf\":null,\"Enum\":null,\"MaxProperties\":null,\"MinProperties\":null,\"Required\":null,\"Items\":null,\"AllOf\":null,\"OneOf\":null,\"AnyOf\":null,\"Not\":null,\"Properties\":null,\"AdditionalProperties\":null,\"PatternProperties\":null,\"Dependencies\":null,\"AdditionalItems\":null,\"Definitions\":null,\"ExternalDocs\":null,\"Example\":null,\"XPreserveUnknownFields\":null,\"XEmbeddedResource\":false,\"XIntOrString\":false,\"XListMapKeys\":null,\"XListType\":null,\"XMapType\":null,\"XValidations\":null},\"b\":{\"ID\":\"\",\"Schema\":\"\",\"Ref\":null,\"Description\":\"\",\"Type\":\"string\",\"Nullable\":false,\"Format\":\"\",\"Title\":\"\",\"Default\":null,\"Maximum\":null,\"ExclusiveMaximum\":false,\"Minimum\":null,\"ExclusiveMinimum\":false,\"MaxLength\":null,\"MinLength\":null,\"Pattern\":\"\",\"MaxItems\":null,\"MinItems\":null,\"UniqueItems\":false,\"MultipleOf\":null,\"Enum\":null,\"MaxProperties\":null,\"MinProperties\":null,\"Required\":null,\"Items\":null,\"AllOf\":null,\"OneOf\":null,\"AnyOf\":null,\"Not\":null,\"Properties\":null,\"AdditionalProperties\":null,\"PatternProperties\":null,\"Dependencies\":null,\"AdditionalItems\":null,\"Definitions\":null,\"ExternalDocs\":null,\"Example\":null,\"XPreserveUnknownFields\":null,\"XEmbeddedResource\":false,\"XIntOrString\":false,\"XListMapKeys\":null,\"XListType\":null,\"XMapType\":null,\"XValidations\":null}},\"AdditionalProperties\":null,\"PatternProperties\":null,\"Dependencies\":{\"a\":{\"Schema\":null,\"Property\":[\"b\"]}},\"AdditionalItems\":null,\"Definitions\":{},\"ExternalDocs\":null,\"Example\":null,\"XPreserveUnknownFields\":null,\"XEmbeddedResource\":false,\"XIntOrString\":false,\"XListMapKeys\":null,\"XListType\":null,\"XMapType\":null,\"XValidations\":[{\"Rule\":\"true\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}]}"
+        );
+    }
 }

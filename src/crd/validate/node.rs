@@ -3,11 +3,10 @@
 //! pkg/apis/apiextensions/validation/validation.go): their errors are "schema errors", which keep
 //! the node's CEL rules (and its ancestors') from compiling.
 
-use serde_json::Value;
-
-use super::internal::write_go_schema;
+use super::internal::go_items_list;
 use super::{structural, type_error};
-use crate::crd::fielderr::{BadValue, FieldError, go_json, go_json_string};
+use crate::cel::decls::Version;
+use crate::crd::fielderr::{BadValue, FieldError, GoValue, detail};
 use crate::schema::{AdditionalProperties, Dependency, Schema};
 
 const OPENAPI_V3_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
@@ -19,8 +18,10 @@ const SUPPORTED_REASONS: [&str; 4] = [
 ];
 
 /// The state of `specStandardValidatorV3` at a node.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub struct NodeContext<'a> {
+    /// The Kubernetes minor (some details are worded by minor).
+    pub kubernetes: Version,
     /// Why defaults are forbidden here (`withForbiddenDefaults`), when they are.
     pub defaults_forbidden: Option<&'a str>,
     /// Inside `apiVersion`, `kind` or `metadata` of the root or an embedded resource.
@@ -60,7 +61,7 @@ pub fn validate_node(s: &Schema, fld: &str, ctx: NodeContext<'_>) -> Vec<FieldEr
         ));
     }
     list_and_map_types(s, fld, &mut errs);
-    x_validations(s, fld, &mut errs);
+    x_validations(s, fld, ctx.kubernetes, &mut errs);
     errs
 }
 
@@ -134,9 +135,9 @@ fn spec_standard_validation(
     }
 }
 
-/// A `*string` bad value: JSON of the string, or `null`.
-fn json_opt_str(v: Option<&str>) -> BadValue {
-    BadValue::Json(v.map_or("null".to_string(), go_json_string))
+/// A `*string` bad value.
+fn ptr_str(v: Option<&str>) -> BadValue {
+    BadValue::Go(GoValue::ptr_str(v))
 }
 
 /// The `x-kubernetes-map-type`, `x-kubernetes-list-type` and `x-kubernetes-list-map-keys`
@@ -167,7 +168,7 @@ fn list_and_map_types(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
             "array" if items.x_list_type.as_deref().is_some_and(|t| t != "atomic") => {
                 errs.push(FieldError::invalid(
                     &format!("{fld}.items.x-kubernetes-list-type"),
-                    json_opt_str(items.x_list_type.as_deref()),
+                    ptr_str(items.x_list_type.as_deref()),
                     detail,
                 ));
             }
@@ -175,7 +176,7 @@ fn list_and_map_types(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
                 // Upstream reports the items' list type as the value here.
                 errs.push(FieldError::invalid(
                     &format!("{fld}.items.x-kubernetes-map-type"),
-                    json_opt_str(items.x_list_type.as_deref()),
+                    ptr_str(items.x_list_type.as_deref()),
                     detail,
                 ));
             }
@@ -215,7 +216,7 @@ fn list_and_map_types(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
 
 /// The checks of an `x-kubernetes-list-type: map` list.
 fn list_map(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
-    let keys_json = || BadValue::Json(go_json(&Value::from(s.x_list_map_keys.clone())));
+    let keys = || BadValue::Go(GoValue::strings(Some(&s.x_list_map_keys)));
     if s.x_list_map_keys.is_empty() {
         errs.push(FieldError::required(
             &format!("{fld}.x-kubernetes-list-map-keys"),
@@ -229,17 +230,10 @@ fn list_map(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
                 "must have a schema if x-kubernetes-list-type is map",
             )),
             Some(raw) => {
-                let mut json = String::from("{\"Schema\":null,\"JSONSchemas\":[");
-                for (i, x) in raw.as_array().into_iter().flatten().enumerate() {
-                    if i > 0 {
-                        json.push(',');
-                    }
-                    write_go_schema(x, &mut json);
-                }
-                json.push_str("]}");
+                let list = raw.as_array().map_or(&[][..], Vec::as_slice);
                 errs.push(FieldError::invalid(
                     &format!("{fld}.items"),
-                    BadValue::Json(json),
+                    BadValue::Go(go_items_list(list)),
                     "must only have a single schema if x-kubernetes-list-type is map",
                 ));
             }
@@ -268,14 +262,14 @@ fn list_map(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
             Some(_) => {}
             None => errs.push(FieldError::invalid(
                 &format!("{fld}.x-kubernetes-list-map-keys"),
-                keys_json(),
+                keys(),
                 "entries must all be names of item properties",
             )),
         }
         if seen.contains(&k) {
             errs.push(FieldError::invalid(
                 &format!("{fld}.x-kubernetes-list-map-keys"),
-                keys_json(),
+                keys(),
                 "must not contain duplicate entries",
             ));
         }
@@ -321,7 +315,7 @@ fn list_map_keys_map_set(
 }
 
 /// The checks of the `x-kubernetes-validations` entries that do not need CEL.
-fn x_validations(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
+fn x_validations(s: &Schema, fld: &str, k: Version, errs: &mut Vec<FieldError>) {
     let has_newlines = |x: &str| x.contains('\n') || x.contains('\r');
     for (i, rule) in s.x_validations.iter().enumerate() {
         let base = format!("{fld}.x-kubernetes-validations[{i}]");
@@ -336,13 +330,21 @@ fn x_validations(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
             errs.push(FieldError::invalid(
                 &format!("{base}.message"),
                 BadValue::Str(rule.message.clone()),
-                "must be non-empty if specified",
+                detail(
+                    k,
+                    "message must be non-empty if specified",
+                    "must be non-empty if specified",
+                ),
             ));
         } else if has_newlines(trimmed_msg) {
             errs.push(FieldError::invalid(
                 &format!("{base}.message"),
                 BadValue::Str(rule.message.clone()),
-                "must not contain line breaks",
+                detail(
+                    k,
+                    "message must not contain line breaks",
+                    "must not contain line breaks",
+                ),
             ));
         } else if has_newlines(trimmed_rule) && trimmed_msg.is_empty() {
             errs.push(FieldError::required(
@@ -361,7 +363,10 @@ fn x_validations(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
         {
             errs.push(FieldError::not_supported(
                 &format!("{base}.reason"),
-                BadValue::Str(r.clone()),
+                BadValue::Go(GoValue::NamedStr(
+                    "apiextensions.FieldValueErrorReason",
+                    r.clone(),
+                )),
                 &SUPPORTED_REASONS,
             ));
         }
@@ -370,21 +375,29 @@ fn x_validations(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
             errs.push(FieldError::invalid(
                 &format!("{base}.fieldPath"),
                 BadValue::Str(fp.clone()),
-                "must be non-empty if specified",
+                detail(
+                    k,
+                    "fieldPath must be non-empty if specified",
+                    "must be non-empty if specified",
+                ),
             ));
         }
         if has_newlines(fp) {
             errs.push(FieldError::invalid(
                 &format!("{base}.fieldPath"),
                 BadValue::Str(fp.clone()),
-                "must not contain line breaks",
+                detail(
+                    k,
+                    "fieldPath must not contain line breaks",
+                    "must not contain line breaks",
+                ),
             ));
         }
         if !fp.is_empty() && structural::conversion_error(s).is_none() && !valid_field_path(fp, s) {
             errs.push(FieldError::invalid(
                 &format!("{base}.fieldPath"),
                 BadValue::Str(fp.clone()),
-                "must be a valid path",
+                detail(k, "fieldPath must be a valid path", "must be a valid path"),
             ));
         }
     }

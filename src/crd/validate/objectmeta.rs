@@ -5,7 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::crd::fielderr::{BadValue, FieldError};
+use crate::cel::decls::Version;
+use crate::crd::fielderr::{BadValue, FieldError, detail};
 use crate::schema::{AdditionalProperties, Schema};
 
 fn child(pth: &str, k: &str) -> String {
@@ -52,7 +53,7 @@ fn coerce_node(
                         "apiVersion" | "kind" if !v.is_string() => {
                             return Err(Box::new(FieldError::invalid(
                                 &child(pth, &k),
-                                BadValue::Value(v),
+                                BadValue::any(v),
                                 "must be a string",
                             )));
                         }
@@ -60,7 +61,7 @@ fn coerce_node(
                             Err(e) => {
                                 return Err(Box::new(FieldError::invalid(
                                     &child(pth, "metadata"),
-                                    BadValue::Value(v),
+                                    BadValue::any(v),
                                     &e,
                                 )));
                             }
@@ -98,6 +99,7 @@ pub fn validate(
     x: &Value,
     s: Option<&Schema>,
     is_resource_root: bool,
+    k: Version,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if let Some(s) = s {
@@ -106,31 +108,46 @@ pub fn validate(
             x,
             s,
             s.x_embedded_resource || is_resource_root,
+            k,
             &mut errs,
         );
     }
     errs
 }
 
-fn validate_node(pth: &str, x: &Value, s: &Schema, embedded: bool, errs: &mut Vec<FieldError>) {
+fn validate_node(
+    pth: &str,
+    x: &Value,
+    s: &Schema,
+    embedded: bool,
+    k: Version,
+    errs: &mut Vec<FieldError>,
+) {
     crate::budget::charge(1);
     match x {
         Value::Object(map) => {
             if embedded {
-                validate_embedded_resource(pth, map, errs);
+                validate_embedded_resource(pth, map, k, errs);
             }
-            for (k, v) in map {
-                if let Some(p) = s.properties.get(k) {
-                    validate_node(&child(pth, k), v, p, p.x_embedded_resource, errs);
+            for (key, v) in map {
+                if let Some(p) = s.properties.get(key) {
+                    validate_node(&child(pth, key), v, p, p.x_embedded_resource, k, errs);
                 } else if let Some(Some(a)) = additional_schema(s) {
-                    validate_node(&format!("{pth}[{k}]"), v, a, a.x_embedded_resource, errs);
+                    validate_node(
+                        &format!("{pth}[{key}]"),
+                        v,
+                        a,
+                        a.x_embedded_resource,
+                        k,
+                        errs,
+                    );
                 }
             }
         }
         Value::Array(items) => {
             if let Some(i) = &s.items {
                 for (n, v) in items.iter().enumerate() {
-                    validate_node(&format!("{pth}[{n}]"), v, i, i.x_embedded_resource, errs);
+                    validate_node(&format!("{pth}[{n}]"), v, i, i.x_embedded_resource, k, errs);
                 }
             }
         }
@@ -139,12 +156,18 @@ fn validate_node(pth: &str, x: &Value, s: &Schema, embedded: bool, errs: &mut Ve
 }
 
 /// `validateEmbeddedResource`.
-fn validate_embedded_resource(pth: &str, x: &Map<String, Value>, errs: &mut Vec<FieldError>) {
+fn validate_embedded_resource(
+    pth: &str,
+    x: &Map<String, Value>,
+    k: Version,
+    errs: &mut Vec<FieldError>,
+) {
+    let required = detail(k, "must not be empty", "");
     if !x.contains_key("apiVersion") {
-        errs.push(FieldError::required(&child(pth, "apiVersion"), ""));
+        errs.push(FieldError::required(&child(pth, "apiVersion"), required));
     }
     if !x.contains_key("kind") {
-        errs.push(FieldError::required(&child(pth, "kind"), ""));
+        errs.push(FieldError::required(&child(pth, "kind"), required));
     }
     for (k, v) in x {
         match k.as_str() {
@@ -153,7 +176,7 @@ fn validate_embedded_resource(pth: &str, x: &Map<String, Value>, errs: &mut Vec<
                 match v.as_str() {
                     None => errs.push(FieldError::invalid(
                         &f,
-                        BadValue::Value(v.clone()),
+                        BadValue::any(v.clone()),
                         "must be a string",
                     )),
                     Some("") => errs.push(FieldError::invalid(
@@ -176,7 +199,7 @@ fn validate_embedded_resource(pth: &str, x: &Map<String, Value>, errs: &mut Vec<
                 match v.as_str() {
                     None => errs.push(FieldError::invalid(
                         &f,
-                        BadValue::Value(v.clone()),
+                        BadValue::any(v.clone()),
                         "must be a string",
                     )),
                     Some("") => errs.push(FieldError::invalid(
@@ -202,7 +225,7 @@ fn validate_embedded_resource(pth: &str, x: &Map<String, Value>, errs: &mut Vec<
             "metadata" => {
                 let f = child(pth, "metadata");
                 match decode_object_meta(v) {
-                    Err(e) => errs.push(FieldError::invalid(&f, BadValue::Value(v.clone()), &e)),
+                    Err(e) => errs.push(FieldError::invalid(&f, BadValue::any(v.clone()), &e)),
                     Ok(meta) => validate_object_meta(&f, &meta, errs),
                 }
             }

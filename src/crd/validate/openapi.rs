@@ -201,7 +201,7 @@ fn to_field_error(fld: &str, e: OpenAPIError) -> FieldError {
             let supported: Vec<&str> = supported.iter().map(String::as_str).collect();
             FieldError::not_supported(
                 &path,
-                value.unwrap_or(BadValue::Value(Value::Null)),
+                value.unwrap_or(BadValue::any(Value::Null)),
                 &supported,
             )
         }
@@ -356,7 +356,7 @@ impl<'a> SchemaValidator<'a> {
         Some(OpenAPIError::Validation {
             code: Code::Enum,
             name: self.path.to_string(),
-            value: Some(BadValue::Value(data.clone())),
+            value: Some(BadValue::any(data.clone())),
             valid: None,
             values: values.clone(),
             message: format!(

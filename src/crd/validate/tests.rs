@@ -369,3 +369,213 @@ fn type_information_errors_reach_the_children() {
         &[("^.spec", 0, true), ("^", 0, true)],
     );
 }
+
+/// The error set of a CRD in Kubernetes `minor`. The expectations below for minors other than
+/// 1.36 restate that minor's upstream code (its wording, its rendering of values: Go's `%#v` as
+/// Go 1.26 prints the same values), not an oracle run.
+fn errors_at(minor: u32, crd: &Value) -> BTreeSet<String> {
+    let report = Estimator::new(crate::cel::decls::Version::new(1, minor))
+        .estimate(crd, "test")
+        .unwrap();
+    report.errors.into_iter().collect()
+}
+
+fn set(errors: &[&str]) -> BTreeSet<String> {
+    errors.iter().map(|e| e.to_string()).collect()
+}
+
+/// Before 1.34 bad values that are not strings, numbers or booleans are Go syntax (`%#v`).
+#[test]
+fn bad_values_are_go_syntax_before_1_34() {
+    let mut c = crd(
+        json!({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self.all(x,", "reason": "FieldValueInvalid"}]}}}),
+        false,
+    );
+    c["spec"]["versions"][0]["storage"] = json!(false);
+    let rule = "spec.validation.openAPIV3Schema.properties[l].x-kubernetes-validations[0].rule";
+    let syntax = "compilation failed: ERROR: <input>:1:12: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.all(x,\n | ...........^";
+    let address = crate::crd::fielderr::govalue::POINTER_ADDRESS;
+    for minor in [30, 33] {
+        assert_eq!(
+            errors_at(minor, &c),
+            set(&[
+                "spec.versions: Invalid value: []apiextensions.CustomResourceDefinitionVersion{apiextensions.CustomResourceDefinitionVersion{Name:\"v1\", Served:true, Storage:false, Deprecated:false, DeprecationWarning:(*string)(nil), Schema:(*apiextensions.CustomResourceValidation)(nil), Subresources:(*apiextensions.CustomResourceSubresources)(nil), AdditionalPrinterColumns:[]apiextensions.CustomResourceColumnDefinition(nil), SelectableFields:[]apiextensions.SelectableField(nil)}}: must have exactly one version marked as storage version",
+                "status.storedVersions: Invalid value: []string(nil): must have at least one stored version",
+                &format!(
+                    "{rule}: Invalid value: apiextensions.ValidationRule{{Rule:\"self.all(x,\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)({address}), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}}: {syntax}"
+                ),
+            ]),
+            "1.{minor}"
+        );
+    }
+    assert_eq!(
+        errors_at(34, &c),
+        set(&[
+            "spec.versions: Invalid value: [{\"Name\":\"v1\",\"Served\":true,\"Storage\":false,\"Deprecated\":false,\"DeprecationWarning\":null,\"Schema\":null,\"Subresources\":null,\"AdditionalPrinterColumns\":null,\"SelectableFields\":null}]: must have exactly one version marked as storage version",
+            "status.storedVersions: Invalid value: null: must have at least one stored version",
+            &format!(
+                "{rule}: Invalid value: {{\"Rule\":\"self.all(x,\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":\"FieldValueInvalid\",\"FieldPath\":\"\",\"OptionalOldSelf\":null}}: {syntax}"
+            ),
+        ])
+    );
+}
+
+/// Versions that differ keep their own schemas, printer columns and subresources (the v1
+/// conversion moves them to the spec only when all versions have the same).
+#[test]
+fn versions_keep_what_differs() {
+    let mut c = crd(json!({"type": "object"}), false);
+    let v1 = c["spec"]["versions"][0].clone();
+    let mut v2 = v1.clone();
+    v2["name"] = json!("v2");
+    v2["schema"] = json!({"openAPIV3Schema": {"type": "object", "description": "d"}});
+    v2["additionalPrinterColumns"] =
+        json!([{"name": "A", "type": "string", "jsonPath": ".a", "priority": 1}]);
+    v2["deprecationWarning"] = json!("old<");
+    c["spec"]["versions"] = json!([v1, v2]);
+    let versions = errors_at(36, &c)
+        .into_iter()
+        .find(|e| e.starts_with("spec.versions:"))
+        .unwrap();
+    let schema = |extra: &str| {
+        format!(
+            "{{\"OpenAPIV3Schema\":{{\"ID\":\"\",\"Schema\":\"\",\"Ref\":null,\"Description\":\"{extra}\",\"Type\":\"object\",\"Nullable\":false,\"Format\":\"\",\"Title\":\"\",\"Default\":null,\"Maximum\":null,\"ExclusiveMaximum\":false,\"Minimum\":null,\"ExclusiveMinimum\":false,\"MaxLength\":null,\"MinLength\":null,\"Pattern\":\"\",\"MaxItems\":null,\"MinItems\":null,\"UniqueItems\":false,\"MultipleOf\":null,\"Enum\":null,\"MaxProperties\":null,\"MinProperties\":null,\"Required\":null,\"Items\":null,\"AllOf\":null,\"OneOf\":null,\"AnyOf\":null,\"Not\":null,\"Properties\":null,\"AdditionalProperties\":null,\"PatternProperties\":null,\"Dependencies\":null,\"AdditionalItems\":null,\"Definitions\":null,\"ExternalDocs\":null,\"Example\":null,\"XPreserveUnknownFields\":null,\"XEmbeddedResource\":false,\"XIntOrString\":false,\"XListMapKeys\":null,\"XListType\":null,\"XMapType\":null,\"XValidations\":null}}}}"
+        )
+    };
+    assert_eq!(
+        versions,
+        format!(
+            "spec.versions: Invalid value: [{{\"Name\":\"v1\",\"Served\":true,\"Storage\":true,\"Deprecated\":false,\"DeprecationWarning\":null,\"Schema\":{},\"Subresources\":null,\"AdditionalPrinterColumns\":null,\"SelectableFields\":null}},{{\"Name\":\"v2\",\"Served\":true,\"Storage\":true,\"Deprecated\":false,\"DeprecationWarning\":\"old\\u003c\",\"Schema\":{},\"Subresources\":null,\"AdditionalPrinterColumns\":[{{\"Name\":\"A\",\"Type\":\"string\",\"Format\":\"\",\"Description\":\"\",\"Priority\":1,\"JSONPath\":\".a\"}}],\"SelectableFields\":null}}]: must have exactly one version marked as storage version",
+            schema(""),
+            schema("d")
+        )
+    );
+    let address = crate::crd::fielderr::govalue::POINTER_ADDRESS;
+    let old = errors_at(33, &c)
+        .into_iter()
+        .find(|e| e.starts_with("spec.versions:"))
+        .unwrap();
+    assert!(
+        old.contains(&format!("DeprecationWarning:(*string)({address}), Schema:(*apiextensions.CustomResourceValidation)({address}), Subresources:(*apiextensions.CustomResourceSubresources)(nil), AdditionalPrinterColumns:[]apiextensions.CustomResourceColumnDefinition{{apiextensions.CustomResourceColumnDefinition{{Name:\"A\", Type:\"string\", Format:\"\", Description:\"\", Priority:1, JSONPath:\".a\"}}}}")),
+        "{old}"
+    );
+}
+
+/// Kubernetes 1.34 dropped the field names that details repeated.
+#[test]
+fn details_name_their_field_before_1_34() {
+    let c = crd(
+        json!({"type": "object", "x-kubernetes-validations": [
+            {"rule": "true", "message": " ", "fieldPath": " "}]}),
+        false,
+    );
+    let base = "spec.validation.openAPIV3Schema.x-kubernetes-validations[0]";
+    assert_eq!(
+        errors_at(33, &c),
+        set(&[
+            &format!(
+                "{base}.message: Invalid value: \" \": message must be non-empty if specified"
+            ),
+            &format!(
+                "{base}.fieldPath: Invalid value: \" \": fieldPath must be non-empty if specified"
+            ),
+            &format!("{base}.fieldPath: Invalid value: \" \": fieldPath must be a valid path"),
+        ])
+    );
+    assert_eq!(
+        errors_at(34, &c),
+        set(&[
+            &format!("{base}.message: Invalid value: \" \": must be non-empty if specified"),
+            &format!("{base}.fieldPath: Invalid value: \" \": must be non-empty if specified"),
+            &format!("{base}.fieldPath: Invalid value: \" \": must be a valid path"),
+        ])
+    );
+}
+
+/// `field.TooLong` and `field.TooMany` by minor: `TooLongMaxLength`'s words before 1.32,
+/// singular units from 1.34.
+#[test]
+fn too_long_and_too_many_by_minor() {
+    let c = crd(
+        json!({"type": "object", "properties": {
+            "s": {"type": "string", "maxLength": 1, "default": "ab"},
+            "l": {"type": "array", "maxItems": 1, "items": {"type": "string"}, "default": ["a", "b"]}}}),
+        false,
+    );
+    let s = "spec.validation.openAPIV3Schema.properties[s].default: Too long";
+    let l = "spec.validation.openAPIV3Schema.properties[l].default: Too many: 2";
+    for (minor, s_detail, l_detail) in [
+        (31, "may not be longer than 1", "must have at most 1 items"),
+        (
+            32,
+            "may not be more than 1 bytes",
+            "must have at most 1 items",
+        ),
+        (
+            33,
+            "may not be more than 1 bytes",
+            "must have at most 1 items",
+        ),
+        (
+            34,
+            "may not be more than 1 byte",
+            "must have at most 1 item",
+        ),
+    ] {
+        assert_eq!(
+            errors_at(minor, &c),
+            set(&[&format!("{s}: {s_detail}"), &format!("{l}: {l_detail}")]),
+            "1.{minor}"
+        );
+    }
+}
+
+/// A decoded object is a Go map before 1.34.
+#[test]
+fn decoded_defaults_by_minor() {
+    let c = crd(
+        json!({"type": "object", "properties": {
+            "o": {"type": "object", "properties": {"a": {"type": "string"}}, "default": {"a": "x", "b": [1, null]}}}}),
+        false,
+    );
+    let o = "spec.validation.openAPIV3Schema.properties[o].default: Invalid value";
+    assert_eq!(
+        errors_at(33, &c),
+        set(&[&format!(
+            "{o}: map[string]interface {{}}{{\"a\":\"x\", \"b\":[]interface {{}}{{1, interface {{}}(nil)}}}}: must not have unknown fields"
+        )])
+    );
+    assert_eq!(
+        errors_at(34, &c),
+        set(&[&format!(
+            "{o}: {{\"a\":\"x\",\"b\":[1,null]}}: must not have unknown fields"
+        )])
+    );
+}
+
+/// An embedded resource's missing `apiVersion` and `kind`: "must not be empty" before 1.34.
+#[test]
+fn embedded_resources_required_fields_by_minor() {
+    let c = crd(
+        json!({"type": "object", "properties": {"r": {"type": "object",
+            "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true,
+            "default": {"metadata": {"name": "x"}}}}}),
+        false,
+    );
+    let r = "spec.validation.openAPIV3Schema.properties[r].default";
+    assert_eq!(
+        errors_at(33, &c),
+        set(&[
+            &format!("{r}.apiVersion: Required value: must not be empty"),
+            &format!("{r}.kind: Required value: must not be empty"),
+        ])
+    );
+    assert_eq!(
+        errors_at(34, &c),
+        set(&[
+            &format!("{r}.apiVersion: Required value"),
+            &format!("{r}.kind: Required value"),
+        ])
+    );
+}
