@@ -21,15 +21,6 @@ const FLOOR_RULES: f64 = 100.0;
 const FLOOR_TOTALS: f64 = 100.0;
 const FLOOR_VERDICTS: f64 = 100.0;
 const FLOOR_ERRORS: f64 = 100.0;
-/// Error sets of minors whose API servers render field values in Go syntax (being ported).
-fn floor_errors(minor: u32) -> f64 {
-    match minor {
-        30 => 83.7,
-        31 => 90.8,
-        32 | 33 => 91.1,
-        _ => FLOOR_ERRORS,
-    }
-}
 const FLOOR_EXPRESSIONS: f64 = 100.0;
 
 fn corpus_dir() -> Option<PathBuf> {
@@ -323,10 +314,7 @@ fn conformance(minor: u32) {
     assert!(rules.pct() >= FLOOR_RULES, "rules below floor");
     assert!(totals.pct() >= FLOOR_TOTALS, "totals below floor");
     assert!(verdicts.pct() >= FLOOR_VERDICTS, "verdicts below floor");
-    assert!(
-        errsets.pct() >= floor_errors(minor),
-        "error sets below floor"
-    );
+    assert!(errsets.pct() >= FLOOR_ERRORS, "error sets below floor");
     assert!(
         exprs.pct() >= FLOOR_EXPRESSIONS,
         "policy expressions below floor"
