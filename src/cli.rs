@@ -12,6 +12,7 @@ use crate::report::{
     PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RUNTIME_COST_BUDGET,
 };
 use crate::schema::catalog::{GroupVersionResource, SchemaCatalog};
+use crate::versions::RangeEstimator;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
@@ -132,23 +133,40 @@ struct FirstPass {
 /// per core, `CELCOST_THREADS` to override); reports keep the order of the files. Policies get
 /// typed estimates from the CRDs found in the input (and the built-in schemas).
 pub fn estimate_paths(estimator: &Estimator, paths: &[PathBuf]) -> Outcome {
-    estimate_paths_with(
-        std::slice::from_ref(estimator),
-        paths,
-        &SchemaCatalog::new(),
-    )
+    estimate_paths_with(Minors::One(estimator), paths, &SchemaCatalog::new())
+}
+
+/// The estimators of a run: one minor, or a range.
+#[derive(Clone, Copy)]
+pub enum Minors<'a> {
+    One(&'a Estimator),
+    Range(&'a RangeEstimator),
+}
+
+impl Minors<'_> {
+    /// An object's report: one minor's, or the newest's carrying the range's matrix.
+    fn estimate(
+        self,
+        v: &serde_json::Value,
+        f: impl Fn(&Estimator) -> Option<ObjectReport>,
+    ) -> Option<ObjectReport> {
+        match self {
+            Minors::One(e) => f(e),
+            Minors::Range(r) => r.estimate_each(v, f).map(ranged),
+        }
+    }
 }
 
 /// As [`estimate_paths`], each object with every estimator (one per Kubernetes minor, oldest
 /// first), reading each file once: the reports are the newest minor's, with the verdicts and
 /// changes of all of them ([`crate::versions`]).
-pub fn estimate_paths_range(estimators: &[Estimator], paths: &[PathBuf]) -> Outcome {
-    estimate_paths_with(estimators, paths, &SchemaCatalog::new())
+pub fn estimate_paths_range(estimators: &RangeEstimator, paths: &[PathBuf]) -> Outcome {
+    estimate_paths_with(Minors::Range(estimators), paths, &SchemaCatalog::new())
 }
 
 /// As [`estimate_paths`], with schemas the caller knows besides the CRDs of the input.
 pub fn estimate_paths_with(
-    estimators: &[Estimator],
+    estimators: Minors<'_>,
     paths: &[PathBuf],
     catalog: &SchemaCatalog,
 ) -> Outcome {
@@ -191,7 +209,7 @@ pub fn estimate_paths_with(
         })
         .collect();
     let mut estimated = parallel(&policies, threads, |(source, value)| {
-        estimate_range(estimators, value, source, &catalog)
+        estimators.estimate(value, |e| e.estimate_with(value, source, &catalog))
     })
     .into_iter();
     for f in first {
@@ -257,7 +275,7 @@ fn add_crds(catalog: &mut SchemaCatalog, name: &str, text: &str, sources: &[Stri
     }
 }
 
-fn first_pass_file(estimators: &[Estimator], f: &Path) -> FirstPass {
+fn first_pass_file(estimators: Minors<'_>, f: &Path) -> FirstPass {
     let mut out = FirstPass::default();
     let bytes = match std::fs::read(f) {
         Ok(b) => b,
@@ -275,7 +293,7 @@ fn first_pass_file(estimators: &[Estimator], f: &Path) -> FirstPass {
     out
 }
 
-fn first_pass_text(estimators: &[Estimator], name: &str, text: &str, out: &mut FirstPass) {
+fn first_pass_text(estimators: Minors<'_>, name: &str, text: &str, out: &mut FirstPass) {
     for doc in parse_documents(text) {
         let source = format!("{name}#{}", doc.index);
         match doc.value {
@@ -299,11 +317,10 @@ fn first_pass_text(estimators: &[Estimator], name: &str, text: &str, out: &mut F
                             if !defines.is_empty() {
                                 out.crds.push((o.source.clone(), defines));
                             }
-                            let reports = estimators
-                                .iter()
-                                .map(|e| e.estimate_crd(&o.value, &o.source))
-                                .collect();
-                            out.slots.push(Slot::Done(Box::new(ranged(reports))));
+                            let report = estimators
+                                .estimate(&o.value, |e| Some(e.estimate_crd(&o.value, &o.source)));
+                            out.slots
+                                .push(Slot::Done(Box::new(report.unwrap_or_default())));
                         }
                         None => {
                             let kind = o
@@ -331,16 +348,11 @@ fn first_pass_text(estimators: &[Estimator], name: &str, text: &str, out: &mut F
 /// Estimates the objects of one file's text; `name` is how the file is named in sources.
 /// Policies get typed estimates from the CRDs of the same text (and the built-in schemas).
 pub fn estimate_text(estimator: &Estimator, name: &str, text: &str, outcome: &mut Outcome) {
-    estimate_text_range(std::slice::from_ref(estimator), name, text, outcome)
+    estimate_text_range(Minors::One(estimator), name, text, outcome)
 }
 
 /// As [`estimate_text`], with every estimator of a range ([`estimate_paths_range`]).
-pub fn estimate_text_range(
-    estimators: &[Estimator],
-    name: &str,
-    text: &str,
-    outcome: &mut Outcome,
-) {
+pub fn estimate_text_range(estimators: Minors<'_>, name: &str, text: &str, outcome: &mut Outcome) {
     let mut first = FirstPass::default();
     first_pass_text(estimators, name, text, &mut first);
     let mut catalog = SchemaCatalog::new();
@@ -351,9 +363,9 @@ pub fn estimate_text_range(
     for slot in first.slots {
         match slot {
             Slot::Done(r) => outcome.reports.push(*r),
-            Slot::Policy { source, value } => outcome
-                .reports
-                .extend(estimate_range(estimators, &value, &source, &catalog)),
+            Slot::Policy { source, value } => outcome.reports.extend(
+                estimators.estimate(&value, |e| e.estimate_with(&value, &source, &catalog)),
+            ),
         }
     }
     outcome.input_errors.extend(first.input_errors);
@@ -367,20 +379,6 @@ fn ranged(mut reports: Vec<ObjectReport>) -> ObjectReport {
     } else {
         crate::versions::combine(reports)
     }
-}
-
-/// An object estimated with every estimator of a range.
-fn estimate_range(
-    estimators: &[Estimator],
-    v: &serde_json::Value,
-    source: &str,
-    catalog: &SchemaCatalog,
-) -> Option<ObjectReport> {
-    let reports = estimators
-        .iter()
-        .map(|e| e.estimate_with(v, source, catalog))
-        .collect::<Option<Vec<_>>>()?;
-    Some(ranged(reports))
 }
 
 fn json_kind(v: &serde_json::Value) -> &'static str {

@@ -80,6 +80,11 @@ impl Estimator {
         self.env.minor
     }
 
+    /// The compile environment (declarations, parser options).
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
     /// The same estimator with another work budget per object.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;

@@ -12,9 +12,10 @@ use celcost::budget::{CountingAllocator, Limits};
 use celcost::cel::decls::Version;
 use celcost::cel::minor::{Distribution, Minor};
 use celcost::cli::{
-    OutputFormat, estimate_paths_range, render_json, render_markdown, render_table,
+    OutputFormat, estimate_paths, estimate_paths_range, render_json, render_markdown, render_table,
 };
 use celcost::controller::ControllerArgs;
+use celcost::versions::RangeEstimator;
 
 /// Counts the bytes each estimate holds, so that one object cannot take the process's memory
 /// (`celcost::budget`).
@@ -104,7 +105,11 @@ fn main() -> ExitCode {
                 .filter_map(|v| Minor::of_distribution(*v, distribution))
                 .map(|m| Estimator::for_minor(m).with_limits(limits))
                 .collect();
-            let outcome = estimate_paths_range(&estimators, &paths);
+            let outcome = if estimators.len() == 1 {
+                estimate_paths(&estimators[0], &paths)
+            } else {
+                estimate_paths_range(&RangeEstimator::new(estimators), &paths)
+            };
             for s in &outcome.skipped {
                 eprintln!("{s}");
             }

@@ -14,6 +14,7 @@ use celcost::cel::minor::{Distribution, Minor};
 use celcost::estimate::DEFAULT_KUBERNETES_VERSION;
 use celcost::input::{objects_of, parse_documents};
 use celcost::report::ObjectReport;
+use celcost::versions::RangeEstimator;
 use serde_json::Value;
 
 /// Floors, in percent; raise them as conformance improves, never lower them to pass.
@@ -75,9 +76,160 @@ fn u(v: &Value, k: &str) -> Option<u64> {
     v.get(k).and_then(Value::as_u64)
 }
 
-/// Runs the estimator of Kubernetes `minor` over the whole corpus against the values that minor's
-/// own code computed: `expected/` for the newest, `versions/1.N/expected/` for the others.
-fn conformance(minor: u32) {
+/// The tallies of one minor.
+#[derive(Default)]
+struct Tallies {
+    rules: Tally,
+    totals: Tally,
+    verdicts: Tally,
+    errsets: Tally,
+    exprs: Tally,
+    objects: Tally,
+    mismatches: String,
+}
+
+/// Compares our reports of one file with the expected values of one minor.
+fn compare(rel: &str, expected: &[Value], ours: &[ObjectReport], t: &mut Tallies) {
+    let Tallies {
+        rules,
+        totals,
+        verdicts,
+        errsets,
+        exprs,
+        objects,
+        mismatches,
+    } = t;
+    for (i, exp) in expected.iter().enumerate() {
+        let kind = exp["kind"].as_str().unwrap_or_default();
+        let name = exp["name"].as_str().unwrap_or_default();
+        let got = ours
+            .iter()
+            .find(|r| r.kind == kind && r.name == name)
+            .or_else(|| ours.get(i));
+        let Some(got) = got else {
+            writeln!(mismatches, "{rel}: {kind} {name}: not estimated").unwrap();
+            objects.add(false);
+            continue;
+        };
+        let mut object_ok = true;
+        let v_ok = exp["valid"].as_bool() == Some(got.valid);
+        verdicts.add(v_ok);
+        object_ok &= v_ok;
+        let tie = exp["schemas"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|s| s["mostExpensiveTie"] == true));
+        let filter = |e: &str| !(tie && e.contains("contributed to estimated rule cost total"));
+        let exp_errs: BTreeSet<String> = exp["errors"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.as_str())
+            .filter(|e| filter(e))
+            .map(String::from)
+            .collect();
+        let got_errs: BTreeSet<String> = got.errors.iter().filter(|e| filter(e)).cloned().collect();
+        let e_ok = exp_errs == got_errs;
+        errsets.add(e_ok);
+        object_ok &= e_ok;
+        if !e_ok {
+            for e in exp_errs.difference(&got_errs) {
+                writeln!(mismatches, "{rel}: {name}: missing error: {e}").unwrap();
+            }
+            for e in got_errs.difference(&exp_errs) {
+                writeln!(mismatches, "{rel}: {name}: extra error: {e}").unwrap();
+            }
+        }
+        if kind == "CustomResourceDefinition" {
+            for es in exp["schemas"].as_array().into_iter().flatten() {
+                let sfp = es["schemaFieldPath"].as_str().unwrap_or_default();
+                let gs = got.schemas.iter().find(|s| s.schema_field_path == sfp);
+                let t_ok = gs.is_some_and(|g| Some(g.total_cost) == u(es, "totalCost"));
+                totals.add(t_ok);
+                object_ok &= t_ok;
+                if !t_ok {
+                    writeln!(
+                        mismatches,
+                        "{rel}: {name}: {sfp}: totalCost expected {:?} got {:?}",
+                        u(es, "totalCost"),
+                        gs.map(|g| g.total_cost)
+                    )
+                    .unwrap();
+                }
+                let by_key: HashMap<(String, u64), &celcost::report::RuleReport> = gs
+                    .map(|g| {
+                        g.rules
+                            .iter()
+                            .map(|r| ((r.path.clone(), r.index), r))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for er in es["rules"].as_array().into_iter().flatten() {
+                    let key = (
+                        er["path"].as_str().unwrap_or_default().to_string(),
+                        u(er, "index").unwrap_or(0),
+                    );
+                    let gr = by_key.get(&key);
+                    let ok = gr.is_some_and(|g| {
+                        Some(g.max_cost) == u(er, "maxCost")
+                            && Some(g.cost) == u(er, "cost")
+                            && Some(g.cardinality_used) == u(er, "cardinalityUsed")
+                            && g.message_expression_cost == u(er, "messageExpressionCost")
+                            && g.compile_error.as_deref() == er["compileError"].as_str()
+                    });
+                    rules.add(ok);
+                    object_ok &= ok;
+                    if !ok {
+                        writeln!(
+                            mismatches,
+                            "{rel}: {name}: {} [{}] `{}`: expected maxCost {:?} card {:?} cost {:?} msg {:?} err {:?}; got {:?}",
+                            key.0,
+                            key.1,
+                            er["rule"].as_str().unwrap_or_default(),
+                            u(er, "maxCost"),
+                            u(er, "cardinalityUsed"),
+                            u(er, "cost"),
+                            u(er, "messageExpressionCost"),
+                            er["compileError"].as_str(),
+                            gr.map(|g| (g.max_cost, g.cardinality_used, g.cost, g.message_expression_cost, g.compile_error.clone()))
+                        )
+                        .unwrap();
+                    }
+                }
+            }
+        } else {
+            for ee in exp["expressions"].as_array().into_iter().flatten() {
+                let fp = ee["fieldPath"].as_str().unwrap_or_default();
+                let ge = got.expressions.iter().find(|x| x.field_path == fp);
+                let ok = ge.is_some_and(|g| {
+                    g.max_cost == u(ee, "maxCost")
+                        && g.min_cost == u(ee, "minCost")
+                        && g.compile_error.as_deref() == ee["compileError"].as_str()
+                });
+                exprs.add(ok);
+                object_ok &= ok;
+                if !ok {
+                    writeln!(
+                        mismatches,
+                        "{rel}: {name}: {fp} `{}`: expected [{:?}, {:?}] err {:?}; got {:?}",
+                        ee["expression"].as_str().unwrap_or_default(),
+                        u(ee, "minCost"),
+                        u(ee, "maxCost"),
+                        ee["compileError"].as_str(),
+                        ge.map(|g| (g.min_cost, g.max_cost, g.compile_error.clone()))
+                    )
+                    .unwrap();
+                }
+            }
+        }
+        objects.add(object_ok);
+    }
+}
+
+/// Runs the estimators of `minors` over the whole corpus against the values each minor's own
+/// code computed: `expected/` for the newest, `versions/1.N/expected/` for the others. With
+/// `shared`, one [`RangeEstimator`] estimates every object for all of them (each distinct
+/// estimate once), as `--kubernetes-version 1.30..1.36` does.
+fn conformance(minors: &[u32], shared: bool) {
     let Some(corpus) = corpus_dir() else {
         if std::env::var("CELCOST_REQUIRE_CORPUS").is_ok() {
             panic!("../shared/corpus not found beside the checkout (set CELCOST_CORPUS)");
@@ -85,273 +237,179 @@ fn conformance(minor: u32) {
         eprintln!("SKIPPED: ../shared/corpus not found beside the checkout (set CELCOST_CORPUS)");
         return;
     };
-    let version = Version::new(1, minor);
-    let expected_root = if version == DEFAULT_KUBERNETES_VERSION {
-        corpus.join("expected")
-    } else {
-        corpus.join(format!("versions/1.{minor}/expected"))
-    };
-    assert!(
-        expected_root.is_dir(),
-        "{} is missing",
-        expected_root.display()
-    );
+    let expected_roots: Vec<PathBuf> = minors
+        .iter()
+        .map(|&minor| {
+            let root = if Version::new(1, minor) == DEFAULT_KUBERNETES_VERSION {
+                corpus.join("expected")
+            } else {
+                corpus.join(format!("versions/1.{minor}/expected"))
+            };
+            assert!(root.is_dir(), "{} is missing", root.display());
+            root
+        })
+        .collect();
     // The corpus's per-minor values were computed with OpenShift's builds of each minor, which
     // carry a few CEL changes ahead of upstream (see `celcost::cel::minor`).
-    let estimator =
-        Estimator::for_minor(Minor::of_distribution(version, Distribution::OpenShift).unwrap());
+    let estimators: Vec<Estimator> = minors
+        .iter()
+        .map(|&m| {
+            Estimator::for_minor(
+                Minor::of_distribution(Version::new(1, m), Distribution::OpenShift).unwrap(),
+            )
+        })
+        .collect();
+    let (range, singles) = if shared {
+        (Some(RangeEstimator::new(estimators)), Vec::new())
+    } else {
+        (None, estimators)
+    };
     let mut files = Vec::new();
     for sub in ["crds", "fixtures", "vaps"] {
         files_under(&corpus.join(sub), &mut files);
     }
-    let (mut rules, mut totals, mut verdicts, mut errsets, mut exprs, mut objects) = (
-        Tally::default(),
-        Tally::default(),
-        Tally::default(),
-        Tally::default(),
-        Tally::default(),
-        Tally::default(),
-    );
-    let mut mismatches = String::new();
+    let mut tallies: Vec<Tallies> = minors.iter().map(|_| Tallies::default()).collect();
     for file in &files {
         let rel = file
             .strip_prefix(&corpus)
             .unwrap()
             .to_string_lossy()
             .to_string();
-        let exp_path = expected_root.join(format!("{rel}.jsonl"));
-        let Ok(exp_text) = std::fs::read_to_string(&exp_path) else {
-            continue;
-        };
-        let expected: Vec<Value> = exp_text
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
         let text = std::fs::read_to_string(file).unwrap();
-        let mut ours: Vec<ObjectReport> = Vec::new();
+        let mut ours: Vec<Vec<ObjectReport>> = minors.iter().map(|_| Vec::new()).collect();
         for doc in parse_documents(&text) {
             let Ok(v) = doc.value else { continue };
             for o in objects_of(&format!("{rel}#{}", doc.index), v) {
-                if let Some(r) = estimator.estimate(&o.value, &o.source) {
-                    ours.push(r);
+                let reports: Option<Vec<ObjectReport>> = match &range {
+                    Some(r) => r.estimate_each(&o.value, |e| e.estimate(&o.value, &o.source)),
+                    None => singles
+                        .iter()
+                        .map(|e| e.estimate(&o.value, &o.source))
+                        .collect(),
+                };
+                for (i, r) in reports.into_iter().flatten().enumerate() {
+                    ours[i].push(r);
                 }
             }
         }
-        for (i, exp) in expected.iter().enumerate() {
-            let kind = exp["kind"].as_str().unwrap_or_default();
-            let name = exp["name"].as_str().unwrap_or_default();
-            let got = ours
-                .iter()
-                .find(|r| r.kind == kind && r.name == name)
-                .or_else(|| ours.get(i));
-            let Some(got) = got else {
-                writeln!(mismatches, "{rel}: {kind} {name}: not estimated").unwrap();
-                objects.add(false);
+        for (i, root) in expected_roots.iter().enumerate() {
+            let Ok(exp_text) = std::fs::read_to_string(root.join(format!("{rel}.jsonl"))) else {
                 continue;
             };
-            let mut object_ok = true;
-            let v_ok = exp["valid"].as_bool() == Some(got.valid);
-            verdicts.add(v_ok);
-            object_ok &= v_ok;
-            let tie = exp["schemas"]
-                .as_array()
-                .is_some_and(|s| s.iter().any(|s| s["mostExpensiveTie"] == true));
-            let filter = |e: &str| !(tie && e.contains("contributed to estimated rule cost total"));
-            let exp_errs: BTreeSet<String> = exp["errors"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|e| e.as_str())
-                .filter(|e| filter(e))
-                .map(String::from)
+            let expected: Vec<Value> = exp_text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str(l).unwrap())
                 .collect();
-            let got_errs: BTreeSet<String> =
-                got.errors.iter().filter(|e| filter(e)).cloned().collect();
-            let e_ok = exp_errs == got_errs;
-            errsets.add(e_ok);
-            object_ok &= e_ok;
-            if !e_ok {
-                for e in exp_errs.difference(&got_errs) {
-                    writeln!(mismatches, "{rel}: {name}: missing error: {e}").unwrap();
-                }
-                for e in got_errs.difference(&exp_errs) {
-                    writeln!(mismatches, "{rel}: {name}: extra error: {e}").unwrap();
-                }
-            }
-            if kind == "CustomResourceDefinition" {
-                for es in exp["schemas"].as_array().into_iter().flatten() {
-                    let sfp = es["schemaFieldPath"].as_str().unwrap_or_default();
-                    let gs = got.schemas.iter().find(|s| s.schema_field_path == sfp);
-                    let t_ok = gs.is_some_and(|g| Some(g.total_cost) == u(es, "totalCost"));
-                    totals.add(t_ok);
-                    object_ok &= t_ok;
-                    if !t_ok {
-                        writeln!(
-                            mismatches,
-                            "{rel}: {name}: {sfp}: totalCost expected {:?} got {:?}",
-                            u(es, "totalCost"),
-                            gs.map(|g| g.total_cost)
-                        )
-                        .unwrap();
-                    }
-                    let by_key: HashMap<(String, u64), &celcost::report::RuleReport> = gs
-                        .map(|g| {
-                            g.rules
-                                .iter()
-                                .map(|r| ((r.path.clone(), r.index), r))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    for er in es["rules"].as_array().into_iter().flatten() {
-                        let key = (
-                            er["path"].as_str().unwrap_or_default().to_string(),
-                            u(er, "index").unwrap_or(0),
-                        );
-                        let gr = by_key.get(&key);
-                        let ok = gr.is_some_and(|g| {
-                            Some(g.max_cost) == u(er, "maxCost")
-                                && Some(g.cost) == u(er, "cost")
-                                && Some(g.cardinality_used) == u(er, "cardinalityUsed")
-                                && g.message_expression_cost == u(er, "messageExpressionCost")
-                                && g.compile_error.as_deref() == er["compileError"].as_str()
-                        });
-                        rules.add(ok);
-                        object_ok &= ok;
-                        if !ok {
-                            writeln!(
-                                mismatches,
-                                "{rel}: {name}: {} [{}] `{}`: expected maxCost {:?} card {:?} cost {:?} msg {:?} err {:?}; got {:?}",
-                                key.0,
-                                key.1,
-                                er["rule"].as_str().unwrap_or_default(),
-                                u(er, "maxCost"),
-                                u(er, "cardinalityUsed"),
-                                u(er, "cost"),
-                                u(er, "messageExpressionCost"),
-                                er["compileError"].as_str(),
-                                gr.map(|g| (g.max_cost, g.cardinality_used, g.cost, g.message_expression_cost, g.compile_error.clone()))
-                            )
-                            .unwrap();
-                        }
-                    }
-                }
-            } else {
-                for ee in exp["expressions"].as_array().into_iter().flatten() {
-                    let fp = ee["fieldPath"].as_str().unwrap_or_default();
-                    let ge = got.expressions.iter().find(|x| x.field_path == fp);
-                    let ok = ge.is_some_and(|g| {
-                        g.max_cost == u(ee, "maxCost")
-                            && g.min_cost == u(ee, "minCost")
-                            && g.compile_error.as_deref() == ee["compileError"].as_str()
-                    });
-                    exprs.add(ok);
-                    object_ok &= ok;
-                    if !ok {
-                        writeln!(
-                            mismatches,
-                            "{rel}: {name}: {fp} `{}`: expected [{:?}, {:?}] err {:?}; got {:?}",
-                            ee["expression"].as_str().unwrap_or_default(),
-                            u(ee, "minCost"),
-                            u(ee, "maxCost"),
-                            ee["compileError"].as_str(),
-                            ge.map(|g| (g.min_cost, g.max_cost, g.compile_error.clone()))
-                        )
-                        .unwrap();
-                    }
-                }
-            }
-            objects.add(object_ok);
+            compare(&rel, &expected, &ours[i], &mut tallies[i]);
         }
     }
-    let out = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("target/conformance-mismatches-1.{minor}.txt"));
-    let _ = std::fs::create_dir_all(out.parent().unwrap());
-    let _ = std::fs::write(&out, &mismatches);
-    println!(
-        "conformance of Kubernetes 1.{minor} over {} ({} files, expected values in {})",
-        corpus.display(),
-        files.len(),
-        expected_root.display()
-    );
-    println!(
-        "exact: {}/{} rules ({:.2}%)",
-        rules.ok,
-        rules.all,
-        rules.pct()
-    );
-    println!(
-        "exact: {}/{} schema totals ({:.2}%)",
-        totals.ok,
-        totals.all,
-        totals.pct()
-    );
-    println!(
-        "exact: {}/{} verdicts ({:.2}%)",
-        verdicts.ok,
-        verdicts.all,
-        verdicts.pct()
-    );
-    println!(
-        "exact: {}/{} error sets ({:.2}%)",
-        errsets.ok,
-        errsets.all,
-        errsets.pct()
-    );
-    println!(
-        "exact: {}/{} policy expressions ({:.2}%)",
-        exprs.ok,
-        exprs.all,
-        exprs.pct()
-    );
-    println!(
-        "exact: {}/{} objects ({:.2}%)",
-        objects.ok,
-        objects.all,
-        objects.pct()
-    );
-    println!("mismatches: {}", out.display());
-    assert!(rules.pct() >= FLOOR_RULES, "rules below floor");
-    assert!(totals.pct() >= FLOOR_TOTALS, "totals below floor");
-    assert!(verdicts.pct() >= FLOOR_VERDICTS, "verdicts below floor");
-    assert!(errsets.pct() >= FLOOR_ERRORS, "error sets below floor");
-    assert!(
-        exprs.pct() >= FLOOR_EXPRESSIONS,
-        "policy expressions below floor"
-    );
+    for (i, &minor) in minors.iter().enumerate() {
+        let Tallies {
+            rules,
+            totals,
+            verdicts,
+            errsets,
+            exprs,
+            objects,
+            mismatches,
+        } = &tallies[i];
+        let expected_root = &expected_roots[i];
+        let how = if shared { "range" } else { "single" };
+        let out = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("target/conformance-mismatches-1.{minor}-{how}.txt"));
+        let _ = std::fs::create_dir_all(out.parent().unwrap());
+        let _ = std::fs::write(&out, mismatches);
+        println!(
+            "conformance of Kubernetes 1.{minor} ({how}) over {} ({} files, expected values in {})",
+            corpus.display(),
+            files.len(),
+            expected_root.display()
+        );
+        println!(
+            "exact: {}/{} rules ({:.2}%)",
+            rules.ok,
+            rules.all,
+            rules.pct()
+        );
+        println!(
+            "exact: {}/{} schema totals ({:.2}%)",
+            totals.ok,
+            totals.all,
+            totals.pct()
+        );
+        println!(
+            "exact: {}/{} verdicts ({:.2}%)",
+            verdicts.ok,
+            verdicts.all,
+            verdicts.pct()
+        );
+        println!(
+            "exact: {}/{} error sets ({:.2}%)",
+            errsets.ok,
+            errsets.all,
+            errsets.pct()
+        );
+        println!(
+            "exact: {}/{} policy expressions ({:.2}%)",
+            exprs.ok,
+            exprs.all,
+            exprs.pct()
+        );
+        println!(
+            "exact: {}/{} objects ({:.2}%)",
+            objects.ok,
+            objects.all,
+            objects.pct()
+        );
+        println!("mismatches: {}", out.display());
+        assert!(rules.pct() >= FLOOR_RULES, "rules below floor");
+        assert!(totals.pct() >= FLOOR_TOTALS, "totals below floor");
+        assert!(verdicts.pct() >= FLOOR_VERDICTS, "verdicts below floor");
+        assert!(errsets.pct() >= FLOOR_ERRORS, "error sets below floor");
+        assert!(
+            exprs.pct() >= FLOOR_EXPRESSIONS,
+            "policy expressions below floor"
+        );
+    }
 }
 
 #[test]
 fn corpus_conformance_1_30() {
-    conformance(30);
+    conformance(&[30], false);
 }
 
 #[test]
 fn corpus_conformance_1_31() {
-    conformance(31);
+    conformance(&[31], false);
 }
 
 #[test]
 fn corpus_conformance_1_32() {
-    conformance(32);
+    conformance(&[32], false);
 }
 
 #[test]
 fn corpus_conformance_1_33() {
-    conformance(33);
+    conformance(&[33], false);
 }
 
 #[test]
 fn corpus_conformance_1_34() {
-    conformance(34);
+    conformance(&[34], false);
 }
 
 #[test]
 fn corpus_conformance_1_35() {
-    conformance(35);
+    conformance(&[35], false);
 }
 
 #[test]
 fn corpus_conformance_1_36() {
-    conformance(36);
+    conformance(&[36], false);
+}
+
+#[test]
+fn corpus_conformance_range_1_30_to_1_36() {
+    conformance(&[30, 31, 32, 33, 34, 35, 36], true);
 }

@@ -38,7 +38,7 @@ impl std::fmt::Display for Version {
 }
 
 /// One overload of a function.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Overload {
     pub id: Arc<str>,
     pub member: bool,
@@ -49,7 +49,7 @@ pub struct Overload {
 }
 
 /// A function with its overloads in declaration order.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Function {
     pub name: Arc<str>,
     pub overloads: Vec<Overload>,
