@@ -11,9 +11,11 @@ use std::time::Instant;
 
 use celcost::Estimator;
 use celcost::budget::{CountingAllocator, Limits, run_measured};
-use celcost::cli::estimate_paths;
+use celcost::cel::minor::{KUBERNETES, NEWEST_MINOR};
+use celcost::cli::{estimate_paths, estimate_paths_range};
 use celcost::input::{objects_of, parse_documents};
 use celcost::schema::catalog::SchemaCatalog;
+use celcost::versions::RangeEstimator;
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -50,6 +52,10 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
+    if let Ok(mode) = std::env::var("CELCOST_BENCH_MODE") {
+        measure_mode(&corpus, &mode, iterations);
+        return;
+    }
     let mut walls = Vec::new();
     let mut cpus = Vec::new();
     let mut summary = (0, 0, 0usize);
@@ -99,11 +105,66 @@ fn main() {
         summary.1 as f64 / wall,
         bytes as f64 / 1048576.0 / wall
     );
-    match peak_rss_kib() {
+    let peak_one = peak_rss_kib();
+    match peak_one {
         Some(k) => println!("peak memory (VmHWM): {:.1} MiB", k as f64 / 1024.0),
         None => println!("peak memory: unavailable (no /proc/self/status)"),
     }
+    range(iterations);
     work_per_object(&corpus);
+}
+
+/// The whole corpus (CRDs and policies) for one minor and for the range 1.30..1.36, through the
+/// CLI's code path, each in a process of its own (so that each peak memory is its own): the
+/// range estimates each object once per group of minors that cannot differ on it
+/// (`celcost::versions::RangeEstimator`).
+fn range(iterations: usize) {
+    let run = |mode: &str| -> Option<(f64, f64)> {
+        let out = std::process::Command::new(std::env::current_exe().ok()?)
+            .env("CELCOST_BENCH_MODE", mode)
+            .env("CELCOST_BENCH_ITERATIONS", iterations.to_string())
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let line = text.lines().find(|l| l.starts_with("mode "))?;
+        let mut it = line.split_whitespace().skip(2);
+        Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+    };
+    match (run("one"), run("range")) {
+        (Some((o, om)), Some((a, am))) => {
+            println!("crds+policies, one minor (1.36): median {o:.3} s, peak memory {om:.1} MiB");
+            println!(
+                "crds+policies, range 1.30..1.36 ({} minors): median {a:.3} s = {:.2}x one minor, peak memory {am:.1} MiB",
+                KUBERNETES.len(),
+                a / o
+            );
+        }
+        _ => println!("range: the measuring processes failed"),
+    }
+}
+
+/// In a child process: the corpus for one minor or the range, `iterations` times; prints
+/// `mode <name> <median seconds> <peak MiB>`.
+fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
+    let dirs: Vec<PathBuf> = ["crds", "vaps", "maps"]
+        .iter()
+        .map(|d| corpus.join(d))
+        .filter(|d| d.is_dir())
+        .collect();
+    let mut walls = Vec::new();
+    for _ in 0..iterations.max(1) {
+        let t = Instant::now();
+        if mode == "range" {
+            let r = RangeEstimator::new(KUBERNETES.iter().map(Estimator::for_minor).collect());
+            estimate_paths_range(&r, &dirs);
+        } else {
+            estimate_paths(&Estimator::for_minor(NEWEST_MINOR), &dirs);
+        }
+        walls.push(t.elapsed().as_secs_f64());
+    }
+    walls.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let peak = peak_rss_kib().unwrap_or(0) as f64 / 1024.0;
+    println!("mode {mode} {:.4} {peak:.1}", walls[walls.len() / 2]);
 }
 
 /// The work budget's view of the corpus: the steps and bytes of the costliest objects (every

@@ -306,12 +306,13 @@ fn first_pass_text(estimators: Minors<'_>, name: &str, text: &str, out: &mut Fir
             Ok(v) => {
                 for o in objects_of(&source, v) {
                     match TargetKind::of(&o.value) {
-                        Some(TargetKind::ValidatingAdmissionPolicy) => {
-                            out.slots.push(Slot::Policy {
-                                source: o.source,
-                                value: o.value,
-                            })
-                        }
+                        Some(
+                            TargetKind::ValidatingAdmissionPolicy
+                            | TargetKind::MutatingAdmissionPolicy,
+                        ) => out.slots.push(Slot::Policy {
+                            source: o.source,
+                            value: o.value,
+                        }),
                         Some(TargetKind::CustomResourceDefinition) => {
                             let defines = SchemaCatalog::crd_resources(&o.value);
                             if !defines.is_empty() {
@@ -334,7 +335,7 @@ fn first_pass_text(estimators: Minors<'_>, name: &str, text: &str, out: &mut Fir
                                 .and_then(|k| k.as_str())
                                 .unwrap_or("(no apiVersion)");
                             out.skipped.push(format!(
-                                "{}: skipped {api} {kind}: not a CRD or ValidatingAdmissionPolicy",
+                                "{}: skipped {api} {kind}: not a CRD, ValidatingAdmissionPolicy or MutatingAdmissionPolicy",
                                 o.source
                             ));
                         }
@@ -729,10 +730,10 @@ fn version_lines(r: &ObjectReport) -> Vec<String> {
     out
 }
 
-/// The lines under a policy's header: what typed the estimates, and the budgets, upstream's
-/// (object: dyn) beside the typed ones.
+/// The lines under a policy's header: notes, what typed the estimates, and the budgets,
+/// upstream's (object: dyn) beside the typed ones.
 fn policy_lines(r: &ObjectReport) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out: Vec<String> = r.notes.iter().map(|n| format!("note: {n}")).collect();
     if let Some(t) = &r.typing {
         if t.schemas.is_empty() {
             out.push(
@@ -778,12 +779,21 @@ fn policy_lines(r: &ObjectReport) -> Vec<String> {
             }
             l
         };
-        out.push(line(
-            "runtime cost per evaluation: validations + messageExpressions + their variables",
-            b.validation_cost,
-            b.typed_validation_cost,
-            RUNTIME_COST_BUDGET,
-        ));
+        if let Some(m) = b.mutation_cost {
+            out.push(line(
+                "runtime cost per mutation: the worst one + the variables it reads",
+                m,
+                b.typed_mutation_cost,
+                RUNTIME_COST_BUDGET,
+            ));
+        } else {
+            out.push(line(
+                "runtime cost per evaluation: validations + messageExpressions + their variables",
+                b.validation_cost,
+                b.typed_validation_cost,
+                RUNTIME_COST_BUDGET,
+            ));
+        }
         if r.expressions.iter().any(|e| e.kind == "matchCondition") {
             out.push(line(
                 "matchConditions",

@@ -19,6 +19,7 @@ pub const DEFAULT_KUBERNETES_VERSION: Version = Version::new(1, 36);
 pub enum TargetKind {
     CustomResourceDefinition,
     ValidatingAdmissionPolicy,
+    MutatingAdmissionPolicy,
 }
 
 impl TargetKind {
@@ -37,6 +38,14 @@ impl TargetKind {
                 "ValidatingAdmissionPolicy",
                 "admissionregistration.k8s.io/v1" | "admissionregistration.k8s.io/v1beta1",
             ) => Some(TargetKind::ValidatingAdmissionPolicy),
+            // Every version any Kubernetes minor served; whether the minor estimated for serves
+            // it is the estimate's to say (see `vap::map_api_version`).
+            (
+                "MutatingAdmissionPolicy",
+                "admissionregistration.k8s.io/v1"
+                | "admissionregistration.k8s.io/v1beta1"
+                | "admissionregistration.k8s.io/v1alpha1",
+            ) => Some(TargetKind::MutatingAdmissionPolicy),
             _ => None,
         }
     }
@@ -163,6 +172,7 @@ impl Estimator {
             TargetKind::ValidatingAdmissionPolicy => {
                 Some(self.estimate_vap_with(v, source, catalog))
             }
+            TargetKind::MutatingAdmissionPolicy => Some(self.estimate_map_with(v, source, catalog)),
         }
     }
 
@@ -184,6 +194,24 @@ impl Estimator {
     ) -> ObjectReport {
         self.guarded(v, source, "ValidatingAdmissionPolicy", || {
             crate::vap::estimate_vap_with(&self.env, v, source, catalog)
+        })
+    }
+
+    pub fn estimate_map(&self, v: &Value, source: &str) -> ObjectReport {
+        self.estimate_map_with(v, source, &SchemaCatalog::new())
+    }
+
+    /// Estimates a MutatingAdmissionPolicy (admissionregistration v1alpha1, v1beta1 or v1);
+    /// policies of an API version this Kubernetes version does not serve are estimated, and
+    /// rejected with an error saying so.
+    pub fn estimate_map_with(
+        &self,
+        v: &Value,
+        source: &str,
+        catalog: &SchemaCatalog,
+    ) -> ObjectReport {
+        self.guarded(v, source, "MutatingAdmissionPolicy", || {
+            crate::vap::estimate_map_with(&self.env, v, source, catalog)
         })
     }
 }

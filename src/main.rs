@@ -26,7 +26,7 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 #[command(
     name = "celcost",
     version,
-    about = "The Kubernetes API server's CEL cost estimates for CRD rules and ValidatingAdmissionPolicies"
+    about = "The Kubernetes API server's CEL cost estimates for CRD rules and admission policies"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -35,7 +35,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Estimate the CEL cost of every CRD and ValidatingAdmissionPolicy in files or directories.
+    /// Estimate the CEL cost of every CRD, ValidatingAdmissionPolicy and
+    /// MutatingAdmissionPolicy in files or directories.
     ///
     /// Exit status: 0 when every object would be accepted, 1 when one would be rejected, 2 on
     /// unreadable input, an object whose estimate stopped (over its work budget), or bad usage.

@@ -24,7 +24,8 @@ pub const RUNTIME_COST_BUDGET: u64 = 10_000_000;
 /// Upstream: k8s.io/apiserver pkg/apis/cel/config.go `RuntimeCELCostBudgetMatchConditions`.
 pub const MATCH_CONDITIONS_COST_BUDGET: u64 = 2_500_000;
 
-/// The estimate of one Kubernetes object (a CRD or a ValidatingAdmissionPolicy).
+/// The estimate of one Kubernetes object (a CRD, a ValidatingAdmissionPolicy or a
+/// MutatingAdmissionPolicy).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectReport {
@@ -32,7 +33,7 @@ pub struct ObjectReport {
     /// `cluster` for objects read from an API server.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
-    /// `CustomResourceDefinition` or `ValidatingAdmissionPolicy`.
+    /// `CustomResourceDefinition`, `ValidatingAdmissionPolicy` or `MutatingAdmissionPolicy`.
     pub kind: String,
     /// `apiVersion` of the object as read.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -67,6 +68,10 @@ pub struct ObjectReport {
     /// object, and what changes between them (the rest of the report is the newest's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_version: Option<crate::versions::VersionMatrix>,
+    /// What else matters about the object in this Kubernetes version, beyond the verdict (e.g.
+    /// an API version the API server serves only when the cluster enables it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Why an object has no estimate.
@@ -176,13 +181,14 @@ impl Drivers {
     }
 }
 
-/// One CEL expression of a ValidatingAdmissionPolicy.
+/// One CEL expression of a ValidatingAdmissionPolicy or a MutatingAdmissionPolicy.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpressionReport {
     /// e.g. `spec.validations[0].expression`.
     pub field_path: String,
-    /// `validation`, `messageExpression`, `matchCondition`, `auditAnnotation`, `variable:<name>`.
+    /// `validation`, `messageExpression`, `matchCondition`, `auditAnnotation`, `variable:<name>`;
+    /// MutatingAdmissionPolicies: `applyConfiguration`, `jsonPatch`.
     pub kind: String,
     pub expression: String,
     /// The compile environment, as the upstream oracle names it.
@@ -286,7 +292,8 @@ pub struct TypedSchema {
 #[serde(rename_all = "camelCase")]
 pub struct PolicyBudget {
     /// Worst case of one policy-binding evaluation (validations, their messageExpressions and
-    /// the variables they use, each variable once), compared with [`RUNTIME_COST_BUDGET`].
+    /// the variables they use, each variable once), compared with [`RUNTIME_COST_BUDGET`]
+    /// (0 for a MutatingAdmissionPolicy).
     pub validation_cost: u64,
     /// Same with the typed estimates, where available (upstream's where an expression has
     /// none).
@@ -300,6 +307,13 @@ pub struct PolicyBudget {
     pub audit_annotations_cost: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typed_audit_annotations_cost: Option<u64>,
+    /// MutatingAdmissionPolicies: worst case of one mutation's evaluation (its applyConfiguration
+    /// or jsonPatch expression and the variables it uses, transitively, each once), compared
+    /// with [`RUNTIME_COST_BUDGET`]: each mutation gets a fresh budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutation_cost: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typed_mutation_cost: Option<u64>,
 }
 
 impl ObjectReport {

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Estimator;
+use crate::cel::decls::{Declarations, Version};
 use crate::cel::minor::Minor;
 use crate::report::{ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT};
 
@@ -364,31 +365,36 @@ impl Differences {
     fn between(a: &Estimator, b: &Estimator) -> Differences {
         let (ea, eb) = (a.env(), b.env());
         let (ma, mb) = (a.minor(), b.minor());
+        // With the mutation-only libraries: a superset of every environment of the minor.
+        let (da, db) = (
+            Declarations::for_minor(ma, true),
+            Declarations::for_minor(mb, true),
+        );
         let mut names = HashSet::new();
         let mut add = |name: &str| {
             names.extend(name.split('.').map(str::to_string));
         };
-        for (n, f) in &ea.decls.functions {
-            if eb.decls.functions.get(n) != Some(f) {
+        for (n, f) in &da.functions {
+            if db.functions.get(n) != Some(f) {
                 add(n);
             }
         }
-        for n in eb.decls.functions.keys() {
-            if !ea.decls.functions.contains_key(n) {
+        for n in db.functions.keys() {
+            if !da.functions.contains_key(n) {
                 add(n);
             }
         }
-        for (n, t) in &ea.decls.idents {
-            if eb.decls.idents.get(n) != Some(t) {
+        for (n, t) in &da.idents {
+            if db.idents.get(n) != Some(t) {
                 add(n);
             }
         }
-        for n in eb.decls.idents.keys() {
-            if !ea.decls.idents.contains_key(n) {
+        for n in db.idents.keys() {
+            if !da.idents.contains_key(n) {
                 add(n);
             }
         }
-        let keywords = |m: &Minor| m.compatibility >= crate::cel::decls::Version::new(1, 31);
+        let keywords = |m: &Minor| m.compatibility >= Version::new(1, 31);
         Differences {
             names,
             two_var_macros: ea.parser.two_var_comprehensions != eb.parser.two_var_comprehensions,
@@ -469,13 +475,19 @@ struct Profile {
     /// Identifier-like tokens of every CEL expression of the object.
     tokens: HashSet<String>,
     has_cel: bool,
+    /// A kind whose API versions the minors serve differently (MutatingAdmissionPolicy).
+    served_by_minor: bool,
     int_or_string_with_max_length: bool,
     resource_with_additional_properties: bool,
 }
 
 impl Profile {
     fn of(v: &Value) -> Profile {
-        let mut p = Profile::default();
+        let mut p = Profile {
+            served_by_minor: v.get("kind").and_then(Value::as_str)
+                == Some("MutatingAdmissionPolicy"),
+            ..Profile::default()
+        };
         p.walk(v, true);
         p
     }
@@ -522,9 +534,8 @@ fn identifier_tokens(s: &str) -> impl Iterator<Item = String> + '_ {
 
 /// Estimators of a range of minors (oldest first) that estimate each object once per group of
 /// minors that cannot differ on it: the object's CEL words, schema features and the minors'
-/// rules decide the groups ([`Differences`]). A report with errors or compile errors is not
-/// shared (error wording and cel-go's messages vary by minor): those minors are estimated
-/// one by one.
+/// rules decide the groups ([`Differences`]). A report with errors is shared only between minors
+/// that word errors alike.
 pub struct RangeEstimator {
     estimators: Vec<Estimator>,
     differences: Mutex<HashMap<(usize, usize), Arc<Differences>>>,
@@ -570,8 +581,15 @@ impl RangeEstimator {
         // The index of the minor whose report the last ones copy.
         let mut representative: Option<usize> = None;
         for i in 0..n {
-            let shared = representative
-                .filter(|&r| shareable(&out[r]) && self.differences(r, i).irrelevant_to(&profile));
+            let shared = representative.filter(|&r| {
+                !profile.served_by_minor
+                    && shareable(
+                        &out[r],
+                        self.estimators[r].kubernetes_version(),
+                        self.estimators[i].kubernetes_version(),
+                    )
+                    && self.differences(r, i).irrelevant_to(&profile)
+            });
             match shared {
                 Some(r) => {
                     let mut copy = out[r].clone();
@@ -589,19 +607,12 @@ impl RangeEstimator {
     }
 }
 
-/// Whether a report can stand for another minor's: no errors (their wording varies by minor) and
-/// no compile errors (cel-go's messages vary by version).
-fn shareable(r: &ObjectReport) -> bool {
+/// Whether a report of minor `from` can stand for minor `to`'s: both word every error alike (or
+/// there are none), and it has no notes (they say what the minor serves). Compile errors are
+/// cel-go's words, which celcost does not vary by minor.
+fn shareable(r: &ObjectReport, from: Version, to: Version) -> bool {
     r.stopped.is_none()
-        && r.errors.is_empty()
-        && r.schemas
-            .iter()
-            .flat_map(|s| s.rules.iter())
-            .all(|x| x.compile_error.is_none() && x.message_expression_compile_error.is_none())
-        && r.expressions.iter().all(|e| {
-            e.compile_error.is_none()
-                && e.typed
-                    .as_ref()
-                    .is_none_or(|t| t.error.is_none() && t.failed_against.is_empty())
-        })
+        && r.notes.is_empty()
+        && (r.errors.is_empty()
+            || crate::crd::fielderr::wording(from) == crate::crd::fielderr::wording(to))
 }

@@ -413,3 +413,184 @@ fn corpus_conformance_1_36() {
 fn corpus_conformance_range_1_30_to_1_36() {
     conformance(&[30, 31, 32, 33, 34, 35, 36], true);
 }
+
+/// MutatingAdmissionPolicies: the estimator of Kubernetes 1.36 over `../shared/corpus/maps`
+/// against the values the Kubernetes v1.36.2 code computed for them, kept in this repository
+/// (`tests/data/maps-expected-1.36`, see its README): verdicts, error sets, and every
+/// expression's estimate (min, max), output type and compile error; no expression more or less.
+#[test]
+fn corpus_conformance_maps_1_36() {
+    let Some(corpus) = corpus_dir() else {
+        if std::env::var("CELCOST_REQUIRE_CORPUS").is_ok() {
+            panic!("../shared/corpus not found beside the checkout (set CELCOST_CORPUS)");
+        }
+        eprintln!("SKIPPED: ../shared/corpus not found beside the checkout (set CELCOST_CORPUS)");
+        return;
+    };
+    let expected_root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/maps-expected-1.36");
+    let estimator = Estimator::new(Version::new(1, 36));
+    let mut files = Vec::new();
+    files_under(&corpus.join("maps"), &mut files);
+    assert!(
+        !files.is_empty(),
+        "no manifests under {}",
+        corpus.join("maps").display()
+    );
+    let (mut verdicts, mut errsets, mut exprs, mut objects) = (
+        Tally::default(),
+        Tally::default(),
+        Tally::default(),
+        Tally::default(),
+    );
+    let mut mismatches = String::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(&corpus)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let exp_path = expected_root.join(format!("{rel}.jsonl"));
+        let expected: Vec<Value> = std::fs::read_to_string(&exp_path)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let text = std::fs::read_to_string(file).unwrap();
+        let mut ours: Vec<ObjectReport> = Vec::new();
+        for doc in parse_documents(&text) {
+            let Ok(v) = doc.value else { continue };
+            for o in objects_of(&format!("{rel}#{}", doc.index), v) {
+                if let Some(r) = estimator.estimate(&o.value, &o.source)
+                    && r.kind == "MutatingAdmissionPolicy"
+                {
+                    ours.push(r);
+                }
+            }
+        }
+        if ours.len() != expected.len() {
+            writeln!(
+                mismatches,
+                "{rel}: {} MutatingAdmissionPolicies estimated, {} expected",
+                ours.len(),
+                expected.len()
+            )
+            .unwrap();
+            objects.add(false);
+        }
+        for (exp, got) in expected.iter().zip(&ours) {
+            let name = exp["name"].as_str().unwrap_or_default();
+            let mut object_ok = got.name == name;
+            let v_ok = exp["valid"].as_bool() == Some(got.valid);
+            verdicts.add(v_ok);
+            object_ok &= v_ok;
+            let exp_errs: BTreeSet<String> = exp["errors"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.as_str())
+                .map(String::from)
+                .collect();
+            let got_errs: BTreeSet<String> = got.errors.iter().cloned().collect();
+            let e_ok = exp_errs == got_errs;
+            errsets.add(e_ok);
+            object_ok &= e_ok;
+            for e in exp_errs.difference(&got_errs) {
+                writeln!(mismatches, "{rel}: {name}: missing error: {e}").unwrap();
+            }
+            for e in got_errs.difference(&exp_errs) {
+                writeln!(mismatches, "{rel}: {name}: extra error: {e}").unwrap();
+            }
+            let exp_exprs = exp["expressions"].as_array().cloned().unwrap_or_default();
+            if exp_exprs.len() != got.expressions.len() {
+                writeln!(
+                    mismatches,
+                    "{rel}: {name}: {} expressions, {} expected",
+                    got.expressions.len(),
+                    exp_exprs.len()
+                )
+                .unwrap();
+                object_ok = false;
+            }
+            for ee in &exp_exprs {
+                let fp = ee["fieldPath"].as_str().unwrap_or_default();
+                let ge = got.expressions.iter().find(|x| x.field_path == fp);
+                let ok = ge.is_some_and(|g| {
+                    g.max_cost == u(ee, "maxCost")
+                        && g.min_cost == u(ee, "minCost")
+                        && g.compile_error.as_deref() == ee["compileError"].as_str()
+                        && ee["outputType"].as_str().is_none_or(|t| g.output_type == t)
+                        && g.env == ee["env"].as_str().unwrap_or_default()
+                        && g.kind == ee["kind"].as_str().unwrap_or_default()
+                });
+                exprs.add(ok);
+                object_ok &= ok;
+                if !ok {
+                    writeln!(
+                        mismatches,
+                        "{rel}: {name}: {fp} `{}`: expected [{:?}, {:?}] {:?} err {:?}; got {:?}",
+                        ee["expression"].as_str().unwrap_or_default(),
+                        u(ee, "minCost"),
+                        u(ee, "maxCost"),
+                        ee["outputType"].as_str(),
+                        ee["compileError"].as_str(),
+                        ge.map(|g| (
+                            g.min_cost,
+                            g.max_cost,
+                            &g.output_type,
+                            &g.env,
+                            g.compile_error.clone()
+                        ))
+                    )
+                    .unwrap();
+                }
+            }
+            objects.add(object_ok);
+        }
+    }
+    let out =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("target/conformance-mismatches-maps-1.36.txt");
+    let _ = std::fs::create_dir_all(out.parent().unwrap());
+    let _ = std::fs::write(&out, &mismatches);
+    println!(
+        "MutatingAdmissionPolicy conformance of Kubernetes 1.36 over {} ({} files, expected values in {})",
+        corpus.join("maps").display(),
+        files.len(),
+        expected_root.display()
+    );
+    println!(
+        "exact: {}/{} verdicts ({:.2}%)",
+        verdicts.ok,
+        verdicts.all,
+        verdicts.pct()
+    );
+    println!(
+        "exact: {}/{} error sets ({:.2}%)",
+        errsets.ok,
+        errsets.all,
+        errsets.pct()
+    );
+    println!(
+        "exact: {}/{} policy expressions ({:.2}%)",
+        exprs.ok,
+        exprs.all,
+        exprs.pct()
+    );
+    println!(
+        "exact: {}/{} objects ({:.2}%)",
+        objects.ok,
+        objects.all,
+        objects.pct()
+    );
+    println!("mismatches: {}", out.display());
+    assert!(verdicts.pct() >= FLOOR_VERDICTS, "verdicts below floor");
+    assert!(errsets.pct() >= FLOOR_ERRORS, "error sets below floor");
+    assert!(
+        exprs.pct() >= FLOOR_EXPRESSIONS,
+        "policy expressions below floor"
+    );
+    assert!(
+        objects.pct() >= 100.0 && objects.all > 0,
+        "objects below floor"
+    );
+}

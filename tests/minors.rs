@@ -241,3 +241,28 @@ fn the_operator_estimates_its_minor_with_the_next_beside_it() {
     );
     assert_eq!(pair.kubernetes_version(), Version::new(1, 31));
 }
+
+#[test]
+fn wrong_output_types_are_worded_by_minor() {
+    let err = |minor: u32| {
+        let e = upstream(minor);
+        let p = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "p"},
+            "spec": {"validations": [{"expression": "1 + 1"}]}
+        });
+        e.estimate(&p, "t").unwrap().errors
+    };
+    let has = |errs: &[String], s: &str| errs.iter().any(|e| e.ends_with(s));
+    assert!(
+        has(&err(31), "\"1 + 1\": must evaluate to bool"),
+        "{:?}",
+        err(31)
+    );
+    assert!(
+        has(&err(32), "\"1 + 1\": must evaluate to bool but got int"),
+        "{:?}",
+        err(32)
+    );
+}

@@ -347,3 +347,47 @@ fn the_cli_types_policies_from_the_crds_of_its_input() {
         "example.com/v1/widgets"
     );
 }
+
+#[test]
+fn mutating_policies_get_typed_estimates_too() {
+    // A MutatingAdmissionPolicy on widgets: the mutation is compiled with the patch types, and
+    // typed from the CRD like a ValidatingAdmissionPolicy's expressions.
+    let p = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": "label-tags"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [
+                {"apiGroups": ["example.com"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                 "resources": ["widgets"]}
+            ]},
+            "reinvocationPolicy": "Never",
+            "variables": [{"name": "tags", "expression": "object.spec.tags"}],
+            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression":
+                "variables.tags.map(t, JSONPatch{op: \"add\", path: \"/metadata/labels/\" + jsonpatch.escapeKey(t), value: \"x\"})"}}]
+        }
+    });
+    let r = Estimator::default()
+        .estimate_with(&p, "test", &catalog())
+        .unwrap();
+    assert!(r.valid, "{:?}", r.errors);
+    let e = expr(&r, "spec.mutations[0].jsonPatch.expression");
+    assert_eq!(e.output_type, "list(JSONPatch)");
+    assert_eq!(e.max_cost, Some(UNBOUNDED), "upstream: object is dyn");
+    let t = e.typed.as_ref().unwrap();
+    assert_eq!(t.against, ["example.com/v1/widgets"]);
+    // tags has maxItems 5 and maxLength 8: the loop is bounded, and nothing is unbounded.
+    assert!(!t.max_cost_unbounded && t.max_cost < 1_000, "{t:?}");
+    assert!(t.unbounded_fields.is_empty() && t.unknown_size_fields.is_empty());
+    // `variables.tags` = `object.spec.tags`: ident + two selects on objects.
+    let v = expr(&r, "spec.variables[0].expression")
+        .typed
+        .as_ref()
+        .unwrap();
+    assert_eq!(v.max_cost, 3);
+    // The mutation's budget: its expression and the variable it reads.
+    let b = r.policy_budget.as_ref().unwrap();
+    assert_eq!(b.mutation_cost, Some(UNBOUNDED));
+    assert_eq!(b.typed_mutation_cost, Some(t.max_cost + 3));
+    assert_eq!(b.validation_cost, 0);
+}

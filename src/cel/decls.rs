@@ -61,6 +61,8 @@ struct Section {
     name: String,
     since: Version,
     until: Option<Version>,
+    /// Only in the environments with the mutation patch types (`patch-types`).
+    patch_types: bool,
     idents: Vec<(String, Type)>,
     functions: Vec<Function>,
 }
@@ -78,30 +80,39 @@ impl Declarations {
     /// function declared by several libraries are appended in library order, as cel-go merges
     /// function declarations.
     pub fn for_version(version: Version) -> Declarations {
-        Declarations::for_environment(version, |_| None)
+        Declarations::for_environment(version, |_| None, false)
     }
 
     /// The declarations of a Kubernetes minor's environment for new expressions: the libraries
-    /// its `base.go` puts in at its compatibility version.
-    pub fn for_minor(minor: &super::minor::Minor) -> Declarations {
-        Declarations::for_environment(minor.compatibility, |s| {
-            if minor.has_library(s) {
-                minor.library_introduced(s)
-            } else {
-                Some(Version::new(u32::MAX, 0))
-            }
-        })
+    /// its `base.go` puts in at its compatibility version; with `patch_types`, also the
+    /// libraries of MutatingAdmissionPolicy mutations (`HasPatchTypes`).
+    pub fn for_minor(minor: &super::minor::Minor, patch_types: bool) -> Declarations {
+        Declarations::for_environment(
+            minor.compatibility,
+            |s| {
+                if minor.has_library(s) {
+                    minor.library_introduced(s)
+                } else {
+                    Some(Version::new(u32::MAX, 0))
+                }
+            },
+            patch_types,
+        )
     }
 
     /// The libraries present at `version`, with `introduced` overriding the `since` of sections.
     fn for_environment(
         version: Version,
         introduced: impl Fn(&str) -> Option<Version>,
+        patch_types: bool,
     ) -> Declarations {
         let mut d = Declarations::default();
         for s in sections() {
             let since = introduced(&s.name).unwrap_or(s.since);
-            if version < since || s.until.is_some_and(|u| version >= u) {
+            if version < since
+                || s.until.is_some_and(|u| version >= u)
+                || (s.patch_types && !patch_types)
+            {
                 continue;
             }
             d.libraries.push(s.name.clone());
@@ -222,7 +233,12 @@ fn parse_file(text: &str) -> Result<Vec<Section>, DeclError> {
                     .ok_or_else(|| err(line_no, "library needs a name".into()))?;
                 let mut since = Version::new(1, 0);
                 let mut until = None;
+                let mut patch_types = false;
                 while let Some(k) = parts.next() {
+                    if k == "patch-types" {
+                        patch_types = true;
+                        continue;
+                    }
                     let v = parts
                         .next()
                         .and_then(Version::parse)
@@ -237,6 +253,7 @@ fn parse_file(text: &str) -> Result<Vec<Section>, DeclError> {
                     name: name.to_string(),
                     since,
                     until,
+                    patch_types,
                     idents: vec![],
                     functions: vec![],
                 });
@@ -455,6 +472,26 @@ mod tests {
         assert_eq!(f.overloads[1].args[0], Type::opaque("net.IP", vec![]));
         assert_eq!(f.overloads[1].result, Type::object("kubernetes.URL"));
         assert_eq!(f.overloads[1].type_params.len(), 2);
+    }
+
+    #[test]
+    fn patch_type_libraries_only_where_asked() {
+        let text = "library a\nfunc f\n  f_int (int) -> int\nlibrary b since 1.1 patch-types\nfunc g\n  g_int (int) -> int\n";
+        let s = parse_file(text).unwrap();
+        assert!(!s[0].patch_types);
+        assert!(s[1].patch_types);
+        assert_eq!(s[1].since, Version::new(1, 1));
+        let base = Declarations::for_version(Version::new(1, 35));
+        let patch = Declarations::for_minor(crate::cel::minor::NEWEST_MINOR, true);
+        assert!(!base.functions.contains_key("jsonpatch.escapeKey"));
+        assert_eq!(
+            &*patch.functions["jsonpatch.escapeKey"].overloads[0].id,
+            "string_jsonpatch_escapeKey_string"
+        );
+        assert_eq!(
+            patch.libraries.last().map(String::as_str),
+            Some("kubernetes.jsonpatch")
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::cost::CostOptions;
 use super::decls::{Declarations, Version};
 use super::minor::{Distribution, Minor};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use super::ast::ParsedExpr;
 use super::parse::{ParserOptions, SyntaxErrors, display_error, parse};
@@ -22,6 +22,9 @@ pub struct Env {
     pub kubernetes: Version,
     pub compatibility: Version,
     pub decls: Declarations,
+    /// `decls` with the libraries of the MutatingAdmissionPolicy mutation environments
+    /// (`HasPatchTypes`: `jsonpatch.escapeKey`), made when first needed.
+    patch_decls: OnceLock<Declarations>,
     pub parser: ParserOptions,
     /// Parsed expressions by source: real manifests repeat rules (per-version schemas, shared
     /// idioms such as `self == oldSelf`), and parsing is the dearest step of a compile.
@@ -50,7 +53,8 @@ impl Env {
             minor,
             kubernetes: minor.kubernetes,
             compatibility: minor.compatibility,
-            decls: Declarations::for_minor(minor),
+            decls: Declarations::for_minor(minor, false),
+            patch_decls: OnceLock::new(),
             parser: ParserOptions::for_version(minor.compatibility),
             parsed: Mutex::new(HashMap::new()),
         }
@@ -82,12 +86,24 @@ impl Env {
         result
     }
 
-    /// Regex literals the Kubernetes regex library compiles when the program is built
-    /// (`find`, `findAll`), as the API server reports a bad one: `error parsing regexp: ...`.
+    /// Why building the program of a checked expression fails, as the API server reports it:
+    /// regex literals the Kubernetes regex library compiles when the program is built (`find`,
+    /// `findAll`: `error parsing regexp: ...`), and identifiers naming a type the runtime type
+    /// registry does not know (the mutation patch types `Object`, `Object.<field>...` and
+    /// `JSONPatch` are only known to the checker: `reference to undefined type: Object`).
     pub fn program_error(&self, checked: &CheckedExpr) -> Option<String> {
         let mut err = None;
         checked.expr().walk(&mut |e| {
             if err.is_some() {
+                return;
+            }
+            if let ExprKind::Ident(name) = &e.kind
+                && let Type::TypeOf(Some(t)) = checked.type_of(e.id)
+                && let Type::Struct(s) = &**t
+                && **s == **name
+                && is_patch_type(name)
+            {
+                err = Some(format!("reference to undefined type: {name}"));
                 return;
             }
             if let ExprKind::Call {
@@ -112,9 +128,27 @@ impl Env {
         vars: &[(String, Type)],
         provider: &dyn TypeProvider,
     ) -> Result<CheckedExpr, CompileError> {
+        self.compile_in(source, vars, provider, false)
+    }
+
+    /// [`Env::compile`], in the environment of MutatingAdmissionPolicy mutations when
+    /// `patch_types` (`HasPatchTypes`: `jsonpatch.escapeKey`, and the `Object` and `JSONPatch`
+    /// types, which `provider` must resolve: see [`PatchTypes`]).
+    pub fn compile_in(
+        &self,
+        source: &str,
+        vars: &[(String, Type)],
+        provider: &dyn TypeProvider,
+        patch_types: bool,
+    ) -> Result<CheckedExpr, CompileError> {
         let parsed = self.parse_cached(source).map_err(|e| CompileError(e.0))?;
         let env = CheckEnv {
-            decls: &self.decls,
+            decls: if patch_types {
+                self.patch_decls
+                    .get_or_init(|| Declarations::for_minor(self.minor, true))
+            } else {
+                &self.decls
+            },
             vars,
             provider,
             homogeneous_literals: false,
@@ -164,6 +198,49 @@ impl Env {
             }
         }
         Ok(checked)
+    }
+}
+
+/// The type names of the mutation environments' type resolver (k8s.io/apiserver pkg/cel/mutation
+/// `DynamicTypeResolver`): `JSONPatch`, and `Object` with any `Object.`-prefixed name.
+pub fn is_patch_type(name: &str) -> bool {
+    name == JSONPATCH_TYPE || name == OBJECT_TYPE || name.starts_with("Object.")
+}
+
+/// `mutation.JSONPatchTypeName`.
+pub const JSONPATCH_TYPE: &str = "JSONPatch";
+/// `mutation.ObjectTypeName`.
+pub const OBJECT_TYPE: &str = "Object";
+
+/// The type provider of the MutatingAdmissionPolicy mutation environments
+/// (`common.ResolverEnvOption(&mutation.DynamicTypeResolver{})`): the mutation types first, then
+/// the environment's own (`inner`).
+///
+/// * `Object` and every `Object.<a>.<b>...` name are objects whose every field exists and is
+///   `dyn` (apply configurations: `Object{spec: Object.spec{replicas: 3}}`).
+/// * `JSONPatch` has `op`, `from` and `path` (`string`) and `value` (`dyn`); upstream also
+///   accepts every other field name, with no type (`Unspecified`): assignable from `dyn` only.
+pub struct PatchTypes<'a> {
+    pub inner: &'a dyn TypeProvider,
+}
+
+impl TypeProvider for PatchTypes<'_> {
+    fn has_struct_type(&self, name: &str) -> bool {
+        is_patch_type(name) || self.inner.has_struct_type(name)
+    }
+
+    fn field_type(&self, struct_name: &str, field: &str) -> Option<Type> {
+        if struct_name == JSONPATCH_TYPE {
+            return Some(match field {
+                "op" | "from" | "path" => Type::String,
+                "value" => Type::Dyn,
+                _ => Type::Unspecified,
+            });
+        }
+        if is_patch_type(struct_name) {
+            return Some(Type::Dyn);
+        }
+        self.inner.field_type(struct_name, field)
     }
 }
 

@@ -28,6 +28,10 @@ pub enum Type {
     /// `type` (no parameter) or `type(T)`.
     TypeOf(Option<Arc<Type>>),
     TypeParam(Arc<str>),
+    /// cel-go's nil `*types.Type` (`UnspecifiedKind`): the type of a field a type provider
+    /// declares without one (every field name of the mutation type `JSONPatch` but `op`,
+    /// `from`, `path` and `value`). Formats as `''`, is assignable from `dyn` only.
+    Unspecified,
 }
 
 /// The kinds of cel-go's `types.Kind` that the checker and the estimator branch on.
@@ -51,6 +55,7 @@ pub enum Kind {
     Type,
     TypeParam,
     Uint,
+    Unspecified,
 }
 
 pub const OPTIONAL_TYPE: &str = "optional_type";
@@ -98,6 +103,7 @@ impl Type {
             Type::Struct(_) => Kind::Struct,
             Type::TypeOf(_) => Kind::Type,
             Type::TypeParam(_) => Kind::TypeParam,
+            Type::Unspecified => Kind::Unspecified,
         }
     }
 
@@ -120,6 +126,7 @@ impl Type {
             Type::Map(..) => "map",
             Type::Opaque(n, _) | Type::Struct(n) | Type::TypeParam(n) => n,
             Type::TypeOf(_) => "type",
+            Type::Unspecified => "",
         }
     }
 
@@ -145,7 +152,8 @@ impl Type {
 
     /// cel-go `IsExactType`.
     pub fn is_exact(&self, other: &Type) -> bool {
-        self == other
+        // A nil `*Type` is exactly nothing, not even another nil.
+        self == other && *self != Type::Unspecified
     }
 
     pub fn is_dyn_or_any(&self) -> bool {
@@ -170,6 +178,9 @@ impl Type {
 
     /// cel-go `Type.IsAssignableType` with the default rule (no wrapper types exist here).
     pub fn is_assignable_type(&self, from: &Type) -> bool {
+        if *self == Type::Unspecified {
+            return false;
+        }
         if self == from || matches!(self, Type::Dyn | Type::Any | Type::TypeParam(_)) {
             return true;
         }

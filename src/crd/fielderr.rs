@@ -47,6 +47,18 @@ pub fn too_long_in_bytes(k: Version) -> bool {
     k >= Version::new(1, 32)
 }
 
+/// Every error-wording rule of a minor, for telling whether two minors word every error alike
+/// (a range shares one estimate between them then). A new wording rule belongs here too.
+pub fn wording(k: Version) -> [bool; 5] {
+    [
+        bad_values_as_json(k),
+        details_repeat_the_field(k),
+        singular_units(k),
+        too_long_in_bytes(k),
+        crate::vap::output_type_errors_name_the_type(k),
+    ]
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum BadValue {
     /// Not shown (Required, Forbidden, Internal).

@@ -277,6 +277,53 @@ pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
     errs
 }
 
+/// `supportedMutatingOperations`: a MutatingAdmissionPolicy cannot mutate DELETE requests.
+const MUTATING_OPERATIONS: [&str; 4] = ["*", "CONNECT", "CREATE", "UPDATE"];
+
+/// The spec checks a MutatingAdmissionPolicy adds to the ones it shares with a
+/// ValidatingAdmissionPolicy ([`validate_spec`]): operations it can mutate (reported once per
+/// rule and operation, at `spec.matchConstraints.resourceRules.operations`, without index, as
+/// upstream does) and `reinvocationPolicy` (required, no default).
+pub fn validate_mutating_spec(spec: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for rule in spec
+        .pointer("/matchConstraints/resourceRules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        for op in rule
+            .get("operations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let op = op.as_str().unwrap_or_default();
+            if !MUTATING_OPERATIONS.contains(&op) {
+                errs.push(FieldError::not_supported(
+                    "spec.matchConstraints.resourceRules.operations",
+                    BadValue::Str(op.into()),
+                    &MUTATING_OPERATIONS,
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// `spec.reinvocationPolicy`: required (no default), `IfNeeded` or `Never`.
+pub fn validate_reinvocation_policy(spec: &Value) -> Option<FieldError> {
+    match spec.get("reinvocationPolicy").and_then(Value::as_str) {
+        None | Some("") => Some(FieldError::required("spec.reinvocationPolicy", "")),
+        Some("IfNeeded" | "Never") => None,
+        Some(other) => Some(FieldError::not_supported(
+            "spec.reinvocationPolicy",
+            BadValue::Str(other.into()),
+            &["IfNeeded", "Never"],
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,15 +4,21 @@
 //! cel-go estimates it there (no size estimator: `object`, `oldObject`, `params` are `dyn`), and
 //! summed against the runtime budgets the way the runtime spends them.
 //!
+//! MutatingAdmissionPolicies (`mutating.rs`) share all of it, with their own compile sites
+//! (mutations, in the environment with the patch types) and budgets.
+//!
 //! Beside it, beyond upstream (`typed.rs`): the same expressions with `object`/`oldObject` typed
 //! from the schemas of the resources the policy matches and `params` from `paramKind`, costed
 //! with sizes from those schemas (`ExpressionReport.typed`, `PolicyBudget.typed_*`). Upstream's
 //! numbers and errors do not depend on it.
 
 mod meta;
+mod mutating;
 mod shape;
 mod typed;
 mod types;
+
+pub use mutating::{MapApiVersion, estimate_map, estimate_map_with, map_api_version};
 
 pub use typed::{SchemaNeeds, matched_resources, param_kind, schema_needs};
 
@@ -21,9 +27,9 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use crate::cel::ast::{Expr, ExprKind};
-use crate::cel::checker::CheckedExpr;
+use crate::cel::checker::{CheckedExpr, TypeProvider};
 use crate::cel::cost::{Cost, estimate};
-use crate::cel::env::Env;
+use crate::cel::env::{Env, JSONPATCH_TYPE, OBJECT_TYPE, PatchTypes};
 use crate::cel::k8s_cost::KubernetesEstimator;
 use crate::cel::types::Type;
 use crate::crd::fielderr::{BadValue, FieldError, GoValue, detail};
@@ -39,20 +45,30 @@ enum Site {
     Validation,
     MessageExpression,
     AuditAnnotation,
+    /// MutatingAdmissionPolicy `spec.mutations[*].applyConfiguration.expression`.
+    ApplyConfiguration,
+    /// MutatingAdmissionPolicy `spec.mutations[*].jsonPatch.expression`.
+    JsonPatch,
 }
 
 impl Site {
-    fn return_types(self) -> &'static [Type] {
-        const BOOL: &[Type] = &[Type::Bool];
-        const STRING: &[Type] = &[Type::String];
-        const STRING_OR_NULL: &[Type] = &[Type::String, Type::Null];
-        const ANY: &[Type] = &[Type::Any];
+    /// What the expression must evaluate to (the accessor's `ReturnTypes`): mutations
+    /// `patch.ApplyConfigurationCondition` (`Object`) and `patch.JSONPatchCondition`
+    /// (`list(JSONPatch)`).
+    fn return_types(self) -> Vec<Type> {
         match self {
-            Site::MatchCondition | Site::Validation => BOOL,
-            Site::MessageExpression => STRING,
-            Site::AuditAnnotation => STRING_OR_NULL,
-            Site::Variable => ANY,
+            Site::MatchCondition | Site::Validation => vec![Type::Bool],
+            Site::MessageExpression => vec![Type::String],
+            Site::AuditAnnotation => vec![Type::String, Type::Null],
+            Site::Variable => vec![Type::Any],
+            Site::ApplyConfiguration => vec![Type::object(OBJECT_TYPE)],
+            Site::JsonPatch => vec![Type::list(Type::object(JSONPATCH_TYPE))],
         }
+    }
+
+    /// Whether the expression is compiled with the mutation patch types (`HasPatchTypes`).
+    fn patch_types(self) -> bool {
+        matches!(self, Site::ApplyConfiguration | Site::JsonPatch)
     }
 }
 
@@ -425,6 +441,8 @@ pub fn estimate_vap_with(
         typed_match_conditions_cost: None,
         audit_annotations_cost: audit_cost.saturating_add(var_cost(&audit_vars)),
         typed_audit_annotations_cost: None,
+        mutation_cost: None,
+        typed_mutation_cost: None,
     });
     let typing = typed::resolve(&spec, catalog, env);
     if !typing.targets.is_empty() {
@@ -436,6 +454,7 @@ pub fn estimate_vap_with(
                 has_params: c.has_params,
                 has_authorizer: c.has_authorizer,
                 composition: c.composition,
+                patch_types: c.site.patch_types(),
                 variable: c.variable.as_deref(),
                 compiled: c.checked.is_some(),
                 upstream: Cost::new(
@@ -606,7 +625,12 @@ fn compile(
         has_authorizer,
         composition,
     );
-    let env_name = format!("NewExpressions,hasParams={has_params},hasAuthorizer={has_authorizer}");
+    let patch_types = site.patch_types();
+    let mut env_name =
+        format!("NewExpressions,hasParams={has_params},hasAuthorizer={has_authorizer}");
+    if patch_types {
+        env_name.push_str(",hasPatchTypes=true");
+    }
     let mut report = ExpressionReport {
         field_path: field_path.to_string(),
         kind: kind.to_string(),
@@ -615,7 +639,9 @@ fn compile(
         per_call_limit: PER_CALL_LIMIT,
         ..Default::default()
     };
-    let (checked, error) = match env.compile(expr, &vars, types) {
+    let patch = PatchTypes { inner: types };
+    let provider: &dyn TypeProvider = if patch_types { &patch } else { types };
+    let (checked, error) = match env.compile_in(expr, &vars, provider, patch_types) {
         Err(e) => {
             let msg = format!("compilation failed: {}", e.0);
             report.compile_error = Some(msg.clone());
@@ -641,6 +667,13 @@ fn compile(
 
 /// Upstream's checks of a compiled expression (its output type, then its program) and its
 /// estimate, into `report`; the estimate stands whatever the checks say.
+/// The policy compiler's wrong-output-type error says what the expression evaluates to
+/// (apiserver `plugin/cel/compile.go`, 1.32: "must evaluate to bool but got int"; before, "must
+/// evaluate to bool").
+pub fn output_type_errors_name_the_type(k: crate::cel::decls::Version) -> bool {
+    k >= crate::cel::decls::Version::new(1, 32)
+}
+
 fn accept_and_cost(
     env: &Env,
     site: Site,
@@ -651,20 +684,20 @@ fn accept_and_cost(
     report.output_type = go_type_string(&out);
     let returns = site.return_types();
     let mut error = None;
-    if !returns.iter().any(|r| out == *r || *r == Type::Any) {
-        let msg = if returns.len() == 1 {
+    if !returns.iter().any(|r| out.is_exact(r) || *r == Type::Any) {
+        let expected = if returns.len() == 1 {
+            go_type_string(&returns[0])
+        } else {
+            let names: Vec<String> = returns.iter().map(go_type_string).collect();
+            format!("one of [{}]", names.join(" "))
+        };
+        let msg = if output_type_errors_name_the_type(env.kubernetes) {
             format!(
-                "must evaluate to {} but got {}",
-                go_type_string(&returns[0]),
+                "must evaluate to {expected} but got {}",
                 go_type_string(&out)
             )
         } else {
-            let names: Vec<String> = returns.iter().map(go_type_string).collect();
-            format!(
-                "must evaluate to one of [{}] but got {}",
-                names.join(" "),
-                go_type_string(&out)
-            )
+            format!("must evaluate to {expected}")
         };
         error = Some(CompileFailure::Invalid(msg));
     } else if let Some(e) = env.program_error(checked) {

@@ -28,7 +28,7 @@ use super::types::PolicyTypes;
 use crate::cel::ast::{Expr, ExprKind, Literal};
 use crate::cel::checker::{CheckedExpr, TypeProvider};
 use crate::cel::cost::{AstNode, Cost, CostOptions, Size, estimate};
-use crate::cel::env::Env;
+use crate::cel::env::{Env, PatchTypes};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::minor::Minor;
 use crate::cel::types::{Kind, Type};
@@ -220,6 +220,8 @@ pub(super) struct Input<'a> {
     pub has_params: bool,
     pub has_authorizer: bool,
     pub composition: bool,
+    /// Compiled with the mutation patch types (MutatingAdmissionPolicy mutations).
+    pub patch_types: bool,
     /// The variable's name, for `variables[*]`.
     pub variable: Option<&'a str>,
     /// Whether upstream's compile succeeded (no typed estimate otherwise).
@@ -413,7 +415,9 @@ fn run_target(
                 params: typing.params.as_deref(),
                 absent: RefCell::new(Vec::new()),
             };
-            let compiled = env.compile(inp.source, &vars, &provider);
+            let patch = PatchTypes { inner: &provider };
+            let with: &dyn TypeProvider = if inp.patch_types { &patch } else { &provider };
+            let compiled = env.compile_in(inp.source, &vars, with, inp.patch_types);
             (compiled, provider.absent.into_inner())
         };
         let (checked, absent, note) =
