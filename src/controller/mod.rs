@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod http;
+pub mod map;
 pub mod metrics;
 pub mod reconcile;
 pub mod resource;
@@ -182,6 +183,22 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         return Err(INSTALL_HINT.into());
     }
     let vap_served = served::<ValidatingAdmissionPolicy>(&client).await?;
+    // MutatingAdmissionPolicies: the newest API version the server serves, if any.
+    let map_version = if served::<map::MutatingAdmissionPolicyV1>(&client).await? {
+        Some("v1")
+    } else if served::<map::MutatingAdmissionPolicyV1beta1>(&client).await? {
+        Some("v1beta1")
+    } else if served::<map::MutatingAdmissionPolicyV1alpha1>(&client).await? {
+        Some("v1alpha1")
+    } else {
+        None
+    };
+    match map_version {
+        Some(v) => info!(version = v, "watching MutatingAdmissionPolicies"),
+        None => info!(
+            "admissionregistration.k8s.io MutatingAdmissionPolicies are not served (Kubernetes < 1.32, or not enabled); not watching them"
+        ),
+    }
     if !vap_served {
         warn!(
             "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies are not served (Kubernetes < 1.30?); watching CRDs only"
@@ -293,33 +310,51 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         watch_settings,
     };
 
-    // Policies are typed with the cluster's CRDs: the policy controller reads the CRD watch's
+    // Policies are typed with the cluster's CRDs: the policy controllers read the CRD watch's
     // store, and each CRD event re-checks the policies whose report depends on that CRD.
-    let (crd_events, crd_events_rx) = futures::channel::mpsc::unbounded();
-    let crds =
-        controller_for::<CustomResourceDefinition>(&shared, vap_served.then_some(crd_events), None);
-    let vap_ctrl = if vap_served {
+    let (vap_crd_events, vap_crd_events_rx) = futures::channel::mpsc::unbounded();
+    let (map_crd_events, map_crd_events_rx) = futures::channel::mpsc::unbounded();
+    let mut observers = Vec::new();
+    if vap_served {
+        observers.push(vap_crd_events);
+    }
+    if map_version.is_some() {
+        observers.push(map_crd_events);
+    }
+    let crds = controller_for::<CustomResourceDefinition>(&shared, observers, None);
+    let links = |events| {
+        Some(CrdLinks {
+            store: crds.targets.clone(),
+            events,
+        })
+    };
+    let mut policy_ctrls: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
+    if vap_served {
         let vaps = controller_for::<ValidatingAdmissionPolicy>(
             &shared,
-            None,
-            Some(CrdLinks {
-                store: crds.targets.clone(),
-                events: crd_events_rx,
-            }),
+            Vec::new(),
+            links(vap_crd_events_rx),
         );
-        Some(vaps.run)
-    } else {
-        None
-    };
+        policy_ctrls.push(vaps.run);
+    }
+    let map_links = links(map_crd_events_rx);
+    match map_version {
+        Some("v1") => policy_ctrls.push(
+            controller_for::<map::MutatingAdmissionPolicyV1>(&shared, Vec::new(), map_links).run,
+        ),
+        Some("v1beta1") => policy_ctrls.push(
+            controller_for::<map::MutatingAdmissionPolicyV1beta1>(&shared, Vec::new(), map_links)
+                .run,
+        ),
+        Some(_) => policy_ctrls.push(
+            controller_for::<map::MutatingAdmissionPolicyV1alpha1>(&shared, Vec::new(), map_links)
+                .run,
+        ),
+        None => {}
+    }
     let crd_ctrl = crds.run;
     info!(model = %version, near_budget_percent = args.near_budget_percent, "celcost controller started");
-
-    match vap_ctrl {
-        Some(v) => {
-            futures::join!(crd_ctrl, v);
-        }
-        None => crd_ctrl.await,
-    }
+    futures::future::join(crd_ctrl, futures::future::join_all(policy_ctrls)).await;
     info!("controllers stopped");
     let _ = stop_admin.send(());
     match admin_task.await {
@@ -366,7 +401,7 @@ struct CrdLinks {
 /// type policies with the cluster's CRDs and follow them.
 fn controller_for<K: Target>(
     shared: &Shared,
-    observe: Option<futures::channel::mpsc::UnboundedSender<PartialObjectMeta<K>>>,
+    observe: Vec<futures::channel::mpsc::UnboundedSender<PartialObjectMeta<K>>>,
     crds: Option<CrdLinks>,
 ) -> Running<K> {
     let kind = K::KIND;
@@ -418,9 +453,11 @@ fn controller_for<K: Target>(
     .reflect(targets_writer)
     .touched_objects()
     .inspect(move |event| {
-        if let (Some(tx), Ok(obj)) = (observe.as_ref(), event) {
-            // The receiver only goes when the operator stops.
-            let _ = tx.unbounded_send(obj.clone());
+        if let Ok(obj) = event {
+            for tx in &observe {
+                // The receiver only goes when the operator stops.
+                let _ = tx.unbounded_send(obj.clone());
+            }
         }
     });
 

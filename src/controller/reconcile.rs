@@ -682,7 +682,7 @@ async fn reconcile_inner<K: Target>(
     }
     // Policies: the CRDs their typed estimate reads, when the cluster's CRDs are watched.
     let (schemas, deps) = match (kind, ctx.crds.is_some()) {
-        (TargetKind::ValidatingAdmissionPolicy, true) => {
+        (TargetKind::ValidatingAdmissionPolicy | TargetKind::MutatingAdmissionPolicy, true) => {
             let needs = serde_json::from_str::<Value>(&text)
                 .map(|v| crate::vap::schema_needs(&v))
                 .unwrap_or_default();

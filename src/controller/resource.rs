@@ -44,7 +44,7 @@ pub const MAX_TEXT_LEN: usize = 1024;
     category = "celcost",
     status = "CostReportStatus",
     derive = "PartialEq",
-    doc = "Estimated CEL cost of one CustomResourceDefinition or ValidatingAdmissionPolicy, written by celcost. Named crd.<name> or vap.<name>; owned (and garbage-collected) by its target.",
+    doc = "Estimated CEL cost of one CustomResourceDefinition, ValidatingAdmissionPolicy or MutatingAdmissionPolicy, written by celcost. Named crd.<name>, vap.<name> or map.<name>; owned (and garbage-collected) by its target.",
     printcolumn(
         name = "Kind",
         type_ = "string",
@@ -121,6 +121,7 @@ pub struct CostReportSpec {
 pub enum TargetKind {
     CustomResourceDefinition,
     ValidatingAdmissionPolicy,
+    MutatingAdmissionPolicy,
 }
 
 impl TargetKind {
@@ -129,6 +130,7 @@ impl TargetKind {
         match self {
             TargetKind::CustomResourceDefinition => "crd",
             TargetKind::ValidatingAdmissionPolicy => "vap",
+            TargetKind::MutatingAdmissionPolicy => "map",
         }
     }
 
@@ -136,6 +138,7 @@ impl TargetKind {
         match self {
             TargetKind::CustomResourceDefinition => "CustomResourceDefinition",
             TargetKind::ValidatingAdmissionPolicy => "ValidatingAdmissionPolicy",
+            TargetKind::MutatingAdmissionPolicy => "MutatingAdmissionPolicy",
         }
     }
 

@@ -299,12 +299,18 @@ fn figures(kind: TargetKind, report: &ObjectReport) -> Figures {
                 .flat_map(|s| s.rules.iter().map(rule_cost))
                 .collect(),
         },
-        TargetKind::ValidatingAdmissionPolicy => {
+        TargetKind::ValidatingAdmissionPolicy | TargetKind::MutatingAdmissionPolicy => {
             let rule_costs: Vec<u64> = report.expressions.iter().map(expression_cost).collect();
-            let total = report
-                .policy_budget
-                .as_ref()
-                .map_or(0, |b| b.typed_validation_cost.unwrap_or(b.validation_cost));
+            // Validations share one budget per evaluation; each mutation has one of its own.
+            let total = report.policy_budget.as_ref().map_or(0, |b| {
+                if kind == TargetKind::MutatingAdmissionPolicy {
+                    b.typed_mutation_cost
+                        .or(b.mutation_cost)
+                        .unwrap_or_default()
+                } else {
+                    b.typed_validation_cost.unwrap_or(b.validation_cost)
+                }
+            });
             Figures {
                 rule_limit: PER_CALL_LIMIT,
                 highest_rule: rule_costs.iter().copied().max().unwrap_or(0),
@@ -387,7 +393,7 @@ pub fn estimate_status(
             TargetKind::CustomResourceDefinition => {
                 status.schemas = list_rules(&report.schemas, listed, &mut c);
             }
-            TargetKind::ValidatingAdmissionPolicy => {
+            TargetKind::ValidatingAdmissionPolicy | TargetKind::MutatingAdmissionPolicy => {
                 status.expressions = list_expressions(&report.expressions, listed, &mut c);
             }
         }
@@ -399,7 +405,9 @@ pub fn estimate_status(
         if listed < total {
             let what = match kind {
                 TargetKind::CustomResourceDefinition => "rules",
-                TargetKind::ValidatingAdmissionPolicy => "expressions",
+                TargetKind::ValidatingAdmissionPolicy | TargetKind::MutatingAdmissionPolicy => {
+                    "expressions"
+                }
             };
             notes.push(format!("lists the {listed} costliest of {total} {what}"));
         }
@@ -597,8 +605,8 @@ pub fn failed_status(kubernetes_version: &str) -> CostReportStatus {
 pub fn estimation_failed_message(kind: TargetKind, detail: Option<&str>) -> String {
     match (kind, detail) {
         (_, Some(d)) => format!("the estimator failed: {d}"),
-        (TargetKind::ValidatingAdmissionPolicy, None) => {
-            "this version of celcost does not estimate ValidatingAdmissionPolicies yet".to_string()
+        (TargetKind::ValidatingAdmissionPolicy | TargetKind::MutatingAdmissionPolicy, None) => {
+            "the estimator does not handle this policy's API version".to_string()
         }
         (TargetKind::CustomResourceDefinition, None) => {
             "the estimator returned no report for this object".to_string()
@@ -705,6 +713,11 @@ fn within_budget(kind: TargetKind, s: &Summary) -> (&'static str, &'static str, 
     let (rule_word, rule_what, total_what) = match kind {
         TargetKind::CustomResourceDefinition => ("rule", "per-rule limit", "per-schema limit"),
         TargetKind::ValidatingAdmissionPolicy => ("expression", "per-call limit", "runtime budget"),
+        TargetKind::MutatingAdmissionPolicy => (
+            "expression",
+            "per-call limit",
+            "runtime budget of a mutation",
+        ),
     };
     let rule = format!(
         "highest {rule_word} {} ({} of the {} {rule_what})",
@@ -806,6 +819,11 @@ pub fn transitions(
             "expression",
             "per-call cost limit (runtime, estimated)",
             "runtime cost budget (estimated)",
+        ),
+        TargetKind::MutatingAdmissionPolicy => (
+            "expression",
+            "per-call cost limit (runtime, estimated)",
+            "runtime cost budget of a mutation (estimated)",
         ),
     };
     if s.rule_level != prev_rule {
