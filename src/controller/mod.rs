@@ -78,7 +78,7 @@ pub struct ControllerArgs {
     /// Whose build of that minor: `kubernetes` (upstream), `openshift`, or `auto` (OpenShift
     /// when the API server serves config.openshift.io).
     #[arg(long, env = "CELCOST_DISTRIBUTION", default_value = "auto", value_parser = parse_distribution)]
-    pub distribution: Option<crate::cel::minor::Distribution>,
+    pub distribution: DistributionChoice,
     /// Most rules (or policy expressions) listed in a report; the costliest are kept.
     #[arg(long, env = "CELCOST_MAX_RULES", default_value_t = 100,
           value_parser = clap::value_parser!(u16).range(1..=200))]
@@ -116,12 +116,15 @@ pub struct ControllerArgs {
     pub estimate_max_memory_mib: u64,
 }
 
-/// `auto` is `None` (decided from the API server).
-fn parse_distribution(s: &str) -> Result<Option<crate::cel::minor::Distribution>, String> {
+/// `--distribution`: `None` for `auto` (decided from the API server).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DistributionChoice(pub Option<crate::cel::minor::Distribution>);
+
+fn parse_distribution(s: &str) -> Result<DistributionChoice, String> {
     if s.eq_ignore_ascii_case("auto") {
-        Ok(None)
+        Ok(DistributionChoice(None))
     } else {
-        crate::cel::minor::Distribution::parse(s).map(Some)
+        crate::cel::minor::Distribution::parse(s).map(|d| DistributionChoice(Some(d)))
     }
 }
 
@@ -228,7 +231,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
             v
         }
     };
-    let distribution = match args.distribution {
+    let distribution = match args.distribution.0 {
         Some(d) => d,
         None => {
             let groups = client.list_api_groups().await?;
@@ -551,8 +554,8 @@ mod tests {
         assert_eq!(model_version("x", ""), NEWEST_MODEL);
         assert_eq!(server_minor("1", "38+"), Some(Version::new(1, 38)));
         assert_eq!(server_minor("", "38"), None);
-        assert_eq!(parse_distribution("auto"), Ok(None));
-        assert!(parse_distribution("openshift").unwrap().is_some());
+        assert_eq!(parse_distribution("auto"), Ok(DistributionChoice(None)));
+        assert!(parse_distribution("openshift").unwrap().0.is_some());
         assert!(parse_distribution("rancher").is_err());
     }
 
@@ -565,5 +568,24 @@ mod tests {
             args: ControllerArgs,
         }
         Wrapper::command().debug_assert();
+        // Every argument's type agrees with its parser (clap checks that only when read).
+        use clap::Parser;
+        let w = Wrapper::try_parse_from(["celcost"]).unwrap();
+        assert_eq!(w.args.distribution, DistributionChoice(None));
+        assert_eq!(w.args.kubernetes_version, None);
+        let w = Wrapper::try_parse_from([
+            "celcost",
+            "--distribution",
+            "openshift",
+            "--kubernetes-version",
+            "1.31",
+        ])
+        .unwrap();
+        assert_eq!(
+            w.args.distribution,
+            DistributionChoice(Some(crate::cel::minor::Distribution::OpenShift))
+        );
+        assert_eq!(w.args.kubernetes_version, Some(Version::new(1, 31)));
+        assert!(Wrapper::try_parse_from(["celcost", "--kubernetes-version", "1.29"]).is_err());
     }
 }

@@ -581,6 +581,134 @@ async fn policies_get_reports() {
     .await;
 }
 
+/// The minor in each report and the next minor's verdict: the API server's own minor (the newest
+/// celcost has rules for: `UpgradeSafe` Unknown), then an older one set by flag (a CRD whose
+/// Format rule that minor's API server refuses and the next accepts); and a
+/// MutatingAdmissionPolicy gets a report where the server serves the kind.
+#[tokio::test]
+#[ignore = "needs a cluster: KUBECONFIG"]
+async fn versions_and_mutating_policies() {
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster("versions_and_mutating_policies").await else {
+        return;
+    };
+    install_crd(&client).await;
+    let info = client.apiserver_version().await.unwrap();
+    let group = format!("minors-{}.e2e.celcost.io", suffix());
+    let mut crd = test_crd(&group, 10);
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["owner"] = json!({"type": "string", "maxLength": 63,
+            "x-kubernetes-validations": [{"rule": "!format.dns1123Label().validate(self).hasValue()"}]});
+    let name = format!("widgets.{group}");
+    let report_name = format!("crd.{name}");
+    create_crd(&client, &crd).await;
+    {
+        let mut op = Operator::start("minor-default", &[]);
+        op.wait_ready(Duration::from_secs(60)).await;
+        let r = report_for(&client, &report_name, 1).await;
+        let status = r.status.as_ref().unwrap();
+        let model = model_version(&info.major, &info.minor);
+        assert_eq!(status.kubernetes_version, format!("v{model}"));
+        if model == celcost::cel::minor::NEWEST {
+            assert_eq!(condition(&r, "UpgradeSafe"), ("Unknown", "NextVersionUnknown"));
+            assert!(status.next_version.is_none());
+        }
+        println!(
+            "server {}: report at {} with UpgradeSafe {:?}",
+            info.git_version,
+            status.kubernetes_version,
+            condition(&r, "UpgradeSafe")
+        );
+    }
+    {
+        // Upstream 1.31 has no Format library for new expressions; 1.32 has.
+        let mut op = Operator::start(
+            "minor-1.31",
+            &["--kubernetes-version", "1.31", "--distribution", "kubernetes"],
+        );
+        op.wait_ready(Duration::from_secs(60)).await;
+        let r = eventually("the report at 1.31", Duration::from_secs(60), || async {
+            let api: Api<CostReport> = Api::all(client.clone());
+            let r = api.get_opt(&report_name).await.ok()??;
+            (r.status.as_ref()?.kubernetes_version == "v1.31").then_some(r)
+        })
+        .await;
+        let status = r.status.as_ref().unwrap();
+        assert_eq!(status.valid, Some(false), "1.31 refuses the Format rule");
+        let next = status.next_version.as_ref().expect("the next minor's verdict");
+        assert_eq!((next.kubernetes_version.as_str(), next.valid), ("v1.32", true));
+        assert!(next.change_count >= 1);
+        assert_eq!(condition(&r, "UpgradeSafe"), ("True", "AcceptedByNextVersion"));
+        println!("at 1.31: next {:?}: {:?}", next.kubernetes_version, next.changes);
+    }
+    delete_crd(&client, &name).await;
+
+    // MutatingAdmissionPolicies, where served.
+    let resources = client
+        .list_api_group_resources("admissionregistration.k8s.io/v1")
+        .await
+        .unwrap();
+    if !resources
+        .resources
+        .iter()
+        .any(|r| r.name == "mutatingadmissionpolicies")
+    {
+        println!("SKIPPED the MutatingAdmissionPolicy part: not served at v1 by this API server");
+        return;
+    }
+    let mut op = Operator::start("map", &[]);
+    op.wait_ready(Duration::from_secs(60)).await;
+    let map_name = format!("e2e-{}.celcost.io", suffix());
+    let map = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": map_name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "reinvocationPolicy": "Never",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]
+            }]},
+            "mutations": [{
+                "patchType": "ApplyConfiguration",
+                "applyConfiguration": {"expression":
+                    "Object{metadata: Object.metadata{labels: {'celcost': 'e2e'}}}"}
+            }]
+        }
+    });
+    let maps: Api<kube::api::DynamicObject> = Api::all_with(
+        client.clone(),
+        &kube::discovery::ApiResource::erase::<celcost::controller::map::MutatingAdmissionPolicyV1>(&()),
+    );
+    let created = maps
+        .create(&PostParams::default(), &serde_json::from_value(map.clone()).unwrap())
+        .await
+        .unwrap();
+    let report_name = format!("map.{map_name}");
+    let r = report_for(&client, &report_name, 1).await;
+    assert_eq!(condition(&r, "Ready"), ("True", "Estimated"));
+    let status = r.status.as_ref().unwrap();
+    let expected = Estimator::new(model_version(&info.major, &info.minor))
+        .estimate(&serde_json::to_value(&created).unwrap(), "cluster")
+        .unwrap();
+    assert_eq!(status.expressions.len(), expected.expressions.len());
+    assert_eq!(r.spec.target_ref.kind.as_str(), "MutatingAdmissionPolicy");
+    println!(
+        "MutatingAdmissionPolicy report {report_name}: {} expression(s), highest {}",
+        status.expressions.len(),
+        status.summary.as_ref().unwrap().highest_rule_percent
+    );
+    maps.delete(&map_name, &DeleteParams::default()).await.unwrap();
+    let reports: Api<CostReport> = Api::all(client.clone());
+    eventually(
+        "the MutatingAdmissionPolicy's report deleted",
+        Duration::from_secs(90),
+        || async { matches!(reports.get_opt(&report_name).await, Ok(None)).then_some(()) },
+    )
+    .await;
+}
+
 /// The typed estimate of the one expression of `policy`, given the cluster's CRDs `crds`.
 fn typed_max_cost(
     client_version: celcost::cel::decls::Version,
