@@ -596,8 +596,7 @@ async fn versions_and_mutating_policies() {
     let info = client.apiserver_version().await.unwrap();
     let group = format!("minors-{}.e2e.celcost.io", suffix());
     let mut crd = test_crd(&group, 10);
-    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
-        ["owner"] = json!({"type": "string", "maxLength": 63,
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["owner"] = json!({"type": "string", "maxLength": 63,
             "x-kubernetes-validations": [{"rule": "!format.dns1123Label().validate(self).hasValue()"}]});
     let name = format!("widgets.{group}");
     let report_name = format!("crd.{name}");
@@ -610,7 +609,10 @@ async fn versions_and_mutating_policies() {
         let model = model_version(&info.major, &info.minor);
         assert_eq!(status.kubernetes_version, format!("v{model}"));
         if model == celcost::cel::minor::NEWEST {
-            assert_eq!(condition(&r, "UpgradeSafe"), ("Unknown", "NextVersionUnknown"));
+            assert_eq!(
+                condition(&r, "UpgradeSafe"),
+                ("Unknown", "NextVersionUnknown")
+            );
             assert!(status.next_version.is_none());
         }
         println!(
@@ -624,7 +626,12 @@ async fn versions_and_mutating_policies() {
         // Upstream 1.31 has no Format library for new expressions; 1.32 has.
         let mut op = Operator::start(
             "minor-1.31",
-            &["--kubernetes-version", "1.31", "--distribution", "kubernetes"],
+            &[
+                "--kubernetes-version",
+                "1.31",
+                "--distribution",
+                "kubernetes",
+            ],
         );
         op.wait_ready(Duration::from_secs(60)).await;
         let r = eventually("the report at 1.31", Duration::from_secs(60), || async {
@@ -635,11 +642,23 @@ async fn versions_and_mutating_policies() {
         .await;
         let status = r.status.as_ref().unwrap();
         assert_eq!(status.valid, Some(false), "1.31 refuses the Format rule");
-        let next = status.next_version.as_ref().expect("the next minor's verdict");
-        assert_eq!((next.kubernetes_version.as_str(), next.valid), ("v1.32", true));
+        let next = status
+            .next_version
+            .as_ref()
+            .expect("the next minor's verdict");
+        assert_eq!(
+            (next.kubernetes_version.as_str(), next.valid),
+            ("v1.32", true)
+        );
         assert!(next.change_count >= 1);
-        assert_eq!(condition(&r, "UpgradeSafe"), ("True", "AcceptedByNextVersion"));
-        println!("at 1.31: next {:?}: {:?}", next.kubernetes_version, next.changes);
+        assert_eq!(
+            condition(&r, "UpgradeSafe"),
+            ("True", "AcceptedByNextVersion")
+        );
+        println!(
+            "at 1.31: next {:?}: {:?}",
+            next.kubernetes_version, next.changes
+        );
     }
     delete_crd(&client, &name).await;
 
@@ -679,10 +698,15 @@ async fn versions_and_mutating_policies() {
     });
     let maps: Api<kube::api::DynamicObject> = Api::all_with(
         client.clone(),
-        &kube::discovery::ApiResource::erase::<celcost::controller::map::MutatingAdmissionPolicyV1>(&()),
+        &kube::discovery::ApiResource::erase::<celcost::controller::map::MutatingAdmissionPolicyV1>(
+            &(),
+        ),
     );
     let created = maps
-        .create(&PostParams::default(), &serde_json::from_value(map.clone()).unwrap())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(map.clone()).unwrap(),
+        )
         .await
         .unwrap();
     let report_name = format!("map.{map_name}");
@@ -699,7 +723,9 @@ async fn versions_and_mutating_policies() {
         status.expressions.len(),
         status.summary.as_ref().unwrap().highest_rule_percent
     );
-    maps.delete(&map_name, &DeleteParams::default()).await.unwrap();
+    maps.delete(&map_name, &DeleteParams::default())
+        .await
+        .unwrap();
     let reports: Api<CostReport> = Api::all(client.clone());
     eventually(
         "the MutatingAdmissionPolicy's report deleted",
