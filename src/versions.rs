@@ -422,7 +422,7 @@ impl Differences {
             || self.format_validator && any(&["format"])
             || self.kubernetes_type_equality && any(KUBERNETES_TYPE_SOURCES)
             || self.url_result_size && any(&["url"])
-            || self.keywords_as_field_names && any(RESERVED_FIELD_NAMES)
+            || self.keywords_as_field_names && selects_reserved_word(p)
             || self.type_meta_additional_properties && p.resource_with_additional_properties
             || self.int_or_string_max_length && p.int_or_string_with_max_length)
     }
@@ -448,26 +448,16 @@ const KUBERNETES_TYPE_SOURCES: &[&str] = &[
     "format",
     "authorizer",
 ];
-/// CEL reserved words the lexer reads as identifiers, so that they can be selected as fields.
-const RESERVED_FIELD_NAMES: &[&str] = &[
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
+
+/// Whether an object's CEL may select a field named by a reserved word (`t.metadata.namespace`):
+/// the reserved words the lexer reads as identifiers (`true`, `false`, `null` and `in` are
+/// tokens of their own, never field names after a `.`).
+fn selects_reserved_word(p: &Profile) -> bool {
+    crate::schema::decltype::CEL_RESERVED
+        .iter()
+        .filter(|w| !matches!(**w, "true" | "false" | "null" | "in"))
+        .any(|w| p.tokens.contains(*w))
+}
 
 /// What of an object can make minors estimate it differently.
 #[derive(Debug, Default)]

@@ -88,6 +88,36 @@ struct Tallies {
     mismatches: String,
 }
 
+impl Tallies {
+    /// Prints `exact: N/M ...` (kinds with nothing to compare are left out), writes the
+    /// mismatches to `target/conformance-mismatches-<name>.txt`, and fails below the floors.
+    fn report(&self, title: &str, name: &str) {
+        let out = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("target/conformance-mismatches-{name}.txt"));
+        let _ = std::fs::create_dir_all(out.parent().unwrap());
+        let _ = std::fs::write(&out, &self.mismatches);
+        println!("{title}");
+        let kinds = [
+            ("rules", &self.rules, FLOOR_RULES),
+            ("schema totals", &self.totals, FLOOR_TOTALS),
+            ("verdicts", &self.verdicts, FLOOR_VERDICTS),
+            ("error sets", &self.errsets, FLOOR_ERRORS),
+            ("policy expressions", &self.exprs, FLOOR_EXPRESSIONS),
+            ("objects", &self.objects, 0.0),
+        ];
+        for (what, t, _) in kinds {
+            if t.all > 0 {
+                println!("exact: {}/{} {what} ({:.2}%)", t.ok, t.all, t.pct());
+            }
+        }
+        println!("mismatches: {}", out.display());
+        for (what, t, floor) in kinds {
+            assert!(t.pct() >= floor, "{what} below floor");
+        }
+        assert!(self.objects.all > 0, "nothing compared");
+    }
+}
+
 /// Compares our reports of one file with the expected values of one minor.
 fn compare(rel: &str, expected: &[Value], ours: &[ObjectReport], t: &mut Tallies) {
     let Tallies {
@@ -305,71 +335,15 @@ fn conformance(minors: &[u32], shared: bool) {
         }
     }
     for (i, &minor) in minors.iter().enumerate() {
-        let Tallies {
-            rules,
-            totals,
-            verdicts,
-            errsets,
-            exprs,
-            objects,
-            mismatches,
-        } = &tallies[i];
-        let expected_root = &expected_roots[i];
         let how = if shared { "range" } else { "single" };
-        let out = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("target/conformance-mismatches-1.{minor}-{how}.txt"));
-        let _ = std::fs::create_dir_all(out.parent().unwrap());
-        let _ = std::fs::write(&out, mismatches);
-        println!(
-            "conformance of Kubernetes 1.{minor} ({how}) over {} ({} files, expected values in {})",
-            corpus.display(),
-            files.len(),
-            expected_root.display()
-        );
-        println!(
-            "exact: {}/{} rules ({:.2}%)",
-            rules.ok,
-            rules.all,
-            rules.pct()
-        );
-        println!(
-            "exact: {}/{} schema totals ({:.2}%)",
-            totals.ok,
-            totals.all,
-            totals.pct()
-        );
-        println!(
-            "exact: {}/{} verdicts ({:.2}%)",
-            verdicts.ok,
-            verdicts.all,
-            verdicts.pct()
-        );
-        println!(
-            "exact: {}/{} error sets ({:.2}%)",
-            errsets.ok,
-            errsets.all,
-            errsets.pct()
-        );
-        println!(
-            "exact: {}/{} policy expressions ({:.2}%)",
-            exprs.ok,
-            exprs.all,
-            exprs.pct()
-        );
-        println!(
-            "exact: {}/{} objects ({:.2}%)",
-            objects.ok,
-            objects.all,
-            objects.pct()
-        );
-        println!("mismatches: {}", out.display());
-        assert!(rules.pct() >= FLOOR_RULES, "rules below floor");
-        assert!(totals.pct() >= FLOOR_TOTALS, "totals below floor");
-        assert!(verdicts.pct() >= FLOOR_VERDICTS, "verdicts below floor");
-        assert!(errsets.pct() >= FLOOR_ERRORS, "error sets below floor");
-        assert!(
-            exprs.pct() >= FLOOR_EXPRESSIONS,
-            "policy expressions below floor"
+        tallies[i].report(
+            &format!(
+                "conformance of Kubernetes 1.{minor} ({how}) over {} ({} files, expected values in {})",
+                corpus.display(),
+                files.len(),
+                expected_roots[i].display()
+            ),
+            &format!("1.{minor}-{how}"),
         );
     }
 }
@@ -548,49 +522,22 @@ fn corpus_conformance_maps_1_36() {
             objects.add(object_ok);
         }
     }
-    let out =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("target/conformance-mismatches-maps-1.36.txt");
-    let _ = std::fs::create_dir_all(out.parent().unwrap());
-    let _ = std::fs::write(&out, &mismatches);
-    println!(
-        "MutatingAdmissionPolicy conformance of Kubernetes 1.36 over {} ({} files, expected values in {})",
-        corpus.join("maps").display(),
-        files.len(),
-        expected_root.display()
+    let t = Tallies {
+        verdicts,
+        errsets,
+        exprs,
+        objects,
+        mismatches,
+        ..Tallies::default()
+    };
+    t.report(
+        &format!(
+            "MutatingAdmissionPolicy conformance of Kubernetes 1.36 over {} ({} files, expected values in {})",
+            corpus.join("maps").display(),
+            files.len(),
+            expected_root.display()
+        ),
+        "maps-1.36",
     );
-    println!(
-        "exact: {}/{} verdicts ({:.2}%)",
-        verdicts.ok,
-        verdicts.all,
-        verdicts.pct()
-    );
-    println!(
-        "exact: {}/{} error sets ({:.2}%)",
-        errsets.ok,
-        errsets.all,
-        errsets.pct()
-    );
-    println!(
-        "exact: {}/{} policy expressions ({:.2}%)",
-        exprs.ok,
-        exprs.all,
-        exprs.pct()
-    );
-    println!(
-        "exact: {}/{} objects ({:.2}%)",
-        objects.ok,
-        objects.all,
-        objects.pct()
-    );
-    println!("mismatches: {}", out.display());
-    assert!(verdicts.pct() >= FLOOR_VERDICTS, "verdicts below floor");
-    assert!(errsets.pct() >= FLOOR_ERRORS, "error sets below floor");
-    assert!(
-        exprs.pct() >= FLOOR_EXPRESSIONS,
-        "policy expressions below floor"
-    );
-    assert!(
-        objects.pct() >= 100.0 && objects.all > 0,
-        "objects below floor"
-    );
+    assert_eq!(t.objects.pct(), 100.0, "objects below floor");
 }

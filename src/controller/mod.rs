@@ -143,15 +143,8 @@ pub fn server_minor(major: &str, minor: &str) -> Option<Version> {
 /// The cost model for an API server reporting `major`/`minor` (`"1"`, `"33+"`), clamped to the
 /// versions the estimator knows.
 pub fn model_version(major: &str, minor: &str) -> Version {
-    let digits = |s: &str| -> Option<u32> {
-        s.chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse()
-            .ok()
-    };
-    match (digits(major), digits(minor)) {
-        (Some(1), Some(m)) => Version::new(1, m).clamp(OLDEST_MODEL, NEWEST_MODEL),
+    match server_minor(major, minor) {
+        Some(v) if v.major == 1 => v.clamp(OLDEST_MODEL, NEWEST_MODEL),
         _ => NEWEST_MODEL,
     }
 }

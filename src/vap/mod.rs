@@ -446,29 +446,7 @@ pub fn estimate_vap_with(
     });
     let typing = typed::resolve(&spec, catalog, env);
     if !typing.targets.is_empty() {
-        let inputs: Vec<typed::Input<'_>> = expressions
-            .iter()
-            .map(|c| typed::Input {
-                field_path: &c.report.field_path,
-                source: &c.source,
-                has_params: c.has_params,
-                has_authorizer: c.has_authorizer,
-                composition: c.composition,
-                patch_types: c.site.patch_types(),
-                variable: c.variable.as_deref(),
-                compiled: c.checked.is_some(),
-                upstream: Cost::new(
-                    c.report.min_cost.unwrap_or(0),
-                    c.report.max_cost.unwrap_or(0),
-                ),
-                output: c.checked.as_ref().map(|ch| ch.output_type().clone()),
-            })
-            .collect();
-        let estimates = typed::estimate_typed(env, &typing, &inputs);
-        drop(inputs);
-        for (c, t) in expressions.iter_mut().zip(estimates) {
-            c.report.typed = t;
-        }
+        add_typed_estimates(env, &typing, &mut expressions);
         if let Some(b) = report.policy_budget.as_mut() {
             let (validation, matches, audit) = typed_budgets(&expressions);
             b.typed_validation_cost = Some(validation);
@@ -672,6 +650,34 @@ fn compile(
 /// evaluate to bool").
 pub fn output_type_errors_name_the_type(k: crate::cel::decls::Version) -> bool {
     k >= crate::cel::decls::Version::new(1, 32)
+}
+
+/// The typed estimate of every compiled expression of a policy (validating or mutating), from
+/// the schemas `typing` found.
+fn add_typed_estimates(env: &Env, typing: &typed::Typing, expressions: &mut [Compiled]) {
+    let inputs: Vec<typed::Input<'_>> = expressions
+        .iter()
+        .map(|c| typed::Input {
+            field_path: &c.report.field_path,
+            source: &c.source,
+            has_params: c.has_params,
+            has_authorizer: c.has_authorizer,
+            composition: c.composition,
+            patch_types: c.site.patch_types(),
+            variable: c.variable.as_deref(),
+            compiled: c.checked.is_some(),
+            upstream: Cost::new(
+                c.report.min_cost.unwrap_or(0),
+                c.report.max_cost.unwrap_or(0),
+            ),
+            output: c.checked.as_ref().map(|ch| ch.output_type().clone()),
+        })
+        .collect();
+    let estimates = typed::estimate_typed(env, typing, &inputs);
+    drop(inputs);
+    for (c, t) in expressions.iter_mut().zip(estimates) {
+        c.report.typed = t;
+    }
 }
 
 fn accept_and_cost(

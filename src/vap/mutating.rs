@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::types::PolicyTypes;
 use super::{Compiled, Site, compile, is_cel_identifier, meta, push_error, typed, variables_used};
-use crate::cel::cost::Cost;
+
 use crate::cel::decls::Version;
 use crate::cel::env::Env;
 use crate::crd::fielderr::{BadValue, FieldError};
@@ -303,29 +303,7 @@ pub fn estimate_map_with(
     });
     let typing = typed::resolve(&spec, catalog, env);
     if !typing.targets.is_empty() {
-        let inputs: Vec<typed::Input<'_>> = expressions
-            .iter()
-            .map(|c| typed::Input {
-                field_path: &c.report.field_path,
-                source: &c.source,
-                has_params: c.has_params,
-                has_authorizer: c.has_authorizer,
-                composition: c.composition,
-                patch_types: c.site.patch_types(),
-                variable: c.variable.as_deref(),
-                compiled: c.checked.is_some(),
-                upstream: Cost::new(
-                    c.report.min_cost.unwrap_or(0),
-                    c.report.max_cost.unwrap_or(0),
-                ),
-                output: c.checked.as_ref().map(|ch| ch.output_type().clone()),
-            })
-            .collect();
-        let estimates = typed::estimate_typed(env, &typing, &inputs);
-        drop(inputs);
-        for (c, t) in expressions.iter_mut().zip(estimates) {
-            c.report.typed = t;
-        }
+        super::add_typed_estimates(env, &typing, &mut expressions);
         let typed_max = |c: &Compiled| {
             c.report
                 .typed
