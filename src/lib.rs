@@ -3,6 +3,7 @@ pub mod cel;
 pub mod cli;
 pub mod controller;
 pub mod crd;
+pub mod diff;
 pub mod estimate;
 pub mod goregexp;
 pub mod input;

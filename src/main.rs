@@ -65,6 +65,25 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Compare the estimates of two versions of the same manifests (files or directories):
+    /// per object and rule, the cost before and after, added and removed rules, and verdict
+    /// changes. Exit status: 0 when every object of HEAD would be accepted, 1 when one would be
+    /// rejected, 2 on unreadable input or bad usage.
+    Diff {
+        /// Output format (markdown: a pull-request comment).
+        #[arg(long, short, value_enum, default_value = "table")]
+        output: OutputFormat,
+        /// Kubernetes minor whose API server to follow (1.30 to 1.36).
+        #[arg(long, default_value = "1.36", value_parser = celcost::cel::minor::parse_version)]
+        kubernetes_version: Version,
+        /// Whose build of that minor: `kubernetes` or `openshift`.
+        #[arg(long, default_value = "kubernetes", value_parser = Distribution::parse)]
+        distribution: Distribution,
+        /// The manifests before the change.
+        base: PathBuf,
+        /// The manifests after the change.
+        head: PathBuf,
+    },
     /// Run the operator: watch CRDs and ValidatingAdmissionPolicies and write CostReports.
     Controller(ControllerArgs),
     /// Print the CostReport CustomResourceDefinition as YAML.
@@ -131,6 +150,38 @@ fn main() -> ExitCode {
             let _ = stdout.write_all(text.as_bytes());
             let _ = stdout.flush();
             ExitCode::from(outcome.exit_code() as u8)
+        }
+        Command::Diff {
+            output,
+            kubernetes_version,
+            distribution,
+            base,
+            head,
+        } => {
+            let Some(minor) = Minor::of_distribution(kubernetes_version, distribution) else {
+                return ExitCode::from(2);
+            };
+            let estimator = Estimator::for_minor(minor);
+            let before = estimate_paths(&estimator, std::slice::from_ref(&base));
+            let after = estimate_paths(&estimator, std::slice::from_ref(&head));
+            for e in before.input_errors.iter().chain(&after.input_errors) {
+                eprintln!("error: {e}");
+            }
+            let d = celcost::diff::diff(&before.reports, &after.reports);
+            let text = match output {
+                OutputFormat::Json => celcost::cli::render_diff_json(&d),
+                OutputFormat::Table => celcost::cli::render_diff_table(&d),
+                OutputFormat::Markdown => celcost::cli::render_diff_markdown(&d),
+            };
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(text.as_bytes());
+            let _ = stdout.flush();
+            let code = if !before.input_errors.is_empty() {
+                2
+            } else {
+                after.exit_code()
+            };
+            ExitCode::from(code as u8)
         }
         Command::Controller(args) => {
             limit_malloc_arenas();
