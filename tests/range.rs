@@ -4,7 +4,6 @@
 //! own estimate, field for field.
 
 #[path = "../benches/support/fuzzgen.rs"]
-#[allow(dead_code)]
 mod fuzzgen;
 
 use celcost::Estimator;
