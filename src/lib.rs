@@ -6,6 +6,8 @@ pub mod crd;
 pub mod estimate;
 pub mod goregexp;
 pub mod input;
+pub mod locate;
+pub mod positions;
 pub mod report;
 pub mod schema;
 pub mod vap;
