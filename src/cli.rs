@@ -20,6 +20,10 @@ pub enum OutputFormat {
     Table,
     Json,
     Markdown,
+    /// SARIF 2.1.0, for code scanning (`crate::ci`).
+    Sarif,
+    /// GitHub Actions workflow commands: annotations on a pull request's diff (`crate::ci`).
+    Github,
 }
 
 /// The outcome of estimating a set of paths.
@@ -54,6 +58,18 @@ impl Outcome {
             1
         } else {
             0
+        }
+    }
+}
+
+impl Outcome {
+    /// [`Outcome::exit_code`], and 1 when `fail_at` is given and a rule, total, policy
+    /// expression or policy evaluation reaches that percentage of its limit
+    /// ([`crate::ci::reaches`]).
+    pub fn exit_code_failing_at(&self, fail_at: Option<f64>) -> i32 {
+        match self.exit_code() {
+            0 if fail_at.is_some_and(|p| crate::ci::reaches(&self.reports, p)) => 1,
+            c => c,
         }
     }
 }
@@ -535,7 +551,7 @@ fn crd_rows(r: &ObjectReport) -> Vec<Row> {
 }
 
 /// The cost a policy expression is judged by: the typed estimate where there is one.
-fn judged_cost(e: &ExpressionReport) -> Option<u64> {
+pub(crate) fn judged_cost(e: &ExpressionReport) -> Option<u64> {
     e.typed.as_ref().map(|t| t.max_cost).or(e.max_cost)
 }
 
@@ -660,7 +676,7 @@ fn locate_rows(r: &ObjectReport, rows: &mut [Row]) {
 }
 
 /// The share of a limit from which the table shows where a row's rule is.
-const NEAR_BUDGET_SHARE: f64 = 0.8;
+const NEAR_BUDGET_SHARE: f64 = crate::ci::DEFAULT_NEAR_BUDGET_PERCENT / 100.0;
 
 /// ` (at file:line:column)` for error `i` of a report, when it was located.
 fn error_at(r: &ObjectReport, i: usize) -> String {

@@ -1,5 +1,6 @@
 pub mod budget;
 pub mod cel;
+pub mod ci;
 pub mod cli;
 pub mod controller;
 pub mod crd;
