@@ -328,6 +328,52 @@ mod tests {
         assert_eq!(at(&s, "spec.validations[0].expression"), Some((1, 42)));
     }
 
+    /// Tags, anchors, aliases, merges and block scalars by the hundred thousand, on one line
+    /// and on many, and deep nesting: located in linear time (a quadratic walk of the text
+    /// would take minutes here), one node per node.
+    #[test]
+    fn hostile_documents_are_located_in_linear_time() {
+        let n = 100_000;
+        let started = std::time::Instant::now();
+        let one_line = format!("a: [{}]\n", vec!["!!str &x y, *x"; n].join(", "));
+        let (d, p) = parse_documents_located(&one_line).remove(0);
+        assert!(d.value.is_ok());
+        let p = p.unwrap();
+        assert!(p.len() <= 2 * n + 3, "{}", p.len());
+        let s = ObjectSource::of("f", Arc::new(p), "f#1", "f#1").unwrap();
+        // The last alias is found at the text of the last anchor.
+        let last_y = one_line.rfind('y').unwrap() as u64 + 1;
+        assert_eq!(
+            s.locate(&format!("a[{}]", 2 * n - 1)).unwrap().column,
+            last_y
+        );
+        assert_eq!(s.locate("a[0]").unwrap().column, 14);
+        let mut many = String::from("base: &b {k: v}\nl:\n");
+        for _ in 0..n / 4 {
+            many.push_str("- !!str |\n  text\n- {<<: *b, j: 1}\n");
+        }
+        let (d, p) = parse_documents_located(&many).remove(0);
+        assert!(d.value.is_ok());
+        let s = ObjectSource::of("f", Arc::new(p.unwrap()), "f#1", "f#1").unwrap();
+        assert_eq!(s.locate("l[2]").unwrap().line, 6);
+        assert_eq!(s.locate("l[2]").unwrap().column, 9);
+        assert_eq!(s.locate("l[3].k").unwrap().line, 1);
+        let depth = 5_000;
+        let mut deep = String::new();
+        for i in 0..depth {
+            deep.push_str(&" ".repeat(i));
+            deep.push_str("a:\n");
+        }
+        deep.push_str(&" ".repeat(depth));
+        deep.push_str("rule: x\n");
+        let (d, p) = parse_documents_located(&deep).remove(0);
+        assert!(d.value.is_ok());
+        let s = ObjectSource::of("f", Arc::new(p.unwrap()), "f#1", "f#1").unwrap();
+        let path = format!("{}rule", "a.".repeat(depth));
+        assert_eq!(s.locate(&path).map(|l| l.line), Some(depth as u64 + 1));
+        assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    }
+
     #[test]
     fn error_field_paths() {
         assert_eq!(
