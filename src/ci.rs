@@ -839,6 +839,25 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             units.get(&ch.unit).copied().flatten(),
         ));
     }
+    let stopped: Vec<&str> = m
+        .verdicts
+        .iter()
+        .filter(|v| v.stopped && Some(v.kubernetes_version.as_str()) != newest)
+        .map(|v| v.kubernetes_version.trim_start_matches('v'))
+        .collect();
+    if !stopped.is_empty() {
+        out.push(c.finding(
+            ESTIMATE_STOPPED,
+            ESTIMATE_STOPPED.level,
+            "celcost: estimate stopped on an older Kubernetes version".into(),
+            format!(
+                "{}: the estimate for Kubernetes {} stopped (over its work budget, or failed): not judged there.",
+                c.object(),
+                stopped.join(", ")
+            ),
+            None,
+        ));
+    }
     let rejecting: Vec<&str> = m
         .verdicts
         .iter()
