@@ -30,6 +30,7 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 mod faults;
+mod ha;
 mod hostile;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -156,6 +157,13 @@ impl Operator {
                 "--listen-address",
                 &format!("127.0.0.1:{port}"),
             ])
+            // One process per test unless a test elects a leader among several: no Lease.
+            .args(
+                (!extra
+                    .iter()
+                    .any(|a| a.starts_with("--leader-elect") || a.starts_with("--lease")))
+                .then_some("--leader-elect=false"),
+            )
             .args(extra)
             .env(
                 "RUST_LOG",
