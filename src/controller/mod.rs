@@ -5,6 +5,7 @@
 //! (`metadata_watcher`), and a reconcile fetches the full target, estimates it and drops it, at
 //! most `--concurrency` at a time per kind.
 
+pub mod certs;
 pub mod error;
 pub mod http;
 pub mod map;
@@ -14,7 +15,9 @@ pub mod resource;
 pub mod schemas;
 pub mod status;
 pub mod telemetry;
+pub mod warnings;
 pub mod watch;
+pub mod webhook;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -114,6 +117,9 @@ pub struct ControllerArgs {
     #[arg(long, env = "CELCOST_ESTIMATE_MAX_MEMORY_MIB", default_value_t = 64,
           value_parser = clap::value_parser!(u64).range(1..=65536))]
     pub estimate_max_memory_mib: u64,
+    /// The admission webhook (`--webhook`, `--webhook-*`).
+    #[command(flatten)]
+    pub webhook: webhook::WebhookArgs,
 }
 
 /// `--distribution`: `None` for `auto` (decided from the API server).
@@ -244,6 +250,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     let mut registry = Registry::with_prefix("celcost");
     let metrics = metrics::Metrics::default().register(&mut registry);
     let health = watch::Health::default().register(&mut registry);
+    let webhook_metrics = webhook::WebhookMetrics::default().register(&mut registry);
     let watch_settings = watch::WatchSettings {
         timeout: args.watch_timeout_seconds,
         max_backoff: Duration::from_secs_f64(args.watch_max_backoff_seconds.clamp(0.2, 300.0)),
@@ -275,6 +282,20 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
             .next()
             .map(|n| Estimator::for_minor(n).with_limits(limits)),
     });
+    // The admission webhook answers from the estimate of the object in the request, with the
+    // rules of the cluster's minor and the same work budget.
+    let webhook = webhook::start(
+        &args.webhook,
+        &client,
+        webhook::WebhookState {
+            metrics: webhook_metrics,
+            ..webhook::WebhookState::new(
+                Arc::new(Estimator::for_minor(minor).with_limits(limits)),
+                args.near_budget_percent,
+            )
+        },
+    )
+    .await?;
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -352,6 +373,9 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     info!(model = %version, near_budget_percent = args.near_budget_percent, "celcost controller started");
     futures::future::join(crd_ctrl, futures::future::join_all(policy_ctrls)).await;
     info!("controllers stopped");
+    if let Some(w) = webhook {
+        w.stop().await;
+    }
     let _ = stop_admin.send(());
     match admin_task.await {
         Ok(Ok(())) => Ok(()),
