@@ -4,8 +4,13 @@
 //! Memory stays flat with the number of targets: the watches keep only object metadata
 //! (`metadata_watcher`), and a reconcile fetches the full target, estimates it and drops it, at
 //! most `--concurrency` at a time per kind.
+//!
+//! Read top-down: `run` here wires the watches and controllers; [`context`] is what every
+//! reconcile shares (client, estimator, budget, the CRD store); [`schemas`] reads the CRDs a
+//! policy's estimate needs; [`reconcile`] estimates a target and writes its report.
 
 pub mod certs;
+pub mod context;
 pub mod error;
 pub mod http;
 pub mod map;
@@ -38,10 +43,9 @@ use tracing::{debug, info, warn};
 use crate::Estimator;
 use crate::cel::decls::Version;
 
+pub use context::{Budget, Context, CostEstimator, Settings, WithNextMinor};
 pub use error::Error;
-pub use reconcile::{
-    Budget, Context, CostEstimator, Settings, Target, WithNextMinor, error_policy, reconcile,
-};
+pub use reconcile::{Target, error_policy, reconcile};
 pub use resource::{CostReport, CostReportSpec, CostReportStatus, TargetKind, crd_yaml};
 pub use status::StatusSettings;
 pub use telemetry::LogFormat;
@@ -276,7 +280,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         bytes: usize::try_from(args.estimate_max_memory_mib << 20).unwrap_or(usize::MAX),
     };
     let minor = crate::cel::minor::Minor::nearest(version, distribution);
-    let estimator: Arc<dyn reconcile::CostEstimator> = Arc::new(reconcile::WithNextMinor {
+    let estimator: Arc<dyn CostEstimator> = Arc::new(WithNextMinor {
         current: Estimator::for_minor(minor).with_limits(limits),
         next: minor
             .next()
@@ -314,7 +318,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         ..Settings::default()
     };
     let config = controller::Config::default().concurrency(args.concurrency);
-    let budget = reconcile::Budget::new(settings.memory_budget_bytes, settings.estimators);
+    let budget = Budget::new(settings.memory_budget_bytes, settings.estimators);
     let shared = Shared {
         budget,
         client: client.clone(),
@@ -387,12 +391,12 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
 /// What the two controllers share.
 struct Shared {
     client: Client,
-    estimator: Arc<dyn reconcile::CostEstimator>,
+    estimator: Arc<dyn CostEstimator>,
     recorder: Recorder,
     metrics: metrics::Metrics,
     settings: Settings,
     config: controller::Config,
-    budget: reconcile::Budget,
+    budget: Budget,
     health: watch::Health,
     watch_settings: watch::WatchSettings,
 }
@@ -413,7 +417,7 @@ struct Running<K: Target> {
 
 /// How the policy controller follows the CRDs.
 struct CrdLinks {
-    store: schemas::CrdStore,
+    store: context::CrdStore,
     events: futures::channel::mpsc::UnboundedReceiver<PartialObjectMeta<CustomResourceDefinition>>,
 }
 

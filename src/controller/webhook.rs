@@ -44,7 +44,7 @@ use tracing::{debug, info, warn};
 use crate::schema::catalog::SchemaCatalog;
 
 use super::certs::{self, CertResolver, CertSettings};
-use super::reconcile::CostEstimator;
+use super::context::CostEstimator;
 use super::resource::TargetKind;
 use super::warnings;
 
