@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use crate::Estimator;
 use crate::estimate::TargetKind;
-use crate::input::{objects_of, parse_documents};
+use crate::input::{objects_of, parse_documents, parse_documents_located};
+use crate::locate::ObjectSource;
 use crate::report::{
     ExpressionReport, MATCH_CONDITIONS_COST_BUDGET, ObjectReport, PER_CALL_LIMIT,
     PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RUNTIME_COST_BUDGET,
@@ -19,6 +20,10 @@ pub enum OutputFormat {
     Table,
     Json,
     Markdown,
+    /// SARIF 2.1.0, for code scanning (`crate::ci`).
+    Sarif,
+    /// GitHub Actions workflow commands: annotations on a pull request's diff (`crate::ci`).
+    Github,
 }
 
 /// The outcome of estimating a set of paths.
@@ -53,6 +58,18 @@ impl Outcome {
             1
         } else {
             0
+        }
+    }
+}
+
+impl Outcome {
+    /// [`Outcome::exit_code`], and 1 when `fail_at` is given and a rule, total, policy
+    /// expression or policy evaluation reaches that percentage of its limit
+    /// ([`crate::ci::reaches`]).
+    pub fn exit_code_failing_at(&self, fail_at: Option<f64>) -> i32 {
+        match self.exit_code() {
+            0 if fail_at.is_some_and(|p| crate::ci::reaches(&self.reports, p)) => 1,
+            c => c,
         }
     }
 }
@@ -116,6 +133,8 @@ enum Slot {
     Policy {
         source: String,
         value: serde_json::Value,
+        /// Where it is in its file, to locate its expressions once estimated.
+        located: Option<ObjectSource>,
     },
 }
 
@@ -200,16 +219,24 @@ pub fn estimate_paths_with(
         }
     }
     // Second pass: the policies, in parallel.
-    let policies: Vec<(&str, &serde_json::Value)> = first
+    let policies: Vec<(&str, &serde_json::Value, Option<&ObjectSource>)> = first
         .iter()
         .flat_map(|f| f.slots.iter())
         .filter_map(|s| match s {
-            Slot::Policy { source, value } => Some((source.as_str(), value)),
+            Slot::Policy {
+                source,
+                value,
+                located,
+            } => Some((source.as_str(), value, located.as_ref())),
             Slot::Done(_) => None,
         })
         .collect();
-    let mut estimated = parallel(&policies, threads, |(source, value)| {
-        estimators.estimate(value, |e| e.estimate_with(value, source, &catalog))
+    let mut estimated = parallel(&policies, threads, |(source, value, located)| {
+        let mut r = estimators.estimate(value, |e| e.estimate_with(value, source, &catalog));
+        if let (Some(r), Some(l)) = (&mut r, located) {
+            l.attach(r);
+        }
+        r
     })
     .into_iter();
     for f in first {
@@ -294,8 +321,9 @@ fn first_pass_file(estimators: Minors<'_>, f: &Path) -> FirstPass {
 }
 
 fn first_pass_text(estimators: Minors<'_>, name: &str, text: &str, out: &mut FirstPass) {
-    for doc in parse_documents(text) {
+    for (doc, positions) in parse_documents_located(text) {
         let source = format!("{name}#{}", doc.index);
+        let positions = positions.map(std::sync::Arc::new);
         match doc.value {
             Err(e) => out.input_errors.push(format!("{source}: {e}")),
             Ok(serde_json::Value::Null) => {}
@@ -305,6 +333,9 @@ fn first_pass_text(estimators: Minors<'_>, name: &str, text: &str, out: &mut Fir
             )),
             Ok(v) => {
                 for o in objects_of(&source, v) {
+                    let located = positions
+                        .clone()
+                        .and_then(|p| ObjectSource::of(name, p, &source, &o.source));
                     match TargetKind::of(&o.value) {
                         Some(
                             TargetKind::ValidatingAdmissionPolicy
@@ -312,16 +343,20 @@ fn first_pass_text(estimators: Minors<'_>, name: &str, text: &str, out: &mut Fir
                         ) => out.slots.push(Slot::Policy {
                             source: o.source,
                             value: o.value,
+                            located,
                         }),
                         Some(TargetKind::CustomResourceDefinition) => {
                             let defines = SchemaCatalog::crd_resources(&o.value);
                             if !defines.is_empty() {
                                 out.crds.push((o.source.clone(), defines));
                             }
-                            let report = estimators
-                                .estimate(&o.value, |e| Some(e.estimate_crd(&o.value, &o.source)));
-                            out.slots
-                                .push(Slot::Done(Box::new(report.unwrap_or_default())));
+                            let mut report = estimators
+                                .estimate(&o.value, |e| Some(e.estimate_crd(&o.value, &o.source)))
+                                .unwrap_or_default();
+                            if let Some(l) = &located {
+                                l.attach(&mut report);
+                            }
+                            out.slots.push(Slot::Done(Box::new(report)));
                         }
                         None => {
                             let kind = o
@@ -364,9 +399,18 @@ pub fn estimate_text_range(estimators: Minors<'_>, name: &str, text: &str, outco
     for slot in first.slots {
         match slot {
             Slot::Done(r) => outcome.reports.push(*r),
-            Slot::Policy { source, value } => outcome.reports.extend(
-                estimators.estimate(&value, |e| e.estimate_with(&value, &source, &catalog)),
-            ),
+            Slot::Policy {
+                source,
+                value,
+                located,
+            } => {
+                let mut r =
+                    estimators.estimate(&value, |e| e.estimate_with(&value, &source, &catalog));
+                if let (Some(r), Some(l)) = (&mut r, &located) {
+                    l.attach(r);
+                }
+                outcome.reports.extend(r);
+            }
         }
     }
     outcome.input_errors.extend(first.input_errors);
@@ -507,7 +551,7 @@ fn crd_rows(r: &ObjectReport) -> Vec<Row> {
 }
 
 /// The cost a policy expression is judged by: the typed estimate where there is one.
-fn judged_cost(e: &ExpressionReport) -> Option<u64> {
+pub(crate) fn judged_cost(e: &ExpressionReport) -> Option<u64> {
     e.typed.as_ref().map(|t| t.max_cost).or(e.max_cost)
 }
 
@@ -604,12 +648,43 @@ fn policy_rows(r: &ObjectReport) -> Vec<Row> {
 fn rows(r: &ObjectReport) -> Vec<Row> {
     let mut rows = crd_rows(r);
     rows.extend(policy_rows(r));
+    locate_rows(r, &mut rows);
     rows.sort_by(|a, b| {
         (b.cost as f64 / b.limit as f64)
             .partial_cmp(&(a.cost as f64 / a.limit as f64))
             .unwrap_or(std::cmp::Ordering::Equal)
     });
     rows
+}
+
+/// The rows' `at: file:line:column`, where it helps: on rows near their limit or that say what
+/// to change (drivers, compile errors). Rows come one per rule (schema by schema), then one per expression.
+fn locate_rows(r: &ObjectReport, rows: &mut [Row]) {
+    let locations = r
+        .schemas
+        .iter()
+        .flat_map(|s| s.rules.iter().map(|x| x.location.as_ref()))
+        .chain(r.expressions.iter().map(|e| e.location.as_ref()));
+    for (row, loc) in rows.iter_mut().zip(locations) {
+        let near = row.cost as f64 >= row.limit as f64 * NEAR_BUDGET_SHARE;
+        if let Some(l) = loc
+            && (near || row.why.iter().any(|(label, _)| *label != "typed"))
+        {
+            row.why.insert(0, ("at", l.to_string()));
+        }
+    }
+}
+
+/// The share of a limit from which the table shows where a row's rule is.
+const NEAR_BUDGET_SHARE: f64 = crate::ci::DEFAULT_NEAR_BUDGET_PERCENT / 100.0;
+
+/// ` (at file:line:column)` for error `i` of a report, when it was located.
+fn error_at(r: &ObjectReport, i: usize) -> String {
+    r.error_locations
+        .iter()
+        .find(|l| l.error as usize == i)
+        .map(|l| format!(" (at {})", l.location))
+        .unwrap_or_default()
 }
 
 fn header(r: &ObjectReport) -> String {
@@ -902,8 +977,8 @@ pub fn render_table(reports: &[ObjectReport]) -> String {
                 }
             }
         }
-        for e in &r.errors {
-            writeln!(out, "  error: {}", truncate(e, 400)).unwrap();
+        for (i, e) in r.errors.iter().enumerate() {
+            writeln!(out, "  error: {}{}", truncate(e, 400), error_at(r, i)).unwrap();
         }
         out.push('\n');
     }
@@ -1016,8 +1091,14 @@ pub fn render_markdown(reports: &[ObjectReport]) -> String {
         }
         if !r.errors.is_empty() {
             writeln!(out, "\nErrors the API server would return:\n").unwrap();
-            for e in &r.errors {
-                writeln!(out, "- `{}`", truncate(e, 400).replace('`', "'")).unwrap();
+            for (i, e) in r.errors.iter().enumerate() {
+                writeln!(
+                    out,
+                    "- `{}`{}",
+                    truncate(e, 400).replace('`', "'"),
+                    esc(&error_at(r, i))
+                )
+                .unwrap();
             }
         }
         out.push('\n');

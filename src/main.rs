@@ -61,6 +61,16 @@ enum Command {
         #[arg(long, default_value_t = (celcost::budget::DEFAULT_BYTES >> 20) as u64,
               value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
         max_memory_mib: u64,
+        /// Exit with status 1 when any rule or total reaches this percentage of its limit
+        /// (policies: an expression of the per-call limit, an evaluation of its runtime budget,
+        /// as the table judges them), not only when the API server would reject an object.
+        #[arg(long, value_name = "PERCENT", value_parser = celcost::ci::parse_percent)]
+        fail_at: Option<f64>,
+        /// The near-budget threshold of the sarif and github outputs, in percent of the limit:
+        /// rules, totals and policy expressions at or above it are warnings.
+        #[arg(long, value_name = "PERCENT", default_value_t = celcost::ci::DEFAULT_NEAR_BUDGET_PERCENT,
+              value_parser = celcost::ci::parse_percent)]
+        near_budget_percent: f64,
         /// Files or directories (searched recursively for .yaml, .yml and .json).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -113,6 +123,8 @@ fn main() -> ExitCode {
             distribution,
             max_steps,
             max_memory_mib,
+            fail_at,
+            near_budget_percent,
             paths,
         } => {
             let limits = Limits {
@@ -145,11 +157,26 @@ fn main() -> ExitCode {
                 OutputFormat::Json => render_json(&outcome.reports),
                 OutputFormat::Table => render_table(&outcome.reports),
                 OutputFormat::Markdown => render_markdown(&outcome.reports),
+                OutputFormat::Sarif => {
+                    celcost::ci::render_sarif(&outcome.reports, near_budget_percent)
+                }
+                OutputFormat::Github => {
+                    celcost::ci::render_github(&outcome.reports, near_budget_percent)
+                }
             };
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(text.as_bytes());
             let _ = stdout.flush();
-            ExitCode::from(outcome.exit_code() as u8)
+            let code = outcome.exit_code_failing_at(fail_at);
+            if code == 1
+                && outcome.exit_code() == 0
+                && let Some(p) = fail_at
+            {
+                eprintln!(
+                    "celcost: a rule, total or policy expression reaches {p}% of its limit (--fail-at)"
+                );
+            }
+            ExitCode::from(code as u8)
         }
         Command::Diff {
             output,
