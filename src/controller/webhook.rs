@@ -105,6 +105,11 @@ pub struct WebhookArgs {
     #[arg(long, env = "CELCOST_WEBHOOK_CERT_REFRESH_SECONDS", default_value_t = 60,
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub webhook_cert_refresh_seconds: u64,
+    /// Lifetime of the serving certificates the operator issues (renewed at 2/3 of it); the
+    /// CA's is a year. Shorter only to watch a rotation happen (the e2e test).
+    #[arg(long, env = "CELCOST_WEBHOOK_CERT_VALIDITY_SECONDS", default_value_t = 90 * 86_400,
+          value_parser = clap::value_parser!(u64).range(30..=365 * 86_400))]
+    pub webhook_cert_validity_seconds: u64,
 }
 
 /// `outcome`: what a request got.
@@ -666,6 +671,7 @@ pub async fn start(
     settings.configuration = args.webhook_configuration.clone();
     settings.manage = args.webhook_manage_certificates;
     settings.refresh = Duration::from_secs(args.webhook_cert_refresh_seconds);
+    settings.cert_validity = Duration::from_secs(args.webhook_cert_validity_seconds);
     if let Some(url) = &args.webhook_url {
         settings = settings.with_url(url)?;
     }
