@@ -8,7 +8,8 @@
 //!   server's response carries it as a `Warning` header;
 //! - with the operator down, an apply succeeds promptly (`failurePolicy: Ignore`);
 //! - a serving certificate renewed while running (a 60 s lifetime: renewed at 2/3) keeps every
-//!   apply warned.
+//!   apply warned; a new CA (the Secret deleted) reaches the `caBundle` and the webhook answers
+//!   again.
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
@@ -326,6 +327,35 @@ async fn webhook_keeps_answering_across_certificate_rotation() {
         started.elapsed()
     );
     assert_eq!(warned, asked, "every request during the rotations was answered");
+
+    // A new CA (the Secret deleted): the operator writes a new one and patches the caBundle.
+    secrets
+        .delete("celcost-webhook-tls", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleted = Instant::now();
+    let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let new_ca = eventually("a new CA in the caBundle", Duration::from_secs(30), || async {
+        let bundle = vwcs.get(&setup.configuration).await.ok()?.webhooks?[0]
+            .client_config
+            .ca_bundle
+            .clone()?;
+        let bundle = String::from_utf8_lossy(&bundle.0).into_owned();
+        (bundle != ca).then_some(bundle)
+    })
+    .await;
+    let patched = deleted.elapsed();
+    assert_eq!(setup.wait_ca_bundle().await, new_ca);
+    eventually("warnings under the new CA", Duration::from_secs(30), || async {
+        let (_, headers) = dry_run_warnings(&client, &crd).await;
+        headers.iter().any(|h| h.contains("celcost:")).then_some(())
+    })
+    .await;
+    println!(
+        "new CA: caBundle patched {patched:?} after the Secret was deleted, warnings again after {:?}",
+        deleted.elapsed()
+    );
+    assert!(op.alive());
     drop(op);
     setup.teardown(&[]).await;
 }
