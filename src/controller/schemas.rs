@@ -135,8 +135,6 @@ pub(super) async fn fetch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube::runtime::reflector;
-    use kube::runtime::watcher;
 
     #[test]
     fn heads_read_uid_generation_and_kind() {

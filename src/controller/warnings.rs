@@ -619,6 +619,7 @@ mod tests {
         r.stopped = Some(crate::report::EstimateStopped {
             reason: crate::report::WORK_BUDGET_EXCEEDED.into(),
             message: "estimate stopped".into(),
+            location: None,
         });
         assert!(warnings(TargetKind::CustomResourceDefinition, "x", &r, 80).is_empty());
     }

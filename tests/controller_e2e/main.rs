@@ -159,10 +159,7 @@ impl Operator {
             ])
             // The admission webhook only where a test asks for it (`--webhook...`): it would
             // listen on :9443 and write a Secret otherwise.
-            .args(
-                (!extra.iter().any(|a| a.starts_with("--webhook")))
-                    .then_some("--webhook=false"),
-            )
+            .args((!extra.iter().any(|a| a.starts_with("--webhook"))).then_some("--webhook=false"))
             .args(extra)
             .env(
                 "RUST_LOG",

@@ -48,8 +48,10 @@ impl Setup {
         let nss: Api<Namespace> = Api::all(client.clone());
         nss.create(
             &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": namespace, "labels": {"celcost.io/e2e": "true"}}}))
-                .unwrap(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": namespace, "labels": {"celcost.io/e2e": "true"}}}),
+            )
+            .unwrap(),
         )
         .await
         .expect("create the namespace");
@@ -81,7 +83,9 @@ impl Setup {
         vwcs.create(&PostParams::default(), &vwc)
             .await
             .expect("create the ValidatingWebhookConfiguration");
-        println!("{test}: webhook configuration {configuration}, port {port}, namespace {namespace}");
+        println!(
+            "{test}: webhook configuration {configuration}, port {port}, namespace {namespace}"
+        );
         Setup {
             client: client.clone(),
             id,
@@ -118,7 +122,10 @@ impl Setup {
             "the operator's CA in the configuration's caBundle",
             Duration::from_secs(60),
             || async {
-                let ca = secret_key(&secrets.get_opt("celcost-webhook-tls").await.ok()??, "ca.crt")?;
+                let ca = secret_key(
+                    &secrets.get_opt("celcost-webhook-tls").await.ok()??,
+                    "ca.crt",
+                )?;
                 let vwc = vwcs.get_opt(&self.configuration).await.ok()??;
                 let bundle = vwc.webhooks?[0].client_config.ca_bundle.clone()?;
                 (String::from_utf8_lossy(&bundle.0) == ca).then_some(ca)
@@ -140,7 +147,9 @@ impl Setup {
             delete_crd(&self.client, crd["metadata"]["name"].as_str().unwrap()).await;
         }
         let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(self.client.clone());
-        let _ = vwcs.delete(&self.configuration, &DeleteParams::default()).await;
+        let _ = vwcs
+            .delete(&self.configuration, &DeleteParams::default())
+            .await;
         let nss: Api<Namespace> = Api::all(self.client.clone());
         let _ = nss.delete(&self.namespace, &DeleteParams::default()).await;
     }
@@ -228,7 +237,10 @@ async fn webhook_warns_at_apply_and_stays_out_of_the_way_when_down() {
         stderr.contains(&format!("Warning: {line}")),
         "kubectl's stderr has no celcost warning:\n{stderr}\n(expected {line})"
     );
-    println!("kubectl apply (webhook up) took {took:?}; stderr: {}", stderr.trim());
+    println!(
+        "kubectl apply (webhook up) took {took:?}; stderr: {}",
+        stderr.trim()
+    );
 
     // The raw response: the API server's Warning header carries the webhook's warning.
     let mut other = setup.crd("dry", 11_000);
@@ -237,7 +249,9 @@ async fn webhook_warns_at_apply_and_stays_out_of_the_way_when_down() {
     let (status, headers) = dry_run_warnings(&client, &other).await;
     assert_eq!(status, 201, "{headers:?}");
     assert!(
-        headers.iter().any(|h| h.starts_with("299 - ") && h.contains(&line)),
+        headers
+            .iter()
+            .any(|h| h.starts_with("299 - ") && h.contains(&line)),
         "Warning headers: {headers:?}"
     );
 
@@ -254,8 +268,8 @@ async fn webhook_warns_at_apply_and_stays_out_of_the_way_when_down() {
     // The operator down: applies still succeed, promptly, without the warning.
     drop(op);
     let mut updated = near.clone();
-    updated["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-        ["properties"]["names"]["maxItems"] = json!(11_500);
+    updated["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["names"]["maxItems"] = json!(11_500);
     let (ok, stderr, took_update) = kubectl_apply(&updated).await;
     assert!(ok, "apply with the operator down failed: {stderr}");
     assert!(!stderr.contains("celcost"), "{stderr}");
@@ -283,11 +297,18 @@ async fn webhook_keeps_answering_across_certificate_rotation() {
     install_crd(&client).await;
     let setup = Setup::new(&client, test).await;
     // Serving certificates of 60 s (backdated 6 s): renewed 38 s after they are issued.
-    let mut op = setup.operator("webhook-rotation", &["--webhook-cert-validity-seconds", "60"]);
+    let mut op = setup.operator(
+        "webhook-rotation",
+        &["--webhook-cert-validity-seconds", "60"],
+    );
     op.wait_ready(Duration::from_secs(60)).await;
     let ca = setup.wait_ca_bundle().await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &setup.namespace);
-    let first = secret_key(&secrets.get("celcost-webhook-tls").await.unwrap(), "tls.crt").unwrap();
+    let first = secret_key(
+        &secrets.get("celcost-webhook-tls").await.unwrap(),
+        "tls.crt",
+    )
+    .unwrap();
 
     // Dry-run creates every second until two renewals have happened: each must be warned.
     let crd = setup.crd("rot", 11_000);
@@ -303,12 +324,22 @@ async fn webhook_keeps_answering_across_certificate_rotation() {
         let (status, headers) = dry_run_warnings(&client, &crd).await;
         assert_eq!(status, 201, "{headers:?}");
         asked += 1;
-        if headers.iter().any(|h| h.contains("celcost: ^.spec.names costs")) {
+        if headers
+            .iter()
+            .any(|h| h.contains("celcost: ^.spec.names costs"))
+        {
             warned += 1;
         } else {
-            println!("no warning at {:?} (headers {headers:?})", started.elapsed());
+            println!(
+                "no warning at {:?} (headers {headers:?})",
+                started.elapsed()
+            );
         }
-        let now = secret_key(&secrets.get("celcost-webhook-tls").await.unwrap(), "tls.crt").unwrap();
+        let now = secret_key(
+            &secrets.get("celcost-webhook-tls").await.unwrap(),
+            "tls.crt",
+        )
+        .unwrap();
         if seen.last() != Some(&now) {
             println!("serving certificate renewed at {:?}", started.elapsed());
             seen.push(now);
@@ -317,7 +348,10 @@ async fn webhook_keeps_answering_across_certificate_rotation() {
     }
     // One more after the last renewal.
     let (_, headers) = dry_run_warnings(&client, &crd).await;
-    assert!(headers.iter().any(|h| h.contains("celcost:")), "{headers:?}");
+    assert!(
+        headers.iter().any(|h| h.contains("celcost:")),
+        "{headers:?}"
+    );
     assert!(op.alive());
     // Same CA: the caBundle did not change, and the new certificates are served (the API
     // server only reaches the webhook over a verified TLS handshake).
@@ -326,7 +360,10 @@ async fn webhook_keeps_answering_across_certificate_rotation() {
         "certificate rotation: 2 renewals in {:?}; {warned}/{asked} dry-run creates warned",
         started.elapsed()
     );
-    assert_eq!(warned, asked, "every request during the rotations was answered");
+    assert_eq!(
+        warned, asked,
+        "every request during the rotations was answered"
+    );
 
     // A new CA (the Secret deleted): the operator writes a new one and patches the caBundle.
     secrets
@@ -335,21 +372,29 @@ async fn webhook_keeps_answering_across_certificate_rotation() {
         .unwrap();
     let deleted = Instant::now();
     let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let new_ca = eventually("a new CA in the caBundle", Duration::from_secs(30), || async {
-        let bundle = vwcs.get(&setup.configuration).await.ok()?.webhooks?[0]
-            .client_config
-            .ca_bundle
-            .clone()?;
-        let bundle = String::from_utf8_lossy(&bundle.0).into_owned();
-        (bundle != ca).then_some(bundle)
-    })
+    let new_ca = eventually(
+        "a new CA in the caBundle",
+        Duration::from_secs(30),
+        || async {
+            let bundle = vwcs.get(&setup.configuration).await.ok()?.webhooks?[0]
+                .client_config
+                .ca_bundle
+                .clone()?;
+            let bundle = String::from_utf8_lossy(&bundle.0).into_owned();
+            (bundle != ca).then_some(bundle)
+        },
+    )
     .await;
     let patched = deleted.elapsed();
     assert_eq!(setup.wait_ca_bundle().await, new_ca);
-    eventually("warnings under the new CA", Duration::from_secs(30), || async {
-        let (_, headers) = dry_run_warnings(&client, &crd).await;
-        headers.iter().any(|h| h.contains("celcost:")).then_some(())
-    })
+    eventually(
+        "warnings under the new CA",
+        Duration::from_secs(30),
+        || async {
+            let (_, headers) = dry_run_warnings(&client, &crd).await;
+            headers.iter().any(|h| h.contains("celcost:")).then_some(())
+        },
+    )
     .await;
     println!(
         "new CA: caBundle patched {patched:?} after the Secret was deleted, warnings again after {:?}",
