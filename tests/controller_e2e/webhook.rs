@@ -265,6 +265,23 @@ async fn webhook_warns_at_apply_and_stays_out_of_the_way_when_down() {
         "the operator counted its warnings"
     );
 
+    // Over the limit: the API server rejects the CRD itself, before validating webhooks run,
+    // so the webhook never sees it.
+    let reviews = op.metric("celcost_webhook_requests_total");
+    let over = setup.crd("over", 13_000);
+    let (ok, stderr, _) = kubectl_apply(&over).await;
+    assert!(!ok, "an over-budget CRD was accepted");
+    assert!(
+        stderr.contains("cost") && !stderr.contains("celcost:"),
+        "{stderr}"
+    );
+    assert_eq!(
+        op.metric("celcost_webhook_requests_total"),
+        reviews,
+        "the webhook was not called for the rejected CRD"
+    );
+    println!("over budget: rejected by the API server: {}", stderr.trim());
+
     // The operator down: applies still succeed, promptly, without the warning.
     drop(op);
     let mut updated = near.clone();
