@@ -199,6 +199,15 @@ fn main() -> ExitCode {
                 OutputFormat::Json => celcost::cli::render_diff_json(&d),
                 OutputFormat::Table => celcost::cli::render_diff_table(&d),
                 OutputFormat::Markdown => celcost::cli::render_diff_markdown(&d),
+                // Annotations belong on the head: what the change leaves in the files.
+                OutputFormat::Sarif => celcost::ci::render_sarif(
+                    &after.reports,
+                    celcost::ci::DEFAULT_NEAR_BUDGET_PERCENT,
+                ),
+                OutputFormat::Github => celcost::ci::render_github(
+                    &after.reports,
+                    celcost::ci::DEFAULT_NEAR_BUDGET_PERCENT,
+                ),
             };
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(text.as_bytes());
