@@ -9,6 +9,7 @@
 //! reconcile shares (client, estimator, budget, the CRD store); [`schemas`] reads the CRDs a
 //! policy's estimate needs; [`reconcile`] estimates a target and writes its report.
 
+pub mod certs;
 pub mod context;
 pub mod error;
 pub mod http;
@@ -20,7 +21,9 @@ pub mod resource;
 pub mod schemas;
 pub mod status;
 pub mod telemetry;
+pub mod warnings;
 pub mod watch;
+pub mod webhook;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -158,6 +161,9 @@ pub struct ControllerArgs {
         default_value_t = 2.0
     )]
     pub leader_election_retry_period_seconds: f64,
+    /// The admission webhook (`--webhook`, `--webhook-*`).
+    #[command(flatten)]
+    pub webhook: webhook::WebhookArgs,
 }
 
 impl ControllerArgs {
@@ -332,6 +338,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         }
     };
     let health = watch::Health::default().register(&mut registry);
+    let webhook_metrics = webhook::WebhookMetrics::default().register(&mut registry);
     let watch_settings = watch::WatchSettings {
         timeout: args.watch_timeout_seconds,
         max_backoff: Duration::from_secs_f64(args.watch_max_backoff_seconds.clamp(0.2, 300.0)),
@@ -363,6 +370,20 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
             .next()
             .map(|n| Estimator::for_minor(n).with_limits(limits)),
     });
+    // The admission webhook answers from the estimate of the object in the request, with the
+    // rules of the cluster's minor and the same work budget.
+    let webhook = webhook::start(
+        &args.webhook,
+        &client,
+        webhook::WebhookState {
+            metrics: webhook_metrics,
+            ..webhook::WebhookState::new(
+                Arc::new(Estimator::for_minor(minor).with_limits(limits)),
+                args.near_budget_percent,
+            )
+        },
+    )
+    .await?;
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -445,6 +466,9 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     // replica takes over at once.
     if let Some(elector) = elector {
         elector.stop().await;
+    }
+    if let Some(w) = webhook {
+        w.stop().await;
     }
     let _ = stop_admin.send(());
     match admin_task.await {

@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 mod faults;
 mod ha;
 mod hostile;
+mod webhook;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -164,6 +165,9 @@ impl Operator {
                     .any(|a| a.starts_with("--leader-elect") || a.starts_with("--lease")))
                 .then_some("--leader-elect=false"),
             )
+            // The admission webhook only where a test asks for it (`--webhook...`): it would
+            // listen on :9443 and write a Secret otherwise.
+            .args((!extra.iter().any(|a| a.starts_with("--webhook"))).then_some("--webhook=false"))
             .args(extra)
             .env(
                 "RUST_LOG",
