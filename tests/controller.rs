@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use celcost::Estimator;
 use celcost::cel::decls::Version;
+use celcost::controller::leader::{Leadership, Term};
 use celcost::controller::metrics::Metrics;
 use celcost::controller::resource::CostReport;
 use celcost::controller::{
@@ -101,6 +102,11 @@ struct Harness {
 }
 
 fn harness_with(estimator: Arc<dyn CostEstimator>) -> Harness {
+    harness_led(estimator, Leadership::always())
+}
+
+/// A harness whose writes follow `leadership`.
+fn harness_led(estimator: Arc<dyn CostEstimator>, leadership: Leadership) -> Harness {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let client = Client::new(service, "default");
     let (store, writer) = reflector::store::<PartialObjectMeta<CostReport>>();
@@ -113,14 +119,17 @@ fn harness_with(estimator: Arc<dyn CostEstimator>) -> Harness {
             instance: Some("test".into()),
         },
     );
-    let ctx = Arc::new(Context::new(
-        client,
-        estimator,
-        recorder,
-        metrics,
-        Settings::default(),
-        store,
-    ));
+    let ctx = Arc::new(
+        Context::new(
+            client,
+            estimator,
+            recorder,
+            metrics,
+            Settings::default(),
+            store,
+        )
+        .with_leadership(leadership),
+    );
     Harness {
         ctx,
         api: ApiServer(handle),
@@ -1216,4 +1225,188 @@ async fn a_missing_param_crd_is_looked_for_again() {
     writer.apply_watcher_event(&watcher::Event::Apply(crd_meta(&limits())));
     assert!(!dep.is_current(&crds));
     assert!(dep.concerns("limits.rules.example.com"));
+}
+
+// Leader election: only the leader writes, and a replica that loses the lease mid-reconcile
+// sends nothing more.
+
+/// A harness whose leadership the test sets.
+fn harness_with_term(term: Term) -> (Harness, celcost::controller::leader::TermSender) {
+    let (tx, leadership) = Leadership::channel(term);
+    (harness_led(estimator(), leadership), tx)
+}
+
+#[tokio::test]
+async fn a_follower_writes_nothing() {
+    let (mut h, _tx) = harness_with_term(Term::Follower);
+    let target = crd("widgets.example.com", "uid-1", 1, 10_000);
+    // No request at all: a follower does not even read (a new term re-checks everything).
+    let res = timed(reconcile(meta_of(&target), h.ctx.clone())).await;
+    assert_eq!(res.unwrap(), Action::await_change());
+    timed(h.api.expect_silence()).await;
+    // The report of a deleted target is not deleted by a follower either.
+    let mut report = json!({"metadata": {
+        "name": "crd.widgets.example.com", "uid": "report-uid-1", "resourceVersion": "3",
+        "ownerReferences": [{"apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition", "name": "widgets.example.com", "uid": "uid-1"}]
+    }});
+    h.watch_report(&report);
+    celcost::controller::reconcile::delete_orphaned_report(
+        &h.ctx,
+        celcost::controller::TargetKind::CustomResourceDefinition,
+        "widgets.example.com",
+        None,
+    )
+    .await;
+    timed(h.api.expect_silence()).await;
+    let m = h.metrics();
+    assert!(!m.contains("celcost_reconcile_runs_total{"), "{m}");
+    assert!(!m.contains("celcost_report_writes_total{"), "{m}");
+    // The leader deletes it.
+    report["metadata"]["resourceVersion"] = json!("4");
+    let (mut h, _tx) = harness_with_term(Term::Leader { until: None });
+    h.watch_report(&report);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    timed(async {
+        tokio::join!(
+            celcost::controller::reconcile::delete_orphaned_report(
+                &ctx,
+                celcost::controller::TargetKind::CustomResourceDefinition,
+                "widgets.example.com",
+                None,
+            ),
+            async {
+                api.expect(
+                    Method::DELETE,
+                    &format!("{REPORTS_PATH}/crd.widgets.example.com"),
+                )
+                .await
+                .respond(
+                    200,
+                    &json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
+                );
+            }
+        )
+    })
+    .await;
+}
+
+/// A reconcile of a new near-budget target whose leadership is lost right after the response
+/// to the call numbered `lose_after` (0: the target's GET, 1: the report's GET, 2: the report's
+/// apply, 3: its status): no write after it is sent.
+async fn lose_the_lease_after(lose_after: usize) {
+    let (mut h, tx) = harness_with_term(Term::Leader { until: None });
+    let name = "widgets.example.com";
+    let target = crd(name, "uid-1", 1, 10_000);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            let lose = |i: usize| {
+                if i == lose_after {
+                    // Before the reconcile sees the response: it is polled only when this
+                    // branch next waits.
+                    tx.set(Term::Follower);
+                }
+            };
+            api.expect(Method::GET, &format!("{CRD_PATH}/{name}"))
+                .await
+                .respond(200, &target);
+            lose(0);
+            // (Reads go on: only writes are gated.)
+            api.expect(Method::GET, &format!("{REPORTS_PATH}/crd.{name}"))
+                .await
+                .respond(404, &not_found());
+            lose(1);
+            if lose_after <= 1 {
+                return;
+            }
+            let obj = api.serve_apply(name, "1").await;
+            lose(2);
+            if lose_after == 2 {
+                return;
+            }
+            api.serve_status(name, &obj, "2").await;
+            lose(3);
+        })
+    })
+    .await;
+    // Not a failure: the next term re-checks the target.
+    assert_eq!(res.unwrap(), Action::await_change());
+    // Nothing after the loss: no apply, no status, no event (near budget would publish one).
+    timed(h.api.expect_silence()).await;
+    let m = h.metrics();
+    assert!(!m.contains("celcost_reconcile_failures_total{"), "{m}");
+    let writes = lose_after.saturating_sub(1);
+    if writes > 0 {
+        assert!(
+            m.contains(&format!(
+                "celcost_report_writes_total{{kind=\"crd\"}} {writes}"
+            )),
+            "{m}"
+        );
+    } else {
+        assert!(!m.contains("celcost_report_writes_total{"), "{m}");
+    }
+
+    // Leading again, the target is reconciled from scratch (no memo of the cut-short one).
+    tx.set(Term::Leader { until: None });
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.expect(Method::GET, &format!("{CRD_PATH}/{name}"))
+                .await
+                .respond(200, &target);
+            let report = api
+                .expect(Method::GET, &format!("{REPORTS_PATH}/crd.{name}"))
+                .await;
+            report.respond(404, &not_found());
+            let obj = api.serve_apply(name, "3").await;
+            api.serve_status(name, &obj, "4").await;
+            let (ty, reason, _) = api.serve_event().await;
+            assert_eq!(
+                (ty.as_str(), reason.as_str()),
+                ("Warning", "RuleNearBudget")
+            );
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    timed(h.api.expect_silence()).await;
+}
+
+#[tokio::test]
+async fn lease_loss_stops_writing_at_once() {
+    for lose_after in 0..=3 {
+        lose_the_lease_after(lose_after).await;
+    }
+}
+
+#[tokio::test]
+async fn a_term_that_ends_during_a_reconcile_stops_its_writes() {
+    // The term ends at its deadline by itself (the elector could not renew): a response that
+    // comes after it leads to no write, whatever the elector is doing.
+    let until = tokio::time::Instant::now() + Duration::from_millis(300);
+    let (mut h, _tx) = harness_with_term(Term::Leader { until: Some(until) });
+    let name = "widgets.example.com";
+    let target = crd(name, "uid-1", 1, 1000);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.expect(Method::GET, &format!("{CRD_PATH}/{name}"))
+                .await
+                .respond(200, &target);
+            let report = api
+                .expect(Method::GET, &format!("{REPORTS_PATH}/crd.{name}"))
+                .await;
+            tokio::time::sleep_until(until + Duration::from_millis(100)).await;
+            report.respond(404, &not_found());
+        })
+    })
+    .await;
+    assert_eq!(res.unwrap(), Action::await_change());
+    timed(h.api.expect_silence()).await;
 }

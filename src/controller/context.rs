@@ -22,6 +22,7 @@ use crate::report::ObjectReport;
 use crate::schema::catalog::SchemaCatalog;
 
 use super::error::Error;
+use super::leader::Leadership;
 use super::metrics::{KindLabels, Metrics, TargetLabels};
 use super::resource::{CostReport, TargetKind};
 use super::status::StatusSettings;
@@ -142,6 +143,8 @@ pub struct Context {
     pub(super) budget: Budget,
     /// Policies: the watched CRDs, whose schemas type their estimates.
     pub(super) crds: Option<CrdStore>,
+    /// Whether this replica may write (leader election); always, by default.
+    pub leadership: Leadership,
 }
 
 impl Context {
@@ -165,7 +168,14 @@ impl Context {
             failures: Arc::default(),
             budget,
             crds: None,
+            leadership: Leadership::always(),
         }
+    }
+
+    /// Writes only while `leadership` says this replica leads.
+    pub fn with_leadership(mut self, leadership: Leadership) -> Self {
+        self.leadership = leadership;
+        self
     }
 
     /// Types policies with the CRDs of the cluster: their metadata from `crds` (a watch), their
@@ -241,6 +251,30 @@ impl Context {
             failures.lock().expect("failures lock").remove(&report_name);
             metrics.forget(&TargetLabels::new(kind, name));
         }
+    }
+
+    /// Forgets what this replica knew of every report (memo, failures) and drops the
+    /// per-target gauges: on losing the lease, since only the leader exports them and a new term
+    /// re-checks every target.
+    pub fn forget_all(&self) {
+        self.memo.lock().expect("memo lock").clear();
+        self.failures.lock().expect("failures lock").clear();
+        self.metrics.forget_all_targets();
+    }
+
+    /// `fut` (a write: of a report, its status, an event, a deletion), if this replica leads
+    /// now, bounded by the request timeout. Checked when the request is about to be sent (`fut`
+    /// sends nothing before it is polled), so a reconcile in flight when the lease is lost
+    /// writes nothing more.
+    pub(super) async fn write<T>(
+        &self,
+        what: &'static str,
+        fut: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, Error> {
+        if !self.leadership.is_leader() {
+            return Err(Error::NotLeader(what));
+        }
+        self.timed(what, fut).await
     }
 
     /// `fut` (an API request), bounded by the request timeout.

@@ -13,6 +13,9 @@ pub enum Error {
     /// A call to the API server did not answer in time.
     #[error("Kubernetes API call timed out after {0:?}: {1}")]
     Timeout(std::time::Duration, &'static str),
+    /// This replica does not lead (any more): the write was not sent.
+    #[error("not the leader: {0} not sent")]
+    NotLeader(&'static str),
 }
 
 impl From<kube::Error> for Error {
@@ -43,6 +46,7 @@ impl Error {
             Error::Kube(_) => "transport".into(),
             Error::Serialize(_) => "serialize".into(),
             Error::Timeout(..) => "timeout".into(),
+            Error::NotLeader(_) => "not_leader".into(),
         }
     }
 
@@ -53,7 +57,7 @@ impl Error {
             Error::Kube(kube::Error::Api(s)) => {
                 s.code == 409 || s.code == 429 || s.code >= 500 || s.code == 0
             }
-            Error::Kube(_) | Error::Timeout(..) => true,
+            Error::Kube(_) | Error::Timeout(..) | Error::NotLeader(_) => true,
             Error::Serialize(_) => false,
         }
     }

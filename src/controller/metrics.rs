@@ -121,6 +121,13 @@ impl Metrics {
         self
     }
 
+    /// Forgets the gauges of every target (this replica no longer leads).
+    pub fn forget_all_targets(&self) {
+        self.rule_ratio.clear();
+        self.total_ratio.clear();
+        self.estimation_failed.clear();
+    }
+
     /// Forgets a target's gauges (deleted target).
     pub fn forget(&self, labels: &TargetLabels) {
         self.rule_ratio.remove(labels);

@@ -13,6 +13,7 @@ pub mod certs;
 pub mod context;
 pub mod error;
 pub mod http;
+pub mod leader;
 pub mod map;
 pub mod metrics;
 pub mod reconcile;
@@ -121,9 +122,78 @@ pub struct ControllerArgs {
     #[arg(long, env = "CELCOST_ESTIMATE_MAX_MEMORY_MIB", default_value_t = 64,
           value_parser = clap::value_parser!(u64).range(1..=65536))]
     pub estimate_max_memory_mib: u64,
+    /// Leader election on a coordination.k8s.io Lease: only the leader writes reports, their
+    /// status and events; the other replicas keep their watches warm and serve health and
+    /// metrics. `--leader-elect=false` for a single replica.
+    #[arg(long, visible_alias = "leader-election", env = "CELCOST_LEADER_ELECT", default_value_t = true,
+          action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub leader_elect: bool,
+    /// Namespace of the Lease. Default: the pod's (the downward API's POD_NAMESPACE, or the
+    /// service account's namespace file), else celcost-system.
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+    /// Name of the Lease.
+    #[arg(
+        long,
+        env = "CELCOST_LEADER_ELECTION_LEASE_NAME",
+        default_value = "celcost"
+    )]
+    pub leader_election_lease_name: String,
+    /// Seconds the other replicas wait after the leader's last renewal before they take over.
+    #[arg(long, visible_alias = "lease-duration", env = "CELCOST_LEADER_ELECTION_LEASE_DURATION_SECONDS", default_value_t = 15,
+          value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub leader_election_lease_duration_seconds: u32,
+    /// Seconds the leader keeps writing after the start of its last successful renewal (less
+    /// than the lease duration).
+    #[arg(
+        long,
+        visible_alias = "renew-deadline",
+        env = "CELCOST_LEADER_ELECTION_RENEW_DEADLINE_SECONDS",
+        default_value_t = 10.0
+    )]
+    pub leader_election_renew_deadline_seconds: f64,
+    /// Seconds between attempts to acquire or renew the Lease.
+    #[arg(
+        long,
+        visible_alias = "retry-period",
+        env = "CELCOST_LEADER_ELECTION_RETRY_PERIOD_SECONDS",
+        default_value_t = 2.0
+    )]
+    pub leader_election_retry_period_seconds: f64,
     /// The admission webhook (`--webhook`, `--webhook-*`).
     #[command(flatten)]
     pub webhook: webhook::WebhookArgs,
+}
+
+impl ControllerArgs {
+    /// The Lease of leader election, `None` when it is off.
+    pub fn lease(&self) -> Result<Option<leader::LeaseConfig>, String> {
+        if !self.leader_elect {
+            return Ok(None);
+        }
+        let seconds = |what: &str, s: f64| {
+            Duration::try_from_secs_f64(s)
+                .map_err(|_| format!("--leader-election-{what}-seconds: {s} is not a duration"))
+        };
+        let config = leader::LeaseConfig {
+            lease_duration: Duration::from_secs(u64::from(
+                self.leader_election_lease_duration_seconds,
+            )),
+            renew_deadline: seconds(
+                "renew-deadline",
+                self.leader_election_renew_deadline_seconds,
+            )?,
+            retry_period: seconds("retry-period", self.leader_election_retry_period_seconds)?,
+            ..leader::LeaseConfig::new(
+                &leader::namespace(self.leader_election_namespace.as_deref()),
+                &self.leader_election_lease_name,
+                &leader::identity(self.instance.as_deref()),
+            )
+        };
+        config.validate()?;
+        Ok(Some(config))
+    }
 }
 
 /// `--distribution`: `None` for `auto` (decided from the API server).
@@ -181,6 +251,8 @@ where
 /// Runs the operator until SIGINT/SIGTERM.
 pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     telemetry::init(args.log_format);
+    // Checked before anything is read: a bad flag fails at once.
+    let lease = args.lease()?;
     let client = Client::try_default().await.map_err(|e| {
         format!("cannot configure a Kubernetes client (in-cluster or KUBECONFIG): {e}")
     })?;
@@ -253,6 +325,18 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
 
     let mut registry = Registry::with_prefix("celcost");
     let metrics = metrics::Metrics::default().register(&mut registry);
+    // Leader election: only the leader writes; every replica watches and serves health.
+    let leader_metrics = leader::LeaderMetrics::default().register(&mut registry);
+    let (leadership, elector) = match lease {
+        Some(lease) => {
+            let (elector, leadership) = leader::Elector::new(client.clone(), lease, leader_metrics);
+            (leadership, Some(leader::Running::spawn(elector)))
+        }
+        None => {
+            leader_metrics.leader.set(1);
+            (leader::Leadership::always(), None)
+        }
+    };
     let health = watch::Health::default().register(&mut registry);
     let webhook_metrics = webhook::WebhookMetrics::default().register(&mut registry);
     let watch_settings = watch::WatchSettings {
@@ -329,6 +413,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         config,
         health,
         watch_settings,
+        leadership,
     };
 
     // Policies are typed with the cluster's CRDs: the policy controllers read the CRD watch's
@@ -377,6 +462,11 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     info!(model = %version, near_budget_percent = args.near_budget_percent, "celcost controller started");
     futures::future::join(crd_ctrl, futures::future::join_all(policy_ctrls)).await;
     info!("controllers stopped");
+    // Hand over: the controllers have stopped writing; give the lease up so that the other
+    // replica takes over at once.
+    if let Some(elector) = elector {
+        elector.stop().await;
+    }
     if let Some(w) = webhook {
         w.stop().await;
     }
@@ -399,6 +489,7 @@ struct Shared {
     budget: Budget,
     health: watch::Health,
     watch_settings: watch::WatchSettings,
+    leadership: leader::Leadership,
 }
 
 /// The stores keep only what the reconciler reads (name, uid, generation, resourceVersion,
@@ -449,7 +540,8 @@ fn controller_for<K: Target>(
         shared.settings.clone(),
         reflector::store::<PartialObjectMeta<CostReport>>().0,
     )
-    .with_budget(shared.budget.clone());
+    .with_budget(shared.budget.clone())
+    .with_leadership(shared.leadership.clone());
 
     let (targets, targets_writer) = reflector::store::<PartialObjectMeta<K>>();
     let target_api = Api::<PartialObjectMeta<K>>::all(shared.client.clone());
@@ -522,8 +614,17 @@ fn controller_for<K: Target>(
             }
         })
     };
-    let mut controller =
-        Controller::for_stream(target_events, targets.clone()).owns_stream(report_events);
+    // A lost lease: forget the memo and the gauges (the next term re-checks every target).
+    let on_loss = {
+        let ctx = ctx.clone();
+        shared.leadership.lost().for_each(move |()| {
+            ctx.forget_all();
+            futures::future::ready(())
+        })
+    };
+    let mut controller = Controller::for_stream(target_events, targets.clone())
+        .owns_stream(report_events)
+        .reconcile_all_on(shared.leadership.acquired());
     if let Some(events) = crd_events {
         let deps = ctx.clone();
         controller = controller.watches_stream(
@@ -556,6 +657,7 @@ fn controller_for<K: Target>(
             futures::future::ready(())
         });
     // The reaper ends with the controller (on shutdown).
+    let reaper = futures::future::join(reaper, on_loss);
     let run = futures::future::select(Box::pin(run), Box::pin(reaper))
         .map(|_| ())
         .boxed();

@@ -72,6 +72,11 @@ pub async fn reconcile<K: Target>(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     let kind = K::KIND;
+    // A follower reconciles nothing (it would only read and estimate): a new term re-checks
+    // every target (`Leadership::acquired`).
+    if !ctx.leadership.is_leader() {
+        return Ok(Action::await_change());
+    }
     let labels = Context::kind_labels(kind);
     ctx.metrics.reconciles.get_or_create(&labels).inc();
     let started = Instant::now();
@@ -81,6 +86,15 @@ pub async fn reconcile<K: Target>(
         .get_or_create(&labels)
         .observe(started.elapsed().as_secs_f64());
     let report_name = kind.report_name(&meta.name_any());
+    if let Err(Error::NotLeader(what)) = &result {
+        // The lease was lost during the reconcile: nothing more was written, and the next term
+        // re-checks the target.
+        info!(
+            not_sent = what,
+            "lost the lease during the reconcile; writes stopped"
+        );
+        return Ok(Action::await_change());
+    }
     match &result {
         Ok(_) => {
             ctx.failures
@@ -113,7 +127,7 @@ pub async fn reconcile<K: Target>(
                     secondary: None,
                 };
                 if let Err(err) = ctx
-                    .timed(
+                    .write(
                         "publish event",
                         ctx.recorder.publish(&ev, &target_ref_of(&*meta)),
                     )
@@ -204,7 +218,7 @@ pub async fn delete_orphaned_report(
         ..DeleteParams::default()
     };
     match ctx
-        .timed("delete report", reports.delete(&report_name, &params))
+        .write("delete report", reports.delete(&report_name, &params))
         .await
     {
         Ok(_) => info!(report = %report_name, "deleted the report of a deleted target"),
@@ -470,7 +484,7 @@ async fn reconcile_inner<K: Target>(
         .is_some_and(|e| report_matches(e, &desired))
     {
         let applied = ctx
-            .timed(
+            .write(
                 "apply report",
                 reports.patch(&report_name, &params, &Patch::Apply(&desired)),
             )
@@ -499,7 +513,7 @@ async fn reconcile_inner<K: Target>(
             ..PatchParams::default()
         };
         let applied = ctx
-            .timed(
+            .write(
                 "patch report status",
                 reports.patch_status(&report_name, &status_params, &Patch::Json::<()>(patch)),
             )
@@ -536,11 +550,13 @@ async fn reconcile_inner<K: Target>(
                 action: "Estimate".to_string(),
                 secondary: Some(related.clone()),
             };
-            if let Err(e) = ctx
-                .timed("publish event", ctx.recorder.publish(&ev, &regarding))
+            match ctx
+                .write("publish event", ctx.recorder.publish(&ev, &regarding))
                 .await
             {
-                warn!(error = %e, reason = t.reason, "cannot publish event");
+                Ok(()) => {}
+                Err(e @ Error::NotLeader(_)) => return Err(e),
+                Err(e) => warn!(error = %e, reason = t.reason, "cannot publish event"),
             }
         }
     } else {

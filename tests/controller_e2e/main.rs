@@ -30,6 +30,7 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 mod faults;
+mod ha;
 mod hostile;
 mod webhook;
 
@@ -157,6 +158,13 @@ impl Operator {
                 "--listen-address",
                 &format!("127.0.0.1:{port}"),
             ])
+            // One process per test unless a test elects a leader among several: no Lease.
+            .args(
+                (!extra
+                    .iter()
+                    .any(|a| a.starts_with("--leader-elect") || a.starts_with("--lease")))
+                .then_some("--leader-elect=false"),
+            )
             // The admission webhook only where a test asks for it (`--webhook...`): it would
             // listen on :9443 and write a Secret otherwise.
             .args((!extra.iter().any(|a| a.starts_with("--webhook"))).then_some("--webhook=false"))
