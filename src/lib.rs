@@ -7,6 +7,7 @@ pub mod estimate;
 pub mod goregexp;
 pub mod input;
 pub mod report;
+pub mod rewrite;
 pub mod schema;
 pub mod vap;
 pub mod versions;

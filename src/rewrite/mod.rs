@@ -1,0 +1,433 @@
+//! Cheaper rules: a catalog of costly patterns seen in real CRDs ([`catalog`]), each rewritten to
+//! a form that says the same for less. A rewrite is offered only when
+//!
+//! - the estimator says it is cheaper: the rewritten rule is compiled and estimated at the same
+//!   schema node of the same CRD, with the same estimator ([`site`]); both numbers are shown,
+//!   and the saving is at least [`Options::min_saving`] cost units and
+//!   [`Options::min_saving_percent`] of the rule's cost;
+//! - it is equivalent: the original and the rewrite, evaluated with the `cel` crate's
+//!   interpreter on [`Options::cases`] values generated from the node's schema (deterministic;
+//!   empty, absent, duplicate, boundary and unicode values among them), give the same value or
+//!   both fail ([`check`]). Rules calling a function the interpreter does not evaluate as cel-go
+//!   does are not rewritten.
+//!
+//! A schema rewrite (a uniqueness rule replaced by `x-kubernetes-list-type`) is checked the same
+//! way against what the list type enforces, and verified by estimating the changed CRD: no new
+//! error at the node, and a lower total.
+//!
+//! Pure: no IO. Bounded: patterns are matched first (cheap), the estimate and the evaluations
+//! only for rules a pattern matches and whose cost allows the saving; each rule's work runs
+//! under its own work budget ([`Options::steps`]), and generated values are bounded in size.
+
+pub mod catalog;
+pub mod check;
+pub mod generate;
+pub mod site;
+pub mod unparse;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use crate::budget::{self, Limits};
+use crate::cel::ast::Expr;
+use crate::cel::env::Env;
+use crate::cel::eval::{Interpreter, Val};
+use crate::cel::parse::{ParserOptions, parse_unexpanded};
+use crate::report::{ObjectReport, Rewrite, RuleReport};
+use crate::schema::Schema;
+
+use catalog::{EXPRESSION_PATTERNS, ListChange, UniqueBy};
+use check::{Subject, Verdict};
+use generate::same_key;
+use site::{NodePath, Site, times};
+
+/// When rewrites are offered, and how hard they are checked.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Generated values each rewrite is checked on.
+    pub cases: usize,
+    /// The least saving worth a rewrite, in cost units (× cardinality)...
+    pub min_saving: u64,
+    /// ... and in percent of the rule's cost.
+    pub min_saving_percent: u64,
+    /// Work budget of one rule's rewrites (steps, as [`crate::budget`] counts them).
+    pub steps: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cases: 200,
+            min_saving: 1_000,
+            min_saving_percent: 10,
+            steps: 2_000_000,
+        }
+    }
+}
+
+/// Adds the rewrites of every rule of a CRD's report (`crd` is the object estimated).
+pub fn offer(env: &Env, crd: &Value, report: &mut ObjectReport, opts: &Options) {
+    if report.kind != "CustomResourceDefinition" || report.stopped.is_some() {
+        return;
+    }
+    let mut roots: HashMap<Option<usize>, Option<Rc<Schema>>> = HashMap::new();
+    for si in 0..report.schemas.len() {
+        for ri in 0..report.schemas[si].rules.len() {
+            let r = &report.schemas[si].rules[ri];
+            if !r.compiled_by_apiserver
+                || r.compile_error.is_some()
+                || r.cost < opts.min_saving
+                || r.rule.trim().is_empty()
+            {
+                continue;
+            }
+            let limits = Limits {
+                steps: opts.steps,
+                ..Limits::default()
+            };
+            let total = report.schemas[si].total_cost;
+            let found = budget::run(limits, || rewrites_of(env, crd, r, total, &mut roots, opts));
+            if let Ok(rewrites) = found {
+                report.schemas[si].rules[ri].rewrites = rewrites;
+            }
+        }
+        keep_one_list_type_per_node(&mut report.schemas[si].rules);
+    }
+}
+
+/// A list has one list type: when several rules of a node would each set it (with different
+/// keys), only the costliest rule's change is offered.
+fn keep_one_list_type_per_node(rules: &mut [RuleReport]) {
+    let changes = |r: &RuleReport| {
+        r.rewrites
+            .iter()
+            .any(|rw| rw.pattern == catalog::UNIQUENESS_TO_LIST_TYPE.name)
+    };
+    let mut best: HashMap<String, (usize, u64)> = HashMap::new();
+    for (i, r) in rules.iter().enumerate() {
+        if changes(r) {
+            let e = best.entry(r.node_field_path.clone()).or_insert((i, r.cost));
+            if r.cost > e.1 {
+                *e = (i, r.cost);
+            }
+        }
+    }
+    for (i, r) in rules.iter_mut().enumerate() {
+        if changes(r) && best.get(&r.node_field_path).is_some_and(|b| b.0 != i) {
+            r.rewrites
+                .retain(|rw| rw.pattern != catalog::UNIQUENESS_TO_LIST_TYPE.name);
+        }
+    }
+}
+
+/// A rewrite before it is estimated and checked.
+struct Candidate {
+    pattern: String,
+    text: String,
+    expr: Expr,
+}
+
+thread_local! {
+    static INTERPRETERS: RefCell<HashMap<ParserOptions, Rc<Interpreter>>> = RefCell::new(HashMap::new());
+}
+
+fn interpreter(opts: ParserOptions) -> Rc<Interpreter> {
+    INTERPRETERS.with(|m| {
+        m.borrow_mut()
+            .entry(opts)
+            .or_insert_with(|| Rc::new(Interpreter::new(opts)))
+            .clone()
+    })
+}
+
+/// A stable seed per rule.
+fn seed_of(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The expression rewrites of a rule: each pattern alone, then all of them together.
+fn candidates(surface: &Expr) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    let mut all = surface.clone();
+    let mut fired = Vec::new();
+    for (p, t) in EXPRESSION_PATTERNS {
+        let (e, n) = catalog::rewrite_everywhere(surface, *t);
+        if n == 0 {
+            continue;
+        }
+        if let Some(text) = unparse::unparse(&e) {
+            out.push(Candidate {
+                pattern: p.name.to_string(),
+                text,
+                expr: e,
+            });
+        }
+        let (e2, n2) = catalog::rewrite_everywhere(&all, *t);
+        if n2 > 0 {
+            all = e2;
+            fired.push(p.name);
+        }
+    }
+    if fired.len() > 1
+        && let Some(text) = unparse::unparse(&all)
+    {
+        out.push(Candidate {
+            pattern: fired.join(" + "),
+            text,
+            expr: all,
+        });
+    }
+    out
+}
+
+fn rewrites_of(
+    env: &Env,
+    crd: &Value,
+    r: &RuleReport,
+    schema_total: u64,
+    roots: &mut HashMap<Option<usize>, Option<Rc<Schema>>>,
+    opts: &Options,
+) -> Vec<Rewrite> {
+    let Ok(parsed) = parse_unexpanded(&r.rule, env.parser) else {
+        return vec![];
+    };
+    let surface = parsed.expr;
+    let cands = candidates(&surface);
+    let unique = catalog::uniqueness_shape(&surface);
+    if cands.is_empty() && unique.is_none() {
+        return vec![];
+    }
+    // The node, typed as the estimator typed it.
+    let Some(path) = NodePath::parse(&r.node_field_path) else {
+        return vec![];
+    };
+    let root = roots
+        .entry(path.version)
+        .or_insert_with(|| {
+            let raw = path.roots(crd).into_iter().next()?;
+            Schema::from_json(raw, "schema").ok().map(Rc::new)
+        })
+        .clone();
+    let Some(root) = root else { return vec![] };
+    let Some(site) = Site::locate(env, &root, &path) else {
+        return vec![];
+    };
+    let Some(original) = site.node.x_validations.get(r.index as usize) else {
+        return vec![];
+    };
+    // The same rule, the same estimate: anything else means the node was not found as the
+    // estimator found it.
+    if original.rule != r.rule
+        || original.optional_old_self == Some(true)
+        || site.max_cost(env, original, &r.rule) != Some(r.max_cost)
+    {
+        return vec![];
+    }
+    if !Interpreter::supports(&surface) {
+        return vec![];
+    }
+    let interp = interpreter(env.parser);
+    let subject = Subject {
+        interpreter: &interp,
+        schema: &site.node,
+        decl: &site.decl,
+        uses_old_self: r.uses_old_self,
+        cases: opts.cases,
+        seed: seed_of(&r.rule),
+    };
+    let mut out = Vec::new();
+    let worth = |cost_after: u64| {
+        let saving = r.cost.saturating_sub(cost_after);
+        saving >= opts.min_saving
+            && (saving as u128) * 100 >= (r.cost as u128) * (opts.min_saving_percent as u128)
+    };
+
+    // Expression rewrites, cheapest first; the first that checks out is offered.
+    let mut costed: Vec<(u64, u64, Candidate)> = cands
+        .into_iter()
+        .filter_map(|c| {
+            let max_after = site.max_cost(env, original, &c.text)?;
+            let cost_after = times(max_after, r.cardinality_used);
+            (max_after < r.max_cost && worth(cost_after)).then_some((max_after, cost_after, c))
+        })
+        .collect();
+    costed.sort_by_key(|(m, _, c)| (*m, c.pattern.len()));
+    for (max_after, cost_after, c) in costed {
+        if !Interpreter::supports(&c.expr) {
+            continue;
+        }
+        if let Verdict::Equivalent { cases } =
+            check::same_results(&subject, (&r.rule, &surface), (&c.text, &c.expr))
+        {
+            out.push(Rewrite {
+                pattern: c.pattern,
+                rule: c.text,
+                max_cost_before: r.max_cost,
+                max_cost_after: max_after,
+                cost_before: r.cost,
+                cost_after,
+                checked_cases: cases,
+                schema_change: None,
+            });
+            break;
+        }
+    }
+
+    // A uniqueness rule the list type can enforce.
+    if let Some(by) = unique
+        && worth(0)
+        && let Some(change) = catalog::list_change(&site.node, &by)
+    {
+        let already = change == ListChange::AlreadyEnforced;
+        let keys: Vec<String> = match &by {
+            UniqueBy::Fields(f) => f.clone(),
+            UniqueBy::Items => vec![],
+        };
+        let oracle = |v: &Val| -> bool {
+            if already {
+                return true;
+            }
+            let Val::List(items) = v else { return false };
+            let key_of = |x: &Val| -> Vec<Option<Val>> {
+                if keys.is_empty() {
+                    vec![Some(x.clone())]
+                } else {
+                    keys.iter().map(|k| x.get(k).cloned()).collect()
+                }
+            };
+            let ks: Vec<_> = items.iter().map(key_of).collect();
+            (0..ks.len()).all(|i| (0..i).all(|j| !same_key(&ks[i], &ks[j])))
+        };
+        if let Verdict::Equivalent { cases } =
+            check::same_as_oracle(&subject, (&r.rule, &surface), &oracle, already)
+            && verified_by_estimate(env, crd, r, &path, &change, schema_total)
+        {
+            out.push(Rewrite {
+                pattern: if already {
+                    catalog::UNIQUENESS_ALREADY_ENFORCED.name
+                } else {
+                    catalog::UNIQUENESS_TO_LIST_TYPE.name
+                }
+                .to_string(),
+                rule: String::new(),
+                max_cost_before: r.max_cost,
+                max_cost_after: 0,
+                cost_before: r.cost,
+                cost_after: 0,
+                checked_cases: cases,
+                schema_change: change.describe(&r.path),
+            });
+        }
+    }
+    out
+}
+
+/// Applies the list-type change and the rule's removal to a copy of the CRD and estimates it:
+/// the change holds when the API server has nothing to say about the node and the schema's
+/// total is lower.
+fn verified_by_estimate(
+    env: &Env,
+    crd: &Value,
+    r: &RuleReport,
+    path: &NodePath,
+    change: &ListChange,
+    schema_total: u64,
+) -> bool {
+    let mut copy = crd.clone();
+    let versions: Vec<usize> = match path.version {
+        Some(i) => vec![i],
+        None => (0..copy
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len))
+            .collect(),
+    };
+    for i in versions {
+        let Some(root) = copy.pointer_mut(&format!("/spec/versions/{i}/schema/openAPIV3Schema"))
+        else {
+            continue;
+        };
+        let Some(node) = path.node_mut(root) else {
+            return false;
+        };
+        let Some(obj) = node.as_object_mut() else {
+            return false;
+        };
+        match change {
+            ListChange::Map { keys, .. } => {
+                obj.insert("x-kubernetes-list-type".into(), Value::from("map"));
+                obj.insert(
+                    "x-kubernetes-list-map-keys".into(),
+                    Value::from(keys.clone()),
+                );
+            }
+            ListChange::Set { .. } => {
+                obj.insert("x-kubernetes-list-type".into(), Value::from("set"));
+            }
+            ListChange::AlreadyEnforced => {}
+        }
+        let Some(Value::Array(rules)) = obj.get_mut("x-kubernetes-validations") else {
+            return false;
+        };
+        if (r.index as usize) < rules.len() {
+            rules.remove(r.index as usize);
+        }
+        if rules.is_empty() {
+            obj.remove("x-kubernetes-validations");
+        }
+    }
+    let after = crate::crd::estimate_crd(env, &copy, "rewrite");
+    let node_errors = after.errors.iter().any(|e| {
+        e.starts_with(&format!("{}.x-kubernetes-list", r.node_field_path))
+            || e.starts_with(&format!("{}.items", r.node_field_path))
+            || e.starts_with(&format!("{}: ", r.node_field_path))
+    });
+    let total_after = after
+        .schemas
+        .iter()
+        .find(|s| {
+            path.version.is_none() && s.schema_field_path == "spec.validation.openAPIV3Schema"
+                || path.version.is_some_and(|i| {
+                    s.schema_field_path == format!("spec.versions[{i}].schema.openAPIV3Schema")
+                })
+        })
+        .map(|s| s.total_cost);
+    !node_errors && total_after.is_some_and(|t| t < schema_total)
+}
+
+/// One rewrite as a line a person can act on: `<rule> — 1,572,880 → 55 (pattern …, equivalent
+/// on 200 generated values)`.
+pub fn rewrite_line(rw: &Rewrite) -> String {
+    let what = match (&rw.schema_change, rw.rule.is_empty()) {
+        (Some(change), true) => change.clone(),
+        (Some(change), false) => format!("{} ({change})", rw.rule),
+        (None, _) => rw.rule.clone(),
+    };
+    format!(
+        "{what} — {} → {} (pattern {}, equivalent on {} generated values)",
+        crate::cli::num(rw.cost_before),
+        crate::cli::num(rw.cost_after),
+        rw.pattern,
+        rw.checked_cases
+    )
+}
+
+/// The best rewrite of a rule, as one sentence for other outputs (SARIF, events):
+/// `cheaper: <rewrite line>`.
+pub fn rewrite_text(r: &RuleReport) -> Option<String> {
+    r.rewrites
+        .iter()
+        .min_by_key(|rw| rw.cost_after)
+        .map(|rw| format!("cheaper: {}", rewrite_line(rw)))
+}
+
+#[cfg(test)]
+mod tests;
