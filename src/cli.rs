@@ -143,6 +143,16 @@ pub enum Minors<'a> {
     Range(&'a RangeEstimator),
 }
 
+impl<'a> Minors<'a> {
+    /// The estimator whose report a range keeps (the newest minor's).
+    fn newest(self) -> Option<&'a Estimator> {
+        match self {
+            Minors::One(e) => Some(e),
+            Minors::Range(r) => r.estimators().last(),
+        }
+    }
+}
+
 impl Minors<'_> {
     /// An object's report: one minor's, or the newest's carrying the range's matrix.
     fn estimate(
@@ -320,8 +330,11 @@ fn first_pass_text(estimators: Minors<'_>, name: &str, text: &str, out: &mut Fir
                             }
                             let report = estimators
                                 .estimate(&o.value, |e| Some(e.estimate_crd(&o.value, &o.source)));
-                            out.slots
-                                .push(Slot::Done(Box::new(report.unwrap_or_default())));
+                            let mut report = report.unwrap_or_default();
+                            if let Some(e) = estimators.newest() {
+                                e.offer_rewrites(&o.value, &mut report);
+                            }
+                            out.slots.push(Slot::Done(Box::new(report)));
                         }
                         None => {
                             let kind = o
@@ -499,7 +512,14 @@ fn crd_rows(r: &ObjectReport) -> Vec<Row> {
                     vec![]
                 } else {
                     vec![("why", why.join("; "))]
-                },
+                }
+                .into_iter()
+                .chain(
+                    rule.rewrites
+                        .iter()
+                        .map(|rw| ("cheaper", crate::rewrite::rewrite_line(rw))),
+                )
+                .collect(),
             });
         }
     }
