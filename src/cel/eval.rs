@@ -191,13 +191,14 @@ impl Interpreter {
 
     /// Evaluates `p` with the variables bound.
     pub fn eval(&self, p: &Program, vars: &[(&str, &Val)]) -> Outcome {
-        self.eval_all(&[p], vars)
+        self.session()
+            .eval_all(&[p], vars)
             .pop()
             .unwrap_or(Outcome::Unsupported(String::new()))
     }
 
-    /// Evaluates each program with the same variables (converted once).
-    pub fn eval_all(&self, programs: &[&Program], vars: &[(&str, &Val)]) -> Vec<Outcome> {
+    /// A context to evaluate in many times (the variables bound anew each time).
+    pub fn session(&self) -> Session {
         let mut ctx = Context::with_env(self.env.clone());
         let _ = ctx.add_function(
             "matches",
@@ -208,12 +209,25 @@ impl Interpreter {
                     .map_err(|e| ExecutionError::function_error("matches", e))
             },
         );
+        Session { ctx }
+    }
+}
+
+/// An evaluation context of an [`Interpreter`].
+pub struct Session {
+    ctx: Context<'static, 'static>,
+}
+
+impl Session {
+    /// Evaluates each program with the same variables (converted once).
+    pub fn eval_all(&mut self, programs: &[&Program], vars: &[(&str, &Val)]) -> Vec<Outcome> {
         for (name, v) in vars {
-            ctx.add_variable_from_value(*name, to_cel(v));
+            self.ctx.add_variable_from_value(*name, to_cel(v));
         }
+        let ctx = &self.ctx;
         programs
             .iter()
-            .map(|p| match p.program.execute(&ctx) {
+            .map(|p| match p.program.execute(ctx) {
                 Ok(v) => Outcome::Value(from_cel(&v)),
                 Err(
                     e @ (ExecutionError::UndeclaredReference(_)

@@ -3,7 +3,7 @@
 //! (and `oldSelf`, for transition rules), evaluated with the `cel` crate's interpreter.
 
 use crate::cel::ast::{Expr, ExprKind, Literal};
-use crate::cel::eval::{Interpreter, Outcome, Program, Val};
+use crate::cel::eval::{Interpreter, Outcome, Program, Session, Val};
 use crate::schema::Schema;
 use crate::schema::decltype::DeclType;
 
@@ -158,14 +158,14 @@ fn compile(i: &Interpreter, src: &str) -> Result<Program, Verdict> {
 
 /// Evaluates the programs (of `src_len` bytes together) on the variables.
 fn eval(
-    i: &Interpreter,
+    session: &mut Session,
     programs: &[&Program],
     src_len: usize,
     vars: &[(&str, &Val)],
 ) -> Result<Vec<Outcome>, Verdict> {
     let weight: usize = vars.iter().map(|(_, v)| v.weight()).sum();
     crate::budget::charge((weight * src_len.max(1) / 16) as u64 + 1);
-    let out = i.eval_all(programs, vars);
+    let out = session.eval_all(programs, vars);
     if let Some(Outcome::Unsupported(e)) = out.iter().find(|o| matches!(o, Outcome::Unsupported(_)))
     {
         return Err(Verdict::Unknown(e.clone()));
@@ -202,8 +202,14 @@ pub fn same_results(
         let b = compile(i, rewritten.0)?;
         let mut valued = 0u64;
         let mut cases = 0u64;
+        let mut session = i.session();
         each_case(subject, &pools, depth, |vars| {
-            let mut out = eval(i, &[&a, &b], original.0.len() + rewritten.0.len(), vars)?;
+            let mut out = eval(
+                &mut session,
+                &[&a, &b],
+                original.0.len() + rewritten.0.len(),
+                vars,
+            )?;
             let (Some(y), Some(x)) = (out.pop(), out.pop()) else {
                 return Err(Verdict::Unknown("no result".into()));
             };
@@ -246,8 +252,9 @@ pub fn same_as_oracle(
     let run = || -> Result<(u64, u64), Verdict> {
         let p = compile(i, rule.0)?;
         let (mut cases, mut falses) = (0u64, 0u64);
+        let mut session = i.session();
         each_case(subject, &pools, depth, |vars| {
-            let x = eval(i, &[&p], rule.0.len(), vars)?
+            let x = eval(&mut session, &[&p], rule.0.len(), vars)?
                 .pop()
                 .unwrap_or(Outcome::Unsupported(String::new()));
             let want = oracle(vars[0].1);

@@ -88,8 +88,7 @@ pub fn offer(env: &Env, crd: &Value, report: &mut ObjectReport, opts: &Options) 
                 steps: opts.steps,
                 ..Limits::default()
             };
-            let total = report.schemas[si].total_cost;
-            let found = budget::run(limits, || rewrites_of(env, crd, r, total, &mut roots, opts));
+            let found = budget::run(limits, || rewrites_of(env, crd, r, &mut roots, opts));
             if let Ok(rewrites) = found {
                 report.schemas[si].rules[ri].rewrites = rewrites;
             }
@@ -121,6 +120,33 @@ fn keep_one_list_type_per_node(rules: &mut [RuleReport]) {
                 .retain(|rw| rw.pattern != catalog::UNIQUENESS_TO_LIST_TYPE.name);
         }
     }
+}
+
+/// Whether the text calls one of the functions every pattern starts from (`filter`, `map`,
+/// `matches`, `all`, `exists`, `exists_one`): rules that do not are not parsed again.
+fn may_match(text: &str) -> bool {
+    const NAMES: &[&str] = &["filter", "map", "matches", "all", "exists", "exists_one"];
+    let b = text.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = 0;
+    while i < b.len() {
+        if word(b[i]) && (i == 0 || !word(b[i - 1])) {
+            let start = i;
+            while i < b.len() && word(b[i]) {
+                i += 1;
+            }
+            let mut j = i;
+            while j < b.len() && b[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            if j < b.len() && b[j] == b'(' && NAMES.contains(&&text[start..i]) {
+                return true;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    false
 }
 
 /// A rewrite before it is estimated and checked.
@@ -192,10 +218,12 @@ fn rewrites_of(
     env: &Env,
     crd: &Value,
     r: &RuleReport,
-    schema_total: u64,
     roots: &mut HashMap<Option<usize>, Option<Rc<Schema>>>,
     opts: &Options,
 ) -> Vec<Rewrite> {
+    if !may_match(&r.rule) {
+        return vec![];
+    }
     let Ok(parsed) = parse_unexpanded(&r.rule, env.parser) else {
         return vec![];
     };
@@ -308,7 +336,7 @@ fn rewrites_of(
         };
         if let Verdict::Equivalent { cases } =
             check::same_as_oracle(&subject, (&r.rule, &surface), &oracle, already)
-            && verified_by_estimate(env, crd, r, &path, &change, schema_total)
+            && verified_by_estimate(env, crd, r, &path, &change)
         {
             out.push(Rewrite {
                 pattern: if already {
@@ -330,28 +358,30 @@ fn rewrites_of(
     out
 }
 
-/// Applies the list-type change and the rule's removal to a copy of the CRD and estimates it:
-/// the change holds when the API server has nothing to say about the node and the schema's
-/// total is lower.
+/// Applies the list-type change and the rule's removal to the CRD and estimates it, before
+/// and after: the change holds when the API server has nothing to say about the node and the
+/// schema's total is lower. Estimated on the CRD's skeleton for the node (the path to it,
+/// with the scalar fields of its ancestors, and the node's whole subtree), which keeps the
+/// node's checks and costs and leaves out the rest of a large CRD.
 fn verified_by_estimate(
     env: &Env,
     crd: &Value,
     r: &RuleReport,
     path: &NodePath,
     change: &ListChange,
-    schema_total: u64,
 ) -> bool {
-    let mut copy = crd.clone();
+    let before = skeleton(crd, path);
+    let mut after = before.clone();
     let versions: Vec<usize> = match path.version {
         Some(i) => vec![i],
-        None => (0..copy
+        None => (0..after
             .pointer("/spec/versions")
             .and_then(Value::as_array)
             .map_or(0, Vec::len))
             .collect(),
     };
     for i in versions {
-        let Some(root) = copy.pointer_mut(&format!("/spec/versions/{i}/schema/openAPIV3Schema"))
+        let Some(root) = after.pointer_mut(&format!("/spec/versions/{i}/schema/openAPIV3Schema"))
         else {
             continue;
         };
@@ -384,23 +414,113 @@ fn verified_by_estimate(
             obj.remove("x-kubernetes-validations");
         }
     }
-    let after = crate::crd::estimate_crd(env, &copy, "rewrite");
-    let node_errors = after.errors.iter().any(|e| {
+    let total = |report: &ObjectReport| {
+        report
+            .schemas
+            .iter()
+            .find(|s| match path.version {
+                None => s.schema_field_path == "spec.validation.openAPIV3Schema",
+                Some(i) => {
+                    s.schema_field_path == format!("spec.versions[{i}].schema.openAPIV3Schema")
+                }
+            })
+            .map(|s| s.total_cost)
+    };
+    let before = crate::crd::estimate_crd(env, &before, "rewrite");
+    let after = crate::crd::estimate_crd(env, &after, "rewrite");
+    let at_node = |e: &String| {
         e.starts_with(&format!("{}.x-kubernetes-list", r.node_field_path))
             || e.starts_with(&format!("{}.items", r.node_field_path))
             || e.starts_with(&format!("{}: ", r.node_field_path))
-    });
-    let total_after = after
-        .schemas
-        .iter()
-        .find(|s| {
-            path.version.is_none() && s.schema_field_path == "spec.validation.openAPIV3Schema"
-                || path.version.is_some_and(|i| {
-                    s.schema_field_path == format!("spec.versions[{i}].schema.openAPIV3Schema")
+    };
+    !after.errors.iter().any(at_node)
+        && matches!((total(&before), total(&after)), (Some(b), Some(a)) if a < b)
+}
+
+/// The CRD with each schema root reduced to the path to the node: the ancestors keep their
+/// own keywords (not their rules or value validations) and their scalar fields, the node its
+/// whole subtree.
+fn skeleton(crd: &Value, path: &NodePath) -> Value {
+    fn prune(s: &Value, steps: &[site::Step]) -> Value {
+        let Some((step, rest)) = steps.split_first() else {
+            return s.clone();
+        };
+        let Some(obj) = s.as_object() else {
+            return s.clone();
+        };
+        let compound = |v: &Value| {
+            ["properties", "items", "additionalProperties"]
+                .iter()
+                .any(|k| {
+                    v.get(k)
+                        .is_some_and(|x| !x.is_null() && x != &Value::Bool(true))
                 })
-        })
-        .map(|s| s.total_cost);
-    !node_errors && total_after.is_some_and(|t| t < schema_total)
+        };
+        let mut out = serde_json::Map::new();
+        for (k, v) in obj {
+            match k.as_str() {
+                "properties" => {
+                    let mut props = serde_json::Map::new();
+                    if let Some(ps) = v.as_object() {
+                        for (name, p) in ps {
+                            if matches!(step, site::Step::Property(n) if n == name) {
+                                props.insert(name.clone(), prune(p, rest));
+                            } else if !compound(p) {
+                                let mut leaf = p.clone();
+                                if let Some(l) = leaf.as_object_mut() {
+                                    l.remove("x-kubernetes-validations");
+                                }
+                                props.insert(name.clone(), leaf);
+                            }
+                        }
+                    }
+                    out.insert(k.clone(), Value::Object(props));
+                }
+                "items" if matches!(step, site::Step::Items) => {
+                    out.insert(k.clone(), prune(v, rest));
+                }
+                "additionalProperties" if matches!(step, site::Step::AdditionalProperties) => {
+                    out.insert(k.clone(), prune(v, rest));
+                }
+                "items"
+                | "additionalProperties"
+                | "x-kubernetes-validations"
+                | "allOf"
+                | "anyOf"
+                | "oneOf"
+                | "not"
+                | "required" => {}
+                _ => {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        // Required scalar fields stay required (list-map keys among them).
+        if let (Some(req), Some(Value::Object(props))) = (
+            obj.get("required").and_then(Value::as_array),
+            out.get("properties"),
+        ) {
+            let kept: Vec<Value> = req
+                .iter()
+                .filter(|r| r.as_str().is_some_and(|n| props.contains_key(n)))
+                .cloned()
+                .collect();
+            out.insert("required".into(), Value::from(kept));
+        }
+        Value::Object(out)
+    }
+    let mut copy = crd.clone();
+    if let Some(versions) = copy
+        .pointer_mut("/spec/versions")
+        .and_then(Value::as_array_mut)
+    {
+        for v in versions {
+            if let Some(root) = v.pointer_mut("/schema/openAPIV3Schema") {
+                *root = prune(root, &path.steps);
+            }
+        }
+    }
+    copy
 }
 
 /// One rewrite as a line a person can act on: `<rule> — 1,572,880 → 55 (pattern …, equivalent
