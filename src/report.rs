@@ -72,6 +72,47 @@ pub struct ObjectReport {
     /// an API version the API server serves only when the cluster enables it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Where the object starts in the file it was read from (absent for objects read from a
+    /// cluster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<SourceLocation>,
+    /// Where in the file each of `errors` points: the node its field path names, or the
+    /// nearest ancestor the file has (absent for objects read from a cluster).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub error_locations: Vec<ErrorLocation>,
+}
+
+/// A place in a file: `file:line:column`, 1-based, the column in characters. For a rule or an
+/// expression, where its scalar's token starts: the opening quote of a quoted scalar, the `|`
+/// or `>` of a block scalar, the first character of a plain one (after any tag or anchor).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceLocation {
+    /// The path as given on the command line (joined with the directory's entries).
+    pub file: String,
+    pub line: u64,
+    pub column: u64,
+}
+
+impl std::fmt::Display for SourceLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// Where an API server error points in the file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorLocation {
+    /// Index in the report's `errors`.
+    pub error: u64,
+    /// The part of the error's field path that the file has (the whole path when it has the
+    /// node; `spec.validation.openAPIV3Schema` is found at the first version's
+    /// `spec.versions[0].schema.openAPIV3Schema`, as the API server reads a schema all
+    /// versions share).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub field_path: String,
+    pub location: SourceLocation,
 }
 
 /// Why an object has no estimate.
@@ -82,6 +123,10 @@ pub struct EstimateStopped {
     pub reason: String,
     /// `estimate stopped: work budget of N steps exceeded at spec.variables[42].expression`.
     pub message: String,
+    /// Where in the file the estimate stopped (the node the message names, or the nearest
+    /// one the file has).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<SourceLocation>,
 }
 
 /// Reasons of [`EstimateStopped`].
@@ -108,6 +153,10 @@ pub struct SchemaReport {
     /// Every rule, in schema walk order.
     #[serde(default)]
     pub rules: Vec<RuleReport>,
+    /// Where the schema (`openAPIV3Schema`) is in the file; for a schema all versions share,
+    /// the first version's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<SourceLocation>,
 }
 
 /// One `x-kubernetes-validations` entry.
@@ -159,6 +208,13 @@ pub struct RuleReport {
     /// Why the number is what it is.
     #[serde(default, skip_serializing_if = "Drivers::is_empty")]
     pub drivers: Drivers,
+    /// Where the rule's text is in the file (for a schema all versions share, in the first
+    /// version's schema).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<SourceLocation>,
+    /// Where the messageExpression's text is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_expression_location: Option<SourceLocation>,
     /// Cheaper rules that say the same (`crate::rewrite`): each estimated cheaper at this node
     /// and checked equivalent on generated values.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -241,6 +297,9 @@ pub struct ExpressionReport {
     /// of what the policy matches. Absent when no schema was available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typed: Option<TypedEstimate>,
+    /// Where the expression's text is in the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<SourceLocation>,
 }
 
 /// An estimate with `object`, `oldObject` and `params` typed from schemas.
