@@ -44,6 +44,7 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
 struct Tally {
     rules: usize,
     saved: u128,
+    max_saved: u64,
     examples: Vec<String>,
 }
 
@@ -140,6 +141,7 @@ fn rewrite_catalog_over_the_corpus() {
                             let t = tallies.entry(rw.pattern.clone()).or_default();
                             t.rules += 1;
                             t.saved += (rw.cost_before - rw.cost_after) as u128;
+                            t.max_saved = t.max_saved.max(rw.cost_before - rw.cost_after);
                             if t.examples.len() < 3 {
                                 t.examples.push(format!(
                                     "{} {} [{}]: {}",
@@ -159,24 +161,22 @@ fn rewrite_catalog_over_the_corpus() {
         "rewrite catalog over {} files, {rules} rules: {offered} rewrites offered",
         files.len()
     );
-    println!("{:<34} {:>6} {:>18}", "PATTERN", "RULES", "COST SAVED");
-    for p in CATALOG {
-        let t = tallies.get(p.name);
+    let row = |name: &str, t: Option<&Tally>| {
         println!(
-            "{:<34} {:>6} {:>18}",
-            p.name,
+            "| {name} | {} | {} | {} |",
             t.map_or(0, |t| t.rules),
-            celcost::cli::num(t.map_or(0, |t| t.saved.min(u64::MAX as u128) as u64))
-        );
+            celcost::cli::num(t.map_or(0, |t| t.saved.min(u64::MAX as u128) as u64)),
+            celcost::cli::num(t.map_or(0, |t| t.max_saved))
+        )
+    };
+    println!("| pattern | corpus rules fired | total cost saved | max saved |");
+    println!("|---|---:|---:|---:|");
+    for p in CATALOG {
+        row(p.name, tallies.get(p.name));
     }
     for (name, t) in &tallies {
         if !CATALOG.iter().any(|p| p.name == name.as_str()) {
-            println!(
-                "{:<34} {:>6} {:>18}",
-                name,
-                t.rules,
-                celcost::cli::num(t.saved.min(u64::MAX as u128) as u64)
-            );
+            row(name, Some(t));
         }
     }
     for (name, t) in &tallies {
@@ -192,4 +192,88 @@ fn rewrite_catalog_over_the_corpus() {
         100.0 * rewrite_time.as_secs_f64() / estimate_time.as_secs_f64().max(1e-9)
     );
     assert!(offered > 0, "the catalog fires on the corpus");
+}
+
+/// A CRD whose `spec.f` (a list of strings without maxItems) carries `rule`.
+fn widget_crd(rule: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {"type": "object", "properties": {"f": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "x-kubernetes-validations": [{"rule": rule}]
+                    }}}}
+                }}
+            }]
+        }
+    })
+}
+
+#[test]
+fn every_output_carries_the_rewrite() {
+    // 15,728,639 > 10M: over budget; the rewrite (6,291,452) is not.
+    let rule = "self.filter(x, x == 'b').size() > 0";
+    let dir = std::env::temp_dir().join(format!("celcost-rewrites-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("widgets.json");
+    std::fs::write(&file, widget_crd(rule).to_string()).expect("writes");
+    let run = |output: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_celcost"))
+            .args(["estimate", "--output", output])
+            .arg(&file)
+            .output()
+            .expect("runs celcost");
+        assert_eq!(out.status.code(), Some(1), "{output}: rejected");
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let json = run("json");
+    let v: Value = serde_json::from_str(&json).expect("json");
+    let reports = v.as_array().cloned().unwrap_or_else(|| vec![v.clone()]);
+    let rewrites: Vec<&Value> = reports
+        .iter()
+        .flat_map(|r| r["schemas"].as_array().into_iter().flatten())
+        .flat_map(|s| s["rules"].as_array().into_iter().flatten())
+        .flat_map(|r| r["rewrites"].as_array().into_iter().flatten())
+        .collect();
+    let [rw] = rewrites.as_slice() else {
+        panic!("one rewrite: {json}");
+    };
+    assert_eq!(rw["pattern"], "filter-size-to-exists");
+    assert_eq!(rw["rule"], "self.exists(x, x == 'b')");
+    assert_eq!(
+        (rw["costBefore"].as_u64(), rw["costAfter"].as_u64()),
+        (Some(15_728_639), Some(6_291_452))
+    );
+    assert_eq!(rw["checkedCases"], 200);
+    let line = "cheaper: self.exists(x, x == 'b') — 15,728,639 → 6,291,452";
+    for output in ["table", "markdown"] {
+        let text = run(output);
+        assert!(text.contains(line), "{output}: {text}");
+    }
+    let short = "Cheaper: `self.exists(x, x == 'b')` costs 6,291,452 instead of 15,728,639 (filter-size-to-exists, equivalent on 200 generated values).";
+    let sarif: Value = serde_json::from_str(&run("sarif")).expect("sarif");
+    let messages: Vec<&str> = sarif["runs"][0]["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter_map(|r| r["message"]["text"].as_str())
+        .collect();
+    assert!(messages.iter().any(|m| m.contains(short)), "{messages:?}");
+    let github = run("github");
+    let error = github
+        .lines()
+        .find(|l| l.starts_with("::error") && l.contains("rule over budget"))
+        .unwrap_or_else(|| panic!("an error annotation: {github}"));
+    assert!(error.contains(short), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -53,6 +53,9 @@ impl Default for Limits {
     }
 }
 
+/// The longest `minLength` generated: a rule on strings that must be longer is not checked.
+const MAX_MIN_LENGTH: usize = 4096;
+
 /// Why a node cannot be generated (a type the interpreter has no value for, or a bound the
 /// generator does not reach).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -178,7 +181,7 @@ impl<'a> Generator<'a> {
                 let mut tries = 0;
                 while entries.len() < n && tries < n * 4 + 4 {
                     tries += 1;
-                    let k = self.string(None, mode);
+                    let k = self.string(None, mode)?;
                     if entries
                         .iter()
                         .any(|(x, _)| matches!(x, Val::String(s) if *s == k))
@@ -253,7 +256,7 @@ impl<'a> Generator<'a> {
         mode: Mode,
     ) -> Result<Val, Unsupported> {
         Ok(match t {
-            Type::String => Val::String(self.string(schema, mode)),
+            Type::String => Val::String(self.string(schema, mode)?),
             Type::Int => Val::Int(self.int(schema, mode)),
             Type::Double => Val::Double(self.double(schema, mode)),
             Type::Bool => Val::Bool(mode != Mode::Minimal && self.chance(50)),
@@ -269,15 +272,18 @@ impl<'a> Generator<'a> {
                 if self.chance(50) {
                     Val::Int(self.int(None, mode))
                 } else {
-                    Val::String(self.string(schema, mode))
+                    Val::String(self.string(schema, mode)?)
                 }
             }
             other => return Err(Unsupported(format!("no values of type {other:?}"))),
         })
     }
 
-    fn string(&mut self, schema: Option<&Schema>, mode: Mode) -> String {
+    fn string(&mut self, schema: Option<&Schema>, mode: Mode) -> Result<String, Unsupported> {
         let min = schema.and_then(|s| s.min_length).unwrap_or(0).max(0) as usize;
+        if min > MAX_MIN_LENGTH {
+            return Err(Unsupported(format!("strings of at least {min} characters")));
+        }
         let max = schema.and_then(|s| s.max_length).map(|m| m.max(0) as usize);
         let mut s = if mode == Mode::Minimal {
             String::new()
@@ -309,10 +315,12 @@ impl<'a> Generator<'a> {
         {
             s = s.chars().take(m).collect();
         }
-        while s.chars().count() < min {
-            s.push('a');
+        let n = s.chars().count();
+        if n < min {
+            s.extend(std::iter::repeat_n('a', min - n));
         }
-        s
+        crate::budget::charge(s.len() as u64 / 64);
+        Ok(s)
     }
 
     fn mutate(&mut self, s: String) -> String {

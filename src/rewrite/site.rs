@@ -90,6 +90,18 @@ impl NodePath {
     }
 
     /// The JSON node below a raw root.
+    pub fn node<'a>(&self, mut at: &'a Value) -> Option<&'a Value> {
+        for s in &self.steps {
+            at = match s {
+                Step::Property(p) => at.get("properties")?.get(p)?,
+                Step::Items => at.get("items")?,
+                Step::AdditionalProperties => at.get("additionalProperties")?,
+            };
+        }
+        Some(at)
+    }
+
+    /// The JSON node below a raw root.
     pub fn node_mut<'a>(&self, mut at: &'a mut Value) -> Option<&'a mut Value> {
         for s in &self.steps {
             at = match s {
