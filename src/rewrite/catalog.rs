@@ -575,6 +575,9 @@ fn regex_literals(re: &str) -> Option<(Vec<String>, Vec<String>)> {
             .all(|a| a.starts_with('^') && ends_with_anchor(a))
     {
         top.iter().map(|a| a[1..a.len() - 1].to_string()).collect()
+    } else if top.len() > 1 {
+        // `^a|b$` is `(^a)|(b$)`: neither alternative anchored at both ends.
+        return None;
     } else {
         let inner = re.strip_prefix('^')?;
         if !ends_with_anchor(inner) {
@@ -1177,6 +1180,14 @@ mod tests {
         );
         assert_eq!(
             apply(regex_alternatives_to_in, "self.matches('^(a)|(b)$')"),
+            None
+        );
+        assert_eq!(
+            apply(regex_alternatives_to_in, "self.matches('^a|b$')"),
+            None
+        );
+        assert_eq!(
+            apply(regex_alternatives_to_in, "self.matches('^a$|b')"),
             None
         );
         assert_eq!(
