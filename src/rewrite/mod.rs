@@ -305,16 +305,22 @@ fn rewrites_of(
         cases: opts.cases,
         seed: seed_of(&r.rule),
     };
-    // What decides a check about the node: its path below the root and its schema.
-    let node_key = format!(
-        "{:?} {}",
-        path.steps,
-        path.roots(crd)
-            .first()
-            .and_then(|raw| path.node(raw))
-            .map(Value::to_string)
-            .unwrap_or_default()
-    );
+    // What decides a check about the node: its path below the root and its schema (written
+    // out only when a check is due: a root's schema is the whole CRD's).
+    let node_key_text = std::cell::OnceCell::new();
+    let node_key = || {
+        node_key_text.get_or_init(|| {
+            format!(
+                "{:?} {}",
+                path.steps,
+                path.roots(crd)
+                    .first()
+                    .and_then(|raw| path.node(raw))
+                    .map(Value::to_string)
+                    .unwrap_or_default()
+            )
+        })
+    };
     let mut out = Vec::new();
     let worth = |cost_after: u64| {
         let saving = r.cost.saturating_sub(cost_after);
@@ -336,7 +342,7 @@ fn rewrites_of(
         if !Interpreter::supports(&c.expr) {
             continue;
         }
-        let key = check_key(env, &node_key, r, &c.text, opts);
+        let key = check_key(env, node_key(), r, &c.text, opts);
         if let Verdict::Equivalent { cases } = checked(key, || {
             check::same_results(&subject, (&r.rule, &surface), (&c.text, &c.expr))
         }) {
@@ -379,7 +385,7 @@ fn rewrites_of(
             let ks: Vec<_> = items.iter().map(key_of).collect();
             (0..ks.len()).all(|i| (0..i).all(|j| !same_key(&ks[i], &ks[j])))
         };
-        let key = check_key(env, &node_key, r, &format!("{by:?} {change:?}"), opts);
+        let key = check_key(env, node_key(), r, &format!("{by:?} {change:?}"), opts);
         if let Verdict::Equivalent { cases } = checked(key, || {
             check::same_as_oracle(&subject, (&r.rule, &surface), &oracle, already)
         }) && verified_by_estimate(env, crd, r, &path, &change)
