@@ -178,6 +178,11 @@ const CHECKED_CAPACITY: usize = 4096;
 
 thread_local! {
     static CHECKED: RefCell<HashMap<u64, Verdict>> = RefCell::new(HashMap::new());
+    /// Rules no pattern matches (as written, so they are not parsed again), and list-type
+    /// changes already estimated (by the skeleton, the change and the rule removed).
+    static NO_PATTERN: RefCell<std::collections::HashSet<(ParserOptions, String)>> =
+        RefCell::new(std::collections::HashSet::new());
+    static ESTIMATED: RefCell<HashMap<u64, bool>> = RefCell::new(HashMap::new());
 }
 
 fn checked(key: u64, check: impl FnOnce() -> Verdict) -> Verdict {
@@ -255,7 +260,9 @@ fn rewrites_of(
     roots: &mut HashMap<Option<usize>, Option<Rc<Schema>>>,
     opts: &Options,
 ) -> Vec<Rewrite> {
-    if !may_match(&r.rule) {
+    if !may_match(&r.rule)
+        || NO_PATTERN.with(|n| n.borrow().contains(&(env.parser, r.rule.clone())))
+    {
         return vec![];
     }
     let Ok(parsed) = parse_unexpanded(&r.rule, env.parser) else {
@@ -265,6 +272,13 @@ fn rewrites_of(
     let cands = candidates(&surface);
     let unique = catalog::uniqueness_shape(&surface);
     if cands.is_empty() && unique.is_none() {
+        NO_PATTERN.with(|n| {
+            let mut n = n.borrow_mut();
+            if n.len() >= CHECKED_CAPACITY {
+                n.clear();
+            }
+            n.insert((env.parser, r.rule.clone()));
+        });
         return vec![];
     }
     // The node, typed as the estimator typed it.
@@ -423,6 +437,38 @@ fn verified_by_estimate(
     change: &ListChange,
 ) -> bool {
     let before = skeleton(crd, path);
+    let key = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let what = format!("{change:?} {} {}", r.node_field_path, r.index);
+        // The estimator's version (its minor's rules, by identity).
+        let minor = std::ptr::from_ref(env.minor) as usize;
+        let version = (minor, env.kubernetes, env.compatibility, env.parser);
+        (version, before.to_string(), what).hash(&mut h);
+        h.finish()
+    };
+    if let Some(known) = ESTIMATED.with(|e| e.borrow().get(&key).copied()) {
+        return known;
+    }
+    let verified = estimate_change(env, before, r, path, change);
+    ESTIMATED.with(|e| {
+        let mut e = e.borrow_mut();
+        if e.len() >= CHECKED_CAPACITY {
+            e.clear();
+        }
+        e.insert(key, verified);
+    });
+    verified
+}
+
+/// [`verified_by_estimate`] on the skeleton `before`.
+fn estimate_change(
+    env: &Env,
+    before: Value,
+    r: &RuleReport,
+    path: &NodePath,
+    change: &ListChange,
+) -> bool {
     let mut after = before.clone();
     let versions: Vec<usize> = match path.version {
         Some(i) => vec![i],
