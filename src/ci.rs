@@ -454,6 +454,9 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
             if let Some(sg) = schema_suggestion_text(s) {
                 m.push_str(&format!(" Suggestion: {sg}"));
             }
+            if let Some(rw) = crate::rewrite::schema_rewrites_text(s) {
+                m.push_str(&format!(" Cheaper: {rw}."));
+            }
             out.push(c.finding(
                 kind,
                 kind.level,
@@ -597,6 +600,9 @@ fn rule_findings<'a>(
         }
         if let Some(s) = suggestion_text(rule) {
             m.push_str(&format!(" Suggestion: {s}"));
+        }
+        if let Some(rw) = crate::rewrite::rewrite_text(rule) {
+            m.push_str(&format!(" Cheaper: {rw}."));
         }
         out.push(c.finding(
             kind,

@@ -162,6 +162,16 @@ pub enum Minors<'a> {
     Range(&'a RangeEstimator),
 }
 
+impl<'a> Minors<'a> {
+    /// The estimator whose report a range keeps (the newest minor's).
+    fn newest(self) -> Option<&'a Estimator> {
+        match self {
+            Minors::One(e) => Some(e),
+            Minors::Range(r) => r.estimators().last(),
+        }
+    }
+}
+
 impl Minors<'_> {
     /// An object's report: one minor's, or the newest's carrying the range's matrix.
     fn estimate(
@@ -353,6 +363,9 @@ fn first_pass_text(estimators: Minors<'_>, name: &str, text: &str, out: &mut Fir
                             let mut report = estimators
                                 .estimate(&o.value, |e| Some(e.estimate_crd(&o.value, &o.source)))
                                 .unwrap_or_default();
+                            if let Some(e) = estimators.newest() {
+                                e.offer_rewrites(&o.value, &mut report);
+                            }
                             if let Some(l) = &located {
                                 l.attach(&mut report);
                             }
@@ -543,7 +556,14 @@ fn crd_rows(r: &ObjectReport) -> Vec<Row> {
                     vec![]
                 } else {
                     vec![("why", why.join("; "))]
-                },
+                }
+                .into_iter()
+                .chain(
+                    rule.rewrites
+                        .iter()
+                        .map(|rw| ("cheaper", crate::rewrite::rewrite_line(rw))),
+                )
+                .collect(),
             });
         }
     }

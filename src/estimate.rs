@@ -183,6 +183,15 @@ impl Estimator {
         })
     }
 
+    /// Adds cheaper rewrites of a CRD's rules to its report ([`crate::rewrite`]), each rule's
+    /// search within a work budget of its own; a search that stops leaves its rule without.
+    pub fn offer_rewrites(&self, crd: &Value, report: &mut ObjectReport) {
+        let opts = crate::rewrite::Options::default();
+        stacker::grow(OBJECT_STACK, || {
+            crate::rewrite::offer(&self.env, crd, report, &opts)
+        });
+    }
+
     pub fn estimate_vap(&self, v: &Value, source: &str) -> ObjectReport {
         self.estimate_vap_with(v, source, &SchemaCatalog::new())
     }

@@ -11,6 +11,7 @@ pub mod input;
 pub mod locate;
 pub mod positions;
 pub mod report;
+pub mod rewrite;
 pub mod schema;
 pub mod vap;
 pub mod versions;

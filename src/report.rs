@@ -215,6 +215,34 @@ pub struct RuleReport {
     /// Where the messageExpression's text is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_expression_location: Option<SourceLocation>,
+    /// Cheaper rules that say the same (`crate::rewrite`): each estimated cheaper at this node
+    /// and checked equivalent on generated values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rewrites: Vec<Rewrite>,
+}
+
+/// A cheaper rule (or a schema change that makes the rule unnecessary), proven cheaper by the
+/// estimator at the same schema node and checked equivalent by evaluating both on values
+/// generated from the node's schema.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Rewrite {
+    /// The catalog's name of the pattern (`filter-size-to-exists`, ...).
+    pub pattern: String,
+    /// The rewritten rule; empty when the schema change makes the rule unnecessary.
+    #[serde(default)]
+    pub rule: String,
+    /// The rule's estimated cost per evaluation, before and after.
+    pub max_cost_before: u64,
+    pub max_cost_after: u64,
+    /// × the cardinality: what the API server compares with the per-rule limit.
+    pub cost_before: u64,
+    pub cost_after: u64,
+    /// How many generated values both were evaluated on, with the same results.
+    pub checked_cases: u64,
+    /// The change to the schema that goes with it, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_change: Option<String>,
 }
 
 /// What drives a rule's cost: the schema bounds an author can add.

@@ -6,6 +6,7 @@ pub mod checker;
 pub mod cost;
 pub mod decls;
 pub mod env;
+pub mod eval;
 pub mod k8s_cost;
 pub mod minor;
 pub mod parse;

@@ -186,7 +186,46 @@ fn rule_depth(e: &Expr) -> usize {
 }
 
 fn parse_inner(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxErrors> {
-    let env = env_for(opts);
+    parse_with_env(source, opts, &env_for(opts))
+}
+
+/// Parses `source` as written, without expanding macros: `x.filter(v, p)` stays a call of
+/// `filter`, `has(a.b)` a call of `has`. The surface form a rewrite of a rule's text works on
+/// (`crate::rewrite`); the same limits as [`parse`] apply.
+pub fn parse_unexpanded(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxErrors> {
+    crate::budget::charge(source.len() as u64);
+    if source.chars().count() > EXPRESSION_SIZE_CODE_POINT_LIMIT {
+        return Err(SyntaxErrors(
+            "ERROR: <input>:-1:0: expression code point size exceeds limit".into(),
+        ));
+    }
+    let depth = nesting_depth(source);
+    if depth > MAX_RECURSION_DEPTH {
+        return Err(recursion_error());
+    }
+    let env = cel::Env::default();
+    if source.len() <= INLINE_PARSE_LIMIT && depth <= INLINE_DEPTH_LIMIT {
+        parse_with_env(source, opts, &env)
+    } else {
+        stacker::grow(BIG_STACK, || parse_with_env(source, opts, &env))
+    }
+}
+
+/// The `cel` crate's interpreter environment for evaluating rules: its standard library and
+/// strings extension, with cel-go's macro expansions (the ones [`parse`] uses), and map literals
+/// that keep the last of repeated keys as cel-go does. For `crate::cel::eval` only.
+pub(crate) fn interpreter_env(opts: ParserOptions) -> cel::Env {
+    let mut env = add_macros(cel::Env::default().with_stdlib(), opts);
+    let _ = env.add_extension(cel::extensions::strings);
+    env.set_error_on_duplicate_map_keys(false);
+    env
+}
+
+fn parse_with_env(
+    source: &str,
+    opts: ParserOptions,
+    env: &cel::Env,
+) -> Result<ParsedExpr, SyntaxErrors> {
     let parser = env
         .parser()
         .enable_optional_syntax(opts.optional_syntax)
@@ -482,7 +521,11 @@ fn env_for(opts: ParserOptions) -> Arc<cel::Env> {
 }
 
 fn build_env(opts: ParserOptions) -> cel::Env {
-    let mut env = cel::Env::default();
+    add_macros(cel::Env::default(), opts)
+}
+
+/// cel-go's macros on `env` (a macro `env` already has stays).
+fn add_macros(mut env: cel::Env, opts: ParserOptions) -> cel::Env {
     let mut add = |m: Macro| {
         let _ = env.add_macro(m);
     };

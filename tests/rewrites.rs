@@ -1,0 +1,279 @@
+//! The rewrite catalog over the public corpus (`../shared/corpus/crds`): for each pattern, the
+//! rules it fires on and the cost it saves; every offered rewrite is cheaper, was checked on
+//! generated values, and — applied to a copy of its CRD and estimated again — costs what it
+//! says. Skips without the corpus unless `CELCOST_REQUIRE_CORPUS` is set.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use celcost::Estimator;
+use celcost::input::{objects_of, parse_documents};
+use celcost::report::ObjectReport;
+use celcost::rewrite::catalog::CATALOG;
+use celcost::rewrite::site::NodePath;
+use serde_json::Value;
+
+fn corpus_dir() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("CELCOST_CORPUS") {
+        return Some(PathBuf::from(p));
+    }
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    p.is_dir().then_some(p)
+}
+
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            files_under(&p, out);
+        } else if matches!(
+            p.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        ) {
+            out.push(p);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    rules: usize,
+    saved: u128,
+    max_saved: u64,
+    examples: Vec<String>,
+}
+
+/// The CRD with one rule's text replaced (every version's, for a shared schema).
+fn with_rule(crd: &Value, node_field_path: &str, index: usize, text: &str) -> Value {
+    let path = NodePath::parse(node_field_path).expect("node path");
+    let mut copy = crd.clone();
+    let n = copy
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    for i in 0..n {
+        if path.version.is_some_and(|v| v != i) {
+            continue;
+        }
+        let Some(root) = copy.pointer_mut(&format!("/spec/versions/{i}/schema/openAPIV3Schema"))
+        else {
+            continue;
+        };
+        let node = path.node_mut(root).expect("node");
+        node["x-kubernetes-validations"][index]["rule"] = Value::from(text);
+    }
+    copy
+}
+
+#[test]
+fn rewrite_catalog_over_the_corpus() {
+    let Some(corpus) = corpus_dir() else {
+        assert!(
+            std::env::var_os("CELCOST_REQUIRE_CORPUS").is_none(),
+            "CELCOST_REQUIRE_CORPUS is set but there is no corpus"
+        );
+        println!("SKIPPED: no corpus at ../shared/corpus");
+        return;
+    };
+    let mut files = Vec::new();
+    files_under(&corpus.join("crds"), &mut files);
+    let e = Estimator::default();
+    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    let (mut estimate_time, mut rewrite_time) = (Duration::ZERO, Duration::ZERO);
+    let (mut rules, mut offered) = (0usize, 0usize);
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("reads");
+        for doc in parse_documents(&text) {
+            let Ok(v) = doc.value else { continue };
+            if !v.is_object() {
+                continue;
+            }
+            for o in objects_of(&f.display().to_string(), v) {
+                let t = Instant::now();
+                let mut report: ObjectReport = e.estimate_crd(&o.value, &o.source);
+                estimate_time += t.elapsed();
+                let t = Instant::now();
+                e.offer_rewrites(&o.value, &mut report);
+                rewrite_time += t.elapsed();
+                for s in &report.schemas {
+                    for r in &s.rules {
+                        rules += 1;
+                        for rw in &r.rewrites {
+                            offered += 1;
+                            assert!(
+                                rw.cost_after < rw.cost_before
+                                    && rw.max_cost_after < rw.max_cost_before,
+                                "{}: not cheaper: {rw:?}",
+                                o.source
+                            );
+                            assert_eq!(rw.cost_before, r.cost);
+                            assert_eq!(rw.checked_cases, 200, "{}: {rw:?}", o.source);
+                            if rw.schema_change.is_none() {
+                                // Applied to the CRD, the rewrite costs what it says.
+                                let changed = with_rule(
+                                    &o.value,
+                                    &r.node_field_path,
+                                    r.index as usize,
+                                    &rw.rule,
+                                );
+                                let again = e.estimate_crd(&changed, &o.source);
+                                let same = again
+                                    .schemas
+                                    .iter()
+                                    .flat_map(|s| &s.rules)
+                                    .find(|x| x.rule_field_path == r.rule_field_path)
+                                    .expect("the rule");
+                                assert_eq!(same.rule, rw.rule);
+                                assert_eq!(same.compile_error, None);
+                                assert_eq!(
+                                    (same.max_cost, same.cost),
+                                    (rw.max_cost_after, rw.cost_after),
+                                    "{}: {}",
+                                    o.source,
+                                    rw.rule
+                                );
+                            }
+                            let t = tallies.entry(rw.pattern.clone()).or_default();
+                            t.rules += 1;
+                            t.saved += (rw.cost_before - rw.cost_after) as u128;
+                            t.max_saved = t.max_saved.max(rw.cost_before - rw.cost_after);
+                            if t.examples.len() < 3 {
+                                t.examples.push(format!(
+                                    "{} {} [{}]: {}",
+                                    o.source.rsplit('/').next().unwrap_or_default(),
+                                    r.path,
+                                    r.index,
+                                    celcost::rewrite::rewrite_line(rw)
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "rewrite catalog over {} files, {rules} rules: {offered} rewrites offered",
+        files.len()
+    );
+    let row = |name: &str, t: Option<&Tally>| {
+        println!(
+            "| {name} | {} | {} | {} |",
+            t.map_or(0, |t| t.rules),
+            celcost::cli::num(t.map_or(0, |t| t.saved.min(u64::MAX as u128) as u64)),
+            celcost::cli::num(t.map_or(0, |t| t.max_saved))
+        )
+    };
+    println!("| pattern | corpus rules fired | total cost saved | max saved |");
+    println!("|---|---:|---:|---:|");
+    for p in CATALOG {
+        row(p.name, tallies.get(p.name));
+    }
+    for (name, t) in &tallies {
+        if !CATALOG.iter().any(|p| p.name == name.as_str()) {
+            row(name, Some(t));
+        }
+    }
+    for (name, t) in &tallies {
+        println!("\n{name}:");
+        for ex in &t.examples {
+            println!("  {ex}");
+        }
+    }
+    println!(
+        "\ntime: estimate {:.2}s, rewrites {:.2}s (+{:.0}%)",
+        estimate_time.as_secs_f64(),
+        rewrite_time.as_secs_f64(),
+        100.0 * rewrite_time.as_secs_f64() / estimate_time.as_secs_f64().max(1e-9)
+    );
+    assert!(offered > 0, "the catalog fires on the corpus");
+}
+
+/// A CRD whose `spec.f` (a list of strings without maxItems) carries `rule`.
+fn widget_crd(rule: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {"type": "object", "properties": {"f": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "x-kubernetes-validations": [{"rule": rule}]
+                    }}}}
+                }}
+            }]
+        }
+    })
+}
+
+#[test]
+fn every_output_carries_the_rewrite() {
+    // 15,728,639 > 10M: over budget; the rewrite (6,291,452) is not.
+    let rule = "self.filter(x, x == 'b').size() > 0";
+    let dir = std::env::temp_dir().join(format!("celcost-rewrites-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("widgets.json");
+    std::fs::write(&file, widget_crd(rule).to_string()).expect("writes");
+    let run = |output: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_celcost"))
+            .args(["estimate", "--output", output])
+            .arg(&file)
+            .output()
+            .expect("runs celcost");
+        assert_eq!(out.status.code(), Some(1), "{output}: rejected");
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let json = run("json");
+    let v: Value = serde_json::from_str(&json).expect("json");
+    let reports = v.as_array().cloned().unwrap_or_else(|| vec![v.clone()]);
+    let rewrites: Vec<&Value> = reports
+        .iter()
+        .flat_map(|r| r["schemas"].as_array().into_iter().flatten())
+        .flat_map(|s| s["rules"].as_array().into_iter().flatten())
+        .flat_map(|r| r["rewrites"].as_array().into_iter().flatten())
+        .collect();
+    let [rw] = rewrites.as_slice() else {
+        panic!("one rewrite: {json}");
+    };
+    assert_eq!(rw["pattern"], "filter-size-to-exists");
+    assert_eq!(rw["rule"], "self.exists(x, x == 'b')");
+    assert_eq!(
+        (rw["costBefore"].as_u64(), rw["costAfter"].as_u64()),
+        (Some(15_728_639), Some(6_291_452))
+    );
+    assert_eq!(rw["checkedCases"], 200);
+    let line = "cheaper: self.exists(x, x == 'b') — 15,728,639 → 6,291,452";
+    for output in ["table", "markdown"] {
+        let text = run(output);
+        assert!(text.contains(line), "{output}: {text}");
+    }
+    let short = "Cheaper: `self.exists(x, x == 'b')` costs 6,291,452 instead of 15,728,639 (filter-size-to-exists, equivalent on 200 generated values).";
+    let sarif: Value = serde_json::from_str(&run("sarif")).expect("sarif");
+    let messages: Vec<&str> = sarif["runs"][0]["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter_map(|r| r["message"]["text"].as_str())
+        .collect();
+    assert!(messages.iter().any(|m| m.contains(short)), "{messages:?}");
+    let github = run("github");
+    let error = github
+        .lines()
+        .find(|l| l.starts_with("::error") && l.contains("rule over budget"))
+        .unwrap_or_else(|| panic!("an error annotation: {github}"));
+    assert!(error.contains(short), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
