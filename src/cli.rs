@@ -143,7 +143,15 @@ pub enum Minors<'a> {
     Range(&'a RangeEstimator),
 }
 
-impl Minors<'_> {
+impl<'a> Minors<'a> {
+    /// The estimator whose report a range shows (the newest minor's).
+    pub fn newest(self) -> Option<&'a Estimator> {
+        match self {
+            Minors::One(e) => Some(e),
+            Minors::Range(r) => r.estimators().last(),
+        }
+    }
+
     /// An object's report: one minor's, or the newest's carrying the range's matrix.
     fn estimate(
         self,
@@ -170,6 +178,18 @@ pub fn estimate_paths_with(
     paths: &[PathBuf],
     catalog: &SchemaCatalog,
 ) -> Outcome {
+    estimate_paths_suggesting(estimators, paths, catalog, None)
+}
+
+/// As [`estimate_paths_with`]; with `suggest`, every CRD rule and schema total over its limit
+/// or at the near-budget threshold gets suggested bounds (or why none helps), found with the
+/// estimator of the report (the newest of a range): see [`crate::suggest`].
+pub fn estimate_paths_suggesting(
+    estimators: Minors<'_>,
+    paths: &[PathBuf],
+    catalog: &SchemaCatalog,
+    suggest: Option<&crate::suggest::Settings>,
+) -> Outcome {
     let mut outcome = Outcome::default();
     let mut files = Vec::new();
     for p in paths {
@@ -184,7 +204,8 @@ pub fn estimate_paths_with(
                 .unwrap_or(1)
         });
     // First pass: CRDs are estimated (they do not depend on other objects), policies kept.
-    let first: Vec<FirstPass> = parallel(&files, threads, |f| first_pass_file(estimators, f));
+    let first: Vec<FirstPass> =
+        parallel(&files, threads, |f| first_pass_file(estimators, f, suggest));
     // The CRDs the policies match or take as params, read again from their files (so that the
     // first pass need not keep every CRD of a large input in memory).
     let mut catalog = catalog.clone();
@@ -275,7 +296,11 @@ fn add_crds(catalog: &mut SchemaCatalog, name: &str, text: &str, sources: &[Stri
     }
 }
 
-fn first_pass_file(estimators: Minors<'_>, f: &Path) -> FirstPass {
+fn first_pass_file(
+    estimators: Minors<'_>,
+    f: &Path,
+    suggest: Option<&crate::suggest::Settings>,
+) -> FirstPass {
     let mut out = FirstPass::default();
     let bytes = match std::fs::read(f) {
         Ok(b) => b,
@@ -285,7 +310,13 @@ fn first_pass_file(estimators: Minors<'_>, f: &Path) -> FirstPass {
         }
     };
     match String::from_utf8(bytes) {
-        Ok(text) => first_pass_text(estimators, &f.display().to_string(), &text, &mut out),
+        Ok(text) => first_pass_text(
+            estimators,
+            &f.display().to_string(),
+            &text,
+            &mut out,
+            suggest,
+        ),
         Err(_) => out
             .input_errors
             .push(format!("{}: not UTF-8 text (binary file?)", f.display())),
@@ -293,7 +324,13 @@ fn first_pass_file(estimators: Minors<'_>, f: &Path) -> FirstPass {
     out
 }
 
-fn first_pass_text(estimators: Minors<'_>, name: &str, text: &str, out: &mut FirstPass) {
+fn first_pass_text(
+    estimators: Minors<'_>,
+    name: &str,
+    text: &str,
+    out: &mut FirstPass,
+    suggest: Option<&crate::suggest::Settings>,
+) {
     for doc in parse_documents(text) {
         let source = format!("{name}#{}", doc.index);
         match doc.value {
@@ -318,8 +355,13 @@ fn first_pass_text(estimators: Minors<'_>, name: &str, text: &str, out: &mut Fir
                             if !defines.is_empty() {
                                 out.crds.push((o.source.clone(), defines));
                             }
-                            let report = estimators
+                            let mut report = estimators
                                 .estimate(&o.value, |e| Some(e.estimate_crd(&o.value, &o.source)));
+                            if let (Some(settings), Some(e)) = (suggest, estimators.newest())
+                                && let Some(r) = report.take()
+                            {
+                                report = Some(crate::suggest::suggest(e, &o.value, r, settings));
+                            }
                             out.slots
                                 .push(Slot::Done(Box::new(report.unwrap_or_default())));
                         }
@@ -355,7 +397,7 @@ pub fn estimate_text(estimator: &Estimator, name: &str, text: &str, outcome: &mu
 /// As [`estimate_text`], with every estimator of a range ([`estimate_paths_range`]).
 pub fn estimate_text_range(estimators: Minors<'_>, name: &str, text: &str, outcome: &mut Outcome) {
     let mut first = FirstPass::default();
-    first_pass_text(estimators, name, text, &mut first);
+    first_pass_text(estimators, name, text, &mut first, None);
     let mut catalog = SchemaCatalog::new();
     if first.slots.iter().any(|s| matches!(s, Slot::Policy { .. })) && !first.crds.is_empty() {
         let sources: Vec<String> = first.crds.iter().map(|(s, _)| s.clone()).collect();
@@ -499,11 +541,31 @@ fn crd_rows(r: &ObjectReport) -> Vec<Row> {
                     vec![]
                 } else {
                     vec![("why", why.join("; "))]
-                },
+                }
+                .into_iter()
+                .chain(rule_suggestions(rule))
+                .collect(),
             });
         }
     }
     rows
+}
+
+/// A rule's suggested bounds, one line each (`suggest: add maxItems: 64 to ^.spec.tags ...`).
+fn rule_suggestions(rule: &crate::report::RuleReport) -> Vec<(&'static str, String)> {
+    crate::suggest::suggestion_lines(
+        &rule.suggestions,
+        rule.no_suggestion.as_deref(),
+        rule.cost.max(rule.message_expression_cost.unwrap_or(0)),
+    )
+    .into_iter()
+    .map(|l| ("suggest", l))
+    .collect()
+}
+
+/// A schema total's suggested bounds, one line each.
+fn total_suggestions(s: &crate::report::SchemaReport) -> Vec<String> {
+    crate::suggest::suggestion_lines(&s.suggestions, s.no_suggestion.as_deref(), s.total_cost)
 }
 
 /// The cost a policy expression is judged by: the typed estimate where there is one.
@@ -855,6 +917,9 @@ pub fn render_table(reports: &[ObjectReport]) -> String {
                 num(PER_SCHEMA_COST_LIMIT)
             )
             .unwrap();
+            for l in total_suggestions(s) {
+                writeln!(out, "      suggest: {l}").unwrap();
+            }
         }
         for l in policy_lines(r) {
             writeln!(out, "  {l}").unwrap();
@@ -982,6 +1047,9 @@ pub fn render_markdown(reports: &[ObjectReport]) -> String {
                 num(PER_SCHEMA_COST_LIMIT)
             )
             .unwrap();
+            for l in total_suggestions(s) {
+                writeln!(out, "  - suggest: {}", esc(&l)).unwrap();
+            }
         }
         for l in policy_lines(r) {
             writeln!(out, "- {l}").unwrap();

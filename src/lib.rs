@@ -8,6 +8,7 @@ pub mod goregexp;
 pub mod input;
 pub mod report;
 pub mod schema;
+pub mod suggest;
 pub mod vap;
 pub mod versions;
 

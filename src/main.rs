@@ -12,9 +12,10 @@ use celcost::budget::{CountingAllocator, Limits};
 use celcost::cel::decls::Version;
 use celcost::cel::minor::{Distribution, Minor};
 use celcost::cli::{
-    OutputFormat, estimate_paths, estimate_paths_range, render_json, render_markdown, render_table,
+    Minors, OutputFormat, estimate_paths_suggesting, render_json, render_markdown, render_table,
 };
 use celcost::controller::ControllerArgs;
+use celcost::schema::catalog::SchemaCatalog;
 use celcost::versions::RangeEstimator;
 
 /// Counts the bytes each estimate holds, so that one object cannot take the process's memory
@@ -61,6 +62,10 @@ enum Command {
         #[arg(long, default_value_t = (celcost::budget::DEFAULT_BYTES >> 20) as u64,
               value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
         max_memory_mib: u64,
+        /// Percent of a limit from which a CRD rule or schema total is "near budget": those
+        /// and the ones over their limit get suggested bounds that bring them below it.
+        #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u8).range(1..=100))]
+        near_budget_percent: u8,
         /// Files or directories (searched recursively for .yaml, .yml and .json).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -94,6 +99,7 @@ fn main() -> ExitCode {
             distribution,
             max_steps,
             max_memory_mib,
+            near_budget_percent,
             paths,
         } => {
             let limits = Limits {
@@ -106,10 +112,18 @@ fn main() -> ExitCode {
                 .filter_map(|v| Minor::of_distribution(*v, distribution))
                 .map(|m| Estimator::for_minor(m).with_limits(limits))
                 .collect();
+            let suggest = celcost::suggest::Settings::new(near_budget_percent);
+            let catalog = SchemaCatalog::new();
             let outcome = if estimators.len() == 1 {
-                estimate_paths(&estimators[0], &paths)
+                estimate_paths_suggesting(
+                    Minors::One(&estimators[0]),
+                    &paths,
+                    &catalog,
+                    Some(&suggest),
+                )
             } else {
-                estimate_paths_range(&RangeEstimator::new(estimators), &paths)
+                let range = RangeEstimator::new(estimators);
+                estimate_paths_suggesting(Minors::Range(&range), &paths, &catalog, Some(&suggest))
             };
             for s in &outcome.skipped {
                 eprintln!("{s}");

@@ -108,6 +108,14 @@ pub struct SchemaReport {
     /// Every rule, in schema walk order.
     #[serde(default)]
     pub rules: Vec<RuleReport>,
+    /// When `total_cost` is over [`PER_SCHEMA_COST_LIMIT`] or at the near-budget threshold:
+    /// bounds that bring it below the threshold, verified by re-estimating
+    /// ([`crate::suggest`]); the least restrictive first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<Suggestion>,
+    /// Set instead of `suggestions` when no bound brings the total below the threshold: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_suggestion: Option<String>,
 }
 
 /// One `x-kubernetes-validations` entry.
@@ -159,6 +167,52 @@ pub struct RuleReport {
     /// Why the number is what it is.
     #[serde(default, skip_serializing_if = "Drivers::is_empty")]
     pub drivers: Drivers,
+    /// When the rule (its cost, or its messageExpression's) is over [`PER_RULE_COST_LIMIT`] or
+    /// at the near-budget threshold: bounds that bring it below the threshold, verified by
+    /// re-estimating ([`crate::suggest`]); the least restrictive first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<Suggestion>,
+    /// Set instead of `suggestions` when no bound brings the rule below the threshold: why
+    /// (`no bound helps: ...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_suggestion: Option<String>,
+}
+
+/// One suggestion: schema bounds to add (or lower) **together**, and the estimate with all of
+/// them applied. Alternatives are separate suggestions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Suggestion {
+    /// The bounds, every one of them needed (one, or several when no single bound does it).
+    pub bounds: Vec<SuggestedBound>,
+    /// The cost once every bound is applied, from the estimator run again on the object with
+    /// them: for a rule, the higher of its cost (× cardinality) and its messageExpression's; for
+    /// a schema, its total.
+    pub cost_after: u64,
+}
+
+/// One schema bound of a [`Suggestion`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SuggestedBound {
+    /// The schema node, as `nodeFieldPath` names nodes, from the object root
+    /// (`spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[tags]`). Under
+    /// `spec.validation.openAPIV3Schema` (a schema every version shares) the bound goes in every
+    /// version's schema.
+    pub path: String,
+    /// The same node as rule paths name it (`^.spec.tags`).
+    pub schema_path: String,
+    /// `maxItems`, `maxProperties` or `maxLength`.
+    pub keyword: String,
+    pub value: i64,
+    /// The bound there now, which the suggestion lowers; absent when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<i64>,
+    /// The kubebuilder marker (`+kubebuilder:validation:MaxItems=64`).
+    pub marker: String,
+    /// Where the marker goes, as a Go field path (`.spec.tags`; `(type of .spec.m[*])` for a
+    /// node only a type can carry markers for).
+    pub marker_on: String,
 }
 
 /// What drives a rule's cost: the schema bounds an author can add.

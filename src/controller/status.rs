@@ -965,6 +965,7 @@ mod tests {
                 exceeds_total_limit: false,
                 rule_count: costs.len() as u64,
                 rules,
+                ..SchemaReport::default()
             }],
             ..ObjectReport::default()
         }
