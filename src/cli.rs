@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use crate::Estimator;
 use crate::estimate::TargetKind;
-use crate::input::{objects_of, parse_documents};
+use crate::input::{objects_of, parse_documents, parse_documents_located};
+use crate::locate::ObjectSource;
 use crate::report::{
     ExpressionReport, MATCH_CONDITIONS_COST_BUDGET, ObjectReport, PER_CALL_LIMIT,
     PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RUNTIME_COST_BUDGET,
@@ -19,6 +20,10 @@ pub enum OutputFormat {
     Table,
     Json,
     Markdown,
+    /// SARIF 2.1.0, for code scanning (`crate::ci`).
+    Sarif,
+    /// GitHub Actions workflow commands: annotations on a pull request's diff (`crate::ci`).
+    Github,
 }
 
 /// The outcome of estimating a set of paths.
@@ -53,6 +58,18 @@ impl Outcome {
             1
         } else {
             0
+        }
+    }
+}
+
+impl Outcome {
+    /// [`Outcome::exit_code`], and 1 when `fail_at` is given and a rule, total, policy
+    /// expression or policy evaluation reaches that percentage of its limit
+    /// ([`crate::ci::reaches`]).
+    pub fn exit_code_failing_at(&self, fail_at: Option<f64>) -> i32 {
+        match self.exit_code() {
+            0 if fail_at.is_some_and(|p| crate::ci::reaches(&self.reports, p)) => 1,
+            c => c,
         }
     }
 }
@@ -116,6 +133,8 @@ enum Slot {
     Policy {
         source: String,
         value: serde_json::Value,
+        /// Where it is in its file, to locate its expressions once estimated.
+        located: Option<ObjectSource>,
     },
 }
 
@@ -221,16 +240,24 @@ pub fn estimate_paths_suggesting(
         }
     }
     // Second pass: the policies, in parallel.
-    let policies: Vec<(&str, &serde_json::Value)> = first
+    let policies: Vec<(&str, &serde_json::Value, Option<&ObjectSource>)> = first
         .iter()
         .flat_map(|f| f.slots.iter())
         .filter_map(|s| match s {
-            Slot::Policy { source, value } => Some((source.as_str(), value)),
+            Slot::Policy {
+                source,
+                value,
+                located,
+            } => Some((source.as_str(), value, located.as_ref())),
             Slot::Done(_) => None,
         })
         .collect();
-    let mut estimated = parallel(&policies, threads, |(source, value)| {
-        estimators.estimate(value, |e| e.estimate_with(value, source, &catalog))
+    let mut estimated = parallel(&policies, threads, |(source, value, located)| {
+        let mut r = estimators.estimate(value, |e| e.estimate_with(value, source, &catalog));
+        if let (Some(r), Some(l)) = (&mut r, located) {
+            l.attach(r);
+        }
+        r
     })
     .into_iter();
     for f in first {
@@ -331,8 +358,9 @@ fn first_pass_text(
     out: &mut FirstPass,
     suggest: Option<&crate::suggest::Settings>,
 ) {
-    for doc in parse_documents(text) {
+    for (doc, positions) in parse_documents_located(text) {
         let source = format!("{name}#{}", doc.index);
+        let positions = positions.map(std::sync::Arc::new);
         match doc.value {
             Err(e) => out.input_errors.push(format!("{source}: {e}")),
             Ok(serde_json::Value::Null) => {}
@@ -342,6 +370,9 @@ fn first_pass_text(
             )),
             Ok(v) => {
                 for o in objects_of(&source, v) {
+                    let located = positions
+                        .clone()
+                        .and_then(|p| ObjectSource::of(name, p, &source, &o.source));
                     match TargetKind::of(&o.value) {
                         Some(
                             TargetKind::ValidatingAdmissionPolicy
@@ -349,6 +380,7 @@ fn first_pass_text(
                         ) => out.slots.push(Slot::Policy {
                             source: o.source,
                             value: o.value,
+                            located,
                         }),
                         Some(TargetKind::CustomResourceDefinition) => {
                             let defines = SchemaCatalog::crd_resources(&o.value);
@@ -356,14 +388,15 @@ fn first_pass_text(
                                 out.crds.push((o.source.clone(), defines));
                             }
                             let mut report = estimators
-                                .estimate(&o.value, |e| Some(e.estimate_crd(&o.value, &o.source)));
-                            if let (Some(settings), Some(e)) = (suggest, estimators.newest())
-                                && let Some(r) = report.take()
-                            {
-                                report = Some(crate::suggest::suggest(e, &o.value, r, settings));
+                                .estimate(&o.value, |e| Some(e.estimate_crd(&o.value, &o.source)))
+                                .unwrap_or_default();
+                            if let (Some(settings), Some(e)) = (suggest, estimators.newest()) {
+                                report = crate::suggest::suggest(e, &o.value, report, settings);
                             }
-                            out.slots
-                                .push(Slot::Done(Box::new(report.unwrap_or_default())));
+                            if let Some(l) = &located {
+                                l.attach(&mut report);
+                            }
+                            out.slots.push(Slot::Done(Box::new(report)));
                         }
                         None => {
                             let kind = o
@@ -406,9 +439,18 @@ pub fn estimate_text_range(estimators: Minors<'_>, name: &str, text: &str, outco
     for slot in first.slots {
         match slot {
             Slot::Done(r) => outcome.reports.push(*r),
-            Slot::Policy { source, value } => outcome.reports.extend(
-                estimators.estimate(&value, |e| e.estimate_with(&value, &source, &catalog)),
-            ),
+            Slot::Policy {
+                source,
+                value,
+                located,
+            } => {
+                let mut r =
+                    estimators.estimate(&value, |e| e.estimate_with(&value, &source, &catalog));
+                if let (Some(r), Some(l)) = (&mut r, &located) {
+                    l.attach(r);
+                }
+                outcome.reports.extend(r);
+            }
         }
     }
     outcome.input_errors.extend(first.input_errors);
@@ -569,7 +611,7 @@ fn total_suggestions(s: &crate::report::SchemaReport) -> Vec<String> {
 }
 
 /// The cost a policy expression is judged by: the typed estimate where there is one.
-fn judged_cost(e: &ExpressionReport) -> Option<u64> {
+pub(crate) fn judged_cost(e: &ExpressionReport) -> Option<u64> {
     e.typed.as_ref().map(|t| t.max_cost).or(e.max_cost)
 }
 
@@ -666,12 +708,43 @@ fn policy_rows(r: &ObjectReport) -> Vec<Row> {
 fn rows(r: &ObjectReport) -> Vec<Row> {
     let mut rows = crd_rows(r);
     rows.extend(policy_rows(r));
+    locate_rows(r, &mut rows);
     rows.sort_by(|a, b| {
         (b.cost as f64 / b.limit as f64)
             .partial_cmp(&(a.cost as f64 / a.limit as f64))
             .unwrap_or(std::cmp::Ordering::Equal)
     });
     rows
+}
+
+/// The rows' `at: file:line:column`, where it helps: on rows near their limit or that say what
+/// to change (drivers, compile errors). Rows come one per rule (schema by schema), then one per expression.
+fn locate_rows(r: &ObjectReport, rows: &mut [Row]) {
+    let locations = r
+        .schemas
+        .iter()
+        .flat_map(|s| s.rules.iter().map(|x| x.location.as_ref()))
+        .chain(r.expressions.iter().map(|e| e.location.as_ref()));
+    for (row, loc) in rows.iter_mut().zip(locations) {
+        let near = row.cost as f64 >= row.limit as f64 * NEAR_BUDGET_SHARE;
+        if let Some(l) = loc
+            && (near || row.why.iter().any(|(label, _)| *label != "typed"))
+        {
+            row.why.insert(0, ("at", l.to_string()));
+        }
+    }
+}
+
+/// The share of a limit from which the table shows where a row's rule is.
+const NEAR_BUDGET_SHARE: f64 = crate::ci::DEFAULT_NEAR_BUDGET_PERCENT / 100.0;
+
+/// ` (at file:line:column)` for error `i` of a report, when it was located.
+fn error_at(r: &ObjectReport, i: usize) -> String {
+    r.error_locations
+        .iter()
+        .find(|l| l.error as usize == i)
+        .map(|l| format!(" (at {})", l.location))
+        .unwrap_or_default()
 }
 
 fn header(r: &ObjectReport) -> String {
@@ -967,8 +1040,8 @@ pub fn render_table(reports: &[ObjectReport]) -> String {
                 }
             }
         }
-        for e in &r.errors {
-            writeln!(out, "  error: {}", truncate(e, 400)).unwrap();
+        for (i, e) in r.errors.iter().enumerate() {
+            writeln!(out, "  error: {}{}", truncate(e, 400), error_at(r, i)).unwrap();
         }
         out.push('\n');
     }
@@ -1084,13 +1157,138 @@ pub fn render_markdown(reports: &[ObjectReport]) -> String {
         }
         if !r.errors.is_empty() {
             writeln!(out, "\nErrors the API server would return:\n").unwrap();
-            for e in &r.errors {
-                writeln!(out, "- `{}`", truncate(e, 400).replace('`', "'")).unwrap();
+            for (i, e) in r.errors.iter().enumerate() {
+                writeln!(
+                    out,
+                    "- `{}`{}",
+                    truncate(e, 400).replace('`', "'"),
+                    esc(&error_at(r, i))
+                )
+                .unwrap();
             }
         }
         out.push('\n');
     }
     out
+}
+
+// ---------------------------------------------------------------------------------------------
+// `celcost diff`.
+
+/// `4,100,000 = 41.0%`, or `does not compile`, or `—`.
+fn diff_value(cost: Option<u64>, err: &Option<String>, limit: u64) -> String {
+    match (cost, err) {
+        (_, Some(_)) => "does not compile".into(),
+        (Some(c), None) => format!("{} = {}", num(c), percent(c, limit)),
+        (None, None) => "—".into(),
+    }
+}
+
+fn verdict_word(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => "accepted",
+        Some(false) => "REJECTED",
+        None => "absent",
+    }
+}
+
+/// The diff as JSON lines, one per object.
+pub fn render_diff_json(d: &[crate::diff::ObjectDiff]) -> String {
+    let mut out = String::new();
+    for o in d {
+        out.push_str(&serde_json::to_string(o).unwrap_or_default());
+        out.push('\n');
+    }
+    out
+}
+
+/// The diff for people: changed objects, their verdicts, and each unit's before → after.
+pub fn render_diff_table(d: &[crate::diff::ObjectDiff]) -> String {
+    let mut out = String::new();
+    for o in d.iter().filter(|o| o.change != "unchanged") {
+        writeln!(
+            out,
+            "{} {} — {}: {} → {}",
+            o.kind,
+            o.name,
+            o.change,
+            verdict_word(o.valid_before),
+            verdict_word(o.valid_after)
+        )
+        .unwrap();
+        for u in &o.units {
+            writeln!(
+                out,
+                "  {} ({}): {} → {} of {}",
+                u.unit,
+                u.change,
+                diff_value(u.cost_before, &u.compile_error_before, u.limit),
+                diff_value(u.cost_after, &u.compile_error_after, u.limit),
+                num(u.limit)
+            )
+            .unwrap();
+        }
+        out.push('\n');
+    }
+    let unchanged = d.iter().filter(|o| o.change == "unchanged").count();
+    writeln!(out, "{unchanged} objects unchanged").unwrap();
+    out
+}
+
+/// The diff as Markdown for a pull-request comment.
+pub fn render_diff_markdown(d: &[crate::diff::ObjectDiff]) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut out = String::from("### celcost: CEL cost changes\n\n");
+    let changed: Vec<_> = d.iter().filter(|o| o.change != "unchanged").collect();
+    if changed.is_empty() {
+        out.push_str("No estimated cost changes.\n");
+        return out;
+    }
+    out.push_str("| object | rule | before | after |\n|---|---|---:|---:|\n");
+    for o in &changed {
+        if o.valid_before != o.valid_after {
+            writeln!(
+                out,
+                "| {} `{}` | **verdict** | {} | **{}** |",
+                o.kind,
+                esc(&o.name),
+                verdict_word(o.valid_before),
+                verdict_word(o.valid_after)
+            )
+            .unwrap();
+        }
+        for u in &o.units {
+            let pct = |c: Option<u64>, e: &Option<String>| match (c, e) {
+                (_, Some(_)) => "does not compile".to_string(),
+                (Some(c), None) => percent(c, u.limit),
+                (None, None) => "—".to_string(),
+            };
+            writeln!(
+                out,
+                "| {} `{}` | `{}` ({}) | {} | {} of {} |",
+                o.kind,
+                esc(&o.name),
+                esc(&u.unit),
+                u.change,
+                pct(u.cost_before, &u.compile_error_before),
+                pct(u.cost_after, &u.compile_error_after),
+                short_limit(u.limit)
+            )
+            .unwrap();
+        }
+    }
+    let unchanged = d.len() - changed.len();
+    writeln!(out, "\n{unchanged} objects unchanged.").unwrap();
+    out
+}
+
+/// `10M`, `100M`, `1M`.
+fn short_limit(limit: u64) -> String {
+    if limit.is_multiple_of(1_000_000) {
+        format!("{}M", limit / 1_000_000)
+    } else {
+        num(limit)
+    }
 }
 
 #[cfg(test)]

@@ -143,6 +143,7 @@ impl Estimator {
                 }
                 .to_string(),
                 message: stop.to_string(),
+                location: None,
             }),
             ..ObjectReport::default()
         }

@@ -5,8 +5,10 @@
 
 use std::collections::HashMap;
 
-use saphyr_parser::{Event, Parser, ScalarStyle};
+use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 use serde_json::{Map, Number, Value};
+
+use crate::positions::{Positions, Recorder};
 
 /// Containers nested deeper than this are refused.
 pub const MAX_DEPTH: usize = 10_000;
@@ -38,6 +40,30 @@ pub fn parse_documents(text: &str) -> Vec<Document> {
             index: n + 1,
             value: parse_one(chunk, first_line),
         });
+    }
+    docs
+}
+
+/// As [`parse_documents`], each document with where its nodes are in the file
+/// ([`crate::positions`]): `None` for a document that could not be read, and for a JSON
+/// document nested deeper than the YAML parser goes (read as JSON, without positions).
+pub fn parse_documents_located(text: &str) -> Vec<(Document, Option<Positions>)> {
+    if text.as_bytes().contains(&0) {
+        return parse_documents(text)
+            .into_iter()
+            .map(|d| (d, None))
+            .collect();
+    }
+    let mut docs = Vec::new();
+    for (n, (first_line, chunk)) in split_documents(text).into_iter().enumerate() {
+        let (value, positions) = parse_one_located(chunk, first_line, true);
+        docs.push((
+            Document {
+                index: n + 1,
+                value,
+            },
+            positions,
+        ));
     }
     docs
 }
@@ -112,7 +138,18 @@ fn deep_json(text: &str) -> Option<Result<Value, String>> {
 }
 
 fn parse_one(text: &str, first_line: usize) -> Result<Value, String> {
+    parse_one_located(text, first_line, false).0
+}
+
+fn parse_one_located(
+    text: &str,
+    first_line: usize,
+    located: bool,
+) -> (Result<Value, String>, Option<Positions>) {
     let mut b = Builder::new();
+    if located {
+        b.positions = Some(Recorder::new(text, first_line));
+    }
     let mut parser = Parser::new_from_str(text);
     let mut seen_document = false;
     loop {
@@ -124,27 +161,37 @@ fn parse_one(text: &str, first_line: usize) -> Result<Value, String> {
                     // The YAML scanner counts flow (`{}`/`[]`) levels in a byte; the API server
                     // reads JSON to 10,000 levels. A JSON document that deep is read as JSON.
                     if let Some(v) = deep_json(text) {
-                        return v;
+                        return (v, None);
                     }
                     "nesting is too deep (the YAML parser's recursion limit)"
                 } else {
                     e.info()
                 };
-                return Err(format!(
-                    "YAML syntax error at line {} column {}: {info}",
-                    m.line() + first_line - 1,
-                    m.col() + 1
-                ));
+                return (
+                    Err(format!(
+                        "YAML syntax error at line {} column {}: {info}",
+                        m.line() + first_line - 1,
+                        m.col() + 1
+                    )),
+                    None,
+                );
             }
-            Some(Ok((ev, _span))) => match ev {
+            Some(Ok((ev, span))) => match ev {
                 Event::DocumentStart(_) => {
                     if seen_document {
                         break;
                     }
                     seen_document = true;
+                    if let Some(p) = &mut b.positions {
+                        p.event_end(span);
+                    }
                 }
-                Event::DocumentEnd | Event::StreamStart | Event::StreamEnd | Event::Nothing => {}
-                other => b.on_event(other),
+                Event::DocumentEnd | Event::StreamStart | Event::StreamEnd | Event::Nothing => {
+                    if let Some(p) = &mut b.positions {
+                        p.event_end(span);
+                    }
+                }
+                other => b.on_event(other, span),
             },
         }
     }
@@ -156,15 +203,17 @@ enum Frame {
     Map(Map<String, Value>, Option<String>, usize),
 }
 
-struct Builder {
+struct Builder<'t> {
     stack: Vec<Frame>,
     root: Option<Value>,
     anchors: HashMap<usize, Value>,
     error: Option<String>,
     alias_nodes: usize,
+    /// Where each node is, when asked for ([`parse_documents_located`]).
+    positions: Option<Recorder<'t>>,
 }
 
-impl Builder {
+impl<'t> Builder<'t> {
     fn new() -> Self {
         Builder {
             stack: Vec::new(),
@@ -172,14 +221,18 @@ impl Builder {
             anchors: HashMap::new(),
             error: None,
             alias_nodes: 0,
+            positions: None,
         }
     }
 
-    fn finish(self) -> Result<Value, String> {
+    fn finish(self) -> (Result<Value, String>, Option<Positions>) {
         if let Some(e) = self.error {
-            return Err(e);
+            return (Err(e), None);
         }
-        Ok(self.root.unwrap_or(Value::Null))
+        (
+            Ok(self.root.unwrap_or(Value::Null)),
+            self.positions.map(Recorder::finish),
+        )
     }
 
     fn fail(&mut self, msg: String) {
@@ -189,19 +242,33 @@ impl Builder {
         self.stack.clear();
     }
 
-    fn on_event(&mut self, ev: Event<'_>) {
+    fn on_event(&mut self, ev: Event<'_>, span: Span) {
         if self.error.is_some() {
             return;
         }
+        self.on_event_inner(ev, span);
+        if let Some(p) = &mut self.positions {
+            p.event_end(span);
+        }
+    }
+
+    fn on_event_inner(&mut self, ev: Event<'_>, span: Span) {
         match ev {
             Event::Scalar(text, style, anchor, tag) => {
+                let node = self
+                    .positions
+                    .as_mut()
+                    .map(|p| p.scalar(span, style, tag.is_some() || anchor != 0));
                 let tag = tag.map(|t| format!("{}{}", t.handle, t.suffix));
                 let v = resolve_scalar(&text, style, tag.as_deref());
-                self.push_value(v, anchor);
+                self.push_value(v, anchor, node);
             }
             Event::SequenceStart(anchor, _) => {
                 if self.stack.len() >= MAX_DEPTH {
                     return self.fail(format!("YAML nesting is deeper than {MAX_DEPTH} levels"));
+                }
+                if let Some(p) = &mut self.positions {
+                    p.open(span);
                 }
                 self.stack.push(Frame::Seq(Vec::new(), anchor));
             }
@@ -209,16 +276,21 @@ impl Builder {
                 if self.stack.len() >= MAX_DEPTH {
                     return self.fail(format!("YAML nesting is deeper than {MAX_DEPTH} levels"));
                 }
+                if let Some(p) = &mut self.positions {
+                    p.open(span);
+                }
                 self.stack.push(Frame::Map(Map::new(), None, anchor));
             }
             Event::SequenceEnd => {
                 if let Some(Frame::Seq(v, anchor)) = self.stack.pop() {
-                    self.push_value(Value::Array(v), anchor);
+                    let node = self.positions.as_mut().map(|p| p.close(true));
+                    self.push_value(Value::Array(v), anchor, node);
                 }
             }
             Event::MappingEnd => {
                 if let Some(Frame::Map(m, _, anchor)) = self.stack.pop() {
-                    self.push_value(Value::Object(m), anchor);
+                    let node = self.positions.as_mut().map(|p| p.close(false));
+                    self.push_value(Value::Object(m), anchor, node);
                 }
             }
             Event::Alias(id) => {
@@ -231,15 +303,28 @@ impl Builder {
                 if self.alias_nodes > MAX_ALIAS_NODES {
                     return self.fail("document contains excessive aliasing".into());
                 }
-                self.push_value(v, 0);
+                let node = self.positions.as_mut().map(|p| p.alias(span, id));
+                self.push_value(v, 0, node);
             }
             _ => {}
         }
     }
 
-    fn push_value(&mut self, v: Value, anchor: usize) {
+    /// `node`: the value's node in the positions being recorded, if any.
+    fn push_value(&mut self, v: Value, anchor: usize, node: Option<u32>) {
         if anchor != 0 {
             self.anchors.insert(anchor, v.clone());
+        }
+        if let (Some(p), Some(node)) = (&mut self.positions, node) {
+            if anchor != 0 {
+                p.anchor(anchor, node);
+            }
+            match self.stack.last() {
+                None => p.root(node),
+                Some(Frame::Seq(..)) => p.item(node),
+                Some(Frame::Map(_, None, _)) => p.key(node),
+                Some(Frame::Map(_, Some(k), _)) => p.value(k, node),
+            }
         }
         match self.stack.last_mut() {
             None => self.root = Some(v),

@@ -12,7 +12,8 @@ use celcost::budget::{CountingAllocator, Limits};
 use celcost::cel::decls::Version;
 use celcost::cel::minor::{Distribution, Minor};
 use celcost::cli::{
-    Minors, OutputFormat, estimate_paths_suggesting, render_json, render_markdown, render_table,
+    Minors, OutputFormat, estimate_paths, estimate_paths_suggesting, render_json, render_markdown,
+    render_table,
 };
 use celcost::controller::ControllerArgs;
 use celcost::schema::catalog::SchemaCatalog;
@@ -62,13 +63,40 @@ enum Command {
         #[arg(long, default_value_t = (celcost::budget::DEFAULT_BYTES >> 20) as u64,
               value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
         max_memory_mib: u64,
-        /// Percent of a limit from which a CRD rule or schema total is "near budget": those
-        /// and the ones over their limit get suggested bounds that bring them below it.
-        #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u8).range(1..=100))]
-        near_budget_percent: u8,
+        /// Exit with status 1 when any rule or total reaches this percentage of its limit
+        /// (policies: an expression of the per-call limit, an evaluation of its runtime budget,
+        /// as the table judges them), not only when the API server would reject an object.
+        #[arg(long, value_name = "PERCENT", value_parser = celcost::ci::parse_percent)]
+        fail_at: Option<f64>,
+        /// The near-budget threshold, in percent of the limit: rules, totals and policy
+        /// expressions at or above it are warnings in the sarif and github outputs, and CRD rules
+        /// and totals at or above it (or over their limit) get suggested bounds that bring them
+        /// below it.
+        #[arg(long, value_name = "PERCENT", default_value_t = celcost::ci::DEFAULT_NEAR_BUDGET_PERCENT,
+              value_parser = celcost::ci::parse_percent)]
+        near_budget_percent: f64,
         /// Files or directories (searched recursively for .yaml, .yml and .json).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+    },
+    /// Compare the estimates of two versions of the same manifests (files or directories):
+    /// per object and rule, the cost before and after, added and removed rules, and verdict
+    /// changes. Exit status: 0 when every object of HEAD would be accepted, 1 when one would be
+    /// rejected, 2 on unreadable input or bad usage.
+    Diff {
+        /// Output format (markdown: a pull-request comment).
+        #[arg(long, short, value_enum, default_value = "table")]
+        output: OutputFormat,
+        /// Kubernetes minor whose API server to follow (1.30 to 1.36).
+        #[arg(long, default_value = "1.36", value_parser = celcost::cel::minor::parse_version)]
+        kubernetes_version: Version,
+        /// Whose build of that minor: `kubernetes` or `openshift`.
+        #[arg(long, default_value = "kubernetes", value_parser = Distribution::parse)]
+        distribution: Distribution,
+        /// The manifests before the change.
+        base: PathBuf,
+        /// The manifests after the change.
+        head: PathBuf,
     },
     /// Run the operator: watch CRDs and ValidatingAdmissionPolicies and write CostReports.
     Controller(ControllerArgs),
@@ -99,6 +127,7 @@ fn main() -> ExitCode {
             distribution,
             max_steps,
             max_memory_mib,
+            fail_at,
             near_budget_percent,
             paths,
         } => {
@@ -140,11 +169,67 @@ fn main() -> ExitCode {
                 OutputFormat::Json => render_json(&outcome.reports),
                 OutputFormat::Table => render_table(&outcome.reports),
                 OutputFormat::Markdown => render_markdown(&outcome.reports),
+                OutputFormat::Sarif => {
+                    celcost::ci::render_sarif(&outcome.reports, near_budget_percent)
+                }
+                OutputFormat::Github => {
+                    celcost::ci::render_github(&outcome.reports, near_budget_percent)
+                }
             };
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(text.as_bytes());
             let _ = stdout.flush();
-            ExitCode::from(outcome.exit_code() as u8)
+            let code = outcome.exit_code_failing_at(fail_at);
+            if code == 1
+                && outcome.exit_code() == 0
+                && let Some(p) = fail_at
+            {
+                eprintln!(
+                    "celcost: a rule, total or policy expression reaches {p}% of its limit (--fail-at)"
+                );
+            }
+            ExitCode::from(code as u8)
+        }
+        Command::Diff {
+            output,
+            kubernetes_version,
+            distribution,
+            base,
+            head,
+        } => {
+            let Some(minor) = Minor::of_distribution(kubernetes_version, distribution) else {
+                return ExitCode::from(2);
+            };
+            let estimator = Estimator::for_minor(minor);
+            let before = estimate_paths(&estimator, std::slice::from_ref(&base));
+            let after = estimate_paths(&estimator, std::slice::from_ref(&head));
+            for e in before.input_errors.iter().chain(&after.input_errors) {
+                eprintln!("error: {e}");
+            }
+            let d = celcost::diff::diff(&before.reports, &after.reports);
+            let text = match output {
+                OutputFormat::Json => celcost::cli::render_diff_json(&d),
+                OutputFormat::Table => celcost::cli::render_diff_table(&d),
+                OutputFormat::Markdown => celcost::cli::render_diff_markdown(&d),
+                // Annotations belong on the head: what the change leaves in the files.
+                OutputFormat::Sarif => celcost::ci::render_sarif(
+                    &after.reports,
+                    celcost::ci::DEFAULT_NEAR_BUDGET_PERCENT,
+                ),
+                OutputFormat::Github => celcost::ci::render_github(
+                    &after.reports,
+                    celcost::ci::DEFAULT_NEAR_BUDGET_PERCENT,
+                ),
+            };
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(text.as_bytes());
+            let _ = stdout.flush();
+            let code = if !before.input_errors.is_empty() {
+                2
+            } else {
+                after.exit_code()
+            };
+            ExitCode::from(code as u8)
         }
         Command::Controller(args) => {
             limit_malloc_arenas();

@@ -72,6 +72,47 @@ pub struct ObjectReport {
     /// an API version the API server serves only when the cluster enables it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Where the object starts in the file it was read from (absent for objects read from a
+    /// cluster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<SourceLocation>,
+    /// Where in the file each of `errors` points: the node its field path names, or the
+    /// nearest ancestor the file has (absent for objects read from a cluster).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub error_locations: Vec<ErrorLocation>,
+}
+
+/// A place in a file: `file:line:column`, 1-based, the column in characters. For a rule or an
+/// expression, where its scalar's token starts: the opening quote of a quoted scalar, the `|`
+/// or `>` of a block scalar, the first character of a plain one (after any tag or anchor).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceLocation {
+    /// The path as given on the command line (joined with the directory's entries).
+    pub file: String,
+    pub line: u64,
+    pub column: u64,
+}
+
+impl std::fmt::Display for SourceLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// Where an API server error points in the file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorLocation {
+    /// Index in the report's `errors`.
+    pub error: u64,
+    /// The part of the error's field path that the file has (the whole path when it has the
+    /// node; `spec.validation.openAPIV3Schema` is found at the first version's
+    /// `spec.versions[0].schema.openAPIV3Schema`, as the API server reads a schema all
+    /// versions share).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub field_path: String,
+    pub location: SourceLocation,
 }
 
 /// Why an object has no estimate.
@@ -82,6 +123,10 @@ pub struct EstimateStopped {
     pub reason: String,
     /// `estimate stopped: work budget of N steps exceeded at spec.variables[42].expression`.
     pub message: String,
+    /// Where in the file the estimate stopped (the node the message names, or the nearest
+    /// one the file has).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<SourceLocation>,
 }
 
 /// Reasons of [`EstimateStopped`].
@@ -116,6 +161,10 @@ pub struct SchemaReport {
     /// Set instead of `suggestions` when no bound brings the total below the threshold: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_suggestion: Option<String>,
+    /// Where the schema (`openAPIV3Schema`) is in the file; for a schema all versions share,
+    /// the first version's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<SourceLocation>,
 }
 
 /// One `x-kubernetes-validations` entry.
@@ -167,9 +216,16 @@ pub struct RuleReport {
     /// Why the number is what it is.
     #[serde(default, skip_serializing_if = "Drivers::is_empty")]
     pub drivers: Drivers,
+    /// Where the rule's text is in the file (for a schema all versions share, in the first
+    /// version's schema).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<SourceLocation>,
+    /// Where the messageExpression's text is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_expression_location: Option<SourceLocation>,
     /// When the rule (its cost, or its messageExpression's) is over [`PER_RULE_COST_LIMIT`] or
     /// at the near-budget threshold: bounds that bring it below the threshold, verified by
-    /// re-estimating ([`crate::suggest`]); the least restrictive first.
+    /// re-estimating ([`crate::suggest`]); the least restrictive alternative first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<Suggestion>,
     /// Set instead of `suggestions` when no bound brings the rule below the threshold: why
@@ -178,33 +234,29 @@ pub struct RuleReport {
     pub no_suggestion: Option<String>,
 }
 
-/// One suggestion: schema bounds to add (or lower) **together**, and the estimate with all of
-/// them applied. Alternatives are separate suggestions.
+/// One suggested schema bound. Bounds with the same `group` are one alternative, to be applied
+/// **together** (a group of several: no single bound does it); `costAfter` is the cost with
+/// every bound of its group applied. Groups are numbered from 0, the least restrictive first.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Suggestion {
-    /// The bounds, every one of them needed (one, or several when no single bound does it).
-    pub bounds: Vec<SuggestedBound>,
-    /// The cost once every bound is applied, from the estimator run again on the object with
-    /// them: for a rule, the higher of its cost (× cardinality) and its messageExpression's; for
-    /// a schema, its total.
-    pub cost_after: u64,
-}
-
-/// One schema bound of a [`Suggestion`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SuggestedBound {
     /// The schema node, as `nodeFieldPath` names nodes, from the object root
     /// (`spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[tags]`). Under
     /// `spec.validation.openAPIV3Schema` (a schema every version shares) the bound goes in every
     /// version's schema.
     pub path: String,
-    /// The same node as rule paths name it (`^.spec.tags`).
-    pub schema_path: String,
     /// `maxItems`, `maxProperties` or `maxLength`.
     pub keyword: String,
     pub value: i64,
+    /// The cost once every bound of the group is applied, from the estimator run again on the
+    /// object with them: for a rule, the higher of its cost (× cardinality) and its
+    /// messageExpression's; for a schema, its total.
+    pub cost_after: u64,
+    /// The alternative this bound is part of.
+    #[serde(default)]
+    pub group: u32,
+    /// The same node as rule paths name it (`^.spec.tags`).
+    pub schema_path: String,
     /// The bound there now, which the suggestion lowers; absent when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current: Option<i64>,
@@ -213,6 +265,18 @@ pub struct SuggestedBound {
     /// Where the marker goes, as a Go field path (`.spec.tags`; `(type of .spec.m[*])` for a
     /// node only a type can carry markers for).
     pub marker_on: String,
+}
+
+/// The alternatives of a list of suggestions: the bounds of each group, in order.
+pub fn suggestion_groups(s: &[Suggestion]) -> Vec<Vec<&Suggestion>> {
+    let mut out: Vec<Vec<&Suggestion>> = Vec::new();
+    for x in s {
+        match out.iter_mut().find(|g| g[0].group == x.group) {
+            Some(g) => g.push(x),
+            None => out.push(vec![x]),
+        }
+    }
+    out
 }
 
 /// What drives a rule's cost: the schema bounds an author can add.
@@ -267,6 +331,9 @@ pub struct ExpressionReport {
     /// of what the policy matches. Absent when no schema was available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub typed: Option<TypedEstimate>,
+    /// Where the expression's text is in the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<SourceLocation>,
 }
 
 /// An estimate with `object`, `oldObject` and `params` typed from schemas.

@@ -69,7 +69,7 @@ use crate::cli::num;
 use crate::crd::{max_elements, multiply_with_overflow_guard, multiply_with_overflow_guard_card};
 use crate::report::{
     ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, SchemaReport,
-    SuggestedBound, Suggestion,
+    Suggestion, suggestion_groups,
 };
 use crate::schema::decltype::{
     DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES, RuleSizes, escape, schema_decl_type,
@@ -87,11 +87,12 @@ const MAX_TOTAL_RULES: usize = 256;
 const SEARCH_STACK: usize = 64 << 20;
 
 /// What counts as a finding, and how much work one object's search may take.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Settings {
-    /// A rule or total at or above this percent of its limit gets suggestions (1..=100; the
-    /// operator's and the CLI's `--near-budget-percent`), and a suggestion brings it below.
-    pub near_budget_percent: u8,
+    /// A rule or total at or above this percent of its limit (or over the limit) gets
+    /// suggestions (the CLI's and the operator's near-budget percent), and a suggestion brings
+    /// it below both.
+    pub near_budget_percent: f64,
     /// Probes (re-estimates of a rule) one object's search may make.
     pub max_evaluations: usize,
     /// Whole-object re-estimates (verifications) one object may take.
@@ -100,22 +101,29 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings::new(80)
+        Settings::new(crate::ci::DEFAULT_NEAR_BUDGET_PERCENT)
     }
 }
 
 impl Settings {
-    pub fn new(near_budget_percent: u8) -> Self {
+    /// `near_budget_percent` not above 0 (or not a number) counts as the default.
+    pub fn new(near_budget_percent: f64) -> Self {
+        let p = if near_budget_percent.is_finite() && near_budget_percent > 0.0 {
+            near_budget_percent
+        } else {
+            crate::ci::DEFAULT_NEAR_BUDGET_PERCENT
+        };
         Settings {
-            near_budget_percent: near_budget_percent.clamp(1, 100),
+            near_budget_percent: p,
             max_evaluations: 4_000,
             max_verifications: 48,
         }
     }
 
-    /// Whether `cost` is below the threshold of `limit` (and so, at most the limit).
+    /// Whether `cost` is at most `limit` and below the threshold (the same share the sarif and
+    /// github outputs call near budget).
     pub fn fits(&self, cost: u64, limit: u64) -> bool {
-        u128::from(cost) * 100 < u128::from(self.near_budget_percent) * u128::from(limit)
+        cost <= limit && !crate::ci::reaches_share(cost, limit, self.near_budget_percent)
     }
 }
 
@@ -1228,7 +1236,7 @@ pub fn suggest(
         let schema = &report.schemas[si];
         let root = roots[si]
             .get_or_insert_with(|| Root::read(object, &schema.schema_field_path, &schema.versions));
-        let answer: Result<Vec<Suggestion>, String> = match root {
+        let answer: Result<Vec<Vec<Suggestion>>, String> = match root {
             None => Err("no suggestion: the schema could not be read back from the object".into()),
             Some(_) if steps_left == 0 || evals_left == 0 || verifications_left == 0 => Err(
                 "no suggestion: the search's work budget for this object is spent (on the findings above)"
@@ -1262,7 +1270,19 @@ pub fn suggest(
             }
         };
         let (sugg, none) = match answer {
-            Ok(s) => (s, None),
+            Ok(groups) => (
+                groups
+                    .into_iter()
+                    .enumerate()
+                    .flat_map(|(g, bounds)| {
+                        bounds.into_iter().map(move |mut b| {
+                            b.group = g as u32;
+                            b
+                        })
+                    })
+                    .collect(),
+                None,
+            ),
             Err(why) => (Vec::new(), Some(why)),
         };
         let schema = &mut report.schemas[si];
@@ -1292,7 +1312,7 @@ fn search_and_verify(
     settings: &Settings,
     evals_left: &mut usize,
     verifications_left: &mut usize,
-) -> Result<Vec<Suggestion>, String> {
+) -> Result<Vec<Vec<Suggestion>>, String> {
     let env = estimator.env();
     let schema = &report.schemas[si];
     let fp = schema.schema_field_path.as_str();
@@ -1425,13 +1445,12 @@ fn search_and_verify(
             &root.pointers,
             &bounds,
         ) {
-            Ok(after) if settings.fits(after, limit) && after < before => out.push(Suggestion {
-                bounds: bounds
+            Ok(after) if settings.fits(after, limit) && after < before => out.push(
+                bounds
                     .iter()
-                    .map(|(s, v)| suggested_bound(fp, s, *v))
+                    .map(|(s, v)| suggested_bound(fp, s, *v, after))
                     .collect(),
-                cost_after: after,
-            }),
+            ),
             Ok(after) => rejected.push(format!(
                 "{} gives {} once estimated whole",
                 bounds
@@ -1538,7 +1557,7 @@ fn json_node<'v>(object: &'v mut Value, pointer: &str, path: &[Step]) -> Option<
     Some(v)
 }
 
-fn suggested_bound(root_field_path: &str, s: &Site, value: i64) -> SuggestedBound {
+fn suggested_bound(root_field_path: &str, s: &Site, value: i64, cost_after: u64) -> Suggestion {
     let name = s.keyword.marker_name();
     let go = |path: &[Step]| schema_path(path).trim_start_matches('^').to_string();
     let (marker, on) = match (s.node.last(), s.node.iter().rev().nth(1)) {
@@ -1559,11 +1578,13 @@ fn suggested_bound(root_field_path: &str, s: &Site, value: i64) -> SuggestedBoun
             format!("(type of {})", go(&s.node)),
         ),
     };
-    SuggestedBound {
+    Suggestion {
         path: field_path(root_field_path, &s.node),
         schema_path: schema_path(&s.node),
         keyword: s.keyword.name().to_string(),
         value,
+        cost_after,
+        group: 0,
         current: s.current,
         marker,
         marker_on: on,
@@ -1573,12 +1594,11 @@ fn suggested_bound(root_field_path: &str, s: &Site, value: i64) -> SuggestedBoun
 // ---------------------------------------------------------------------------------------------
 // Text, for the table, markdown, SARIF and events.
 
-/// One suggestion as a line a person can act on:
+/// One alternative (the bounds of one group) as a line a person can act on:
 /// `add maxItems: 64 to ^.spec.tags (+kubebuilder:validation:MaxItems=64): cost 9,120,000 →
 /// 570,000`; several bounds are joined with `and`, prefixed `together:`.
-pub fn suggestion_line(s: &Suggestion, cost_before: u64) -> String {
-    let parts: Vec<String> = s
-        .bounds
+pub fn suggestion_line(group: &[&Suggestion], cost_before: u64) -> String {
+    let parts: Vec<String> = group
         .iter()
         .map(|b| {
             let place = match b.path.strip_prefix("spec.versions[") {
@@ -1590,11 +1610,7 @@ pub fn suggestion_line(s: &Suggestion, cost_before: u64) -> String {
                 }
                 None => String::new(),
             };
-            let marker = if b.marker_on == b.schema_path.trim_start_matches('^') {
-                b.marker.clone()
-            } else {
-                format!("{} on {}", b.marker, b.marker_on)
-            };
+            let marker = format!("{} on {}", b.marker, b.marker_on);
             match b.current {
                 Some(c) => format!(
                     "lower {} from {c} to {} on {}{place} ({marker})",
@@ -1608,30 +1624,32 @@ pub fn suggestion_line(s: &Suggestion, cost_before: u64) -> String {
         })
         .collect();
     let prefix = if parts.len() > 1 { "together: " } else { "" };
+    let after = group.first().map(|b| b.cost_after).unwrap_or_default();
     format!(
         "{prefix}{}: cost {} → {}",
         parts.join(" and "),
         num(cost_before),
-        num(s.cost_after)
+        num(after)
     )
 }
 
-/// Every suggestion as a line (alternatives after the first start with `or: `), or the reason
-/// none helps.
+/// Every alternative as a line (those after the first start with `or: `), or the reason none
+/// helps.
 pub fn suggestion_lines(
     suggestions: &[Suggestion],
     none: Option<&str>,
     before: u64,
 ) -> Vec<String> {
-    let mut out: Vec<String> = suggestions
+    let groups = suggestion_groups(suggestions);
+    let mut out: Vec<String> = groups
         .iter()
         .enumerate()
-        .map(|(i, s)| {
-            let l = suggestion_line(s, before);
+        .map(|(i, g)| {
+            let l = suggestion_line(g, before);
             if i == 0 { l } else { format!("or: {l}") }
         })
         .collect();
-    if out.first().is_some() && suggestions.iter().all(|s| s.bounds.len() > 1) {
+    if out.first().is_some() && groups.iter().all(|g| g.len() > 1) {
         out[0] = format!("{} (no single bound does it)", out[0]);
     }
     if out.is_empty()
@@ -1640,6 +1658,30 @@ pub fn suggestion_lines(
         out.push(n.to_string());
     }
     out
+}
+
+/// The best alternative as a short phrase for an event: `add maxItems: 64 to .spec.tags (cost
+/// 9,120,000 → 570,000)`; several bounds joined with `and`.
+pub fn suggestion_phrase(suggestions: &[Suggestion], before: u64) -> Option<String> {
+    let groups = suggestion_groups(suggestions);
+    let g = groups.first()?;
+    let parts: Vec<String> = g
+        .iter()
+        .map(|b| {
+            let at = b.schema_path.trim_start_matches('^');
+            let at = if at.is_empty() { "the schema root" } else { at };
+            match b.current {
+                Some(c) => format!("lower {} from {c} to {} on {at}", b.keyword, b.value),
+                None => format!("add {}: {} to {at}", b.keyword, b.value),
+            }
+        })
+        .collect();
+    Some(format!(
+        "{} (cost {} → {})",
+        parts.join(" and "),
+        num(before),
+        num(g[0].cost_after)
+    ))
 }
 
 /// A rule's best suggestion as one line, or why none helps; `None` when the rule needs none.
@@ -1667,11 +1709,12 @@ pub fn apply_first_suggestions(object: &Value, report: &ObjectReport) -> Value {
     let firsts = report.schemas.iter().flat_map(|s| {
         s.rules
             .iter()
-            .filter_map(|r| r.suggestions.first())
-            .chain(s.suggestions.first())
+            .map(|r| &r.suggestions)
+            .chain(std::iter::once(&s.suggestions))
+            .filter_map(|v| suggestion_groups(v).into_iter().next())
     });
-    for s in firsts {
-        for b in &s.bounds {
+    for g in firsts {
+        for b in g {
             match wanted
                 .iter_mut()
                 .find(|w| w.0 == b.path && w.1 == b.keyword)

@@ -353,6 +353,7 @@ struct Differences {
     two_var_macros: bool,
     sort_by: bool,
     cost_algorithm: bool,
+    optional_macros: bool,
     format_validator: bool,
     kubernetes_type_equality: bool,
     url_result_size: bool,
@@ -400,6 +401,8 @@ impl Differences {
             two_var_macros: ea.parser.two_var_comprehensions != eb.parser.two_var_comprehensions,
             sort_by: ea.parser.lists_sort_by != eb.parser.lists_sort_by,
             cost_algorithm: ma.cost_algorithm != mb.cost_algorithm,
+            optional_macros: ma.optional_macros_copy_their_receiver
+                != mb.optional_macros_copy_their_receiver,
             format_validator: ma.format_string_validator != mb.format_string_validator,
             kubernetes_type_equality: ma.kubernetes_type_equality != mb.kubernetes_type_equality,
             url_result_size: ma.url_result_size != mb.url_result_size,
@@ -419,6 +422,7 @@ impl Differences {
         }
         !(self.two_var_macros && any(TWO_VARIABLE_MACROS)
             || self.sort_by && any(&["sortBy"])
+            || self.optional_macros && any(&["optMap", "optFlatMap"])
             || self.format_validator && any(&["format"])
             || self.kubernetes_type_equality && any(KUBERNETES_TYPE_SOURCES)
             || self.url_result_size && any(&["url"])

@@ -136,3 +136,78 @@ fn a_range_reports_every_minor_and_exits_with_the_worst() {
         "{text}"
     );
 }
+
+#[test]
+fn diff_shows_what_a_change_does() {
+    let dir = std::env::temp_dir().join(format!("celcost-diff-{}", std::process::id()));
+    let (base, head) = (dir.join("base"), dir.join("head"));
+    std::fs::create_dir_all(&base).unwrap();
+    std::fs::create_dir_all(&head).unwrap();
+    let crd = |max_items: u64, extra_rule: bool| {
+        let extra = if extra_rule {
+            "\n            - rule: \"self.all(t, t.size() > 0)\""
+        } else {
+            ""
+        };
+        format!(
+            r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: things.example.com}}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{plural: things, kind: Thing}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: array
+            maxItems: {max_items}
+            items: {{type: string, maxLength: 1000}}
+            x-kubernetes-validations:
+            - rule: "self.all(t, t.matches('^[a-z]+$'))"{extra}
+"#
+        )
+    };
+    std::fs::write(base.join("crd.yaml"), crd(100, false)).unwrap();
+    std::fs::write(head.join("crd.yaml"), crd(100_000, true)).unwrap();
+    let out = celcost(&[
+        "diff",
+        "-o",
+        "markdown",
+        base.to_str().unwrap(),
+        head.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "the head is rejected: {text}");
+    assert!(
+        text.contains("| **verdict** | accepted | **REJECTED** |"),
+        "{text}"
+    );
+    assert!(text.contains("`^.spec [0]` (changed)"), "{text}");
+    assert!(text.contains("`^.spec [1]` (added)"), "{text}");
+    assert!(text.contains("of 10M |"), "{text}");
+    let json = celcost(&[
+        "diff",
+        "-o",
+        "json",
+        base.to_str().unwrap(),
+        head.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&json.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(v["change"], "changed");
+    let same = celcost(&["diff", base.to_str().unwrap(), base.to_str().unwrap()]);
+    assert_eq!(same.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&same.stdout).contains("1 objects unchanged"));
+}

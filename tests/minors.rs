@@ -266,3 +266,91 @@ fn wrong_output_types_are_worded_by_minor() {
         err(32)
     );
 }
+
+#[test]
+fn optional_macros_check_a_shared_receiver_twice_before_cel_go_0_22() {
+    // cel-go before v0.22 puts the same receiver nodes in `r.hasValue()` and `r.value()`: a
+    // receiver typed with a fresh type parameter fails (differential oracle of 1.30/1.31).
+    for e in [
+        "optional.none().optMap(v, v == 'value').hasValue()",
+        "optional.none().optFlatMap(v, optional.of(v)).hasValue()",
+        "optional.of([]).optMap(v, size(v)).hasValue()",
+    ] {
+        for minor in [30, 31] {
+            let err = policy_expression(&upstream(minor), e).compile_error;
+            assert!(
+                err.as_deref()
+                    .is_some_and(|x| x.contains("incompatible type already exists")),
+                "1.{minor} `{e}`: {err:?}"
+            );
+        }
+        assert_eq!(
+            policy_expression(&upstream(32), e).compile_error,
+            None,
+            "{e}"
+        );
+    }
+    // A concrete receiver is fine everywhere.
+    assert_eq!(
+        policy_cost(
+            &upstream(30),
+            "optional.of('a').optMap(v, v == 'value').hasValue()"
+        ),
+        18
+    );
+}
+
+#[test]
+fn max_length_times_four_wraps_as_go_int64() {
+    // `zeroIfNegative(maxLength) * 4` in int64 (differential oracle, every minor): 2^62 gives a
+    // size of 0, 2^62 - 1 a size of 2^64 - 4.
+    let r = "self.matches('^a')";
+    let s = |m: i64| json!({"type": "string", "maxLength": m});
+    assert_eq!(rule(&upstream(36), s(1 << 62), r).max_cost, 2);
+    assert_eq!(
+        rule(&upstream(36), s((1 << 62) - 1), r).max_cost,
+        1_844_674_407_370_955_265
+    );
+    let ios = json!({"x-kubernetes-int-or-string": true, "maxLength": 1i64 << 62,
+        "anyOf": [{"type": "integer"}, {"type": "string"}]});
+    assert_eq!(
+        rule(&upstream(34), ios, "string(self).size() < 3").max_cost,
+        4
+    );
+}
+
+#[test]
+fn qualified_name_lengths_in_characters_before_1_35() {
+    let key = "k".repeat(70);
+    let errs = |minor: u32| {
+        let p = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "p"},
+            "spec": {"validations": [{"expression": "true", "reason": "Unauthorized"}],
+                "auditAnnotations": [{"key": key, "valueExpression": "'x'"}]}
+        });
+        upstream(minor).estimate(&p, "t").unwrap().errors
+    };
+    let (old, new) = (errs(34), errs(35));
+    assert!(
+        old.iter()
+            .any(|e| e.ends_with("name part must be no more than 63 characters")),
+        "{old:?}"
+    );
+    assert!(
+        new.iter()
+            .any(|e| e.ends_with("name part must be no more than 63 bytes")),
+        "{new:?}"
+    );
+    // `Unauthorized` is no reason a validation may give, in any minor.
+    assert!(
+        new.iter().any(
+            |e| e.contains("reason: Unsupported value: \"Unauthorized\"")
+                && e.ends_with(
+                    "supported values: \"Forbidden\", \"Invalid\", \"RequestEntityTooLarge\""
+                )
+        ),
+        "{new:?}"
+    );
+}

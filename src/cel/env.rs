@@ -177,6 +177,9 @@ impl Env {
                 &[]
             };
             validate_homogeneous(&checked, checked.expr(), exempt, false, &mut issues);
+            if !self.minor.optional_macros_copy_their_receiver {
+                shared_receiver_errors(&checked, &mut issues);
+            }
             if self.compatibility >= Version::new(1, 29) {
                 if self.minor.format_string_validator {
                     validate_format_calls(&checked, &mut issues);
@@ -256,6 +259,77 @@ fn format_issues(source: &str, errs: &mut [(usize, usize, String)]) -> String {
         out.push(format!("{} more errors were truncated", errs.len() - 100));
     }
     out.join("\n")
+}
+
+/// cel-go before v0.22 (Kubernetes 1.30, 1.31): the receiver of `optMap`/`optFlatMap` is the
+/// same nodes in `r.hasValue()` and `r.value()`, and the checker types them twice. A node whose
+/// type gets a fresh type parameter each time — an empty list or map literal (also the `[]`
+/// accumulator of `map`/`filter`), `optional.none()` — fails the second time. (Upstream's
+/// message then prints the node and both types with checker-internal variable numbers; celcost
+/// says which node.)
+fn shared_receiver_errors(checked: &CheckedExpr, issues: &mut Vec<(u32, String)>) {
+    /// The first node of `e` typed with a fresh type parameter: its id and what it is.
+    fn fresh(e: &Expr) -> Option<(u32, &'static str)> {
+        let mut found = None;
+        e.walk(&mut |n| {
+            if found.is_some() {
+                return;
+            }
+            found = match &n.kind {
+                ExprKind::List { elements, .. } if elements.is_empty() => Some((n.id, "[]")),
+                ExprKind::Map { entries } if entries.is_empty() => Some((n.id, "{}")),
+                ExprKind::Call {
+                    function,
+                    target: None,
+                    args,
+                } if function == "optional.none" && args.is_empty() => {
+                    Some((n.id, "optional.none()"))
+                }
+                _ => None,
+            };
+        });
+        found
+    }
+    checked.expr().walk(&mut |e| {
+        let ExprKind::Call { function, args, .. } = &e.kind else {
+            return;
+        };
+        if function != "_?_:_" || args.len() != 3 {
+            return;
+        }
+        let bind = match &args[1].kind {
+            ExprKind::Comprehension(c) => Some(c),
+            ExprKind::Call { function, args, .. }
+                if function == "optional.of" && args.len() == 1 =>
+            {
+                match &args[0].kind {
+                    ExprKind::Comprehension(c) => Some(c),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let Some(c) = bind.filter(|c| c.iter_var == "#unused") else {
+            return;
+        };
+        let ExprKind::Call {
+            function,
+            target: Some(receiver),
+            ..
+        } = &c.accu_init.kind
+        else {
+            return;
+        };
+        if function != "value" {
+            return;
+        }
+        if let Some((id, what)) = fresh(receiver) {
+            issues.push((
+                id,
+                format!("incompatible type already exists for expression: {what}"),
+            ));
+        }
+    });
 }
 
 /// cel-go `homogeneousAggregateLiteralValidator`: the elements of a list literal, and the keys

@@ -83,6 +83,11 @@ pub struct Minor {
     /// cel-go's `ext.Strings` (v1+) installs a compile-time check of `'…'.format([…])` calls
     /// (cel-go v0.20, Kubernetes 1.31).
     pub format_string_validator: bool,
+    /// cel-go's `optMap`/`optFlatMap` expansion copies its receiver for the second use (v0.22).
+    /// Before, both uses were the same nodes, type-checked twice: a receiver whose type has a
+    /// fresh type parameter (`optional.none()`, `[]`, `{}`, or a `map`/`filter` over its `[]`
+    /// accumulator) fails with "incompatible type already exists".
+    pub optional_macros_copy_their_receiver: bool,
     /// Kubernetes prices `_==_` on its own types (Quantity, IP, CIDR, Semver, authz → 1;
     /// NamedFormat ≤ 7; URL by size) instead of cel-go's size-based equality (library/cost.go,
     /// 1.32).
@@ -116,6 +121,7 @@ const K1_30: Minor = Minor {
     // No Format library in 1.30 (added in 1.31, introduced at 1.31).
     missing_libraries: &["cel.lib.optional.v2", "kubernetes.format"],
     cost_algorithm: CostAlgorithm::IterRanges,
+    optional_macros_copy_their_receiver: false,
     format_string_validator: false,
     kubernetes_type_equality: false,
     url_result_size: false,
@@ -139,6 +145,7 @@ const K1_32: Minor = Minor {
     checked_against: "v1.32.13",
     cel_go: "v0.22.0",
     compatibility: v(31),
+    optional_macros_copy_their_receiver: true,
     kubernetes_type_equality: true,
     url_result_size: true,
     ..K1_31

@@ -960,6 +960,7 @@ mod tests {
             valid: true,
             schemas: vec![SchemaReport {
                 schema_field_path: "spec.versions[0].schema.openAPIV3Schema".into(),
+                location: None,
                 versions: vec!["v1".into()],
                 total_cost: costs.iter().fold(0u64, |a, &c| a.saturating_add(c)),
                 exceeds_total_limit: false,

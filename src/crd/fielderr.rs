@@ -47,10 +47,28 @@ pub fn too_long_in_bytes(k: Version) -> bool {
     k >= Version::new(1, 32)
 }
 
+/// Whether a too-long name part is said in bytes (`must be no more than 63 bytes`: Kubernetes
+/// 1.35 moved `IsQualifiedName` and `IsLabelValue` to `apimachinery/pkg/api/validate/content`)
+/// rather than characters (before, `util/validation.MaxLenError`).
+pub fn max_len_in_bytes(k: Version) -> bool {
+    k >= Version::new(1, 35)
+}
+
+/// `must be no more than N bytes` (or `characters`, before 1.35).
+pub fn max_len(k: Version, n: usize) -> String {
+    let unit = if max_len_in_bytes(k) {
+        "bytes"
+    } else {
+        "characters"
+    };
+    format!("must be no more than {n} {unit}")
+}
+
 /// Every error-wording rule of a minor, for telling whether two minors word every error alike
 /// (a range shares one estimate between them then). A new wording rule belongs here too.
-pub fn wording(k: Version) -> [bool; 5] {
+pub fn wording(k: Version) -> [bool; 6] {
     [
+        max_len_in_bytes(k),
         bad_values_as_json(k),
         details_repeat_the_field(k),
         singular_units(k),

@@ -256,6 +256,7 @@ fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> (SchemaReport, Vec<Field
     }
     let report = SchemaReport {
         schema_field_path: root.field_path.clone(),
+        location: None,
         versions: root.versions.clone(),
         total_cost: w.total,
         exceeds_total_limit: w.total > PER_SCHEMA_COST_LIMIT,

@@ -196,9 +196,7 @@ pub fn schema_decl_type(
     let unbounded_string = MAX_REQUEST_SIZE_BYTES - 2;
     if s.x_int_or_string {
         let (max, bounded) = match s.max_length {
-            Some(m) if minor.int_or_string_max_length => {
-                (zero_if_negative(m).saturating_mul(4), true)
-            }
+            Some(m) if minor.int_or_string_max_length => (max_length_bytes(m), true),
             _ => (unbounded_string, false),
         };
         return Some(DeclType::scalar(Type::Dyn, 1, max, bounded));
@@ -307,7 +305,7 @@ pub fn schema_decl_type(
                 ),
                 _ => {
                     let (max, b) = if let Some(m) = s.max_length {
-                        (zero_if_negative(m).saturating_mul(4), true)
+                        (max_length_bytes(m), true)
                     } else if !s.enum_values.is_empty() && version >= Version::new(1, 29) {
                         let longest = s
                             .enum_values
@@ -330,6 +328,12 @@ pub fn schema_decl_type(
         "integer" => Some(DeclType::scalar(Type::Int, MIN_NUMBER_SIZE, 0, true)),
         _ => None,
     }
+}
+
+/// `zeroIfNegative(maxLength) * 4`: four bytes per code point, multiplied as Go's `int64`
+/// does, wrapping (a `maxLength` of 2^62 gives 0, of 2^62−1 gives −4, a size of 2^64−4).
+fn max_length_bytes(max_length: i64) -> i64 {
+    zero_if_negative(max_length).wrapping_mul(4)
 }
 
 fn zero_if_negative(v: i64) -> i64 {

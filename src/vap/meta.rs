@@ -20,7 +20,7 @@ fn is_dns1123_subdomain(s: &str) -> bool {
 }
 
 /// `ValidateQualifiedName`: `[prefix/]name` with a 63-character name part.
-pub fn validate_qualified_name(value: &str, field: &str) -> Vec<FieldError> {
+pub fn validate_qualified_name(value: &str, field: &str, k: Version) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let (prefix, name) = match value.split_once('/') {
         Some((p, n)) if !n.contains('/') => (Some(p), n),
@@ -59,7 +59,7 @@ pub fn validate_qualified_name(value: &str, field: &str) -> Vec<FieldError> {
         errs.push(FieldError::invalid(
             field,
             BadValue::Str(value.into()),
-            "name part must be no more than 63 bytes",
+            &format!("name part {}", crate::crd::fielderr::max_len(k, 63)),
         ));
     } else {
         let b = name.as_bytes();
@@ -155,7 +155,7 @@ pub fn validate_object_meta(meta: Option<&Value>, k: Version) -> Vec<FieldError>
 }
 
 /// Required and enumerated spec fields (values after the API server's defaulting).
-pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
+pub fn validate_spec(spec: &Value, k: Version) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if let Some(fp) = spec.get("failurePolicy").and_then(Value::as_str)
         && fp != "Fail"
@@ -263,7 +263,7 @@ pub fn validate_spec(spec: &Value) -> Vec<FieldError> {
         if n.is_empty() {
             errs.push(FieldError::required(&f, ""));
         } else {
-            errs.extend(validate_qualified_name(n, &f));
+            errs.extend(validate_qualified_name(n, &f, k));
             if names[..i].contains(n) {
                 errs.push(FieldError {
                     field: f,
@@ -358,7 +358,7 @@ mod tests {
         // `FailurePolicyType` is no `string`: from 1.34 it is rendered as JSON, not with `%q`.
         let spec = json!({"failurePolicy": "<x>", "matchConstraints": {"resourceRules": [
             {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]}});
-        let errs = validate_spec(&spec);
+        let errs = validate_spec(&spec, Version::new(1, 36));
         let supported = "supported values: \"Fail\", \"Ignore\"";
         assert_eq!(
             rendered(&errs, Version::new(1, 33)),

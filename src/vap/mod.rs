@@ -155,7 +155,7 @@ pub fn estimate_vap_with(
     let k = env.kubernetes;
     let mut errors: Vec<FieldError> = meta::validate_object_meta(vap.get("metadata"), k);
     let spec = vap.get("spec").cloned().unwrap_or(Value::Null);
-    errors.extend(meta::validate_spec(&spec));
+    errors.extend(meta::validate_spec(&spec, k));
     let has_params = spec.get("paramKind").is_some_and(|p| !p.is_null());
     let list = |k: &str| {
         spec.get(k)
@@ -337,12 +337,8 @@ pub fn estimate_vap_with(
             ));
         }
         if let Some(r) = v.get("reason").and_then(Value::as_str) {
-            const REASONS: [&str; 4] = [
-                "Forbidden",
-                "Invalid",
-                "RequestEntityTooLarge",
-                "Unauthorized",
-            ];
+            // `supportedValidationPolicyReason` (1.30-1.36): no `Unauthorized`.
+            const REASONS: [&str; 3] = ["Forbidden", "Invalid", "RequestEntityTooLarge"];
             if !REASONS.contains(&r) {
                 errors.push(FieldError::not_supported(
                     &format!("spec.validations[{i}].reason"),
@@ -368,6 +364,7 @@ pub fn estimate_vap_with(
             errors.extend(meta::validate_qualified_name(
                 &format!("{name}/{key}"),
                 &format!("spec.auditAnnotations[{i}].key"),
+                k,
             ));
         }
         if !keys.insert(key.clone()) {

@@ -3,6 +3,7 @@
 //! as an `ObjectMeta`, which it is normalized to) and `Validate` (an embedded resource needs
 //! `apiVersion` and `kind`, and its metadata must be valid).
 
+use crate::crd::fielderr::max_len;
 use serde_json::{Map, Value};
 
 use crate::cel::decls::Version;
@@ -169,8 +170,8 @@ fn validate_embedded_resource(
     if !x.contains_key("kind") {
         errs.push(FieldError::required(&child(pth, "kind"), required));
     }
-    for (k, v) in x {
-        match k.as_str() {
+    for (key, v) in x {
+        match key.as_str() {
             "apiVersion" => {
                 let f = child(pth, "apiVersion");
                 match v.as_str() {
@@ -226,7 +227,7 @@ fn validate_embedded_resource(
                 let f = child(pth, "metadata");
                 match decode_object_meta(v) {
                     Err(e) => errs.push(FieldError::invalid(&f, BadValue::any(v.clone()), &e)),
-                    Ok(meta) => validate_object_meta(&f, &meta, errs),
+                    Ok(meta) => validate_object_meta(&f, &meta, k, errs),
                 }
             }
             _ => {}
@@ -318,7 +319,7 @@ fn dns1123_label(v: &str) -> Vec<String> {
 }
 
 /// `content.IsLabelKey` (`IsQualifiedName`).
-fn label_key(v: &str) -> Vec<String> {
+fn label_key(v: &str, k: Version) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = v.split('/').collect();
     let name = match parts.as_slice() {
@@ -328,7 +329,7 @@ fn label_key(v: &str) -> Vec<String> {
                 errs.push("prefix part must be non-empty".to_string());
             } else {
                 if prefix.len() > 253 {
-                    errs.push("prefix part must be no more than 253 bytes".to_string());
+                    errs.push(format!("prefix part {}", max_len(k, 253)));
                 }
                 if !is_dns1123_subdomain(prefix) {
                     errs.push(format!(
@@ -354,7 +355,7 @@ fn label_key(v: &str) -> Vec<String> {
     if name.is_empty() {
         errs.push("name part must be non-empty".to_string());
     } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 bytes".to_string());
+        errs.push(format!("name part {}", max_len(k, 63)));
     }
     if !is_label_name(name) {
         errs.push(format!(
@@ -370,10 +371,10 @@ fn label_key(v: &str) -> Vec<String> {
 }
 
 /// `content.IsLabelValue`.
-fn label_value(v: &str) -> Vec<String> {
+fn label_value(v: &str, k: Version) -> Vec<String> {
     let mut errs = Vec::new();
     if v.len() > 63 {
-        errs.push("must be no more than 63 bytes".to_string());
+        errs.push(max_len(k, 63));
     }
     if !v.is_empty() && !is_label_name(v) {
         errs.push(regex_error(
@@ -399,7 +400,7 @@ fn path_segment(name: &str, prefix: bool) -> Vec<String> {
 
 /// `ValidateObjectMeta(meta, namespaced=len(namespace)>0, pathSegment, fld)` with the name
 /// defaulted to `fakename`.
-fn validate_object_meta(fld: &str, meta: &Value, errs: &mut Vec<FieldError>) {
+fn validate_object_meta(fld: &str, meta: &Value, k: Version, errs: &mut Vec<FieldError>) {
     let get = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or_default();
     let generate_name = get("generateName");
     if !generate_name.is_empty() {
@@ -434,12 +435,12 @@ fn validate_object_meta(fld: &str, meta: &Value, errs: &mut Vec<FieldError>) {
     }
     if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
         let f = format!("{fld}.labels");
-        for (k, v) in labels {
-            for msg in label_key(k) {
-                errs.push(FieldError::invalid(&f, BadValue::Str(k.clone()), &msg));
+        for (key, v) in labels {
+            for msg in label_key(key, k) {
+                errs.push(FieldError::invalid(&f, BadValue::Str(key.clone()), &msg));
             }
             let v = v.as_str().unwrap_or_default();
-            for msg in label_value(v) {
+            for msg in label_value(v, k) {
                 errs.push(FieldError::invalid(&f, BadValue::Str(v.to_string()), &msg));
             }
         }

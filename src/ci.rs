@@ -1,0 +1,1047 @@
+//! CI-native output: the findings of a run (rules and totals over or near their limits, policy
+//! expressions and evaluations over or near their runtime budgets, the API server's errors,
+//! estimates that stopped, older minors of a range that reject), as SARIF 2.1.0 for code
+//! scanning and as GitHub workflow commands that annotate a pull request's diff; and
+//! `--fail-at`, which fails a run when any rule or total reaches a share of its limit.
+//!
+//! Every finding points at `file:line:column` of what it is about (the rule's, the
+//! expression's, the schema's or the error's node: [`crate::locate`]).
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Value, json};
+
+use crate::cli::{judged_cost, num, percent};
+use crate::locate::error_field_path;
+use crate::report::{
+    ExpressionReport, MATCH_CONDITIONS_COST_BUDGET, ObjectReport, PER_RULE_COST_LIMIT,
+    PER_SCHEMA_COST_LIMIT, RUNTIME_COST_BUDGET, RuleReport, SchemaReport, SourceLocation,
+};
+
+/// The near-budget threshold of findings, in percent of the limit, unless
+/// `--near-budget-percent` says otherwise (the operator's default too).
+pub const DEFAULT_NEAR_BUDGET_PERCENT: f64 = 80.0;
+
+/// The `$schema` of the SARIF 2.1.0 log (OASIS, errata 01).
+pub const SARIF_SCHEMA: &str =
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
+
+/// Where to read about celcost: the package's homepage or repository when Cargo.toml names
+/// one, else its crates.io page.
+pub fn information_uri() -> &'static str {
+    match (env!("CARGO_PKG_HOMEPAGE"), env!("CARGO_PKG_REPOSITORY")) {
+        (h, _) if !h.is_empty() => h,
+        (_, r) if !r.is_empty() => r,
+        _ => "https://crates.io/crates/celcost",
+    }
+}
+
+/// How serious a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warning,
+    Note,
+}
+
+impl Level {
+    /// SARIF's `level`.
+    pub fn sarif(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warning => "warning",
+            Level::Note => "note",
+        }
+    }
+
+    /// The GitHub workflow command.
+    pub fn github(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warning => "warning",
+            Level::Note => "notice",
+        }
+    }
+}
+
+/// A kind of finding: one SARIF rule (`tool.driver.rules[]`).
+#[derive(Debug)]
+pub struct FindingKind {
+    /// `celcost/rule-over-budget`.
+    pub id: &'static str,
+    /// `RuleOverBudget`.
+    pub name: &'static str,
+    pub short: &'static str,
+    pub full: &'static str,
+    pub level: Level,
+}
+
+macro_rules! kinds {
+    ($($konst:ident = $id:literal, $name:literal, $level:ident, $short:literal, $full:literal;)*) => {
+        $(pub const $konst: &FindingKind = &FindingKind {
+            id: $id,
+            name: $name,
+            short: $short,
+            full: $full,
+            level: Level::$level,
+        };)*
+        /// Every kind of finding, in the order of `tool.driver.rules`.
+        pub const KINDS: &[&FindingKind] = &[$($konst),*];
+    };
+}
+
+kinds! {
+    RULE_OVER_BUDGET = "celcost/rule-over-budget", "RuleOverBudget", Error,
+        "A CRD validation rule is over the per-rule cost limit",
+        "The rule's estimated cost per call times the cardinality of its schema node (or its messageExpression's cost) exceeds 10,000,000: the API server rejects the CustomResourceDefinition.";
+    RULE_NEAR_BUDGET = "celcost/rule-near-budget", "RuleNearBudget", Warning,
+        "A CRD validation rule is near the per-rule cost limit",
+        "The rule's estimated cost (or its messageExpression's) reaches the near-budget threshold of the 10,000,000 per-rule limit: a small change to the rule or the schema may get the CustomResourceDefinition rejected.";
+    TOTAL_OVER_BUDGET = "celcost/total-over-budget", "TotalOverBudget", Error,
+        "A CRD version's rules together are over the per-schema cost limit",
+        "The sum of the estimated costs of every rule of a version's schema exceeds 100,000,000: the API server rejects the CustomResourceDefinition.";
+    TOTAL_NEAR_BUDGET = "celcost/total-near-budget", "TotalNearBudget", Warning,
+        "A CRD version's rules together are near the per-schema cost limit",
+        "The sum of the estimated costs of a version's rules reaches the near-budget threshold of the 100,000,000 per-schema limit.";
+    EXPRESSION_OVER_BUDGET = "celcost/expression-over-budget", "ExpressionOverBudget", Error,
+        "A policy expression may exceed the runtime per-call cost limit",
+        "The worst-case cost of one evaluation of the expression (typed from the schemas of the matched resources where known, else the API server's estimate with object as dyn) exceeds 1,000,000: at runtime the evaluation is stopped for the largest requests.";
+    EXPRESSION_NEAR_BUDGET = "celcost/expression-near-budget", "ExpressionNearBudget", Warning,
+        "A policy expression is near the runtime per-call cost limit",
+        "The worst-case cost of one evaluation of the expression reaches the near-budget threshold of the 1,000,000 per-call limit.";
+    EVALUATION_OVER_BUDGET = "celcost/evaluation-over-budget", "EvaluationOverBudget", Error,
+        "A policy's evaluation may exceed its runtime cost budget",
+        "The worst case of one policy-binding evaluation (validations, messageExpressions and the variables they read), of the matchConditions, of the auditAnnotations or of one mutation exceeds its runtime budget (10,000,000; 2,500,000 for matchConditions).";
+    EVALUATION_NEAR_BUDGET = "celcost/evaluation-near-budget", "EvaluationNearBudget", Warning,
+        "A policy's evaluation is near its runtime cost budget",
+        "The worst case of one policy evaluation reaches the near-budget threshold of its runtime budget.";
+    APISERVER_ERROR = "celcost/apiserver-error", "ApiServerError", Error,
+        "The API server rejects the object",
+        "An error the API server returns when the object is created, in its words (compile errors, schema errors, cost errors not reported as a finding of their own).";
+    ESTIMATE_STOPPED = "celcost/estimate-stopped", "EstimateStopped", Error,
+        "The estimate of the object stopped",
+        "The object needs more work than the per-object budget (--max-steps, --max-memory-mib) allows, or the estimate failed: it was not judged.";
+    OLDER_VERSION_REJECTS = "celcost/older-version-rejects", "OlderVersionRejects", Error,
+        "An older Kubernetes minor of the range rejects what the newest accepts",
+        "With --kubernetes-version A..B: a rule, total or policy expression is over its limit or does not compile on an older minor of the range, while the newest accepts it.";
+    OBJECT_NOTE = "celcost/note", "Note", Note,
+        "A note on the object",
+        "Something that matters about the object beyond the verdict, e.g. an API version the API server serves only when the cluster enables it.";
+}
+
+/// One finding, ready for SARIF or a workflow command.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub kind: &'static FindingKind,
+    pub level: Level,
+    /// A short title (GitHub's annotation title).
+    pub title: String,
+    /// The whole message: the cost, the share of the limit, why, and what to change.
+    pub message: String,
+    /// The file the object was read from, when it was read from one.
+    pub file: Option<String>,
+    /// Where in that file.
+    pub location: Option<SourceLocation>,
+    /// `source` of the report.
+    pub source: String,
+}
+
+/// The text of the bounds to add or rules to rewrite for a rule, when celcost has one; appended
+/// to the rule's findings. (The extension point for suggestions: a `suggestions` field of the
+/// report, where there is one, is rendered here.)
+pub fn suggestion_text(rule: &RuleReport) -> Option<String> {
+    crate::suggest::suggestion_text(rule)
+}
+
+/// As [`suggestion_text`], for a schema's total.
+pub fn schema_suggestion_text(schema: &SchemaReport) -> Option<String> {
+    crate::suggest::schema_suggestion_text(schema)
+}
+
+/// A percentage on the command line: `80`, `12.5`, `80%`; above 0.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%');
+    match t.parse::<f64>() {
+        Ok(p) if p.is_finite() && p > 0.0 => Ok(p),
+        _ => Err(format!(
+            "`{s}` is not a percentage above 0 (e.g. 80, 12.5 or 80%)"
+        )),
+    }
+}
+
+fn ratio(cost: u64, limit: u64) -> f64 {
+    if cost == u64::MAX {
+        f64::INFINITY
+    } else {
+        cost as f64 / limit.max(1) as f64
+    }
+}
+
+/// Whether a cost reaches `percent` of its limit.
+pub(crate) fn reaches_share(cost: u64, limit: u64, percent: f64) -> bool {
+    ratio(cost, limit) * 100.0 >= percent
+}
+
+/// The file of a report's source (`path#2` → `path`).
+fn file_of(source: &str) -> Option<String> {
+    match source.rsplit_once('#') {
+        Some((f, _)) if !f.is_empty() => Some(f.to_string()),
+        _ => None,
+    }
+}
+
+/// Every cost a `--fail-at` judges, with its limit: rules (× cardinality) and their
+/// messageExpressions, schema totals, policy expressions (as the table judges them: the typed
+/// estimate where there is one) and policy evaluations (typed where there is one).
+fn judged_costs(r: &ObjectReport) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for s in &r.schemas {
+        out.push((s.total_cost, PER_SCHEMA_COST_LIMIT));
+        for rule in &s.rules {
+            out.push((rule.cost, PER_RULE_COST_LIMIT));
+            if let Some(m) = rule.message_expression_cost {
+                out.push((m, PER_RULE_COST_LIMIT));
+            }
+        }
+    }
+    for e in &r.expressions {
+        if let Some(c) = judged_cost(e) {
+            out.push((c, e.per_call_limit));
+        }
+    }
+    for (_, cost, limit, _) in evaluations(r) {
+        out.push((cost, limit));
+    }
+    out
+}
+
+/// `--fail-at PERCENT`: whether any rule, total, policy expression or policy evaluation of the
+/// reports (the newest minor's numbers, with a range) reaches `percent` of its limit.
+pub fn reaches(reports: &[ObjectReport], percent: f64) -> bool {
+    reports.iter().any(|r| {
+        judged_costs(r)
+            .into_iter()
+            .any(|(c, l)| reaches_share(c, l, percent))
+    })
+}
+
+/// A policy's evaluations: (what, cost, budget, the expression kinds it covers), typed where
+/// there is a typed estimate.
+fn evaluations(r: &ObjectReport) -> Vec<(&'static str, u64, u64, &'static [&'static str])> {
+    let Some(b) = &r.policy_budget else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(m) = b.mutation_cost {
+        out.push((
+            "one mutation (its expression and the variables it reads)",
+            b.typed_mutation_cost.unwrap_or(m),
+            RUNTIME_COST_BUDGET,
+            &["applyConfiguration", "jsonPatch"][..],
+        ));
+    } else {
+        out.push((
+            "one evaluation (validations, messageExpressions and their variables)",
+            b.typed_validation_cost.unwrap_or(b.validation_cost),
+            RUNTIME_COST_BUDGET,
+            &["validation", "messageExpression"][..],
+        ));
+    }
+    if r.expressions.iter().any(|e| e.kind == "matchCondition") {
+        out.push((
+            "the matchConditions",
+            b.typed_match_conditions_cost
+                .unwrap_or(b.match_conditions_cost),
+            MATCH_CONDITIONS_COST_BUDGET,
+            &["matchCondition"][..],
+        ));
+    }
+    if r.expressions.iter().any(|e| e.kind == "auditAnnotation") {
+        out.push((
+            "the auditAnnotations",
+            b.typed_audit_annotations_cost
+                .unwrap_or(b.audit_annotations_cost),
+            RUNTIME_COST_BUDGET,
+            &["auditAnnotation"][..],
+        ));
+    }
+    out
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let l: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if l.chars().count() <= max {
+        l
+    } else {
+        format!(
+            "{}…",
+            l.chars().take(max.saturating_sub(1)).collect::<String>()
+        )
+    }
+}
+
+/// Why a rule costs what it does (the table's why line).
+fn rule_why(rule: &RuleReport) -> Vec<String> {
+    let mut why = Vec::new();
+    if !rule.drivers.unbounded_ancestors.is_empty() {
+        why.push(format!(
+            "cardinality {} from the request size: no maxItems/maxProperties on {}",
+            num(rule.cardinality_used),
+            rule.drivers.unbounded_ancestors.join(", ")
+        ));
+    }
+    if !rule.drivers.unbounded_fields.is_empty() {
+        why.push(format!(
+            "unbounded: {} (add maxLength/maxItems/maxProperties)",
+            rule.drivers.unbounded_fields.join(", ")
+        ));
+    }
+    why
+}
+
+/// The findings of a run, report by report.
+pub fn findings(reports: &[ObjectReport], near_percent: f64) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for r in reports {
+        object_findings(r, near_percent, &mut out);
+    }
+    out
+}
+
+struct Ctx<'a> {
+    r: &'a ObjectReport,
+    file: Option<String>,
+    near: f64,
+}
+
+impl Ctx<'_> {
+    fn object(&self) -> String {
+        format!("{} {}", self.r.kind, self.r.name)
+    }
+
+    fn finding(
+        &self,
+        kind: &'static FindingKind,
+        level: Level,
+        title: String,
+        message: String,
+        location: Option<&SourceLocation>,
+    ) -> Finding {
+        let location = location.or(self.r.location.as_ref()).cloned();
+        Finding {
+            kind,
+            level,
+            title,
+            message,
+            file: location
+                .as_ref()
+                .map(|l| l.file.clone())
+                .or_else(|| self.file.clone()),
+            location,
+            source: self.r.source.clone(),
+        }
+    }
+
+    /// Over or near: the kind and level, or `None` when neither.
+    fn judge(
+        &self,
+        cost: u64,
+        limit: u64,
+        over: bool,
+        kinds: (&'static FindingKind, &'static FindingKind),
+    ) -> Option<&'static FindingKind> {
+        if over {
+            Some(kinds.0)
+        } else if reaches_share(cost, limit, self.near) {
+            Some(kinds.1)
+        } else {
+            None
+        }
+    }
+
+    fn share_text(&self, kind: &FindingKind) -> String {
+        if kind.level == Level::Error {
+            String::new()
+        } else {
+            format!(
+                " (at or above the near-budget threshold of {}%)",
+                trim_float(self.near)
+            )
+        }
+    }
+}
+
+fn trim_float(f: f64) -> String {
+    let s = format!("{f:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
+    let c = Ctx {
+        r,
+        file: file_of(&r.source),
+        near,
+    };
+    let version = &r.kubernetes_version;
+    if let Some(st) = &r.stopped {
+        out.push(c.finding(
+            ESTIMATE_STOPPED,
+            ESTIMATE_STOPPED.level,
+            "celcost: estimate stopped".into(),
+            format!("{}: {}", c.object(), st.message),
+            st.location.as_ref(),
+        ));
+    }
+    // Field paths whose cost errors a budget finding already carries.
+    let mut covered: HashSet<String> = HashSet::new();
+    let cost_error = |path: &str| {
+        r.errors
+            .iter()
+            .find(|e| error_field_path(e) == path && e.contains("exceeds budget"))
+    };
+    for s in &r.schemas {
+        for rule in &s.rules {
+            rule_findings(&c, rule, &mut covered, &cost_error, out);
+        }
+        if let Some(kind) = c.judge(
+            s.total_cost,
+            PER_SCHEMA_COST_LIMIT,
+            s.exceeds_total_limit,
+            (TOTAL_OVER_BUDGET, TOTAL_NEAR_BUDGET),
+        ) {
+            let mut rules: Vec<&RuleReport> = s.rules.iter().collect();
+            rules.sort_by_key(|x| std::cmp::Reverse(x.cost));
+            let worst: Vec<String> = rules
+                .iter()
+                .take(3)
+                .filter(|x| x.cost > 0)
+                .map(|x| {
+                    let at = x
+                        .location
+                        .as_ref()
+                        .map(|l| format!(" at {l}"))
+                        .unwrap_or_default();
+                    format!(
+                        "{} [{}] {} ({}){at}",
+                        x.path,
+                        x.index,
+                        num(x.cost),
+                        percent(x.cost, PER_SCHEMA_COST_LIMIT)
+                    )
+                })
+                .collect();
+            let mut m = format!(
+                "{}: the rules of {} (versions {}; {} rules) cost {} together = {} of the per-schema limit {}{}.",
+                c.object(),
+                s.schema_field_path,
+                s.versions.join(", "),
+                s.rule_count,
+                num(s.total_cost),
+                percent(s.total_cost, PER_SCHEMA_COST_LIMIT),
+                num(PER_SCHEMA_COST_LIMIT),
+                c.share_text(kind),
+            );
+            if kind.level == Level::Error {
+                m.push_str(&format!(" Kubernetes {version} rejects the CRD."));
+            }
+            if !worst.is_empty() {
+                m.push_str(&format!(" The costliest: {}.", worst.join("; ")));
+            }
+            if let Some(e) = cost_error(&s.schema_field_path) {
+                covered.insert(s.schema_field_path.clone());
+                m.push_str(&format!(" The API server: {e}"));
+            }
+            if let Some(sg) = schema_suggestion_text(s) {
+                m.push_str(&format!(" Suggestion: {sg}"));
+            }
+            out.push(c.finding(
+                kind,
+                kind.level,
+                format!(
+                    "celcost: CRD total {} {} of 100M",
+                    if kind.level == Level::Error {
+                        "over budget:"
+                    } else {
+                        "near budget:"
+                    },
+                    percent(s.total_cost, PER_SCHEMA_COST_LIMIT)
+                ),
+                m,
+                s.location.as_ref(),
+            ));
+        }
+    }
+    for e in &r.expressions {
+        expression_findings(&c, e, out);
+    }
+    for (what, cost, limit, kinds) in evaluations(r) {
+        let Some(kind) = c.judge(
+            cost,
+            limit,
+            ratio(cost, limit) > 1.0,
+            (EVALUATION_OVER_BUDGET, EVALUATION_NEAR_BUDGET),
+        ) else {
+            continue;
+        };
+        // Located at the costliest expression it covers.
+        let worst = r
+            .expressions
+            .iter()
+            .filter(|e| kinds.contains(&e.kind.as_str()))
+            .max_by_key(|e| judged_cost(e).unwrap_or(0));
+        let mut m = format!(
+            "{}: the worst case of {what} may cost {} = {} of its runtime budget {}{}.",
+            c.object(),
+            num(cost),
+            percent(cost, limit),
+            num(limit),
+            c.share_text(kind)
+        );
+        if let Some(w) = worst {
+            m.push_str(&format!(
+                " The costliest: {} `{}` ({}).",
+                w.kind,
+                one_line(&w.expression, 120),
+                w.field_path
+            ));
+        }
+        out.push(c.finding(
+            kind,
+            kind.level,
+            format!(
+                "celcost: policy evaluation {} {} of {}",
+                if kind.level == Level::Error {
+                    "over budget:"
+                } else {
+                    "near budget:"
+                },
+                percent(cost, limit),
+                num(limit)
+            ),
+            m,
+            worst.and_then(|w| w.location.as_ref()),
+        ));
+    }
+    let locations: HashMap<usize, &SourceLocation> = r
+        .error_locations
+        .iter()
+        .map(|l| (l.error as usize, &l.location))
+        .collect();
+    for (i, e) in r.errors.iter().enumerate() {
+        let path = error_field_path(e);
+        if !path.is_empty() && covered.contains(path) && e.contains("exceeds budget") {
+            continue;
+        }
+        // Explained by the total's finding.
+        if e.contains("contributed to estimated rule cost total")
+            && r.schemas.iter().any(|s| s.exceeds_total_limit)
+        {
+            continue;
+        }
+        out.push(c.finding(
+            APISERVER_ERROR,
+            APISERVER_ERROR.level,
+            format!("celcost: rejected by Kubernetes {version}"),
+            format!("{}: {e}", c.object()),
+            locations.get(&i).copied(),
+        ));
+    }
+    older_minor_findings(&c, out);
+    for n in &r.notes {
+        out.push(c.finding(
+            OBJECT_NOTE,
+            OBJECT_NOTE.level,
+            "celcost: note".into(),
+            format!("{}: {n}", c.object()),
+            None,
+        ));
+    }
+}
+
+fn rule_findings<'a>(
+    c: &Ctx<'a>,
+    rule: &RuleReport,
+    covered: &mut HashSet<String>,
+    cost_error: &dyn Fn(&str) -> Option<&'a String>,
+    out: &mut Vec<Finding>,
+) {
+    let version = &c.r.kubernetes_version;
+    let unit = format!("{} [{}]", rule.path, rule.index);
+    if let Some(kind) = c.judge(
+        rule.cost,
+        PER_RULE_COST_LIMIT,
+        rule.exceeds_cost_limit,
+        (RULE_OVER_BUDGET, RULE_NEAR_BUDGET),
+    ) {
+        let mut m = format!(
+            "{}: rule `{}` on {unit} costs {} = {} of the per-rule limit {} ({} per call × cardinality {}){}.",
+            c.object(),
+            one_line(&rule.rule, 200),
+            num(rule.cost),
+            percent(rule.cost, PER_RULE_COST_LIMIT),
+            num(PER_RULE_COST_LIMIT),
+            num(rule.max_cost),
+            num(rule.cardinality_used),
+            c.share_text(kind)
+        );
+        if kind.level == Level::Error {
+            m.push_str(&format!(" Kubernetes {version} rejects the CRD."));
+        }
+        let why = rule_why(rule);
+        if !why.is_empty() {
+            m.push_str(&format!(" Why: {}.", why.join("; ")));
+        }
+        if let Some(e) = cost_error(&rule.rule_field_path) {
+            covered.insert(rule.rule_field_path.clone());
+            m.push_str(&format!(" The API server: {e}"));
+        }
+        if let Some(s) = suggestion_text(rule) {
+            m.push_str(&format!(" Suggestion: {s}"));
+        }
+        out.push(c.finding(
+            kind,
+            kind.level,
+            format!(
+                "celcost: rule {} {} of 10M ({unit})",
+                if kind.level == Level::Error {
+                    "over budget:"
+                } else {
+                    "near budget:"
+                },
+                percent(rule.cost, PER_RULE_COST_LIMIT)
+            ),
+            m,
+            rule.location.as_ref(),
+        ));
+    }
+    if let (Some(me), Some(cost)) = (&rule.message_expression, rule.message_expression_cost)
+        && let Some(kind) = c.judge(
+            cost,
+            PER_RULE_COST_LIMIT,
+            cost > PER_RULE_COST_LIMIT,
+            (RULE_OVER_BUDGET, RULE_NEAR_BUDGET),
+        )
+    {
+        let path = rule
+            .rule_field_path
+            .strip_suffix(".rule")
+            .map(|p| format!("{p}.messageExpression"))
+            .unwrap_or_default();
+        let mut m = format!(
+            "{}: the messageExpression `{}` of the rule on {unit} costs {} = {} of the per-rule limit {}{}.",
+            c.object(),
+            one_line(me, 200),
+            num(cost),
+            percent(cost, PER_RULE_COST_LIMIT),
+            num(PER_RULE_COST_LIMIT),
+            c.share_text(kind)
+        );
+        if kind.level == Level::Error {
+            m.push_str(&format!(" Kubernetes {version} rejects the CRD."));
+        }
+        if let Some(e) = cost_error(&path) {
+            covered.insert(path.clone());
+            m.push_str(&format!(" The API server: {e}"));
+        }
+        out.push(
+            c.finding(
+                kind,
+                kind.level,
+                format!(
+                    "celcost: messageExpression {} {} of 10M ({unit})",
+                    if kind.level == Level::Error {
+                        "over budget:"
+                    } else {
+                        "near budget:"
+                    },
+                    percent(cost, PER_RULE_COST_LIMIT)
+                ),
+                m,
+                rule.message_expression_location
+                    .as_ref()
+                    .or(rule.location.as_ref()),
+            ),
+        );
+    }
+}
+
+fn expression_findings(c: &Ctx<'_>, e: &ExpressionReport, out: &mut Vec<Finding>) {
+    let Some(cost) = judged_cost(e) else {
+        return;
+    };
+    let limit = e.per_call_limit.max(1);
+    let Some(kind) = c.judge(
+        cost,
+        limit,
+        ratio(cost, limit) > 1.0,
+        (EXPRESSION_OVER_BUDGET, EXPRESSION_NEAR_BUDGET),
+    ) else {
+        return;
+    };
+    let mut m = format!(
+        "{}: {} `{}` ({}) may cost up to {} = {} of the per-call limit {}{}",
+        c.object(),
+        e.kind,
+        one_line(&e.expression, 200),
+        e.field_path,
+        num(cost),
+        percent(cost, limit),
+        num(limit),
+        c.share_text(kind)
+    );
+    match &e.typed {
+        Some(t) if t.error.is_none() => {
+            m.push_str(&format!(
+                " (typed against {}; upstream, with object as dyn: {}).",
+                t.worst_against
+                    .as_deref()
+                    .unwrap_or("the matched resources"),
+                e.max_cost.map(num).unwrap_or_else(|| "-".into())
+            ));
+            if !t.unbounded_fields.is_empty() {
+                m.push_str(&format!(
+                    " Drivers: {} (no maxLength/maxItems/maxProperties: sized from the 3 MiB request).",
+                    t.unbounded_fields.join(", ")
+                ));
+            }
+            if !t.unknown_size_fields.is_empty() {
+                m.push_str(&format!(
+                    " Size unknown: {} (no schema gives a size).",
+                    t.unknown_size_fields.join(", ")
+                ));
+            }
+        }
+        _ => m.push_str(" (upstream's estimate: object, oldObject and params typed dyn)."),
+    }
+    if kind.level == Level::Error {
+        m.push_str(" At runtime the evaluation is stopped when a request makes it cost more.");
+    }
+    out.push(c.finding(
+        kind,
+        kind.level,
+        format!(
+            "celcost: {} {} {} of 1M",
+            e.kind,
+            if kind.level == Level::Error {
+                "over budget:"
+            } else {
+                "near budget:"
+            },
+            percent(cost, limit)
+        ),
+        m,
+        e.location.as_ref(),
+    ));
+}
+
+/// With a range of minors: the units an older minor rejects (over the limit, or not compiling
+/// there) while the newest accepts them; or, when no unit says why, the minors that reject the
+/// object.
+fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let r = c.r;
+    let Some(m) = &r.by_version else {
+        return;
+    };
+    let newest = m.verdicts.last().map(|v| v.kubernetes_version.as_str());
+    // Each unit of the newest report (the keys of `crate::versions`) and where it is.
+    let mut units: HashMap<String, Option<&SourceLocation>> = HashMap::new();
+    let several = r.schemas.len() > 1;
+    for s in &r.schemas {
+        units.insert(
+            format!("{} total", s.schema_field_path),
+            s.location.as_ref(),
+        );
+        let prefix = if several {
+            format!("{}: ", s.schema_field_path)
+        } else {
+            String::new()
+        };
+        for rule in &s.rules {
+            let key = format!("{prefix}{} [{}]", rule.path, rule.index);
+            units.insert(
+                format!("{key} messageExpression"),
+                rule.message_expression_location
+                    .as_ref()
+                    .or(rule.location.as_ref()),
+            );
+            units.insert(key, rule.location.as_ref());
+        }
+    }
+    for e in &r.expressions {
+        units.insert(e.field_path.clone(), e.location.as_ref());
+    }
+    let crd = !r.schemas.is_empty();
+    let mut any = false;
+    for ch in &m.changes {
+        let Some(last) = ch.steps.last() else {
+            continue;
+        };
+        let failing =
+            |s: &crate::versions::VersionStep| s.exceeds_limit || s.compile_error.is_some();
+        if failing(last) {
+            continue;
+        }
+        let names: Vec<&str> = m
+            .verdicts
+            .iter()
+            .map(|v| v.kubernetes_version.trim_start_matches('v'))
+            .collect();
+        // The minors a step holds for: from its own to the next step's (exclusive).
+        let span = |i: usize| {
+            let name = |k: usize| {
+                ch.steps
+                    .get(k)
+                    .map(|s| s.kubernetes_version.trim_start_matches('v'))
+            };
+            let from = names.iter().position(|n| Some(*n) == name(i));
+            let to = name(i + 1).and_then(|n| names.iter().position(|x| *x == n));
+            match (from, to) {
+                (Some(f), Some(t)) if t > f + 2 => format!("{} to {}", names[f], names[t - 1]),
+                (Some(f), Some(t)) if t == f + 2 => format!("{} and {}", names[f], names[f + 1]),
+                _ => name(i).unwrap_or_default().to_string(),
+            }
+        };
+        let older: Vec<String> = ch
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| failing(s) && Some(s.kubernetes_version.as_str()) != newest)
+            .map(|(i, s)| {
+                let what = match (&s.compile_error, s.cost) {
+                    (Some(e), _) => format!("does not compile ({})", one_line(e, 160)),
+                    (None, Some(cost)) => format!(
+                        "{} = {} of {} (over the limit)",
+                        num(cost),
+                        percent(cost, s.limit),
+                        num(s.limit)
+                    ),
+                    (None, None) => "over the limit".into(),
+                };
+                format!("on Kubernetes {}: {what}", span(i))
+            })
+            .collect();
+        if older.is_empty() {
+            continue;
+        }
+        any = true;
+        let level = if crd { Level::Error } else { Level::Warning };
+        out.push(c.finding(
+            OLDER_VERSION_REJECTS,
+            level,
+            format!("celcost: an older Kubernetes version rejects {}", ch.unit),
+            format!(
+                "{}: {} — {}; on {} it compiles and is within its limit.",
+                c.object(),
+                ch.unit,
+                older.join("; "),
+                newest.unwrap_or("the newest").trim_start_matches('v')
+            ),
+            units.get(&ch.unit).copied().flatten(),
+        ));
+    }
+    let stopped: Vec<&str> = m
+        .verdicts
+        .iter()
+        .filter(|v| v.stopped && Some(v.kubernetes_version.as_str()) != newest)
+        .map(|v| v.kubernetes_version.trim_start_matches('v'))
+        .collect();
+    if !stopped.is_empty() {
+        out.push(c.finding(
+            ESTIMATE_STOPPED,
+            ESTIMATE_STOPPED.level,
+            "celcost: estimate stopped on an older Kubernetes version".into(),
+            format!(
+                "{}: the estimate for Kubernetes {} stopped (over its work budget, or failed): not judged there.",
+                c.object(),
+                stopped.join(", ")
+            ),
+            None,
+        ));
+    }
+    let rejecting: Vec<&str> = m
+        .verdicts
+        .iter()
+        .filter(|v| !v.valid && !v.stopped && Some(v.kubernetes_version.as_str()) != newest)
+        .map(|v| v.kubernetes_version.trim_start_matches('v'))
+        .collect();
+    if !any && r.valid && !rejecting.is_empty() {
+        out.push(c.finding(
+            OLDER_VERSION_REJECTS,
+            Level::Error,
+            "celcost: an older Kubernetes version rejects the object".into(),
+            format!(
+                "{}: rejected by Kubernetes {} (accepted from {}); run celcost with --kubernetes-version {} for the errors.",
+                c.object(),
+                rejecting.join(", "),
+                m.oldest_accepting
+                    .as_deref()
+                    .unwrap_or("none")
+                    .trim_start_matches('v'),
+                rejecting[0]
+            ),
+            None,
+        ));
+    }
+}
+
+/// A path as CI tools match it: `/`-separated, without leading `./`.
+pub fn ci_path(path: &str) -> String {
+    let mut p = path.replace('\\', "/");
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest.trim_start_matches('/').to_string();
+    }
+    p
+}
+
+/// A path as a URI reference: relative paths stay relative (`/` separated, percent-encoded),
+/// absolute ones become `file://` URIs.
+pub fn uri_of(path: &str) -> String {
+    let p = ci_path(path);
+    let mut out = String::new();
+    let abs = p.starts_with('/');
+    if abs {
+        out.push_str("file://");
+    }
+    for b in p.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// The run as a SARIF 2.1.0 log: one run, one rule per kind of finding, one result per finding.
+pub fn render_sarif(reports: &[ObjectReport], near_percent: f64) -> String {
+    let rules: Vec<Value> = KINDS
+        .iter()
+        .map(|k| {
+            json!({
+                "id": k.id,
+                "name": k.name,
+                "shortDescription": {"text": k.short},
+                "fullDescription": {"text": k.full},
+                "defaultConfiguration": {"level": k.level.sarif()},
+                "help": {"text": k.full},
+            })
+        })
+        .collect();
+    let index: HashMap<&str, usize> = KINDS.iter().enumerate().map(|(i, k)| (k.id, i)).collect();
+    let results: Vec<Value> = findings(reports, near_percent)
+        .into_iter()
+        .map(|f| {
+            let mut res = json!({
+                "ruleId": f.kind.id,
+                "ruleIndex": index[f.kind.id],
+                "level": f.level.sarif(),
+                "message": {"text": f.message},
+                "properties": {"source": f.source, "title": f.title},
+            });
+            if let Some(file) = &f.file {
+                let (line, column) = f
+                    .location
+                    .as_ref()
+                    .map(|l| (l.line.max(1), l.column.max(1)))
+                    .unwrap_or((1, 1));
+                res["locations"] = json!([{
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": uri_of(file)},
+                        "region": {"startLine": line, "startColumn": column},
+                    }
+                }]);
+            }
+            res
+        })
+        .collect();
+    let log = json!({
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {
+                "driver": {
+                    "name": "celcost",
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "semanticVersion": env!("CARGO_PKG_VERSION"),
+                    "informationUri": information_uri(),
+                    "rules": rules,
+                }
+            },
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }]
+    });
+    let mut s = serde_json::to_string_pretty(&log).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// Escapes a workflow command's message (`%`, CR, LF).
+pub fn github_escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a workflow command's property value (the message's escapes, and `:` and `,`).
+pub fn github_escape_property(s: &str) -> String {
+    github_escape_data(s)
+        .replace(':', "%3A")
+        .replace(',', "%2C")
+}
+
+/// The run as GitHub workflow commands, one line per finding:
+/// `::error file=…,line=…,col=…,title=…::message` (`warning`, `notice`).
+pub fn render_github(reports: &[ObjectReport], near_percent: f64) -> String {
+    let mut out = String::new();
+    for f in findings(reports, near_percent) {
+        let mut props = Vec::new();
+        if let Some(file) = &f.file {
+            props.push(format!("file={}", github_escape_property(&ci_path(file))));
+        }
+        if let Some(l) = &f.location {
+            props.push(format!("line={}", l.line));
+            props.push(format!("col={}", l.column));
+        }
+        props.push(format!("title={}", github_escape_property(&f.title)));
+        out.push_str(&format!(
+            "::{} {}::{}\n",
+            f.level.github(),
+            props.join(","),
+            github_escape_data(&f.message)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes() {
+        assert_eq!(github_escape_data("a%b\r\nc: d, e"), "a%25b%0D%0Ac: d, e");
+        assert_eq!(
+            github_escape_property("a%b\r\nc: d, e"),
+            "a%25b%0D%0Ac%3A d%2C e"
+        );
+    }
+
+    #[test]
+    fn uris() {
+        assert_eq!(uri_of("config/crd/a b.yaml"), "config/crd/a%20b.yaml");
+        assert_eq!(uri_of("/tmp/x:y.yaml"), "file:///tmp/x%3Ay.yaml");
+        assert_eq!(uri_of("c:\\x\\y.yaml"), "c%3A/x/y.yaml");
+        assert_eq!(uri_of("./a/./b.yaml"), "a/./b.yaml");
+    }
+
+    #[test]
+    fn shares() {
+        assert!(reaches_share(8_000_000, 10_000_000, 80.0));
+        assert!(!reaches_share(7_999_999, 10_000_000, 80.0));
+        assert!(reaches_share(u64::MAX, 10, 500.0));
+        assert_eq!(trim_float(80.0), "80");
+        assert_eq!(trim_float(82.5), "82.5");
+    }
+}
