@@ -1660,30 +1660,6 @@ pub fn suggestion_lines(
     out
 }
 
-/// The best alternative as a short phrase for an event: `add maxItems: 64 to .spec.tags (cost
-/// 9,120,000 → 570,000)`; several bounds joined with `and`.
-pub fn suggestion_phrase(suggestions: &[Suggestion], before: u64) -> Option<String> {
-    let groups = suggestion_groups(suggestions);
-    let g = groups.first()?;
-    let parts: Vec<String> = g
-        .iter()
-        .map(|b| {
-            let at = b.schema_path.trim_start_matches('^');
-            let at = if at.is_empty() { "the schema root" } else { at };
-            match b.current {
-                Some(c) => format!("lower {} from {c} to {} on {at}", b.keyword, b.value),
-                None => format!("add {}: {} to {at}", b.keyword, b.value),
-            }
-        })
-        .collect();
-    Some(format!(
-        "{} (cost {} → {})",
-        parts.join(" and "),
-        num(before),
-        num(g[0].cost_after)
-    ))
-}
-
 /// A rule's best suggestion as one line, or why none helps; `None` when the rule needs none.
 pub fn suggestion_text(r: &RuleReport) -> Option<String> {
     suggestion_lines(

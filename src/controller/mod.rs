@@ -274,6 +274,9 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         next: minor
             .next()
             .map(|n| Estimator::for_minor(n).with_limits(limits)),
+        suggest: Some(crate::suggest::Settings::new(f64::from(
+            args.near_budget_percent,
+        ))),
     });
     let recorder = Recorder::new(
         client.clone(),
