@@ -622,11 +622,34 @@ struct Site {
     keyword: Keyword,
     current: Option<i64>,
     lo: i64,
+    /// Without a bound: the highest value worth suggesting, the size the API server assumes for
+    /// the node already (from the request size), rounded down; a looser bound would raise the
+    /// cost of rules whose cardinality or sizes fall back to it.
+    cap: Option<i64>,
     /// An ancestor that sets the cardinality.
     cardinality: bool,
 }
 
+/// The size an unbounded node gets from the request size, as a value of `k` (`maxLength`
+/// counts characters of up to 4 bytes), rounded down to the 1-2-5 series.
+fn unbounded_cap(env: &Env, s: &Schema, k: Keyword) -> Option<i64> {
+    let d = schema_decl_type(s, s.x_embedded_resource, env.minor, "selfType")?;
+    if d.bounded || d.max_elements <= 0 {
+        return None;
+    }
+    let raw = match k {
+        Keyword::MaxLength => d.max_elements / 4,
+        Keyword::MaxItems | Keyword::MaxProperties => d.max_elements,
+    };
+    round_down_125(raw)
+}
+
 impl Site {
+    /// Values from this one on are not suggested: the bound there now, or above the cap.
+    fn ceiling(&self) -> Option<i64> {
+        self.current.or(self.cap.map(|c| c.saturating_add(1)))
+    }
+
     fn has_room(&self) -> bool {
         self.current.is_none_or(|c| c > self.lo)
     }
@@ -836,7 +859,7 @@ impl Search<'_> {
             for &i in &members {
                 let s = &sites[i];
                 if s.current.is_none_or(|cur| c < cur) {
-                    v[i] = Some(c.max(s.lo));
+                    v[i] = Some(s.cap.map_or(c, |cap| c.min(cap)).max(s.lo));
                 }
             }
             v
@@ -870,7 +893,7 @@ impl Search<'_> {
         // Raise each, the biggest driver first.
         for &i in &members {
             let Some(v) = values[i] else { continue };
-            let above: Vec<i64> = candidates(v, self.sites[i].current)
+            let above: Vec<i64> = candidates(v, self.sites[i].ceiling())
                 .into_iter()
                 .filter(|&x| x > v)
                 .collect();
@@ -1009,11 +1032,18 @@ fn rule_sites(
                 i
             }
             None => {
+                let lo = smallest_sensible(s, k);
                 sites.push(Site {
                     node: path.to_vec(),
                     keyword: k,
                     current: k.get(s),
-                    lo: smallest_sensible(s, k),
+                    lo,
+                    cap: k
+                        .get(s)
+                        .is_none()
+                        .then(|| unbounded_cap(env, s, k))
+                        .flatten()
+                        .map(|c| c.max(lo)),
                     cardinality,
                 });
                 sites.len() - 1
@@ -1444,6 +1474,7 @@ fn search_and_verify(
             finding,
             &root.pointers,
             &bounds,
+            settings,
         ) {
             Ok(after) if settings.fits(after, limit) && after < before => out.push(
                 bounds
@@ -1486,6 +1517,7 @@ fn verify(
     finding: Finding,
     pointers: &[String],
     bounds: &[(&Site, i64)],
+    settings: &Settings,
 ) -> Result<u64, String> {
     let mut copy = object.clone();
     for p in pointers {
@@ -1523,6 +1555,36 @@ fn verify(
     }) else {
         return Err("the schema is not estimated any more".into());
     };
+    // Nothing that fit before may stop fitting (a bound looser than the request-size estimate
+    // raises the rules that fall back to it).
+    if now.total_cost > schema.total_cost
+        && settings.fits(schema.total_cost, PER_SCHEMA_COST_LIMIT)
+        && !settings.fits(now.total_cost, PER_SCHEMA_COST_LIMIT)
+    {
+        return Err(format!(
+            "the bounds raise the schema's total to {}",
+            num(now.total_cost)
+        ));
+    }
+    for x in &now.rules {
+        let was = schema
+            .rules
+            .iter()
+            .find(|r| r.index == x.index && r.path == x.path)
+            .map(|r| RuleCost::of_report(r).judged());
+        let is = RuleCost::of_report(x).judged();
+        if let Some(was) = was
+            && is > was
+            && settings.fits(was, PER_RULE_COST_LIMIT)
+            && !settings.fits(is, PER_RULE_COST_LIMIT)
+        {
+            return Err(format!(
+                "the bounds raise the rule at {} to {}",
+                x.path,
+                num(is)
+            ));
+        }
+    }
     match finding {
         Finding::Total => Ok(now.total_cost),
         Finding::Rule(ri) => {
