@@ -929,6 +929,17 @@ impl Search<'_> {
     ) -> String {
         let limit = self.limit;
         let share = |c: u64| crate::cli::percent(c, limit);
+        if units.is_empty() && self.sites.iter().all(|s| !s.has_room()) && !notes.is_empty() {
+            // What the cost depends on is out of the schema's reach: say that first.
+            return format!(
+                "no bound helps: {}; so {}'s cost ({} = {} of {}) cannot be lowered with a schema bound",
+                notes.join("; "),
+                self.what(),
+                num(base),
+                share(base),
+                num(limit)
+            );
+        }
         let mut why = if units.is_empty() && !self.sites.is_empty() {
             let sites: Vec<String> = self
                 .sites
@@ -1083,8 +1094,13 @@ fn rule_sites(
                 let shown = schema_path(&at.0);
                 let why = if r.resolved {
                     format!(
-                        "{shown}.{} is typed by the API server at a resource root (kind, apiVersion, metadata.name and metadata.generateName, unless the schema declares all four), not by this schema: no bound on it applies",
-                        at.2
+                        "{shown}.{} is typed by the API server at a resource root (kind, apiVersion, metadata.name and metadata.generateName, unless the schema declares all four), not by this schema{}: no bound on it applies",
+                        at.2,
+                        if at.1 {
+                            ", which has x-kubernetes-preserve-unknown-fields without declaring them"
+                        } else {
+                            ""
+                        }
                     )
                 } else if at.1 {
                     format!(
