@@ -1287,6 +1287,62 @@ mod tests {
     }
 
     #[test]
+    fn the_status_and_the_warning_event_carry_the_bound_to_add() {
+        use crate::controller::{CostEstimator, WithNextMinor};
+        use crate::schema::catalog::SchemaCatalog;
+        let crd = serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "things.example.com"},
+            "spec": {
+                "group": "example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "things", "kind": "Thing"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                        "type": "object", "properties": {"hosts": {"type": "array",
+                            "maxItems": 100, "items": {"type": "string"},
+                            "x-kubernetes-validations": [
+                                {"rule": "self.all(h, h.matches('^[a-z.]+$'))"}]}}}}}}}]
+            }
+        });
+        let pair = WithNextMinor {
+            current: crate::Estimator::default(),
+            next: None,
+            suggest: Some(crate::suggest::Settings::default()),
+        };
+        let report = pair.estimate(&crd, &SchemaCatalog::new()).unwrap();
+        let status = with_conditions(
+            estimate_status(CRD, &report, StatusSettings::default()),
+            CRD,
+            Some(1),
+            None,
+            None,
+            Timestamp::UNIX_EPOCH,
+        );
+        let rule = &status.schemas[0].rules[0];
+        assert!(!rule.suggestions.is_empty(), "{:?}", rule.no_suggestion);
+        let first = &rule.suggestions[0];
+        assert!(first.cost_after < rule.cost);
+        let json = serde_json::to_value(&status).unwrap();
+        let s = &json["schemas"][0]["rules"][0]["suggestions"][0];
+        for key in ["path", "keyword", "value", "costAfter", "marker"] {
+            assert!(!s[key].is_null(), "{key} missing in {s}");
+        }
+        let t = transitions(CRD, None, &status);
+        let warn = t.iter().find(|t| t.warning).expect("a warning");
+        let phrase = suggestion_phrase(&rule.suggestions, rule.cost as u64).unwrap();
+        assert!(warn.note.contains(&phrase), "{} / {phrase}", warn.note);
+        assert!(
+            warn.note.contains(&format!("{}: {}", first.keyword, first.value)),
+            "{}",
+            warn.note
+        );
+        assert!(warn.note.contains(" → "), "{}", warn.note);
+        assert!(warn.note.contains(".spec.hosts"), "{}", warn.note);
+    }
+
+    #[test]
     fn conditions_and_transitions() {
         let now = Timestamp::UNIX_EPOCH;
         let settings = StatusSettings::default();
