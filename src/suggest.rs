@@ -68,8 +68,8 @@ use crate::cel::types::Type;
 use crate::cli::num;
 use crate::crd::{max_elements, multiply_with_overflow_guard, multiply_with_overflow_guard_card};
 use crate::report::{
-    ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, SchemaReport,
-    Suggestion, suggestion_groups,
+    ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, SchemaReport, Suggestion,
+    suggestion_groups,
 };
 use crate::schema::decltype::{
     DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES, RuleSizes, escape, schema_decl_type,
@@ -900,7 +900,7 @@ impl Search<'_> {
             let mut w = values.clone();
             if let Some(best) = largest_fitting(&above, |x| {
                 w[i] = Some(x);
-                Ok(self.fits_at(&w)?)
+                self.fits_at(&w)
             })? {
                 values[i] = Some(best);
             }
@@ -1525,6 +1525,7 @@ fn search_and_verify(
 
 /// Applies the bounds to a copy of the object, estimates it whole, and returns the finding's
 /// cost then; an error when the copy has an error the object did not have (other than costs).
+#[allow(clippy::too_many_arguments)]
 fn verify(
     estimator: &Estimator,
     object: &Value,
@@ -1727,7 +1728,7 @@ pub fn suggestion_lines(
             if i == 0 { l } else { format!("or: {l}") }
         })
         .collect();
-    if out.first().is_some() && groups.iter().all(|g| g.len() > 1) {
+    if !out.is_empty() && groups.iter().all(|g| g.len() > 1) {
         out[0] = format!("{} (no single bound does it)", out[0]);
     }
     if out.is_empty()

@@ -92,7 +92,10 @@ fn node_at<'v>(mut v: &'v mut Value, mut rest: &str) -> Option<&'v mut Value> {
 fn apply(object: &mut Value, s: &Suggestion, versions: &[String]) {
     let mut roots: Vec<(String, String)> = Vec::new();
     if let Some(rest) = s.path.strip_prefix("spec.validation.openAPIV3Schema") {
-        let vs = object["spec"]["versions"].as_array().cloned().unwrap_or_default();
+        let vs = object["spec"]["versions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         for (i, v) in vs.iter().enumerate() {
             if versions.iter().any(|n| v["name"].as_str() == Some(n)) {
                 roots.push((
@@ -102,7 +105,10 @@ fn apply(object: &mut Value, s: &Suggestion, versions: &[String]) {
             }
         }
     } else {
-        let rest = s.path.strip_prefix("spec.versions[").expect("a version's path");
+        let rest = s
+            .path
+            .strip_prefix("spec.versions[")
+            .expect("a version's path");
         let (i, rest) = rest.split_once(']').unwrap();
         let rest = rest
             .strip_prefix(".schema.openAPIV3Schema")
@@ -115,7 +121,8 @@ fn apply(object: &mut Value, s: &Suggestion, versions: &[String]) {
     assert!(!roots.is_empty(), "{}: no schema to apply it to", s.path);
     for (pointer, rest) in roots {
         let root = object.pointer_mut(&pointer).expect("the schema root");
-        let node = node_at(root, &rest).unwrap_or_else(|| panic!("{} is not in the document", s.path));
+        let node =
+            node_at(root, &rest).unwrap_or_else(|| panic!("{} is not in the document", s.path));
         node.as_object_mut()
             .expect("a schema node is an object")
             .insert(s.keyword.clone(), Value::from(s.value));
@@ -137,10 +144,22 @@ struct Counts {
 /// The kind of reason a "no bound helps" gives (its first clause, numbers left out).
 fn reason_kind(why: &str) -> String {
     for (needle, kind) in [
-        ("the bounds raise", "every bound that fits raises another rule past the threshold"),
-        ("preserve-unknown-fields", "x-kubernetes-preserve-unknown-fields below"),
-        ("int-or-string", "x-kubernetes-int-or-string ignored by the minor"),
-        ("resource root", "typed by the API server at a resource root"),
+        (
+            "the bounds raise",
+            "every bound that fits raises another rule past the threshold",
+        ),
+        (
+            "preserve-unknown-fields",
+            "x-kubernetes-preserve-unknown-fields below",
+        ),
+        (
+            "int-or-string",
+            "x-kubernetes-int-or-string ignored by the minor",
+        ),
+        (
+            "resource root",
+            "typed by the API server at a resource root",
+        ),
         ("fixed parts", "cost in fixed parts"),
         ("does not compile", "the rule does not compile"),
         ("spent", "search budget spent"),
@@ -151,6 +170,9 @@ fn reason_kind(why: &str) -> String {
     }
     why.chars().take(60).collect()
 }
+
+/// A rule (its index) or the total (`None`): cost, limit, suggestions, reason.
+type Finding<'a> = (Option<usize>, u64, u64, &'a [Suggestion], Option<&'a str>);
 
 /// Checks every finding of one CRD; returns nothing, counts into `c`.
 fn check_object(
@@ -176,7 +198,7 @@ fn check_object(
     let mut all_fixable = true;
     let mut any = false;
     for (si, s) in report.schemas.iter().enumerate() {
-        let mut findings: Vec<(Option<usize>, u64, u64, &[Suggestion], Option<&str>)> = s
+        let mut findings: Vec<Finding<'_>> = s
             .rules
             .iter()
             .enumerate()
@@ -237,7 +259,9 @@ fn check_object(
                     all_fixable = false;
                     continue;
                 }
-                _ => panic!("{what}: either suggestions or a reason, not {suggestions:?} / {none:?}"),
+                _ => {
+                    panic!("{what}: either suggestions or a reason, not {suggestions:?} / {none:?}")
+                }
             }
             for group in suggestion_groups(suggestions) {
                 c.alternatives_checked += 1;
@@ -358,7 +382,11 @@ fn run(files: &[PathBuf], base: &Path, percent: f64) -> Counts {
     let settings = Settings::new(percent);
     let mut c = Counts::default();
     for file in files {
-        let rel = file.strip_prefix(base).unwrap_or(file).display().to_string();
+        let rel = file
+            .strip_prefix(base)
+            .unwrap_or(file)
+            .display()
+            .to_string();
         let Ok(text) = std::fs::read_to_string(file) else {
             continue;
         };

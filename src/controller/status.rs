@@ -14,7 +14,7 @@ use crate::versions::{VersionChange, VersionMatrix, VersionStep};
 use super::resource::{
     BudgetLevel, CostReportStatus, DriversStatus, ExpressionStatus, MAX_DRIVERS, MAX_ERRORS,
     MAX_EXPRESSION_LEN, MAX_LISTED_RULES, MAX_LISTED_SCHEMAS, MAX_TEXT_LEN, NextVersionStatus,
-    PolicyBudgetStatus, PolicyTypingStatus, RuleStatus, SchemaStatus, Summary, SuggestionStatus,
+    PolicyBudgetStatus, PolicyTypingStatus, RuleStatus, SchemaStatus, SuggestionStatus, Summary,
     TargetKind, TypedEstimateStatus, TypedSchemaStatus,
 };
 
@@ -1334,7 +1334,8 @@ mod tests {
         let phrase = suggestion_phrase(&rule.suggestions, rule.cost as u64).unwrap();
         assert!(warn.note.contains(&phrase), "{} / {phrase}", warn.note);
         assert!(
-            warn.note.contains(&format!("{}: {}", first.keyword, first.value)),
+            warn.note
+                .contains(&format!("{}: {}", first.keyword, first.value)),
             "{}",
             warn.note
         );

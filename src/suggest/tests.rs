@@ -171,7 +171,11 @@ fn an_unbounded_list_of_unbounded_strings_gets_verified_round_bounds() {
         // are balanced (both larger than either alone).
         let rule_sugg = &r.schemas[0].rules[0].suggestions;
         let groups = suggestion_groups(rule_sugg);
-        assert!(groups.iter().any(|g| g.len() == 1 && g[0].keyword == "maxItems"));
+        assert!(
+            groups
+                .iter()
+                .any(|g| g.len() == 1 && g[0].keyword == "maxItems")
+        );
         if let Some(both) = groups.iter().find(|g| g.len() == 2) {
             let alone = groups
                 .iter()
@@ -265,7 +269,10 @@ fn an_embedded_resource_with_unknown_fields_says_the_api_server_types_it() {
     let why = r.schemas[0].rules[0].no_suggestion.as_deref().unwrap();
     assert!(why.starts_with("no bound helps: "), "{why}");
     assert!(why.contains("resource root"), "{why}");
-    assert!(why.contains("x-kubernetes-preserve-unknown-fields"), "{why}");
+    assert!(
+        why.contains("x-kubernetes-preserve-unknown-fields"),
+        "{why}"
+    );
     assert!(r.schemas[0].rules[0].suggestions.is_empty());
 }
 
@@ -283,7 +290,10 @@ fn findings_that_fit_get_nothing_and_other_kinds_pass_through() {
         kind: "ValidatingAdmissionPolicy".into(),
         ..ObjectReport::default()
     };
-    assert_eq!(suggest(&e, &json!({}), vap.clone(), &Settings::default()), vap);
+    assert_eq!(
+        suggest(&e, &json!({}), vap.clone(), &Settings::default()),
+        vap
+    );
 }
 
 #[test]
