@@ -99,7 +99,7 @@ enum Command {
         head: PathBuf,
     },
     /// Run the operator: watch CRDs and ValidatingAdmissionPolicies and write CostReports.
-    Controller(ControllerArgs),
+    Controller(Box<ControllerArgs>),
     /// Print the CostReport CustomResourceDefinition as YAML.
     Crd,
 }
@@ -243,7 +243,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            match rt.block_on(celcost::controller::run(args)) {
+            match rt.block_on(celcost::controller::run(*args)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e}");

@@ -1068,7 +1068,7 @@ async fn serve_policy_reads(api: &mut ApiServer, vap: &Value, widgets: &Value) {
 /// them, and estimates again when one of them changes.
 #[tokio::test]
 async fn policies_are_typed_with_the_cluster_crds_and_follow_them() {
-    use celcost::controller::schemas::CrdStore;
+    use celcost::controller::context::CrdStore;
     use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
 
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
@@ -1203,7 +1203,7 @@ async fn policies_are_typed_with_the_cluster_crds_and_follow_them() {
 /// created there later is a reason to look again.
 #[tokio::test]
 async fn a_missing_param_crd_is_looked_for_again() {
-    use celcost::controller::schemas::{CrdStore, Dep};
+    use celcost::controller::context::{CrdStore, Dep};
 
     let (crds, mut writer): (CrdStore, _) = reflector::store();
     writer.apply_watcher_event(&watcher::Event::Init);

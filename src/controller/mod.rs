@@ -4,7 +4,13 @@
 //! Memory stays flat with the number of targets: the watches keep only object metadata
 //! (`metadata_watcher`), and a reconcile fetches the full target, estimates it and drops it, at
 //! most `--concurrency` at a time per kind.
+//!
+//! Read top-down: `run` here wires the watches and controllers; [`context`] is what every
+//! reconcile shares (client, estimator, budget, the CRD store); [`schemas`] reads the CRDs a
+//! policy's estimate needs; [`reconcile`] estimates a target and writes its report.
 
+pub mod certs;
+pub mod context;
 pub mod error;
 pub mod http;
 pub mod map;
@@ -14,7 +20,9 @@ pub mod resource;
 pub mod schemas;
 pub mod status;
 pub mod telemetry;
+pub mod warnings;
 pub mod watch;
+pub mod webhook;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,10 +43,9 @@ use tracing::{debug, info, warn};
 use crate::Estimator;
 use crate::cel::decls::Version;
 
+pub use context::{Budget, Context, CostEstimator, Settings, WithNextMinor};
 pub use error::Error;
-pub use reconcile::{
-    Budget, Context, CostEstimator, Settings, Target, WithNextMinor, error_policy, reconcile,
-};
+pub use reconcile::{Target, error_policy, reconcile};
 pub use resource::{CostReport, CostReportSpec, CostReportStatus, TargetKind, crd_yaml};
 pub use status::StatusSettings;
 pub use telemetry::LogFormat;
@@ -114,6 +121,9 @@ pub struct ControllerArgs {
     #[arg(long, env = "CELCOST_ESTIMATE_MAX_MEMORY_MIB", default_value_t = 64,
           value_parser = clap::value_parser!(u64).range(1..=65536))]
     pub estimate_max_memory_mib: u64,
+    /// The admission webhook (`--webhook`, `--webhook-*`).
+    #[command(flatten)]
+    pub webhook: webhook::WebhookArgs,
 }
 
 /// `--distribution`: `None` for `auto` (decided from the API server).
@@ -244,6 +254,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     let mut registry = Registry::with_prefix("celcost");
     let metrics = metrics::Metrics::default().register(&mut registry);
     let health = watch::Health::default().register(&mut registry);
+    let webhook_metrics = webhook::WebhookMetrics::default().register(&mut registry);
     let watch_settings = watch::WatchSettings {
         timeout: args.watch_timeout_seconds,
         max_backoff: Duration::from_secs_f64(args.watch_max_backoff_seconds.clamp(0.2, 300.0)),
@@ -269,7 +280,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         bytes: usize::try_from(args.estimate_max_memory_mib << 20).unwrap_or(usize::MAX),
     };
     let minor = crate::cel::minor::Minor::nearest(version, distribution);
-    let estimator: Arc<dyn reconcile::CostEstimator> = Arc::new(reconcile::WithNextMinor {
+    let estimator: Arc<dyn CostEstimator> = Arc::new(WithNextMinor {
         current: Estimator::for_minor(minor).with_limits(limits),
         next: minor
             .next()
@@ -278,6 +289,20 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
             args.near_budget_percent,
         ))),
     });
+    // The admission webhook answers from the estimate of the object in the request, with the
+    // rules of the cluster's minor and the same work budget.
+    let webhook = webhook::start(
+        &args.webhook,
+        &client,
+        webhook::WebhookState {
+            metrics: webhook_metrics,
+            ..webhook::WebhookState::new(
+                Arc::new(Estimator::for_minor(minor).with_limits(limits)),
+                args.near_budget_percent,
+            )
+        },
+    )
+    .await?;
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -296,7 +321,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         ..Settings::default()
     };
     let config = controller::Config::default().concurrency(args.concurrency);
-    let budget = reconcile::Budget::new(settings.memory_budget_bytes, settings.estimators);
+    let budget = Budget::new(settings.memory_budget_bytes, settings.estimators);
     let shared = Shared {
         budget,
         client: client.clone(),
@@ -355,6 +380,9 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     info!(model = %version, near_budget_percent = args.near_budget_percent, "celcost controller started");
     futures::future::join(crd_ctrl, futures::future::join_all(policy_ctrls)).await;
     info!("controllers stopped");
+    if let Some(w) = webhook {
+        w.stop().await;
+    }
     let _ = stop_admin.send(());
     match admin_task.await {
         Ok(Ok(())) => Ok(()),
@@ -366,12 +394,12 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
 /// What the two controllers share.
 struct Shared {
     client: Client,
-    estimator: Arc<dyn reconcile::CostEstimator>,
+    estimator: Arc<dyn CostEstimator>,
     recorder: Recorder,
     metrics: metrics::Metrics,
     settings: Settings,
     config: controller::Config,
-    budget: reconcile::Budget,
+    budget: Budget,
     health: watch::Health,
     watch_settings: watch::WatchSettings,
 }
@@ -392,7 +420,7 @@ struct Running<K: Target> {
 
 /// How the policy controller follows the CRDs.
 struct CrdLinks {
-    store: schemas::CrdStore,
+    store: context::CrdStore,
     events: futures::channel::mpsc::UnboundedReceiver<PartialObjectMeta<CustomResourceDefinition>>,
 }
 

@@ -1,12 +1,10 @@
 //! The reconciler: fetch the target, estimate it, server-side apply its report, publish events on
 //! transitions. Idempotent; writes nothing when nothing changed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use futures::FutureExt;
 use k8s_openapi::ClusterResourceScope;
@@ -15,30 +13,27 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{
-    Api, DeleteParams, GetParams, PartialObjectMeta, Patch, PatchParams, Preconditions,
-};
+use kube::api::{Api, DeleteParams, PartialObjectMeta, Patch, PatchParams, Preconditions};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Client, Resource, ResourceExt};
+use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tracing::{debug, info, instrument, warn};
 
-use crate::Estimator;
-use crate::cel::decls::Version;
 use crate::report::ObjectReport;
 use crate::schema::catalog::SchemaCatalog;
 
+use super::context::{Context, Memo, get_json};
 use super::error::Error;
-use super::metrics::{FailureLabels, KindLabels, Metrics, TargetLabels};
+use super::metrics::{FailureLabels, TargetLabels};
 use super::resource::{CostReport, CostReportSpec, TargetKind, TargetRef};
-use super::schemas::{self, CrdStore, Dep, Head};
+use super::schemas::{self, Head};
 use super::status::{
-    Failure, StatusSettings, estimate_status, estimation_failed_message, failed_status, is_ready,
-    reason, same_status, transitions, with_conditions,
+    Failure, estimate_status, estimation_failed_message, failed_status, is_ready, reason,
+    same_status, transitions, with_conditions,
 };
 
 /// The field manager of every write.
@@ -68,287 +63,6 @@ impl Target for CustomResourceDefinition {
 
 impl Target for ValidatingAdmissionPolicy {
     const KIND: TargetKind = TargetKind::ValidatingAdmissionPolicy;
-}
-
-/// The estimator, as the reconciler sees it: a seam for tests (a failing estimator).
-pub trait CostEstimator: Send + Sync + 'static {
-    /// The report of a CRD or policy serialized with apiVersion and kind, policies typed with
-    /// the schemas of `catalog`; `None` when the estimator does not handle the object.
-    fn estimate(&self, object: &serde_json::Value, catalog: &SchemaCatalog)
-    -> Option<ObjectReport>;
-    /// The Kubernetes version of the cost model.
-    fn kubernetes_version(&self) -> Version;
-}
-
-impl CostEstimator for Estimator {
-    fn estimate(
-        &self,
-        object: &serde_json::Value,
-        catalog: &SchemaCatalog,
-    ) -> Option<ObjectReport> {
-        Estimator::estimate_with(self, object, "cluster", catalog)
-    }
-
-    fn kubernetes_version(&self) -> Version {
-        Estimator::kubernetes_version(self)
-    }
-}
-
-/// The cluster's minor and the next one: each report is the cluster minor's, with the next
-/// minor's verdict and changes beside it (`status.nextVersion`, condition `UpgradeSafe`).
-pub struct WithNextMinor {
-    pub current: Estimator,
-    /// `None` when the cluster runs the newest minor celcost has rules for.
-    pub next: Option<Estimator>,
-    /// When set, a CRD's report carries suggested bounds for the rules and totals over their
-    /// limit or near budget ([`crate::suggest`]), found with the cluster minor's estimator.
-    pub suggest: Option<crate::suggest::Settings>,
-}
-
-impl CostEstimator for WithNextMinor {
-    fn estimate(
-        &self,
-        object: &serde_json::Value,
-        catalog: &SchemaCatalog,
-    ) -> Option<ObjectReport> {
-        let mut current = self.current.estimate_with(object, "cluster", catalog)?;
-        if let Some(settings) = &self.suggest {
-            current = crate::suggest::suggest(&self.current, object, current, settings);
-        }
-        match &self.next {
-            Some(n) if current.stopped.is_none() => {
-                let next = n.estimate_with(object, "cluster", catalog)?;
-                Some(crate::versions::with_next(current, next))
-            }
-            _ => Some(current),
-        }
-    }
-
-    fn kubernetes_version(&self) -> Version {
-        self.current.kubernetes_version()
-    }
-}
-
-/// Settings of the reconciler.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub status: StatusSettings,
-    /// Periodic re-check of every target (a no-op when nothing changed).
-    pub requeue: Duration,
-    /// First and longest delay of the per-target retry backoff after API errors.
-    pub min_backoff: Duration,
-    pub max_backoff: Duration,
-    /// Bytes of target JSON parsed and estimated at once, over all reconciles: what bounds the
-    /// operator's memory, whatever the concurrency (a target larger than this runs alone).
-    pub memory_budget_bytes: usize,
-    /// Estimates run at once, over all reconciles.
-    pub estimators: usize,
-    /// Longest retry delay after a transient failure (API server down, timeout, conflict): a
-    /// target is back at most this long after its API server (relists trigger it sooner).
-    pub max_transient_backoff: Duration,
-    /// Timeout of each API request.
-    pub request_timeout: Duration,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            status: StatusSettings::default(),
-            requeue: Duration::from_secs(3600),
-            min_backoff: Duration::from_secs(1),
-            max_backoff: Duration::from_secs(300),
-            memory_budget_bytes: 8 << 20,
-            estimators: std::thread::available_parallelism().map_or(2, usize::from),
-            max_transient_backoff: Duration::from_secs(5),
-            request_timeout: Duration::from_secs(10),
-        }
-    }
-}
-
-/// What the last successful reconcile of a target wrote or saw: while the target's uid and
-/// generation are unchanged and the watched report is one of these resourceVersions (our own
-/// writes, or the report we found current), there is nothing to do.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Memo {
-    uid: Option<String>,
-    generation: Option<i64>,
-    report_versions: Vec<String>,
-    /// Policies: the CRDs their typed estimate read (or looked for).
-    deps: Vec<Dep>,
-}
-
-/// The state shared by the reconciles of one controller.
-pub struct Context {
-    pub client: Client,
-    pub estimator: Arc<dyn CostEstimator>,
-    pub recorder: Recorder,
-    pub metrics: Metrics,
-    pub settings: Settings,
-    /// Metadata of the reports of this controller's kind, from a watch.
-    pub reports: Store<PartialObjectMeta<CostReport>>,
-    memo: Arc<Mutex<HashMap<String, Memo>>>,
-    failures: Arc<Mutex<HashMap<String, u32>>>,
-    /// Memory and CPU bounds (shared by the controllers of all kinds).
-    budget: Budget,
-    /// Policies: the watched CRDs, whose schemas type their estimates.
-    pub(super) crds: Option<CrdStore>,
-}
-
-impl Context {
-    pub fn new(
-        client: Client,
-        estimator: Arc<dyn CostEstimator>,
-        recorder: Recorder,
-        metrics: Metrics,
-        settings: Settings,
-        reports: Store<PartialObjectMeta<CostReport>>,
-    ) -> Self {
-        let budget = Budget::new(settings.memory_budget_bytes, settings.estimators);
-        Context {
-            client,
-            estimator,
-            recorder,
-            metrics,
-            settings,
-            reports,
-            memo: Arc::default(),
-            failures: Arc::default(),
-            budget,
-            crds: None,
-        }
-    }
-
-    /// Types policies with the CRDs of the cluster: their metadata from `crds` (a watch), their
-    /// schemas read when a policy needs them. Without it, policies are typed with the built-in
-    /// schemas only.
-    pub fn with_crd_store(mut self, crds: CrdStore) -> Self {
-        self.crds = Some(crds);
-        self
-    }
-
-    /// The targets (policies) whose report depends on the CRD `crd_name`.
-    pub fn dependents(&self, crd_name: &str) -> Vec<String> {
-        let memo = self.memo.lock().expect("memo lock");
-        memo.iter()
-            .filter(|(_, m)| m.deps.iter().any(|d| d.concerns(crd_name)))
-            .filter_map(|(report, _)| report.split_once('.').map(|(_, n)| n.to_string()))
-            .collect()
-    }
-
-    /// Uses `budget` (shared with other contexts) instead of a budget of its own.
-    pub fn with_budget(mut self, budget: Budget) -> Self {
-        self.budget = budget;
-        self
-    }
-
-    fn kind_labels(kind: TargetKind) -> KindLabels {
-        KindLabels {
-            kind: kind.short().to_string(),
-        }
-    }
-
-    /// Whether the report of `report_name` is known to be current for this target.
-    fn is_current(&self, report_name: &str, memo: &Memo) -> bool {
-        let stored = self
-            .memo
-            .lock()
-            .expect("memo lock")
-            .get(report_name)
-            .cloned();
-        let Some(stored) = stored else {
-            return false;
-        };
-        let watched = self
-            .reports
-            .get(&ObjectRef::new(report_name))
-            .and_then(|r| r.metadata.resource_version.clone());
-        let deps_current = match self.crds.as_ref() {
-            Some(crds) => stored.deps.iter().all(|d| d.is_current(crds)),
-            None => true,
-        };
-        stored.uid == memo.uid
-            && stored.generation == memo.generation
-            && watched.is_some_and(|rv| stored.report_versions.contains(&rv))
-            && deps_current
-    }
-
-    /// Forgets a deleted target: its memo, backoff and gauges.
-    pub fn forget(&self, kind: TargetKind, name: &str) {
-        (self.forget_handle())(kind, name)
-    }
-
-    /// [`Context::forget`] as a function that outlives a borrow of the context (for the watch
-    /// that finds targets deleted while it was away).
-    pub fn forget_handle(&self) -> impl Fn(TargetKind, &str) + Send + Sync + 'static {
-        let (memo, failures, metrics) = (
-            self.memo.clone(),
-            self.failures.clone(),
-            self.metrics.clone(),
-        );
-        move |kind, name| {
-            let report_name = kind.report_name(name);
-            memo.lock().expect("memo lock").remove(&report_name);
-            failures.lock().expect("failures lock").remove(&report_name);
-            metrics.forget(&TargetLabels::new(kind, name));
-        }
-    }
-
-    /// `fut` (an API request), bounded by the request timeout.
-    pub(super) async fn timed<T>(
-        &self,
-        what: &'static str,
-        fut: impl std::future::Future<Output = Result<T, kube::Error>>,
-    ) -> Result<T, Error> {
-        match tokio::time::timeout(self.settings.request_timeout, fut).await {
-            Ok(r) => r.map_err(Error::from),
-            Err(_) => Err(Error::Timeout(self.settings.request_timeout, what)),
-        }
-    }
-}
-
-/// What bounds the operator's memory and CPU whatever the concurrency: bytes of target JSON
-/// parsed and estimated at once (reconciles wait for their target's size), and estimates run at
-/// once (CPU-bound, one per core is enough). Shared by the controllers of all kinds.
-#[derive(Clone, Debug)]
-pub struct Budget {
-    kib: Arc<Semaphore>,
-    total_kib: u32,
-    estimators: Arc<Semaphore>,
-}
-
-impl Budget {
-    /// A budget of `memory_bytes` (at least 1 MiB) and `estimators` estimates at once (at least
-    /// one).
-    pub fn new(memory_bytes: usize, estimators: usize) -> Self {
-        let total_kib = u32::try_from((memory_bytes / 1024).max(1024)).unwrap_or(u32::MAX >> 3);
-        Budget {
-            kib: Arc::new(Semaphore::new(total_kib as usize)),
-            total_kib,
-            estimators: Arc::new(Semaphore::new(estimators.max(1))),
-        }
-    }
-
-    /// Waits until `bytes` fit in the memory budget; the permit holds them until dropped.
-    /// Anything larger than the whole budget waits for all of it.
-    pub async fn reserve(&self, bytes: usize) -> OwnedSemaphorePermit {
-        let kib = u32::try_from(bytes / 1024 + 1)
-            .unwrap_or(u32::MAX)
-            .min(self.total_kib);
-        self.kib
-            .clone()
-            .acquire_many_owned(kib)
-            .await
-            .expect("the budget is never closed")
-    }
-
-    /// Waits for an estimator slot.
-    async fn estimator(&self) -> OwnedSemaphorePermit {
-        self.estimators
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the budget is never closed")
-    }
 }
 
 /// Reconciles one target, given its metadata from the watch.
@@ -620,23 +334,6 @@ pub fn desired_report<K: Target>(name: &str, uid: &str) -> CostReport {
     }
 }
 
-/// GETs an object as JSON text, from the API server's watch cache (`resourceVersion=0`): no
-/// etcd read, and no typed copy of a possibly huge CRD. `None` when it does not exist.
-pub(super) async fn get_json(
-    ctx: &Context,
-    url_path: &str,
-    name: &str,
-) -> Result<Option<String>, Error> {
-    let request = kube::core::Request::new(url_path)
-        .get(name, &GetParams::any())
-        .map_err(kube::Error::BuildRequest)?;
-    match ctx.timed("get", ctx.client.request_text(request)).await {
-        Ok(text) => Ok(Some(text)),
-        Err(Error::Kube(kube::Error::Api(s))) if s.code == 404 => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// Whether `existing` already has everything `desired` applies (spec, owner, labels).
 fn report_matches(existing: &CostReport, desired: &CostReport) -> bool {
     let labels_ok = desired
@@ -883,31 +580,4 @@ async fn reconcile_inner<K: Target>(
         },
     );
     Ok(Action::requeue(ctx.settings.requeue))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn the_budget_bounds_bytes_in_flight_and_admits_anything_alone() {
-        let budget = Budget::new(2 << 20, 1);
-        let a = budget.reserve(1536 << 10).await;
-        // 1 MiB more does not fit beside 1.5 MiB of 2 MiB: it waits for the first to go.
-        let waiting = tokio::time::timeout(Duration::from_millis(50), budget.reserve(1 << 20));
-        assert!(waiting.await.is_err());
-        drop(a);
-        let b = budget.reserve(1 << 20).await;
-        drop(b);
-        // Larger than the whole budget: it takes all of it, rather than waiting forever.
-        let huge = budget.reserve(64 << 20).await;
-        assert_eq!(budget.kib.available_permits(), 0);
-        drop(huge);
-        assert_eq!(budget.kib.available_permits(), 2048);
-        // One estimate at a time here.
-        let slot = budget.estimator().await;
-        let second = tokio::time::timeout(Duration::from_millis(50), budget.estimator());
-        assert!(second.await.is_err());
-        drop(slot);
-    }
 }

@@ -1,82 +1,21 @@
 //! The schemas a policy's typed estimate reads, from the cluster: the CRDs of the custom
 //! resources it matches and of its `paramKind` ([`crate::vap::schema_needs`] says which), and
-//! whether they changed since a report was written, so that a policy's report follows the CRDs
-//! it was typed against.
+//! what the report then depends on ([`Dep`], checked against the CRD store of
+//! [`super::context`]), so that a policy's report follows the CRDs it was typed against.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::ResourceExt;
-use kube::api::PartialObjectMeta;
-use kube::runtime::reflector::{ObjectRef, Store};
 use serde::Deserialize;
 use tracing::debug;
 
+use super::context::{Context, Dep, crds_of_group, get_json, group_of};
 use super::error::Error;
-use super::reconcile::{Context, get_json};
 use crate::vap::SchemaNeeds;
-
-/// The watched metadata of every CRD.
-pub type CrdStore = Store<PartialObjectMeta<CustomResourceDefinition>>;
 
 /// How long a policy's estimate waits for the CRD watch's first list.
 const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Most CRDs of a group read to find the one defining a `paramKind`.
 const MAX_PARAM_CANDIDATES: usize = 16;
-
-/// A CRD a policy's report depends on, as it was when the report was computed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Dep {
-    /// A CRD by name, with its uid and generation then (`None`: it did not exist).
-    Crd {
-        name: String,
-        seen: Option<(String, Option<i64>)>,
-    },
-    /// No CRD of `group` defined the param kind: the CRD names of the group then.
-    Group { group: String, names: Vec<String> },
-}
-
-impl Dep {
-    /// Whether the CRDs are still as they were (per the watched metadata).
-    pub fn is_current(&self, crds: &CrdStore) -> bool {
-        match self {
-            Dep::Crd { name, seen } => {
-                let now = crds.get(&ObjectRef::new(name)).and_then(|m| {
-                    m.metadata
-                        .uid
-                        .clone()
-                        .map(|uid| (uid, m.metadata.generation))
-                });
-                now == *seen
-            }
-            Dep::Group { group, names } => crds_of_group(crds, group) == *names,
-        }
-    }
-
-    /// Whether a change of the CRD `crd_name` can change this dependency.
-    pub fn concerns(&self, crd_name: &str) -> bool {
-        match self {
-            Dep::Crd { name, .. } => name == crd_name,
-            Dep::Group { group, .. } => group_of(crd_name) == Some(group.as_str()),
-        }
-    }
-}
-
-/// The group of a CRD name (`<plural>.<group>`).
-fn group_of(crd_name: &str) -> Option<&str> {
-    crd_name.split_once('.').map(|(_, g)| g)
-}
-
-/// The CRD names of a group, sorted.
-fn crds_of_group(crds: &CrdStore, group: &str) -> Vec<String> {
-    let mut names: Vec<String> = crds
-        .state()
-        .iter()
-        .map(|m| m.name_any())
-        .filter(|n| group_of(n) == Some(group))
-        .collect();
-    names.sort();
-    names
-}
 
 /// What the estimate needs of a CRD's JSON, read without building the whole tree.
 #[derive(Debug, Default, Deserialize)]
@@ -196,50 +135,6 @@ pub(super) async fn fetch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube::runtime::reflector;
-    use kube::runtime::watcher;
-
-    fn meta(name: &str, uid: &str, generation: i64) -> PartialObjectMeta<CustomResourceDefinition> {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
-            "metadata": {"name": name, "uid": uid, "generation": generation}
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn deps_follow_the_watched_crds() {
-        let (store, mut writer) = reflector::store::<PartialObjectMeta<CustomResourceDefinition>>();
-        writer.apply_watcher_event(&watcher::Event::Apply(meta("widgets.example.com", "u1", 1)));
-        let crd = Dep::Crd {
-            name: "widgets.example.com".into(),
-            seen: Some(("u1".into(), Some(1))),
-        };
-        let missing = Dep::Crd {
-            name: "gadgets.example.com".into(),
-            seen: None,
-        };
-        let group = Dep::Group {
-            group: "example.com".into(),
-            names: vec!["widgets.example.com".into()],
-        };
-        assert!(crd.is_current(&store) && missing.is_current(&store) && group.is_current(&store));
-        assert!(crd.concerns("widgets.example.com") && !crd.concerns("gadgets.example.com"));
-        assert!(group.concerns("gadgets.example.com") && !group.concerns("gadgets.example.org"));
-
-        // A new generation, a new CRD in the group, a recreated CRD: each is a change.
-        writer.apply_watcher_event(&watcher::Event::Apply(meta("widgets.example.com", "u1", 2)));
-        assert!(!crd.is_current(&store));
-        writer.apply_watcher_event(&watcher::Event::Apply(meta("gadgets.example.com", "u2", 1)));
-        assert!(!missing.is_current(&store) && !group.is_current(&store));
-        writer.apply_watcher_event(&watcher::Event::Delete(meta(
-            "widgets.example.com",
-            "u1",
-            2,
-        )));
-        writer.apply_watcher_event(&watcher::Event::Apply(meta("widgets.example.com", "u3", 1)));
-        assert!(!crd.is_current(&store));
-    }
 
     #[test]
     fn heads_read_uid_generation_and_kind() {

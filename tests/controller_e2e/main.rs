@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 
 mod faults;
 mod hostile;
+mod webhook;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -156,6 +157,9 @@ impl Operator {
                 "--listen-address",
                 &format!("127.0.0.1:{port}"),
             ])
+            // The admission webhook only where a test asks for it (`--webhook...`): it would
+            // listen on :9443 and write a Secret otherwise.
+            .args((!extra.iter().any(|a| a.starts_with("--webhook"))).then_some("--webhook=false"))
             .args(extra)
             .env(
                 "RUST_LOG",

@@ -1,0 +1,454 @@
+//! What the reconciles share: the [`Context`] (client, estimator, recorder, metrics, settings,
+//! the memo of current reports, the memory and CPU [`Budget`]), the estimator seam
+//! ([`CostEstimator`]), and the watched CRDs ([`CrdStore`]) with what a policy's report depends
+//! on in them ([`Dep`]). `schemas` reads the CRDs a policy's estimate needs through it, and
+//! `reconcile` writes the reports with it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{GetParams, PartialObjectMeta};
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, ResourceExt};
+
+use crate::Estimator;
+use crate::cel::decls::Version;
+use crate::report::ObjectReport;
+use crate::schema::catalog::SchemaCatalog;
+
+use super::error::Error;
+use super::metrics::{KindLabels, Metrics, TargetLabels};
+use super::resource::{CostReport, TargetKind};
+use super::status::StatusSettings;
+
+/// The estimator, as the reconciler sees it: a seam for tests (a failing estimator).
+pub trait CostEstimator: Send + Sync + 'static {
+    /// The report of a CRD or policy serialized with apiVersion and kind, policies typed with
+    /// the schemas of `catalog`; `None` when the estimator does not handle the object.
+    fn estimate(&self, object: &serde_json::Value, catalog: &SchemaCatalog)
+    -> Option<ObjectReport>;
+    /// The Kubernetes version of the cost model.
+    fn kubernetes_version(&self) -> Version;
+}
+
+impl CostEstimator for Estimator {
+    fn estimate(
+        &self,
+        object: &serde_json::Value,
+        catalog: &SchemaCatalog,
+    ) -> Option<ObjectReport> {
+        Estimator::estimate_with(self, object, "cluster", catalog)
+    }
+
+    fn kubernetes_version(&self) -> Version {
+        Estimator::kubernetes_version(self)
+    }
+}
+
+/// The cluster's minor and the next one: each report is the cluster minor's, with the next
+/// minor's verdict and changes beside it (`status.nextVersion`, condition `UpgradeSafe`).
+pub struct WithNextMinor {
+    pub current: Estimator,
+    /// `None` when the cluster runs the newest minor celcost has rules for.
+    pub next: Option<Estimator>,
+    /// When set, a CRD's report carries suggested bounds for the rules and totals over their
+    /// limit or near budget ([`crate::suggest`]), found with the cluster minor's estimator.
+    pub suggest: Option<crate::suggest::Settings>,
+}
+
+impl CostEstimator for WithNextMinor {
+    fn estimate(
+        &self,
+        object: &serde_json::Value,
+        catalog: &SchemaCatalog,
+    ) -> Option<ObjectReport> {
+        let mut current = self.current.estimate_with(object, "cluster", catalog)?;
+        if let Some(settings) = &self.suggest {
+            current = crate::suggest::suggest(&self.current, object, current, settings);
+        }
+        match &self.next {
+            Some(n) if current.stopped.is_none() => {
+                let next = n.estimate_with(object, "cluster", catalog)?;
+                Some(crate::versions::with_next(current, next))
+            }
+            _ => Some(current),
+        }
+    }
+
+    fn kubernetes_version(&self) -> Version {
+        self.current.kubernetes_version()
+    }
+}
+
+/// Settings of the reconciler.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub status: StatusSettings,
+    /// Periodic re-check of every target (a no-op when nothing changed).
+    pub requeue: Duration,
+    /// First and longest delay of the per-target retry backoff after API errors.
+    pub min_backoff: Duration,
+    pub max_backoff: Duration,
+    /// Bytes of target JSON parsed and estimated at once, over all reconciles: what bounds the
+    /// operator's memory, whatever the concurrency (a target larger than this runs alone).
+    pub memory_budget_bytes: usize,
+    /// Estimates run at once, over all reconciles.
+    pub estimators: usize,
+    /// Longest retry delay after a transient failure (API server down, timeout, conflict): a
+    /// target is back at most this long after its API server (relists trigger it sooner).
+    pub max_transient_backoff: Duration,
+    /// Timeout of each API request.
+    pub request_timeout: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            status: StatusSettings::default(),
+            requeue: Duration::from_secs(3600),
+            min_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(300),
+            memory_budget_bytes: 8 << 20,
+            estimators: std::thread::available_parallelism().map_or(2, usize::from),
+            max_transient_backoff: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What the last successful reconcile of a target wrote or saw: while the target's uid and
+/// generation are unchanged and the watched report is one of these resourceVersions (our own
+/// writes, or the report we found current), there is nothing to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Memo {
+    pub(super) uid: Option<String>,
+    pub(super) generation: Option<i64>,
+    pub(super) report_versions: Vec<String>,
+    /// Policies: the CRDs their typed estimate read (or looked for).
+    pub(super) deps: Vec<Dep>,
+}
+
+/// The state shared by the reconciles of one controller.
+pub struct Context {
+    pub client: Client,
+    pub estimator: Arc<dyn CostEstimator>,
+    pub recorder: Recorder,
+    pub metrics: Metrics,
+    pub settings: Settings,
+    /// Metadata of the reports of this controller's kind, from a watch.
+    pub reports: Store<PartialObjectMeta<CostReport>>,
+    pub(super) memo: Arc<Mutex<HashMap<String, Memo>>>,
+    pub(super) failures: Arc<Mutex<HashMap<String, u32>>>,
+    /// Memory and CPU bounds (shared by the controllers of all kinds).
+    pub(super) budget: Budget,
+    /// Policies: the watched CRDs, whose schemas type their estimates.
+    pub(super) crds: Option<CrdStore>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        estimator: Arc<dyn CostEstimator>,
+        recorder: Recorder,
+        metrics: Metrics,
+        settings: Settings,
+        reports: Store<PartialObjectMeta<CostReport>>,
+    ) -> Self {
+        let budget = Budget::new(settings.memory_budget_bytes, settings.estimators);
+        Context {
+            client,
+            estimator,
+            recorder,
+            metrics,
+            settings,
+            reports,
+            memo: Arc::default(),
+            failures: Arc::default(),
+            budget,
+            crds: None,
+        }
+    }
+
+    /// Types policies with the CRDs of the cluster: their metadata from `crds` (a watch), their
+    /// schemas read when a policy needs them. Without it, policies are typed with the built-in
+    /// schemas only.
+    pub fn with_crd_store(mut self, crds: CrdStore) -> Self {
+        self.crds = Some(crds);
+        self
+    }
+
+    /// The targets (policies) whose report depends on the CRD `crd_name`.
+    pub fn dependents(&self, crd_name: &str) -> Vec<String> {
+        let memo = self.memo.lock().expect("memo lock");
+        memo.iter()
+            .filter(|(_, m)| m.deps.iter().any(|d| d.concerns(crd_name)))
+            .filter_map(|(report, _)| report.split_once('.').map(|(_, n)| n.to_string()))
+            .collect()
+    }
+
+    /// Uses `budget` (shared with other contexts) instead of a budget of its own.
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    pub(super) fn kind_labels(kind: TargetKind) -> KindLabels {
+        KindLabels {
+            kind: kind.short().to_string(),
+        }
+    }
+
+    /// Whether the report of `report_name` is known to be current for this target.
+    pub(super) fn is_current(&self, report_name: &str, memo: &Memo) -> bool {
+        let stored = self
+            .memo
+            .lock()
+            .expect("memo lock")
+            .get(report_name)
+            .cloned();
+        let Some(stored) = stored else {
+            return false;
+        };
+        let watched = self
+            .reports
+            .get(&ObjectRef::new(report_name))
+            .and_then(|r| r.metadata.resource_version.clone());
+        let deps_current = match self.crds.as_ref() {
+            Some(crds) => stored.deps.iter().all(|d| d.is_current(crds)),
+            None => true,
+        };
+        stored.uid == memo.uid
+            && stored.generation == memo.generation
+            && watched.is_some_and(|rv| stored.report_versions.contains(&rv))
+            && deps_current
+    }
+
+    /// Forgets a deleted target: its memo, backoff and gauges.
+    pub fn forget(&self, kind: TargetKind, name: &str) {
+        (self.forget_handle())(kind, name)
+    }
+
+    /// [`Context::forget`] as a function that outlives a borrow of the context (for the watch
+    /// that finds targets deleted while it was away).
+    pub fn forget_handle(&self) -> impl Fn(TargetKind, &str) + Send + Sync + 'static {
+        let (memo, failures, metrics) = (
+            self.memo.clone(),
+            self.failures.clone(),
+            self.metrics.clone(),
+        );
+        move |kind, name| {
+            let report_name = kind.report_name(name);
+            memo.lock().expect("memo lock").remove(&report_name);
+            failures.lock().expect("failures lock").remove(&report_name);
+            metrics.forget(&TargetLabels::new(kind, name));
+        }
+    }
+
+    /// `fut` (an API request), bounded by the request timeout.
+    pub(super) async fn timed<T>(
+        &self,
+        what: &'static str,
+        fut: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, Error> {
+        match tokio::time::timeout(self.settings.request_timeout, fut).await {
+            Ok(r) => r.map_err(Error::from),
+            Err(_) => Err(Error::Timeout(self.settings.request_timeout, what)),
+        }
+    }
+}
+
+/// What bounds the operator's memory and CPU whatever the concurrency: bytes of target JSON
+/// parsed and estimated at once (reconciles wait for their target's size), and estimates run at
+/// once (CPU-bound, one per core is enough). Shared by the controllers of all kinds.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    kib: Arc<Semaphore>,
+    total_kib: u32,
+    estimators: Arc<Semaphore>,
+}
+
+impl Budget {
+    /// A budget of `memory_bytes` (at least 1 MiB) and `estimators` estimates at once (at least
+    /// one).
+    pub fn new(memory_bytes: usize, estimators: usize) -> Self {
+        let total_kib = u32::try_from((memory_bytes / 1024).max(1024)).unwrap_or(u32::MAX >> 3);
+        Budget {
+            kib: Arc::new(Semaphore::new(total_kib as usize)),
+            total_kib,
+            estimators: Arc::new(Semaphore::new(estimators.max(1))),
+        }
+    }
+
+    /// Waits until `bytes` fit in the memory budget; the permit holds them until dropped.
+    /// Anything larger than the whole budget waits for all of it.
+    pub async fn reserve(&self, bytes: usize) -> OwnedSemaphorePermit {
+        let kib = u32::try_from(bytes / 1024 + 1)
+            .unwrap_or(u32::MAX)
+            .min(self.total_kib);
+        self.kib
+            .clone()
+            .acquire_many_owned(kib)
+            .await
+            .expect("the budget is never closed")
+    }
+
+    /// Waits for an estimator slot.
+    pub(super) async fn estimator(&self) -> OwnedSemaphorePermit {
+        self.estimators
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the budget is never closed")
+    }
+}
+
+/// GETs an object as JSON text, from the API server's watch cache (`resourceVersion=0`): no
+/// etcd read, and no typed copy of a possibly huge CRD. `None` when it does not exist.
+pub(super) async fn get_json(
+    ctx: &Context,
+    url_path: &str,
+    name: &str,
+) -> Result<Option<String>, Error> {
+    let request = kube::core::Request::new(url_path)
+        .get(name, &GetParams::any())
+        .map_err(kube::Error::BuildRequest)?;
+    match ctx.timed("get", ctx.client.request_text(request)).await {
+        Ok(text) => Ok(Some(text)),
+        Err(Error::Kube(kube::Error::Api(s))) if s.code == 404 => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The watched metadata of every CRD.
+pub type CrdStore = Store<PartialObjectMeta<CustomResourceDefinition>>;
+
+/// A CRD a policy's report depends on, as it was when the report was computed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dep {
+    /// A CRD by name, with its uid and generation then (`None`: it did not exist).
+    Crd {
+        name: String,
+        seen: Option<(String, Option<i64>)>,
+    },
+    /// No CRD of `group` defined the param kind: the CRD names of the group then.
+    Group { group: String, names: Vec<String> },
+}
+
+impl Dep {
+    /// Whether the CRDs are still as they were (per the watched metadata).
+    pub fn is_current(&self, crds: &CrdStore) -> bool {
+        match self {
+            Dep::Crd { name, seen } => {
+                let now = crds.get(&ObjectRef::new(name)).and_then(|m| {
+                    m.metadata
+                        .uid
+                        .clone()
+                        .map(|uid| (uid, m.metadata.generation))
+                });
+                now == *seen
+            }
+            Dep::Group { group, names } => crds_of_group(crds, group) == *names,
+        }
+    }
+
+    /// Whether a change of the CRD `crd_name` can change this dependency.
+    pub fn concerns(&self, crd_name: &str) -> bool {
+        match self {
+            Dep::Crd { name, .. } => name == crd_name,
+            Dep::Group { group, .. } => group_of(crd_name) == Some(group.as_str()),
+        }
+    }
+}
+
+/// The group of a CRD name (`<plural>.<group>`).
+pub(super) fn group_of(crd_name: &str) -> Option<&str> {
+    crd_name.split_once('.').map(|(_, g)| g)
+}
+
+/// The CRD names of a group, sorted.
+pub(super) fn crds_of_group(crds: &CrdStore, group: &str) -> Vec<String> {
+    let mut names: Vec<String> = crds
+        .state()
+        .iter()
+        .map(|m| m.name_any())
+        .filter(|n| group_of(n) == Some(group))
+        .collect();
+    names.sort();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::reflector;
+    use kube::runtime::watcher;
+
+    #[tokio::test]
+    async fn the_budget_bounds_bytes_in_flight_and_admits_anything_alone() {
+        let budget = Budget::new(2 << 20, 1);
+        let a = budget.reserve(1536 << 10).await;
+        // 1 MiB more does not fit beside 1.5 MiB of 2 MiB: it waits for the first to go.
+        let waiting = tokio::time::timeout(Duration::from_millis(50), budget.reserve(1 << 20));
+        assert!(waiting.await.is_err());
+        drop(a);
+        let b = budget.reserve(1 << 20).await;
+        drop(b);
+        // Larger than the whole budget: it takes all of it, rather than waiting forever.
+        let huge = budget.reserve(64 << 20).await;
+        assert_eq!(budget.kib.available_permits(), 0);
+        drop(huge);
+        assert_eq!(budget.kib.available_permits(), 2048);
+        // One estimate at a time here.
+        let slot = budget.estimator().await;
+        let second = tokio::time::timeout(Duration::from_millis(50), budget.estimator());
+        assert!(second.await.is_err());
+        drop(slot);
+    }
+
+    fn meta(name: &str, uid: &str, generation: i64) -> PartialObjectMeta<CustomResourceDefinition> {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": {"name": name, "uid": uid, "generation": generation}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn deps_follow_the_watched_crds() {
+        let (store, mut writer) = reflector::store::<PartialObjectMeta<CustomResourceDefinition>>();
+        writer.apply_watcher_event(&watcher::Event::Apply(meta("widgets.example.com", "u1", 1)));
+        let crd = Dep::Crd {
+            name: "widgets.example.com".into(),
+            seen: Some(("u1".into(), Some(1))),
+        };
+        let missing = Dep::Crd {
+            name: "gadgets.example.com".into(),
+            seen: None,
+        };
+        let group = Dep::Group {
+            group: "example.com".into(),
+            names: vec!["widgets.example.com".into()],
+        };
+        assert!(crd.is_current(&store) && missing.is_current(&store) && group.is_current(&store));
+        assert!(crd.concerns("widgets.example.com") && !crd.concerns("gadgets.example.com"));
+        assert!(group.concerns("gadgets.example.com") && !group.concerns("gadgets.example.org"));
+
+        // A new generation, a new CRD in the group, a recreated CRD: each is a change.
+        writer.apply_watcher_event(&watcher::Event::Apply(meta("widgets.example.com", "u1", 2)));
+        assert!(!crd.is_current(&store));
+        writer.apply_watcher_event(&watcher::Event::Apply(meta("gadgets.example.com", "u2", 1)));
+        assert!(!missing.is_current(&store) && !group.is_current(&store));
+        writer.apply_watcher_event(&watcher::Event::Delete(meta(
+            "widgets.example.com",
+            "u1",
+            2,
+        )));
+        writer.apply_watcher_event(&watcher::Event::Apply(meta("widgets.example.com", "u3", 1)));
+        assert!(!crd.is_current(&store));
+    }
+}
