@@ -112,6 +112,7 @@ fn main() {
     }
     range(iterations);
     rewrites_share(&dir);
+    suggestions(&dir, iterations);
     work_per_object(&corpus);
 }
 
@@ -158,6 +159,60 @@ fn rewrites_share(dir: &Path) {
         ),
         Err(_) => println!("rewrites: the measuring thread failed"),
     }
+}
+
+/// Estimate-only against estimate + suggested bounds (`celcost::suggest`, the default 80%
+/// threshold) over the CRD corpus, the same estimator and threads, runs interleaved; prints both
+/// medians and their ratio (the budget: at most 3x).
+fn suggestions(dir: &Path, iterations: usize) {
+    use celcost::cli::{Minors, estimate_paths_suggesting};
+    let settings = celcost::suggest::Settings::default();
+    let catalog = SchemaCatalog::new();
+    let (mut plain, mut with) = (Vec::new(), Vec::new());
+    let mut found = (0usize, 0usize, 0usize);
+    for _ in 0..iterations.max(1) {
+        for suggest in [false, true] {
+            let estimator = Estimator::default();
+            let t = Instant::now();
+            let outcome = estimate_paths_suggesting(
+                Minors::One(&estimator),
+                std::slice::from_ref(&dir.to_path_buf()),
+                &catalog,
+                suggest.then_some(&settings),
+            );
+            let secs = t.elapsed().as_secs_f64();
+            if suggest {
+                with.push(secs);
+                let schemas = outcome.reports.iter().flat_map(|r| r.schemas.iter());
+                found = schemas.fold((0, 0, 0), |(g, n, b), s| {
+                    let mut g = g + usize::from(!s.suggestions.is_empty());
+                    let mut n = n + usize::from(s.no_suggestion.is_some());
+                    let mut b = b + s.suggestions.len();
+                    for r in &s.rules {
+                        g += usize::from(!r.suggestions.is_empty());
+                        n += usize::from(r.no_suggestion.is_some());
+                        b += r.suggestions.len();
+                    }
+                    (g, n, b)
+                });
+            } else {
+                plain.push(secs);
+            }
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[v.len() / 2]
+    };
+    let (p, w) = (median(&mut plain), median(&mut with));
+    println!(
+        "suggestions (near budget at {}%): estimate only median {p:.3} s, estimate + suggestions median {w:.3} s = {:.2}x ({} findings with suggestions, {} bounds, {} with none)",
+        settings.near_budget_percent,
+        w / p,
+        found.0,
+        found.2,
+        found.1
+    );
 }
 
 /// The whole corpus (CRDs and policies) for one minor and for the range 1.30..1.36, through the

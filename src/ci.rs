@@ -149,13 +149,13 @@ pub struct Finding {
 /// The text of the bounds to add or rules to rewrite for a rule, when celcost has one; appended
 /// to the rule's findings. (The extension point for suggestions: a `suggestions` field of the
 /// report, where there is one, is rendered here.)
-pub fn suggestion_text(_rule: &RuleReport) -> Option<String> {
-    None
+pub fn suggestion_text(rule: &RuleReport) -> Option<String> {
+    crate::suggest::suggestion_text(rule)
 }
 
 /// As [`suggestion_text`], for a schema's total.
-pub fn schema_suggestion_text(_schema: &SchemaReport) -> Option<String> {
-    None
+pub fn schema_suggestion_text(schema: &SchemaReport) -> Option<String> {
+    crate::suggest::schema_suggestion_text(schema)
 }
 
 /// A percentage on the command line: `80`, `12.5`, `80%`; above 0.
@@ -178,7 +178,7 @@ fn ratio(cost: u64, limit: u64) -> f64 {
 }
 
 /// Whether a cost reaches `percent` of its limit.
-fn reaches_share(cost: u64, limit: u64, percent: f64) -> bool {
+pub(crate) fn reaches_share(cost: u64, limit: u64, percent: f64) -> bool {
     ratio(cost, limit) * 100.0 >= percent
 }
 

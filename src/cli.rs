@@ -163,16 +163,14 @@ pub enum Minors<'a> {
 }
 
 impl<'a> Minors<'a> {
-    /// The estimator whose report a range keeps (the newest minor's).
-    fn newest(self) -> Option<&'a Estimator> {
+    /// The estimator whose report a range shows (the newest minor's).
+    pub fn newest(self) -> Option<&'a Estimator> {
         match self {
             Minors::One(e) => Some(e),
             Minors::Range(r) => r.estimators().last(),
         }
     }
-}
 
-impl Minors<'_> {
     /// An object's report: one minor's, or the newest's carrying the range's matrix.
     fn estimate(
         self,
@@ -199,6 +197,18 @@ pub fn estimate_paths_with(
     paths: &[PathBuf],
     catalog: &SchemaCatalog,
 ) -> Outcome {
+    estimate_paths_suggesting(estimators, paths, catalog, None)
+}
+
+/// As [`estimate_paths_with`]; with `suggest`, every CRD rule and schema total over its limit
+/// or at the near-budget threshold gets suggested bounds (or why none helps), found with the
+/// estimator of the report (the newest of a range): see [`crate::suggest`].
+pub fn estimate_paths_suggesting(
+    estimators: Minors<'_>,
+    paths: &[PathBuf],
+    catalog: &SchemaCatalog,
+    suggest: Option<&crate::suggest::Settings>,
+) -> Outcome {
     let mut outcome = Outcome::default();
     let mut files = Vec::new();
     for p in paths {
@@ -213,7 +223,8 @@ pub fn estimate_paths_with(
                 .unwrap_or(1)
         });
     // First pass: CRDs are estimated (they do not depend on other objects), policies kept.
-    let first: Vec<FirstPass> = parallel(&files, threads, |f| first_pass_file(estimators, f));
+    let first: Vec<FirstPass> =
+        parallel(&files, threads, |f| first_pass_file(estimators, f, suggest));
     // The CRDs the policies match or take as params, read again from their files (so that the
     // first pass need not keep every CRD of a large input in memory).
     let mut catalog = catalog.clone();
@@ -312,7 +323,11 @@ fn add_crds(catalog: &mut SchemaCatalog, name: &str, text: &str, sources: &[Stri
     }
 }
 
-fn first_pass_file(estimators: Minors<'_>, f: &Path) -> FirstPass {
+fn first_pass_file(
+    estimators: Minors<'_>,
+    f: &Path,
+    suggest: Option<&crate::suggest::Settings>,
+) -> FirstPass {
     let mut out = FirstPass::default();
     let bytes = match std::fs::read(f) {
         Ok(b) => b,
@@ -322,7 +337,13 @@ fn first_pass_file(estimators: Minors<'_>, f: &Path) -> FirstPass {
         }
     };
     match String::from_utf8(bytes) {
-        Ok(text) => first_pass_text(estimators, &f.display().to_string(), &text, &mut out),
+        Ok(text) => first_pass_text(
+            estimators,
+            &f.display().to_string(),
+            &text,
+            &mut out,
+            suggest,
+        ),
         Err(_) => out
             .input_errors
             .push(format!("{}: not UTF-8 text (binary file?)", f.display())),
@@ -330,7 +351,13 @@ fn first_pass_file(estimators: Minors<'_>, f: &Path) -> FirstPass {
     out
 }
 
-fn first_pass_text(estimators: Minors<'_>, name: &str, text: &str, out: &mut FirstPass) {
+fn first_pass_text(
+    estimators: Minors<'_>,
+    name: &str,
+    text: &str,
+    out: &mut FirstPass,
+    suggest: Option<&crate::suggest::Settings>,
+) {
     for (doc, positions) in parse_documents_located(text) {
         let source = format!("{name}#{}", doc.index);
         let positions = positions.map(std::sync::Arc::new);
@@ -364,6 +391,9 @@ fn first_pass_text(estimators: Minors<'_>, name: &str, text: &str, out: &mut Fir
                                 .estimate(&o.value, |e| Some(e.estimate_crd(&o.value, &o.source)))
                                 .unwrap_or_default();
                             if let Some(e) = estimators.newest() {
+                                if let Some(settings) = suggest {
+                                    report = crate::suggest::suggest(e, &o.value, report, settings);
+                                }
                                 e.offer_rewrites(&o.value, &mut report);
                             }
                             if let Some(l) = &located {
@@ -403,7 +433,7 @@ pub fn estimate_text(estimator: &Estimator, name: &str, text: &str, outcome: &mu
 /// As [`estimate_text`], with every estimator of a range ([`estimate_paths_range`]).
 pub fn estimate_text_range(estimators: Minors<'_>, name: &str, text: &str, outcome: &mut Outcome) {
     let mut first = FirstPass::default();
-    first_pass_text(estimators, name, text, &mut first);
+    first_pass_text(estimators, name, text, &mut first, None);
     let mut catalog = SchemaCatalog::new();
     if first.slots.iter().any(|s| matches!(s, Slot::Policy { .. })) && !first.crds.is_empty() {
         let sources: Vec<String> = first.crds.iter().map(|(s, _)| s.clone()).collect();
@@ -558,6 +588,7 @@ fn crd_rows(r: &ObjectReport) -> Vec<Row> {
                     vec![("why", why.join("; "))]
                 }
                 .into_iter()
+                .chain(rule_suggestions(rule))
                 .chain(
                     rule.rewrites
                         .iter()
@@ -568,6 +599,23 @@ fn crd_rows(r: &ObjectReport) -> Vec<Row> {
         }
     }
     rows
+}
+
+/// A rule's suggested bounds, one line each (`suggest: add maxItems: 64 to ^.spec.tags ...`).
+fn rule_suggestions(rule: &crate::report::RuleReport) -> Vec<(&'static str, String)> {
+    crate::suggest::suggestion_lines(
+        &rule.suggestions,
+        rule.no_suggestion.as_deref(),
+        rule.cost.max(rule.message_expression_cost.unwrap_or(0)),
+    )
+    .into_iter()
+    .map(|l| ("suggest", l))
+    .collect()
+}
+
+/// A schema total's suggested bounds, one line each.
+fn total_suggestions(s: &crate::report::SchemaReport) -> Vec<String> {
+    crate::suggest::suggestion_lines(&s.suggestions, s.no_suggestion.as_deref(), s.total_cost)
 }
 
 /// The cost a policy expression is judged by: the typed estimate where there is one.
@@ -950,6 +998,9 @@ pub fn render_table(reports: &[ObjectReport]) -> String {
                 num(PER_SCHEMA_COST_LIMIT)
             )
             .unwrap();
+            for l in total_suggestions(s) {
+                writeln!(out, "      suggest: {l}").unwrap();
+            }
         }
         for l in policy_lines(r) {
             writeln!(out, "  {l}").unwrap();
@@ -1077,6 +1128,9 @@ pub fn render_markdown(reports: &[ObjectReport]) -> String {
                 num(PER_SCHEMA_COST_LIMIT)
             )
             .unwrap();
+            for l in total_suggestions(s) {
+                writeln!(out, "  - suggest: {}", esc(&l)).unwrap();
+            }
         }
         for l in policy_lines(r) {
             writeln!(out, "- {l}").unwrap();

@@ -13,6 +13,7 @@ pub mod positions;
 pub mod report;
 pub mod rewrite;
 pub mod schema;
+pub mod suggest;
 pub mod vap;
 pub mod versions;
 

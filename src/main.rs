@@ -12,9 +12,11 @@ use celcost::budget::{CountingAllocator, Limits};
 use celcost::cel::decls::Version;
 use celcost::cel::minor::{Distribution, Minor};
 use celcost::cli::{
-    OutputFormat, estimate_paths, estimate_paths_range, render_json, render_markdown, render_table,
+    Minors, OutputFormat, estimate_paths, estimate_paths_suggesting, render_json, render_markdown,
+    render_table,
 };
 use celcost::controller::ControllerArgs;
+use celcost::schema::catalog::SchemaCatalog;
 use celcost::versions::RangeEstimator;
 
 /// Counts the bytes each estimate holds, so that one object cannot take the process's memory
@@ -66,8 +68,10 @@ enum Command {
         /// as the table judges them), not only when the API server would reject an object.
         #[arg(long, value_name = "PERCENT", value_parser = celcost::ci::parse_percent)]
         fail_at: Option<f64>,
-        /// The near-budget threshold of the sarif and github outputs, in percent of the limit:
-        /// rules, totals and policy expressions at or above it are warnings.
+        /// The near-budget threshold, in percent of the limit: rules, totals and policy
+        /// expressions at or above it are warnings in the sarif and github outputs, and CRD rules
+        /// and totals at or above it (or over their limit) get suggested bounds that bring them
+        /// below it.
         #[arg(long, value_name = "PERCENT", default_value_t = celcost::ci::DEFAULT_NEAR_BUDGET_PERCENT,
               value_parser = celcost::ci::parse_percent)]
         near_budget_percent: f64,
@@ -137,10 +141,18 @@ fn main() -> ExitCode {
                 .filter_map(|v| Minor::of_distribution(*v, distribution))
                 .map(|m| Estimator::for_minor(m).with_limits(limits))
                 .collect();
+            let suggest = celcost::suggest::Settings::new(near_budget_percent);
+            let catalog = SchemaCatalog::new();
             let outcome = if estimators.len() == 1 {
-                estimate_paths(&estimators[0], &paths)
+                estimate_paths_suggesting(
+                    Minors::One(&estimators[0]),
+                    &paths,
+                    &catalog,
+                    Some(&suggest),
+                )
             } else {
-                estimate_paths_range(&RangeEstimator::new(estimators), &paths)
+                let range = RangeEstimator::new(estimators);
+                estimate_paths_suggesting(Minors::Range(&range), &paths, &catalog, Some(&suggest))
             };
             for s in &outcome.skipped {
                 eprintln!("{s}");

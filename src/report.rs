@@ -153,6 +153,14 @@ pub struct SchemaReport {
     /// Every rule, in schema walk order.
     #[serde(default)]
     pub rules: Vec<RuleReport>,
+    /// When `total_cost` is over [`PER_SCHEMA_COST_LIMIT`] or at the near-budget threshold:
+    /// bounds that bring it below the threshold, verified by re-estimating
+    /// ([`crate::suggest`]); the least restrictive first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<Suggestion>,
+    /// Set instead of `suggestions` when no bound brings the total below the threshold: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_suggestion: Option<String>,
     /// Where the schema (`openAPIV3Schema`) is in the file; for a schema all versions share,
     /// the first version's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,6 +227,15 @@ pub struct RuleReport {
     /// and checked equivalent on generated values.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rewrites: Vec<Rewrite>,
+    /// When the rule (its cost, or its messageExpression's) is over [`PER_RULE_COST_LIMIT`] or
+    /// at the near-budget threshold: bounds that bring it below the threshold, verified by
+    /// re-estimating ([`crate::suggest`]); the least restrictive alternative first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<Suggestion>,
+    /// Set instead of `suggestions` when no bound brings the rule below the threshold: why
+    /// (`no bound helps: ...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_suggestion: Option<String>,
 }
 
 /// A cheaper rule (or a schema change that makes the rule unnecessary), proven cheaper by the
@@ -243,6 +260,51 @@ pub struct Rewrite {
     /// The change to the schema that goes with it, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_change: Option<String>,
+}
+
+/// One suggested schema bound. Bounds with the same `group` are one alternative, to be applied
+/// **together** (a group of several: no single bound does it); `costAfter` is the cost with
+/// every bound of its group applied. Groups are numbered from 0, the least restrictive first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Suggestion {
+    /// The schema node, as `nodeFieldPath` names nodes, from the object root
+    /// (`spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[tags]`). Under
+    /// `spec.validation.openAPIV3Schema` (a schema every version shares) the bound goes in every
+    /// version's schema.
+    pub path: String,
+    /// `maxItems`, `maxProperties` or `maxLength`.
+    pub keyword: String,
+    pub value: i64,
+    /// The cost once every bound of the group is applied, from the estimator run again on the
+    /// object with them: for a rule, the higher of its cost (× cardinality) and its
+    /// messageExpression's; for a schema, its total.
+    pub cost_after: u64,
+    /// The alternative this bound is part of.
+    #[serde(default)]
+    pub group: u32,
+    /// The same node as rule paths name it (`^.spec.tags`).
+    pub schema_path: String,
+    /// The bound there now, which the suggestion lowers; absent when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<i64>,
+    /// The kubebuilder marker (`+kubebuilder:validation:MaxItems=64`).
+    pub marker: String,
+    /// Where the marker goes, as a Go field path (`.spec.tags`; `(type of .spec.m[*])` for a
+    /// node only a type can carry markers for).
+    pub marker_on: String,
+}
+
+/// The alternatives of a list of suggestions: the bounds of each group, in order.
+pub fn suggestion_groups(s: &[Suggestion]) -> Vec<Vec<&Suggestion>> {
+    let mut out: Vec<Vec<&Suggestion>> = Vec::new();
+    for x in s {
+        match out.iter_mut().find(|g| g[0].group == x.group) {
+            Some(g) => g.push(x),
+            None => out.push(vec![x]),
+        }
+    }
+    out
 }
 
 /// What drives a rule's cost: the schema bounds an author can add.

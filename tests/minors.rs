@@ -211,6 +211,7 @@ fn the_operator_estimates_its_minor_with_the_next_beside_it() {
     let pair = WithNextMinor {
         current: upstream(31),
         next: Some(upstream(32)),
+        suggest: None,
     };
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",

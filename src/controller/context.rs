@@ -57,6 +57,9 @@ pub struct WithNextMinor {
     pub current: Estimator,
     /// `None` when the cluster runs the newest minor celcost has rules for.
     pub next: Option<Estimator>,
+    /// When set, a CRD's report carries suggested bounds for the rules and totals over their
+    /// limit or near budget ([`crate::suggest`]), found with the cluster minor's estimator.
+    pub suggest: Option<crate::suggest::Settings>,
 }
 
 impl CostEstimator for WithNextMinor {
@@ -65,7 +68,10 @@ impl CostEstimator for WithNextMinor {
         object: &serde_json::Value,
         catalog: &SchemaCatalog,
     ) -> Option<ObjectReport> {
-        let current = self.current.estimate_with(object, "cluster", catalog)?;
+        let mut current = self.current.estimate_with(object, "cluster", catalog)?;
+        if let Some(settings) = &self.suggest {
+            current = crate::suggest::suggest(&self.current, object, current, settings);
+        }
         match &self.next {
             Some(n) if current.stopped.is_none() => {
                 let next = n.estimate_with(object, "cluster", catalog)?;

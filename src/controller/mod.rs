@@ -369,6 +369,9 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         next: minor
             .next()
             .map(|n| Estimator::for_minor(n).with_limits(limits)),
+        suggest: Some(crate::suggest::Settings::new(f64::from(
+            args.near_budget_percent,
+        ))),
     });
     // The admission webhook answers from the estimate of the object in the request, with the
     // rules of the cluster's minor and the same work budget.

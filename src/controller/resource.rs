@@ -321,9 +321,47 @@ pub struct SchemaStatus {
     #[serde(default)]
     #[schemars(length(max = 200))]
     pub rules: Vec<RuleStatus>,
+    /// When the total is over its limit or near budget: bounds that bring it below the
+    /// threshold (CLI JSON: `schemas[].suggestions`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub suggestions: Vec<SuggestionStatus>,
+    /// Set instead of `suggestions` when no bound helps: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub no_suggestion: Option<String>,
     /// True when `totalCost` exceeded int64 and is shown as 9223372036854775807.
     #[serde(default, skip_serializing_if = "is_false")]
     pub unbounded: bool,
+}
+
+/// One suggested schema bound (CLI JSON: `suggestions[]`): bounds of the same `group` go
+/// together; `costAfter` is the cost with all of them, from the estimator run again.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SuggestionStatus {
+    /// The schema node, as `nodeFieldPath` from the object root.
+    #[schemars(length(max = 1024))]
+    pub path: String,
+    /// `maxItems`, `maxProperties` or `maxLength`.
+    #[schemars(length(max = 16))]
+    pub keyword: String,
+    pub value: i64,
+    pub cost_after: i64,
+    #[serde(default)]
+    pub group: i64,
+    /// The node as rule paths name it (`^.spec.tags`).
+    #[schemars(length(max = 1024))]
+    pub schema_path: String,
+    /// The bound there now, which the suggestion lowers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<i64>,
+    /// The kubebuilder marker (`+kubebuilder:validation:MaxItems=64`).
+    #[schemars(length(max = 128))]
+    pub marker: String,
+    /// Where the marker goes (`.spec.tags`).
+    #[schemars(length(max = 1024))]
+    pub marker_on: String,
 }
 
 /// One `x-kubernetes-validations` rule (CLI JSON: `schemas[].rules[]`).
@@ -355,6 +393,15 @@ pub struct RuleStatus {
     pub compiled_by_apiserver: bool,
     #[serde(default, skip_serializing_if = "DriversStatus::is_empty")]
     pub drivers: DriversStatus,
+    /// When the rule is over its limit or near budget: bounds that bring it below the
+    /// threshold (CLI JSON: `suggestions`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub suggestions: Vec<SuggestionStatus>,
+    /// Set instead of `suggestions` when no bound helps: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub no_suggestion: Option<String>,
     /// True when a number here exceeded int64 and is shown as 9223372036854775807.
     #[serde(default, skip_serializing_if = "is_false")]
     pub unbounded: bool,

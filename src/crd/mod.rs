@@ -262,6 +262,7 @@ fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> (SchemaReport, Vec<Field
         exceeds_total_limit: w.total > PER_SCHEMA_COST_LIMIT,
         rule_count: w.rule_count,
         rules: w.rules,
+        ..SchemaReport::default()
     };
     (report, errors)
 }
@@ -293,7 +294,7 @@ pub fn multiply_with_overflow_guard(base: u64, card: u64) -> u64 {
 }
 
 /// `extractMaxElements` of a parent: what its children's cardinality is multiplied by.
-fn max_elements(s: &Schema) -> Option<u64> {
+pub(crate) fn max_elements(s: &Schema) -> Option<u64> {
     match s.type_.as_str() {
         "object" => {
             if s.additional_properties.is_some() {
@@ -731,7 +732,7 @@ impl Walk<'_> {
     }
 }
 
-fn multiply_with_overflow_guard_card(c: u64, e: u64) -> u64 {
+pub(crate) fn multiply_with_overflow_guard_card(c: u64, e: u64) -> u64 {
     if c == 0 {
         0
     } else if u64::MAX / c < e {

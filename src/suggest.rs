@@ -1,0 +1,1805 @@
+//! Suggested bounds: for every CRD rule over the per-rule limit, every schema total over the
+//! per-schema limit, and every rule or total at or above the near-budget threshold, the
+//! `maxItems` / `maxProperties` / `maxLength` that bring it below the threshold — found by
+//! re-estimating, never by a formula. Pure: no IO.
+//!
+//! # What is searched
+//!
+//! The *sites* of a finding are the schema nodes whose bounds its cost depends on:
+//!
+//! - the ancestors of the rule's node that are lists or maps (their `maxItems` /
+//!   `maxProperties` set the cardinality; while one of them has none, the API server assumes
+//!   the request-size cardinality, so every unbounded one must be bounded together — one
+//!   *unit*);
+//! - the strings, lists and maps the rule (or its messageExpression) reads, as the cost
+//!   estimator asks their sizes (`maxLength`, `maxItems`, `maxProperties`), whether they have a
+//!   bound already (then the suggestion lowers it) or not.
+//!
+//! For a schema total, the sites of every rule of the schema that costs anything.
+//!
+//! # How
+//!
+//! The cost is monotone in each bound, so the search is a binary search over candidate values:
+//! the **1-2-5 series** (1, 2, 5, 10, 20, 50, 100, …) — a suggestion is always the largest
+//! 1-2-5 value that fits (or the node's smallest sensible value: its `minItems` /
+//! `minProperties` / `minLength`, the length of its default or of its longest enum value).
+//! Each probe re-estimates the rule: the node's CEL type is built again from the changed schema
+//! (as the API server builds it) and the rule's compiled expression is costed again with it, by
+//! the same estimator; the cardinality is recomputed from the changed ancestors. The checked
+//! expressions are kept, since bounds change no type.
+//!
+//! 1. Every site at its smallest sensible value: if even that does not fit, **no bound helps**
+//!    (the cost is in fixed parts: literals, regexes on bounded strings, ...), and the reason
+//!    says so with the numbers.
+//! 2. Each unit alone (the biggest driver first — the one whose smallest value lowers the cost
+//!    most): when it fits alone, its largest fitting value.
+//! 3. When more than one unit matters, all of them **together**: the largest common value `c`
+//!    (every bound set to `c`, or left where it is when lower), then any bound that is not
+//!    needed is dropped, then each bound in turn (the biggest driver first) raised to its
+//!    largest fitting value. That balances the bounds (`maxItems: 1000` on a list and
+//!    `maxLength: 1000` on its strings rather than `maxItems: 2`).
+//!
+//! The suggestions are ordered least restrictive first (the highest smallest value), at most
+//! [`MAX_SUGGESTIONS`]. Every one is then **verified**: applied to a copy of the object and
+//! estimated again, whole, by the [`Estimator`]; it is kept only when the rule or total now
+//! fits and the object has no error it did not have before; its `costAfter` is that
+//! estimate's.
+//!
+//! # Bounds on the work
+//!
+//! Every search is finite by construction (binary searches over at most 60 candidates, one
+//! pass per unit); on top of that an object gets at most [`Settings::max_evaluations`] probes
+//! and [`Settings::max_verifications`] whole re-estimates, and its search runs within the
+//! estimator's work budget ([`crate::budget`]): over it, the findings left get a
+//! `noSuggestion` saying so.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::Estimator;
+use crate::budget::{self, Limits};
+use crate::cel::checker::CheckedExpr;
+use crate::cel::cost::{AstNode, Size, estimate};
+use crate::cel::env::Env;
+use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
+use crate::cel::types::Type;
+use crate::cli::num;
+use crate::crd::{max_elements, multiply_with_overflow_guard, multiply_with_overflow_guard_card};
+use crate::report::{
+    ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, SchemaReport, Suggestion,
+    suggestion_groups,
+};
+use crate::schema::decltype::{
+    DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES, RuleSizes, escape, schema_decl_type,
+};
+use crate::schema::{AdditionalProperties, Schema};
+
+/// Suggestions kept per finding (alternatives).
+pub const MAX_SUGGESTIONS: usize = 3;
+/// Units combined at most in one suggestion (the biggest drivers).
+const MAX_COMBINED_UNITS: usize = 8;
+/// Rules of a schema whose cost a total's search follows (the costliest); the others count as
+/// fixed.
+const MAX_TOTAL_RULES: usize = 256;
+/// The stack a search runs on (schemas nest to 1,000 levels).
+const SEARCH_STACK: usize = 64 << 20;
+
+/// What counts as a finding, and how much work one object's search may take.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Settings {
+    /// A rule or total at or above this percent of its limit (or over the limit) gets
+    /// suggestions (the CLI's and the operator's near-budget percent), and a suggestion brings
+    /// it below both.
+    pub near_budget_percent: f64,
+    /// Probes (re-estimates of a rule) one object's search may make.
+    pub max_evaluations: usize,
+    /// Whole-object re-estimates (verifications) one object may take.
+    pub max_verifications: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings::new(crate::ci::DEFAULT_NEAR_BUDGET_PERCENT)
+    }
+}
+
+impl Settings {
+    /// `near_budget_percent` not above 0 (or not a number) counts as the default.
+    pub fn new(near_budget_percent: f64) -> Self {
+        let p = if near_budget_percent.is_finite() && near_budget_percent > 0.0 {
+            near_budget_percent
+        } else {
+            crate::ci::DEFAULT_NEAR_BUDGET_PERCENT
+        };
+        Settings {
+            near_budget_percent: p,
+            max_evaluations: 4_000,
+            max_verifications: 48,
+        }
+    }
+
+    /// Whether `cost` is at most `limit` and below the threshold (the same share the sarif and
+    /// github outputs call near budget).
+    pub fn fits(&self, cost: u64, limit: u64) -> bool {
+        cost <= limit && !crate::ci::reaches_share(cost, limit, self.near_budget_percent)
+    }
+}
+
+/// The schema keywords a suggestion sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Keyword {
+    MaxItems,
+    MaxProperties,
+    MaxLength,
+}
+
+impl Keyword {
+    pub fn name(self) -> &'static str {
+        match self {
+            Keyword::MaxItems => "maxItems",
+            Keyword::MaxProperties => "maxProperties",
+            Keyword::MaxLength => "maxLength",
+        }
+    }
+
+    fn marker_name(self) -> &'static str {
+        match self {
+            Keyword::MaxItems => "MaxItems",
+            Keyword::MaxProperties => "MaxProperties",
+            Keyword::MaxLength => "MaxLength",
+        }
+    }
+
+    fn get(self, s: &Schema) -> Option<i64> {
+        match self {
+            Keyword::MaxItems => s.max_items,
+            Keyword::MaxProperties => s.max_properties,
+            Keyword::MaxLength => s.max_length,
+        }
+    }
+
+    fn set(self, s: &mut Schema, v: Option<i64>) {
+        match self {
+            Keyword::MaxItems => s.max_items = v,
+            Keyword::MaxProperties => s.max_properties = v,
+            Keyword::MaxLength => s.max_length = v,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Candidate values.
+
+/// The 1-2-5 series within `i64`: 1, 2, 5, 10, 20, 50, …, 5·10^18.
+pub fn series_125() -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut p: i64 = 1;
+    loop {
+        for m in [1, 2, 5] {
+            match p.checked_mul(m) {
+                Some(v) => out.push(v),
+                None => return out,
+            }
+        }
+        match p.checked_mul(10) {
+            Some(n) => p = n,
+            None => return out,
+        }
+    }
+}
+
+/// The largest 1-2-5 value at most `n`; `None` below 1.
+pub fn round_down_125(n: i64) -> Option<i64> {
+    series_125().into_iter().take_while(|&v| v <= n).last()
+}
+
+/// The largest of the ascending `candidates` for which `fits` holds, assuming `fits` holds up
+/// to some candidate and not after it (the cost is monotone in the bound); `None` when it holds
+/// for none. Probes `fits` about log2(len) times.
+pub fn largest_fitting<E>(
+    candidates: &[i64],
+    mut fits: impl FnMut(i64) -> Result<bool, E>,
+) -> Result<Option<i64>, E> {
+    // Invariant: every candidate below `lo` fits, none from `hi` on does.
+    let (mut lo, mut hi) = (0usize, candidates.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if fits(candidates[mid])? {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(lo.checked_sub(1).map(|i| candidates[i]))
+}
+
+/// Candidates from `lo` (included) to `below` (excluded; `None`: no end): `lo` and the 1-2-5
+/// values between.
+fn candidates(lo: i64, below: Option<i64>) -> Vec<i64> {
+    let mut out = vec![lo];
+    out.extend(
+        series_125()
+            .into_iter()
+            .filter(|&v| v > lo && below.is_none_or(|b| v < b)),
+    );
+    if below.is_some_and(|b| lo >= b) {
+        out.clear();
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schema paths.
+
+/// One step down a schema.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Step {
+    Prop(String),
+    Items,
+    Values,
+}
+
+fn child<'s>(s: &'s Schema, step: &Step) -> Option<&'s Schema> {
+    match step {
+        Step::Prop(n) => s.properties.get(n),
+        Step::Items => s.items.as_deref(),
+        Step::Values => s.additional_properties_schema(),
+    }
+}
+
+fn child_mut<'s>(s: &'s mut Schema, step: &Step) -> Option<&'s mut Schema> {
+    match step {
+        Step::Prop(n) => s.properties.get_mut(n),
+        Step::Items => s.items.as_deref_mut(),
+        Step::Values => match &mut s.additional_properties {
+            Some(AdditionalProperties::Schema(b)) => Some(b),
+            _ => None,
+        },
+    }
+}
+
+fn node<'s>(root: &'s Schema, path: &[Step]) -> Option<&'s Schema> {
+    path.iter().try_fold(root, child)
+}
+
+fn node_mut<'s>(root: &'s mut Schema, path: &[Step]) -> Option<&'s mut Schema> {
+    path.iter().try_fold(root, child_mut)
+}
+
+/// `<root>.properties[spec].items`, as `nodeFieldPath`.
+fn field_path(root: &str, path: &[Step]) -> String {
+    let mut s = root.to_string();
+    for step in path {
+        match step {
+            Step::Prop(n) => {
+                s.push_str(".properties[");
+                s.push_str(n);
+                s.push(']');
+            }
+            Step::Items => s.push_str(".items"),
+            Step::Values => s.push_str(".additionalProperties"),
+        }
+    }
+    s
+}
+
+/// `^.spec.tags[*]`, as rule paths.
+fn schema_path(path: &[Step]) -> String {
+    let mut s = "^".to_string();
+    for step in path {
+        match step {
+            Step::Prop(n) => {
+                s.push('.');
+                s.push_str(n);
+            }
+            Step::Items | Step::Values => s.push_str("[*]"),
+        }
+    }
+    s
+}
+
+/// The steps of a `nodeFieldPath` below its root (`.properties[a].items`), property names
+/// matched against the schema (they may hold `.` or `]`).
+fn parse_steps(root: &Schema, mut rest: &str) -> Option<Vec<Step>> {
+    let mut steps = Vec::new();
+    let mut cur = root;
+    let ends = |r: &str| r.is_empty() || r.starts_with('.');
+    while !rest.is_empty() {
+        budget::charge(1);
+        let (step, after) = if let Some(r) = rest.strip_prefix(".items").filter(|r| ends(r)) {
+            (Step::Items, r)
+        } else if let Some(r) = rest
+            .strip_prefix(".additionalProperties")
+            .filter(|r| ends(r))
+        {
+            (Step::Values, r)
+        } else {
+            let r = rest.strip_prefix(".properties[")?;
+            let name = cur
+                .properties
+                .keys()
+                .filter(|p| {
+                    r.strip_prefix(p.as_str())
+                        .and_then(|t| t.strip_prefix(']'))
+                        .is_some_and(ends)
+                })
+                .max_by_key(|p| p.len())?;
+            (Step::Prop(name.clone()), &r[name.len() + 1..])
+        };
+        cur = child(cur, &step)?;
+        steps.push(step);
+        rest = after;
+    }
+    Some(steps)
+}
+
+/// The keyword that bounds the size of a node the estimator reads, if any.
+fn size_keyword(s: &Schema) -> Option<Keyword> {
+    if s.x_int_or_string {
+        return Some(Keyword::MaxLength);
+    }
+    match s.type_.as_str() {
+        "array" => Some(Keyword::MaxItems),
+        "object" if s.additional_properties_schema().is_some() => Some(Keyword::MaxProperties),
+        "string" => match s.format.as_str() {
+            "duration" | "date" | "date-time" => None,
+            "byte" => Some(Keyword::MaxLength),
+            // Without maxLength, an enum bounds the string (its longest value); a maxLength
+            // would replace that bound with a larger one.
+            _ if s.max_length.is_none() && !s.enum_values.is_empty() => None,
+            _ => Some(Keyword::MaxLength),
+        },
+        _ => None,
+    }
+}
+
+/// The keyword that bounds how many children a node has (`extractMaxElements`), if any.
+fn cardinality_keyword(s: &Schema) -> Option<Keyword> {
+    match s.type_.as_str() {
+        "array" => Some(Keyword::MaxItems),
+        "object" if s.additional_properties.is_some() => Some(Keyword::MaxProperties),
+        _ => None,
+    }
+}
+
+/// The smallest value a person would accept for the bound: at least 1, its `min*`, its
+/// default's size, and (maxLength) its longest enum value.
+fn smallest_sensible(s: &Schema, k: Keyword) -> i64 {
+    let chars = |v: &Value| v.as_str().map(|t| t.chars().count() as i64).unwrap_or(0);
+    let mut lo = 1i64;
+    match k {
+        Keyword::MaxItems => {
+            lo = lo.max(s.min_items.unwrap_or(0));
+            if let Some(Value::Array(a)) = &s.default {
+                lo = lo.max(a.len() as i64);
+            }
+        }
+        Keyword::MaxProperties => {
+            lo = lo
+                .max(s.min_properties.unwrap_or(0))
+                .max(s.required.len() as i64);
+            if let Some(Value::Object(o)) = &s.default {
+                lo = lo.max(o.len() as i64);
+            }
+        }
+        Keyword::MaxLength => {
+            lo = lo.max(s.min_length.unwrap_or(0));
+            if let Some(d) = &s.default {
+                lo = lo.max(chars(d));
+            }
+            for e in &s.enum_values {
+                lo = lo.max(chars(e));
+            }
+        }
+    }
+    lo
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rule model: one rule's cost, re-estimated from a changed schema.
+
+/// A size the estimator asked for, below the rule's node (`["spec", "@items"]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Read {
+    elems: Vec<String>,
+    /// Whether the path is in the rule's CEL type (not: fields an open schema does not declare).
+    resolved: bool,
+}
+
+/// The CRD size estimator ([`RuleSizes`]), recording what it is asked when `record` is set.
+struct Sizes<'a> {
+    inner: RuleSizes,
+    record: Option<&'a RefCell<Vec<Read>>>,
+}
+
+impl SizeSource for Sizes<'_> {
+    fn estimate_size(&self, node: &AstNode<'_>) -> Option<Size> {
+        let path = node.path_elems();
+        let t = self.inner.resolve(&path);
+        if let Some(rec) = self.record
+            && !path.is_empty()
+        {
+            let elems: Vec<String> = path[1..].iter().map(|e| e.to_string()).collect();
+            let mut rec = rec.borrow_mut();
+            if !rec.iter().any(|r| r.elems == elems) {
+                rec.push(Read {
+                    elems,
+                    resolved: t.is_some(),
+                });
+            }
+        }
+        t.map(|t| Size::new(0, t.max_elements as u64))
+    }
+}
+
+/// What the API server compares for one rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RuleCost {
+    cost: u64,
+    message: Option<u64>,
+}
+
+impl RuleCost {
+    /// What the per-rule limit is compared with (the rule, or its messageExpression).
+    fn judged(self) -> u64 {
+        self.cost.max(self.message.unwrap_or(0))
+    }
+
+    /// What the rule adds to its schema's total.
+    fn total_part(self) -> u64 {
+        self.cost.saturating_add(self.message.unwrap_or(0))
+    }
+
+    fn of_report(r: &RuleReport) -> RuleCost {
+        RuleCost {
+            cost: r.cost,
+            message: r.message_expression_cost,
+        }
+    }
+}
+
+/// One rule, compiled once, costed again for each changed schema.
+struct RuleModel {
+    /// The rule's node, from the schema root.
+    node: Vec<Step>,
+    /// The node whose CEL type the rule's is a part of, as the API server builds it: the node
+    /// itself, unless the way from the scope root (the highest ancestor with rules) passes
+    /// through what a resource root's type replaces (`metadata`, `kind`, `apiVersion`, a map's
+    /// values on 1.30), then the scope root.
+    convert_at: usize,
+    checked: CheckedExpr,
+    message: Option<CheckedExpr>,
+    base: RuleCost,
+}
+
+/// The node's CEL type, as the API server's schema walk gives it: converted at `convert_at`
+/// and followed down (converted afresh below a node whose type does not have the child); and
+/// the type last converted (whose provider resolves the node's object types).
+fn node_decl(
+    env: &Env,
+    root: &Schema,
+    path: &[Step],
+    convert_at: usize,
+) -> Option<(Arc<DeclType>, Arc<DeclType>)> {
+    let mut s = node(root, &path[..convert_at])?;
+    let is_root = convert_at == 0;
+    let mut d = schema_decl_type(s, is_root || s.x_embedded_resource, env.minor, "selfType")?;
+    let mut converted = d.clone();
+    for step in &path[convert_at..] {
+        let c = child(s, step)?;
+        let next = match step {
+            Step::Prop(n) => escape(n).and_then(|e| d.field(&e).cloned()),
+            Step::Items | Step::Values => d.elem().cloned(),
+        };
+        d = match next {
+            Some(t) => t,
+            None => {
+                let t = schema_decl_type(c, c.x_embedded_resource, env.minor, "selfType")?;
+                converted = t.clone();
+                t
+            }
+        };
+        s = c;
+    }
+    Some((converted, d))
+}
+
+/// Where the rule's type must be converted (see [`RuleModel::convert_at`]).
+fn conversion_point(root: &Schema, path: &[Step]) -> usize {
+    let mut nodes = vec![root];
+    for step in path {
+        match nodes.last().and_then(|s| child(s, step)) {
+            Some(c) => nodes.push(c),
+            None => return path.len(),
+        }
+    }
+    let Some(scope) = nodes.iter().position(|s| !s.x_validations.is_empty()) else {
+        return path.len();
+    };
+    for i in scope..path.len() {
+        let resource_root = i == 0 || nodes[i].x_embedded_resource;
+        let replaced = match &path[i] {
+            Step::Prop(n) => matches!(n.as_str(), "metadata" | "kind" | "apiVersion"),
+            Step::Values => true,
+            Step::Items => false,
+        };
+        if resource_root && replaced {
+            return scope;
+        }
+    }
+    path.len()
+}
+
+impl RuleModel {
+    /// Compiles rule `index` of the node at `path`, as `compile_rule` does; `None` when it does
+    /// not compile (no cost to lower).
+    fn build(env: &Env, root: &Schema, path: Vec<Step>, index: usize) -> Option<RuleModel> {
+        let target = node(root, &path)?;
+        let rule = target.x_validations.get(index)?;
+        let convert_at = conversion_point(root, &path);
+        let (converted, decl) = node_decl(env, root, &path, convert_at)?;
+        let provider = DeclTypeProvider::new(&[&converted], env.minor);
+        let self_type = decl.cel.clone();
+        let old_self = if rule.optional_old_self == Some(true) {
+            Type::optional(self_type.clone())
+        } else {
+            self_type.clone()
+        };
+        let vars = vec![
+            ("self".to_string(), self_type),
+            ("oldSelf".to_string(), old_self),
+        ];
+        let checked = env.compile(&rule.rule, &vars, &provider).ok()?;
+        if *checked.output_type() != Type::Bool || env.program_error(&checked).is_some() {
+            return None;
+        }
+        let message = if rule.message_expression.is_empty() {
+            None
+        } else {
+            env.compile(&rule.message_expression, &vars, &provider)
+                .ok()
+                .filter(|m| *m.output_type() == Type::String && env.program_error(m).is_none())
+        };
+        Some(RuleModel {
+            node: path,
+            convert_at,
+            checked,
+            message,
+            base: RuleCost {
+                cost: 0,
+                message: None,
+            },
+        })
+    }
+
+    /// The rule's cost with the schema as it is now; the sizes asked go to `record`.
+    fn eval(
+        &self,
+        env: &Env,
+        root: &Schema,
+        record: Option<&RefCell<Vec<Read>>>,
+    ) -> Option<RuleCost> {
+        let (_, decl) = node_decl(env, root, &self.node, self.convert_at)?;
+        let fallback = MAX_REQUEST_SIZE_BYTES as u64 / (decl.min_serialized_size as u64 + 1);
+        let sizes = Sizes {
+            inner: RuleSizes { root: decl },
+            record,
+        };
+        let est = KubernetesEstimator {
+            minor: env.minor,
+            sizes: Some(&sizes),
+        };
+        let max_cost = estimate(&self.checked, &est, env.cost_options()).max;
+        let message = self
+            .message
+            .as_ref()
+            .map(|m| estimate(m, &est, env.cost_options()).max);
+        let mut card = Some(1u64);
+        let mut s = root;
+        for step in &self.node {
+            card = match (card, max_elements(s)) {
+                (Some(c), Some(e)) => Some(multiply_with_overflow_guard_card(c, e)),
+                _ => None,
+            };
+            s = child(s, step)?;
+        }
+        Some(RuleCost {
+            cost: multiply_with_overflow_guard(max_cost, card.unwrap_or(fallback)),
+            message,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sites and the search.
+
+/// A bound the search may set.
+#[derive(Clone, Debug)]
+struct Site {
+    node: Vec<Step>,
+    keyword: Keyword,
+    current: Option<i64>,
+    lo: i64,
+    /// Without a bound: the highest value worth suggesting, the size the API server assumes for
+    /// the node already (from the request size), rounded down; a looser bound would raise the
+    /// cost of rules whose cardinality or sizes fall back to it.
+    cap: Option<i64>,
+    /// An ancestor that sets the cardinality.
+    cardinality: bool,
+}
+
+/// The size an unbounded node gets from the request size, as a value of `k` (`maxLength`
+/// counts characters of up to 4 bytes), rounded down to the 1-2-5 series.
+fn unbounded_cap(env: &Env, s: &Schema, k: Keyword) -> Option<i64> {
+    let d = schema_decl_type(s, s.x_embedded_resource, env.minor, "selfType")?;
+    if d.bounded || d.max_elements <= 0 {
+        return None;
+    }
+    let raw = match k {
+        Keyword::MaxLength => d.max_elements / 4,
+        Keyword::MaxItems | Keyword::MaxProperties => d.max_elements,
+    };
+    round_down_125(raw)
+}
+
+impl Site {
+    /// Values from this one on are not suggested: the bound there now, or above the cap.
+    fn ceiling(&self) -> Option<i64> {
+        self.current.or(self.cap.map(|c| c.saturating_add(1)))
+    }
+
+    fn has_room(&self) -> bool {
+        self.current.is_none_or(|c| c > self.lo)
+    }
+
+    fn label(&self) -> String {
+        format!("{} on {}", self.keyword.name(), schema_path(&self.node))
+    }
+}
+
+/// Why a search gave up.
+#[derive(Debug)]
+enum Stop {
+    /// The probes allowed are spent.
+    Evaluations,
+}
+
+/// The finding a search is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Rule,
+    Total,
+}
+
+/// A candidate suggestion: site indices and values, and the cost the probes predicted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Group {
+    bounds: Vec<(usize, i64)>,
+}
+
+struct Search<'a> {
+    env: &'a Env,
+    root: &'a mut Schema,
+    target: Target,
+    limit: u64,
+    settings: &'a Settings,
+    sites: Vec<Site>,
+    models: Vec<RuleModel>,
+    /// Per model, the sites its cost depends on.
+    depends: Vec<Vec<usize>>,
+    /// Totals: what no model covers.
+    fixed: u64,
+    evals_left: &'a mut usize,
+}
+
+/// A search's answer: suggestions (unverified), or why there are none.
+enum Answer {
+    Groups(Vec<Group>),
+    None(String),
+}
+
+impl Search<'_> {
+    fn fits(&self, cost: u64) -> bool {
+        self.settings.fits(cost, self.limit)
+    }
+
+    fn fits_at(&mut self, values: &[Option<i64>]) -> Result<bool, Stop> {
+        let c = self.cost(values)?;
+        Ok(self.fits(c))
+    }
+
+    /// The finding's cost with the sites set to `values` (`None`: as they are).
+    fn cost(&mut self, values: &[Option<i64>]) -> Result<u64, Stop> {
+        if *self.evals_left == 0 {
+            return Err(Stop::Evaluations);
+        }
+        *self.evals_left -= 1;
+        budget::charge(1);
+        for (site, v) in self.sites.iter().zip(values) {
+            if let Some(v) = v
+                && let Some(n) = node_mut(self.root, &site.node)
+            {
+                site.keyword.set(n, Some(*v));
+            }
+        }
+        let mut total = self.fixed;
+        let mut judged = 0;
+        for (m, deps) in self.models.iter().zip(&self.depends) {
+            let changed = deps.iter().any(|&i| values[i].is_some());
+            let c = if changed {
+                m.eval(self.env, self.root, None).unwrap_or(m.base)
+            } else {
+                m.base
+            };
+            total = total.saturating_add(c.total_part());
+            judged = judged.max(c.judged());
+        }
+        for (site, v) in self.sites.iter().zip(values) {
+            if v.is_some()
+                && let Some(n) = node_mut(self.root, &site.node)
+            {
+                site.keyword.set(n, site.current);
+            }
+        }
+        Ok(match self.target {
+            Target::Rule => judged,
+            Target::Total => total,
+        })
+    }
+
+    fn at_lo(&self, units: &[&Vec<usize>], values: &mut [Option<i64>]) {
+        for u in units {
+            for &i in u.iter() {
+                values[i] = Some(self.sites[i].lo);
+            }
+        }
+    }
+
+    /// The search (see the module's documentation). `units` are sets of site indices moved
+    /// together; `notes` say what cannot change.
+    fn run(&mut self, units: Vec<Vec<usize>>, notes: &[String]) -> Result<Answer, Stop> {
+        let n = self.sites.len();
+        let none = vec![None; n];
+        let base = self.cost(&none)?;
+        let unit_refs: Vec<&Vec<usize>> = units.iter().collect();
+        let mut all_lo = none.clone();
+        self.at_lo(&unit_refs, &mut all_lo);
+        let lowest = if units.is_empty() {
+            base
+        } else {
+            self.cost(&all_lo)?
+        };
+        if !self.fits(lowest) {
+            return Ok(Answer::None(
+                self.no_bound_helps(&units, base, lowest, notes),
+            ));
+        }
+        // Each unit: its cost alone at its smallest value (the biggest driver lowers most), and
+        // whether it matters once everything else is at its smallest.
+        let mut alone = Vec::new();
+        let mut relevant = Vec::new();
+        for (ui, u) in units.iter().enumerate() {
+            let mut v = none.clone();
+            self.at_lo(&[u], &mut v);
+            alone.push((self.cost(&v)?, ui));
+            let mut w = all_lo.clone();
+            for &i in u {
+                w[i] = None;
+            }
+            if self.cost(&w)? != lowest {
+                relevant.push(ui);
+            }
+        }
+        alone.sort();
+        let order: Vec<usize> = alone.iter().map(|(_, ui)| *ui).collect();
+        let mut groups = Vec::new();
+        for &(c, ui) in &alone {
+            if groups.len() >= MAX_SUGGESTIONS {
+                break;
+            }
+            if self.fits(c)
+                && let Some(g) = self.shape(&units, &[ui])?
+            {
+                groups.push(g);
+            }
+        }
+        let mut together: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|ui| relevant.contains(ui))
+            .take(MAX_COMBINED_UNITS)
+            .collect();
+        if together.len() >= 2 {
+            let mut v = none.clone();
+            let refs: Vec<&Vec<usize>> = together.iter().map(|&ui| &units[ui]).collect();
+            self.at_lo(&refs, &mut v);
+            if !self.fits_at(&v)? {
+                // Jointly relevant units the one-at-a-time test missed: all of them.
+                together = order.clone();
+            }
+            if let Some(g) = self.shape(&units, &together)?
+                && !groups.contains(&g)
+            {
+                groups.push(g);
+            }
+        }
+        if groups.is_empty() {
+            return Ok(Answer::None(
+                self.no_bound_helps(&units, base, lowest, notes),
+            ));
+        }
+        // Least restrictive first: the highest smallest value, then fewer bounds.
+        groups.sort_by_key(|g| {
+            let smallest = g.bounds.iter().map(|b| b.1).min().unwrap_or(0);
+            (std::cmp::Reverse(smallest), g.bounds.len())
+        });
+        groups.truncate(MAX_SUGGESTIONS);
+        Ok(Answer::Groups(groups))
+    }
+
+    /// The bounds of `chosen` units (in driver order): the largest common value, then the
+    /// bounds not needed dropped, then each raised to its largest fitting value.
+    fn shape(&mut self, units: &[Vec<usize>], chosen: &[usize]) -> Result<Option<Group>, Stop> {
+        let n = self.sites.len();
+        let mut members: Vec<usize> = Vec::new();
+        for &ui in chosen {
+            for &i in &units[ui] {
+                if !members.contains(&i) {
+                    members.push(i);
+                }
+            }
+        }
+        if members.is_empty() {
+            return Ok(None);
+        }
+        let assign = |sites: &[Site], c: i64| -> Vec<Option<i64>> {
+            let mut v = vec![None; n];
+            for &i in &members {
+                let s = &sites[i];
+                if s.current.is_none_or(|cur| c < cur) {
+                    v[i] = Some(s.cap.map_or(c, |cap| c.min(cap)).max(s.lo));
+                }
+            }
+            v
+        };
+        let min_lo = members.iter().map(|&i| self.sites[i].lo).min().unwrap_or(1);
+        let mut cands: Vec<i64> = series_125().into_iter().filter(|&v| v > min_lo).collect();
+        cands.extend(members.iter().map(|&i| self.sites[i].lo));
+        cands.push(min_lo);
+        cands.sort_unstable();
+        cands.dedup();
+        let Some(c) = largest_fitting(&cands, |c| {
+            let v = assign(&self.sites, c);
+            Ok(v.iter().any(Option::is_some) && self.fits_at(&v)?)
+        })?
+        else {
+            return Ok(None);
+        };
+        let mut values = assign(&self.sites, c);
+        // Drop what is not needed, the smallest drivers first.
+        if chosen.len() > 1 {
+            for &ui in chosen.iter().rev() {
+                let mut w = values.clone();
+                for &i in &units[ui] {
+                    w[i] = None;
+                }
+                if w.iter().any(Option::is_some) && self.fits_at(&w)? {
+                    values = w;
+                }
+            }
+        }
+        // Raise each, the biggest driver first.
+        for &i in &members {
+            let Some(v) = values[i] else { continue };
+            let above: Vec<i64> = candidates(v, self.sites[i].ceiling())
+                .into_iter()
+                .filter(|&x| x > v)
+                .collect();
+            let mut w = values.clone();
+            if let Some(best) = largest_fitting(&above, |x| {
+                w[i] = Some(x);
+                self.fits_at(&w)
+            })? {
+                values[i] = Some(best);
+            }
+        }
+        let bounds: Vec<(usize, i64)> = values
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.map(|v| (i, v)))
+            .collect();
+        Ok((!bounds.is_empty()).then_some(Group { bounds }))
+    }
+
+    fn what(&self) -> &'static str {
+        match self.target {
+            Target::Rule => "the rule",
+            Target::Total => "the total",
+        }
+    }
+
+    fn no_bound_helps(
+        &self,
+        units: &[Vec<usize>],
+        base: u64,
+        lowest: u64,
+        notes: &[String],
+    ) -> String {
+        let limit = self.limit;
+        let share = |c: u64| crate::cli::percent(c, limit);
+        if units.is_empty() && self.sites.iter().all(|s| !s.has_room()) && !notes.is_empty() {
+            // What the cost depends on is out of the schema's reach: say that first.
+            return format!(
+                "no bound helps: {}; so {}'s cost ({} = {} of {}) cannot be lowered with a schema bound",
+                notes.join("; "),
+                self.what(),
+                num(base),
+                share(base),
+                num(limit)
+            );
+        }
+        let mut why = if units.is_empty() && !self.sites.is_empty() {
+            let sites: Vec<String> = self
+                .sites
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {} on {}",
+                        s.keyword.name(),
+                        s.current.unwrap_or_default(),
+                        schema_path(&s.node)
+                    )
+                })
+                .collect();
+            format!(
+                "no bound helps: the bounds {} depends on ({}) are as low as they sensibly go, and the rest of its cost ({} = {} of {}) is in fixed parts (literals, regexes, fixed-size values)",
+                self.what(),
+                some_of(&sites, 3),
+                num(base),
+                share(base),
+                num(limit)
+            )
+        } else if units.is_empty() {
+            match self.target {
+                Target::Rule => format!(
+                    "no bound helps: nothing the rule reads has a size a schema bound sets, and it is in no list or map: its cost ({} = {} of {}) is in fixed parts (literals, regexes, fixed-size values)",
+                    num(base),
+                    share(base),
+                    num(limit)
+                ),
+                Target::Total => format!(
+                    "no bound helps: nothing the rules of this schema read has a size a schema bound sets, and none is in a list or map: the total ({} = {} of {}) is in fixed parts",
+                    num(base),
+                    share(base),
+                    num(limit)
+                ),
+            }
+        } else if lowest == base {
+            let sites: Vec<String> = self.sites.iter().map(Site::label).collect();
+            format!(
+                "no bound helps: even {} at its smallest does not change {}'s cost ({} = {} of {}): it is in fixed parts (literals, regexes, fixed-size values)",
+                some_of(&sites, 3),
+                self.what(),
+                num(base),
+                share(base),
+                num(limit)
+            )
+        } else {
+            let sites: Vec<String> = units
+                .iter()
+                .flatten()
+                .map(|&i| {
+                    let s = &self.sites[i];
+                    format!("{}: {} on {}", s.keyword.name(), s.lo, schema_path(&s.node))
+                })
+                .collect();
+            format!(
+                "no bound helps: even with {} {} would cost {} = {} of {} (now {}): the rest is in fixed parts (literals, regexes, fixed-size values)",
+                some_of(&sites, 3),
+                self.what(),
+                num(lowest),
+                share(lowest),
+                num(limit),
+                num(base)
+            )
+        };
+        for n in notes {
+            why.push_str("; ");
+            why.push_str(n);
+        }
+        why
+    }
+}
+
+fn some_of(items: &[String], n: usize) -> String {
+    if items.len() <= n {
+        items.join(", ")
+    } else {
+        format!("{}, and {} more", items[..n].join(", "), items.len() - n)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Discovering sites.
+
+/// The sites of one rule, added to `sites` (deduplicated); returns their indices and the
+/// notes about what cannot change.
+fn rule_sites(
+    env: &Env,
+    root: &Schema,
+    model: &RuleModel,
+    reads: &[Read],
+    sites: &mut Vec<Site>,
+    notes: &mut Vec<String>,
+) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut add = |sites: &mut Vec<Site>, path: &[Step], k: Keyword, cardinality: bool| {
+        let Some(s) = node(root, path) else { return };
+        let idx = match sites.iter().position(|x| x.node == path && x.keyword == k) {
+            Some(i) => {
+                sites[i].cardinality |= cardinality;
+                i
+            }
+            None => {
+                let lo = smallest_sensible(s, k);
+                sites.push(Site {
+                    node: path.to_vec(),
+                    keyword: k,
+                    current: k.get(s),
+                    lo,
+                    cap: k
+                        .get(s)
+                        .is_none()
+                        .then(|| unbounded_cap(env, s, k))
+                        .flatten()
+                        .map(|c| c.max(lo)),
+                    cardinality,
+                });
+                sites.len() - 1
+            }
+        };
+        if !out.contains(&idx) {
+            out.push(idx);
+        }
+    };
+    for i in 0..model.node.len() {
+        if let Some(k) = node(root, &model.node[..i]).and_then(cardinality_keyword) {
+            add(sites, &model.node[..i], k, true);
+        }
+    }
+    for r in reads {
+        budget::charge(1);
+        match read_steps(root, &model.node, &r.elems) {
+            Ok(Some(path)) => {
+                let Some(s) = node(root, &path) else { continue };
+                if s.x_int_or_string && !env.minor.int_or_string_max_length {
+                    note(
+                        notes,
+                        format!(
+                            "{} is x-kubernetes-int-or-string, whose maxLength Kubernetes {} ignores (1.34 and later count it)",
+                            schema_path(&path),
+                            env.kubernetes
+                        ),
+                    );
+                    continue;
+                }
+                if let Some(k) = size_keyword(s) {
+                    add(sites, &path, k, false);
+                }
+            }
+            Ok(None) => {}
+            Err(at) => {
+                let shown = schema_path(&at.0);
+                let why = if r.resolved {
+                    format!(
+                        "{shown}.{} is typed by the API server at a resource root (kind, apiVersion, metadata.name and metadata.generateName, unless the schema declares all four), not by this schema{}: no bound on it applies",
+                        at.2,
+                        if at.1 {
+                            ", which has x-kubernetes-preserve-unknown-fields without declaring them"
+                        } else {
+                            ""
+                        }
+                    )
+                } else if at.1 {
+                    format!(
+                        "{shown} has x-kubernetes-preserve-unknown-fields: what the rule reads below it ({}) has no schema to bound",
+                        at.2
+                    )
+                } else {
+                    format!(
+                        "the rule reads {} below {shown}, which the schema does not declare",
+                        at.2
+                    )
+                };
+                note(notes, why);
+            }
+        }
+    }
+    out
+}
+
+fn note(notes: &mut Vec<String>, n: String) {
+    if !notes.contains(&n) {
+        notes.push(n);
+    }
+}
+
+/// The schema node a read names (`Ok(None)`: a map's keys, which no bound sizes), or where it
+/// leaves the schema: (the last node, whether it preserves unknown fields, what is read).
+#[allow(clippy::type_complexity)]
+fn read_steps(
+    root: &Schema,
+    node_path: &[Step],
+    elems: &[String],
+) -> Result<Option<Vec<Step>>, (Vec<Step>, bool, String)> {
+    let mut path = node_path.to_vec();
+    let Some(mut s) = node(root, node_path) else {
+        return Ok(None);
+    };
+    for (i, e) in elems.iter().enumerate() {
+        let step = match e.as_str() {
+            "@keys" => return Ok(None),
+            "@items" => Step::Items,
+            "@values" => Step::Values,
+            name => match s
+                .properties
+                .keys()
+                .find(|p| escape(p).as_deref() == Some(name))
+            {
+                Some(p) => Step::Prop(p.clone()),
+                None => {
+                    let rest = crate::schema::decltype::display_path(
+                        &elems[i..]
+                            .iter()
+                            .map(|e| std::rc::Rc::from(e.as_str()))
+                            .collect::<Vec<_>>(),
+                    );
+                    return Err((path, s.x_preserve_unknown_fields == Some(true), rest));
+                }
+            },
+        };
+        match child(s, &step) {
+            Some(c) => s = c,
+            None => {
+                return Err((
+                    path,
+                    s.x_preserve_unknown_fields == Some(true),
+                    e.to_string(),
+                ));
+            }
+        }
+        path.push(step);
+    }
+    Ok(Some(path))
+}
+
+/// The units of a set of sites: every ancestor without a bound that sets a rule's cardinality
+/// in one (they change nothing until all are bounded), every other site on its own. Sites
+/// already as low as they sensibly go are left out.
+fn units_of(sites: &[Site], groups: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let mut units: Vec<Vec<usize>> = Vec::new();
+    for g in groups {
+        let unbounded: Vec<usize> = g
+            .iter()
+            .copied()
+            .filter(|&i| sites[i].cardinality && sites[i].current.is_none())
+            .collect();
+        if !unbounded.is_empty() && !units.contains(&unbounded) {
+            units.push(unbounded);
+        }
+    }
+    for g in groups {
+        for &i in g {
+            let s = &sites[i];
+            if !s.has_room() {
+                continue;
+            }
+            if s.cardinality && s.current.is_none() {
+                continue;
+            }
+            if !units.iter().any(|u| u == &vec![i]) {
+                units.push(vec![i]);
+            }
+        }
+    }
+    units
+}
+
+// ---------------------------------------------------------------------------------------------
+// The entry point.
+
+/// Where a schema root is in the object.
+struct Root {
+    /// JSON pointers of the schema (every version's, for a shared one).
+    pointers: Vec<String>,
+    schema: Schema,
+}
+
+impl Root {
+    fn read(object: &Value, field_path: &str, versions: &[String]) -> Option<Root> {
+        let vs = object.pointer("/spec/versions")?.as_array()?;
+        let mut pointers = Vec::new();
+        for (i, v) in vs.iter().enumerate() {
+            let named = v
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| versions.iter().any(|x| x == n));
+            let p = format!("/spec/versions/{i}/schema/openAPIV3Schema");
+            let exact = field_path == format!("spec.versions[{i}].schema.openAPIV3Schema");
+            let shared = field_path == "spec.validation.openAPIV3Schema" && named;
+            if (exact || shared) && object.pointer(&p).is_some_and(|s| !s.is_null()) {
+                pointers.push(p);
+            }
+        }
+        let first = object.pointer(pointers.first()?)?;
+        let schema = Schema::from_json(first, field_path).ok()?;
+        Some(Root { pointers, schema })
+    }
+}
+
+/// A finding of a schema: a rule (index into its rules) or the total.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Finding {
+    Rule(usize),
+    Total,
+}
+
+/// The report with suggested bounds (or why there are none) on every CRD rule and schema total
+/// over its limit or at the near-budget threshold. `object` is the CRD the report is of, and
+/// `estimator` the one that made it (any minor). Reports of other kinds, or whose estimate
+/// stopped, come back unchanged.
+pub fn suggest(
+    estimator: &Estimator,
+    object: &Value,
+    mut report: ObjectReport,
+    settings: &Settings,
+) -> ObjectReport {
+    if report.kind != "CustomResourceDefinition" || report.stopped.is_some() {
+        return report;
+    }
+    let mut findings = Vec::new();
+    for (si, s) in report.schemas.iter().enumerate() {
+        for (ri, r) in s.rules.iter().enumerate() {
+            if !settings.fits(RuleCost::of_report(r).judged(), PER_RULE_COST_LIMIT) {
+                findings.push((si, Finding::Rule(ri)));
+            }
+        }
+        if !settings.fits(s.total_cost, PER_SCHEMA_COST_LIMIT) {
+            findings.push((si, Finding::Total));
+        }
+    }
+    if findings.is_empty() {
+        return report;
+    }
+    let limits = estimator.limits();
+    let mut steps_left = limits.steps;
+    let mut evals_left = settings.max_evaluations;
+    let mut verifications_left = settings.max_verifications;
+    let mut roots: Vec<Option<Option<Root>>> = (0..report.schemas.len()).map(|_| None).collect();
+    for (si, finding) in findings {
+        let schema = &report.schemas[si];
+        let root = roots[si]
+            .get_or_insert_with(|| Root::read(object, &schema.schema_field_path, &schema.versions));
+        let answer: Result<Vec<Vec<Suggestion>>, String> = match root {
+            None => Err("no suggestion: the schema could not be read back from the object".into()),
+            Some(_) if steps_left == 0 || evals_left == 0 || verifications_left == 0 => Err(
+                "no suggestion: the search's work budget for this object is spent (on the findings above)"
+                    .into(),
+            ),
+            Some(root) => {
+                let budget_now = Limits {
+                    steps: steps_left,
+                    bytes: limits.bytes,
+                };
+                let (res, usage) = stacker::grow(SEARCH_STACK, || {
+                    budget::run_measured(budget_now, || {
+                        search_and_verify(
+                            estimator,
+                            object,
+                            &report,
+                            si,
+                            finding,
+                            root,
+                            settings,
+                            &mut evals_left,
+                            &mut verifications_left,
+                        )
+                    })
+                });
+                steps_left = steps_left.saturating_sub(usage.steps);
+                match res {
+                    Ok(a) => a,
+                    Err(stop) => Err(format!("no suggestion: the search stopped: {stop}")),
+                }
+            }
+        };
+        let (sugg, none) = match answer {
+            Ok(groups) => (
+                groups
+                    .into_iter()
+                    .enumerate()
+                    .flat_map(|(g, bounds)| {
+                        bounds.into_iter().map(move |mut b| {
+                            b.group = g as u32;
+                            b
+                        })
+                    })
+                    .collect(),
+                None,
+            ),
+            Err(why) => (Vec::new(), Some(why)),
+        };
+        let schema = &mut report.schemas[si];
+        match finding {
+            Finding::Rule(ri) => {
+                schema.rules[ri].suggestions = sugg;
+                schema.rules[ri].no_suggestion = none;
+            }
+            Finding::Total => {
+                schema.suggestions = sugg;
+                schema.no_suggestion = none;
+            }
+        }
+    }
+    report
+}
+
+/// One finding: search, then verify each candidate on a copy of the object.
+#[allow(clippy::too_many_arguments)]
+fn search_and_verify(
+    estimator: &Estimator,
+    object: &Value,
+    report: &ObjectReport,
+    si: usize,
+    finding: Finding,
+    root: &mut Root,
+    settings: &Settings,
+    evals_left: &mut usize,
+    verifications_left: &mut usize,
+) -> Result<Vec<Vec<Suggestion>>, String> {
+    let env = estimator.env();
+    let schema = &report.schemas[si];
+    let fp = schema.schema_field_path.as_str();
+    // The models: the rule, or every rule of the schema that costs anything.
+    let chosen: Vec<usize> = match finding {
+        Finding::Rule(ri) => vec![ri],
+        Finding::Total => {
+            let mut v: Vec<usize> = (0..schema.rules.len())
+                .filter(|&ri| RuleCost::of_report(&schema.rules[ri]).total_part() > 0)
+                .collect();
+            v.sort_by_key(|&ri| {
+                std::cmp::Reverse(RuleCost::of_report(&schema.rules[ri]).total_part())
+            });
+            v.truncate(MAX_TOTAL_RULES);
+            v
+        }
+    };
+    let mut models = Vec::new();
+    let mut depends = Vec::new();
+    let mut sites = Vec::new();
+    let mut notes = Vec::new();
+    let mut fixed = schema.total_cost;
+    let mut unit_groups = Vec::new();
+    for &ri in &chosen {
+        let r = &schema.rules[ri];
+        let built = r
+            .node_field_path
+            .strip_prefix(fp)
+            .and_then(|rest| parse_steps(&root.schema, rest))
+            .and_then(|path| RuleModel::build(env, &root.schema, path, r.index as usize));
+        let Some(mut m) = built else {
+            if finding != Finding::Total {
+                return Err(if r.compile_error.is_some() || !r.compiled_by_apiserver {
+                    "no suggestion: the rule does not compile".into()
+                } else {
+                    "no suggestion: internal: the rule could not be found again in the schema"
+                        .into()
+                });
+            }
+            continue;
+        };
+        let reads = RefCell::new(Vec::new());
+        let got = m.eval(env, &root.schema, Some(&reads));
+        let want = RuleCost::of_report(r);
+        if got != Some(want) {
+            if finding == Finding::Total {
+                continue;
+            }
+            return Err(format!(
+                "no suggestion: internal: re-estimating the rule gives {:?}, the estimate {want:?}",
+                got
+            ));
+        }
+        m.base = want;
+        fixed = fixed.saturating_sub(want.total_part());
+        let own = rule_sites(
+            env,
+            &root.schema,
+            &m,
+            &reads.into_inner(),
+            &mut sites,
+            &mut notes,
+        );
+        unit_groups.push(own);
+        models.push(m);
+    }
+    // A model depends on every site on its node's way from the root and below it.
+    for m in &models {
+        depends.push(
+            (0..sites.len())
+                .filter(|&i| {
+                    let s: &Site = &sites[i];
+                    s.node.starts_with(&m.node) || m.node.starts_with(&s.node)
+                })
+                .collect(),
+        );
+    }
+    let units = units_of(&sites, &unit_groups);
+    let (limit, before) = match finding {
+        Finding::Rule(ri) => (
+            PER_RULE_COST_LIMIT,
+            RuleCost::of_report(&schema.rules[ri]).judged(),
+        ),
+        Finding::Total => (PER_SCHEMA_COST_LIMIT, schema.total_cost),
+    };
+    let target = match finding {
+        Finding::Rule(_) => Target::Rule,
+        Finding::Total => Target::Total,
+    };
+    let mut search = Search {
+        env,
+        root: &mut root.schema,
+        target,
+        limit,
+        settings,
+        sites,
+        models,
+        depends,
+        fixed,
+        evals_left,
+    };
+    let answer = match search.run(units, &notes) {
+        Ok(a) => a,
+        Err(Stop::Evaluations) => {
+            return Err(format!(
+                "no suggestion: the search's probes for this object ({}) are spent",
+                settings.max_evaluations
+            ));
+        }
+    };
+    let groups = match answer {
+        Answer::None(why) => return Err(why),
+        Answer::Groups(g) => g,
+    };
+    let sites = search.sites;
+    let mut out = Vec::new();
+    let mut rejected = Vec::new();
+    for g in groups {
+        if *verifications_left == 0 {
+            break;
+        }
+        *verifications_left -= 1;
+        let bounds: Vec<(&Site, i64)> = g.bounds.iter().map(|&(i, v)| (&sites[i], v)).collect();
+        match verify(
+            estimator,
+            object,
+            report,
+            si,
+            finding,
+            &root.pointers,
+            &bounds,
+            settings,
+        ) {
+            Ok(after) if settings.fits(after, limit) && after < before => out.push(
+                bounds
+                    .iter()
+                    .map(|(s, v)| suggested_bound(fp, s, *v, after))
+                    .collect(),
+            ),
+            Ok(after) => rejected.push(format!(
+                "{} gives {} once estimated whole",
+                bounds
+                    .iter()
+                    .map(|(s, v)| format!("{}: {v} on {}", s.keyword.name(), schema_path(&s.node)))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                num(after)
+            )),
+            Err(e) => rejected.push(e),
+        }
+    }
+    if out.is_empty() {
+        return Err(if rejected.is_empty() {
+            "no suggestion: the search's verifications for this object are spent".into()
+        } else {
+            format!(
+                "no bound helps without breaking the schema: {}",
+                rejected.join("; ")
+            )
+        });
+    }
+    Ok(out)
+}
+
+/// Applies the bounds to a copy of the object, estimates it whole, and returns the finding's
+/// cost then; an error when the copy has an error the object did not have (other than costs).
+#[allow(clippy::too_many_arguments)]
+fn verify(
+    estimator: &Estimator,
+    object: &Value,
+    report: &ObjectReport,
+    si: usize,
+    finding: Finding,
+    pointers: &[String],
+    bounds: &[(&Site, i64)],
+    settings: &Settings,
+) -> Result<u64, String> {
+    let mut copy = object.clone();
+    for p in pointers {
+        for (site, v) in bounds {
+            let Some(n) = json_node(&mut copy, p, &site.node) else {
+                return Err(format!("{} is not in the object", schema_path(&site.node)));
+            };
+            if let Some(o) = n.as_object_mut() {
+                o.insert(site.keyword.name().to_string(), Value::from(*v));
+            }
+        }
+    }
+    let after = estimator.estimate_crd(&copy, &report.source);
+    if let Some(st) = &after.stopped {
+        return Err(st.message.clone());
+    }
+    let is_cost = |e: &str| {
+        e.contains("estimated rule cost")
+            || e.contains("estimated messageExpression cost")
+            || e.contains("contributed to estimated rule cost total")
+            || e.contains("estimated rule cost total")
+    };
+    if let Some(e) = after
+        .errors
+        .iter()
+        .find(|e| !is_cost(e) && !report.errors.contains(e))
+    {
+        return Err(format!("the bounds make the schema invalid: {e}"));
+    }
+    let schema = &report.schemas[si];
+    let version = schema.versions.first();
+    let Some(now) = after.schemas.iter().find(|s| {
+        s.schema_field_path == schema.schema_field_path
+            || version.is_some_and(|v| s.versions.contains(v))
+    }) else {
+        return Err("the schema is not estimated any more".into());
+    };
+    // Nothing that fit before may stop fitting (a bound looser than the request-size estimate
+    // raises the rules that fall back to it).
+    if now.total_cost > schema.total_cost
+        && settings.fits(schema.total_cost, PER_SCHEMA_COST_LIMIT)
+        && !settings.fits(now.total_cost, PER_SCHEMA_COST_LIMIT)
+    {
+        return Err(format!(
+            "the bounds raise the schema's total to {}",
+            num(now.total_cost)
+        ));
+    }
+    for x in &now.rules {
+        let was = schema
+            .rules
+            .iter()
+            .find(|r| r.index == x.index && r.path == x.path)
+            .map(|r| RuleCost::of_report(r).judged());
+        let is = RuleCost::of_report(x).judged();
+        if let Some(was) = was
+            && is > was
+            && settings.fits(was, PER_RULE_COST_LIMIT)
+            && !settings.fits(is, PER_RULE_COST_LIMIT)
+        {
+            return Err(format!(
+                "the bounds raise the rule at {} to {}",
+                x.path,
+                num(is)
+            ));
+        }
+    }
+    match finding {
+        Finding::Total => Ok(now.total_cost),
+        Finding::Rule(ri) => {
+            let r = &schema.rules[ri];
+            let rel = r
+                .node_field_path
+                .strip_prefix(schema.schema_field_path.as_str())
+                .unwrap_or_default();
+            now.rules
+                .iter()
+                .find(|x| {
+                    x.index == r.index
+                        && x.node_field_path
+                            .strip_prefix(now.schema_field_path.as_str())
+                            == Some(rel)
+                })
+                .map(|x| RuleCost::of_report(x).judged())
+                .ok_or_else(|| "the rule is not estimated any more".to_string())
+        }
+    }
+}
+
+fn json_node<'v>(object: &'v mut Value, pointer: &str, path: &[Step]) -> Option<&'v mut Value> {
+    let mut v = object.pointer_mut(pointer)?;
+    for step in path {
+        v = match step {
+            Step::Prop(n) => v.get_mut("properties")?.get_mut(n)?,
+            Step::Items => v.get_mut("items")?,
+            Step::Values => v.get_mut("additionalProperties")?,
+        };
+    }
+    Some(v)
+}
+
+fn suggested_bound(root_field_path: &str, s: &Site, value: i64, cost_after: u64) -> Suggestion {
+    let name = s.keyword.marker_name();
+    let go = |path: &[Step]| schema_path(path).trim_start_matches('^').to_string();
+    let (marker, on) = match (s.node.last(), s.node.iter().rev().nth(1)) {
+        (Some(Step::Prop(_)), _) => (
+            format!("+kubebuilder:validation:{name}={value}"),
+            go(&s.node),
+        ),
+        (Some(Step::Items), Some(Step::Prop(_))) => (
+            format!("+kubebuilder:validation:items:{name}={value}"),
+            go(&s.node[..s.node.len() - 1]),
+        ),
+        (None, _) => (
+            format!("+kubebuilder:validation:{name}={value}"),
+            "(the root type)".to_string(),
+        ),
+        _ => (
+            format!("+kubebuilder:validation:{name}={value}"),
+            format!("(type of {})", go(&s.node)),
+        ),
+    };
+    Suggestion {
+        path: field_path(root_field_path, &s.node),
+        schema_path: schema_path(&s.node),
+        keyword: s.keyword.name().to_string(),
+        value,
+        cost_after,
+        group: 0,
+        current: s.current,
+        marker,
+        marker_on: on,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text, for the table, markdown, SARIF and events.
+
+/// One alternative (the bounds of one group) as a line a person can act on:
+/// `add maxItems: 64 to ^.spec.tags (+kubebuilder:validation:MaxItems=64): cost 9,120,000 →
+/// 570,000`; several bounds are joined with `and`, prefixed `together:`.
+pub fn suggestion_line(group: &[&Suggestion], cost_before: u64) -> String {
+    let parts: Vec<String> = group
+        .iter()
+        .map(|b| {
+            let place = match b.path.strip_prefix("spec.versions[") {
+                Some(rest) => {
+                    format!(
+                        " in spec.versions[{}",
+                        rest.split_once(']').map(|x| x.0).unwrap_or_default()
+                    ) + "]"
+                }
+                None => String::new(),
+            };
+            let marker = format!("{} on {}", b.marker, b.marker_on);
+            match b.current {
+                Some(c) => format!(
+                    "lower {} from {c} to {} on {}{place} ({marker})",
+                    b.keyword, b.value, b.schema_path
+                ),
+                None => format!(
+                    "add {}: {} to {}{place} ({marker})",
+                    b.keyword, b.value, b.schema_path
+                ),
+            }
+        })
+        .collect();
+    let prefix = if parts.len() > 1 { "together: " } else { "" };
+    let after = group.first().map(|b| b.cost_after).unwrap_or_default();
+    format!(
+        "{prefix}{}: cost {} → {}",
+        parts.join(" and "),
+        num(cost_before),
+        num(after)
+    )
+}
+
+/// Every alternative as a line (those after the first start with `or: `), or the reason none
+/// helps.
+pub fn suggestion_lines(
+    suggestions: &[Suggestion],
+    none: Option<&str>,
+    before: u64,
+) -> Vec<String> {
+    let groups = suggestion_groups(suggestions);
+    let mut out: Vec<String> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let l = suggestion_line(g, before);
+            if i == 0 { l } else { format!("or: {l}") }
+        })
+        .collect();
+    if !out.is_empty() && groups.iter().all(|g| g.len() > 1) {
+        out[0] = format!("{} (no single bound does it)", out[0]);
+    }
+    if out.is_empty()
+        && let Some(n) = none
+    {
+        out.push(n.to_string());
+    }
+    out
+}
+
+/// A rule's best suggestion as one line, or why none helps; `None` when the rule needs none.
+pub fn suggestion_text(r: &RuleReport) -> Option<String> {
+    suggestion_lines(
+        &r.suggestions,
+        r.no_suggestion.as_deref(),
+        RuleCost::of_report(r).judged(),
+    )
+    .into_iter()
+    .next()
+}
+
+/// A schema total's best suggestion as one line, or why none helps; `None` when it needs none.
+pub fn schema_suggestion_text(s: &SchemaReport) -> Option<String> {
+    suggestion_lines(&s.suggestions, s.no_suggestion.as_deref(), s.total_cost)
+        .into_iter()
+        .next()
+}
+
+/// The object with the first suggestion of every finding applied (the lowest value where two
+/// set the same bound): what the test suite estimates again to check that it is accepted.
+pub fn apply_first_suggestions(object: &Value, report: &ObjectReport) -> Value {
+    let mut wanted: Vec<(String, String, i64)> = Vec::new();
+    let firsts = report.schemas.iter().flat_map(|s| {
+        s.rules
+            .iter()
+            .map(|r| &r.suggestions)
+            .chain(std::iter::once(&s.suggestions))
+            .filter_map(|v| suggestion_groups(v).into_iter().next())
+    });
+    for g in firsts {
+        for b in g {
+            match wanted
+                .iter_mut()
+                .find(|w| w.0 == b.path && w.1 == b.keyword)
+            {
+                Some(w) => w.2 = w.2.min(b.value),
+                None => wanted.push((b.path.clone(), b.keyword.clone(), b.value)),
+            }
+        }
+    }
+    let mut copy = object.clone();
+    for s in &report.schemas {
+        let Some(root) = Root::read(object, &s.schema_field_path, &s.versions) else {
+            continue;
+        };
+        for (path, keyword, value) in &wanted {
+            let Some(rest) = path.strip_prefix(s.schema_field_path.as_str()) else {
+                continue;
+            };
+            let Some(steps) = parse_steps(&root.schema, rest) else {
+                continue;
+            };
+            for p in &root.pointers {
+                if let Some(o) = json_node(&mut copy, p, &steps).and_then(Value::as_object_mut) {
+                    o.insert(keyword.clone(), Value::from(*value));
+                }
+            }
+        }
+    }
+    copy
+}
+
+#[cfg(test)]
+mod tests;

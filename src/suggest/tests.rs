@@ -1,0 +1,363 @@
+use super::*;
+use crate::cel::decls::Version;
+use crate::cel::minor::{Distribution, Minor};
+use serde_json::json;
+
+fn estimator(minor: u32) -> Estimator {
+    Estimator::for_minor(
+        Minor::of_distribution(Version::new(1, minor), Distribution::Kubernetes).unwrap(),
+    )
+}
+
+/// A CRD whose `spec` has the given properties (and rules on `spec`).
+fn crd(spec_props: Value, spec_rules: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "things", "kind": "Thing"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object",
+                    "properties": spec_props,
+                    "x-kubernetes-validations": spec_rules,
+                }}}}}]
+        }
+    })
+}
+
+fn run(minor: u32, object: &Value, settings: &Settings) -> ObjectReport {
+    let e = estimator(minor);
+    let r = e.estimate(object, "t").unwrap();
+    suggest(&e, object, r, settings)
+}
+
+/// The rules and totals that got something: (suggestions, reason).
+fn findings(r: &ObjectReport) -> Vec<(Vec<Suggestion>, Option<String>)> {
+    let mut out = Vec::new();
+    for s in &r.schemas {
+        for x in &s.rules {
+            if !x.suggestions.is_empty() || x.no_suggestion.is_some() {
+                out.push((x.suggestions.clone(), x.no_suggestion.clone()));
+            }
+        }
+        if !s.suggestions.is_empty() || s.no_suggestion.is_some() {
+            out.push((s.suggestions.clone(), s.no_suggestion.clone()));
+        }
+    }
+    out
+}
+
+fn is_round(v: i64) -> bool {
+    series_125().contains(&v)
+}
+
+#[test]
+fn the_125_series_and_rounding_down() {
+    let s = series_125();
+    assert_eq!(&s[..7], &[1, 2, 5, 10, 20, 50, 100]);
+    assert!(s.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(*s.last().unwrap(), 5_000_000_000_000_000_000);
+    assert_eq!(round_down_125(0), None);
+    assert_eq!(round_down_125(-3), None);
+    assert_eq!(round_down_125(1), Some(1));
+    assert_eq!(round_down_125(4), Some(2));
+    assert_eq!(round_down_125(64), Some(50));
+    assert_eq!(round_down_125(99), Some(50));
+    assert_eq!(round_down_125(100), Some(100));
+    assert_eq!(round_down_125(241_979), Some(200_000));
+    assert_eq!(round_down_125(i64::MAX), Some(5_000_000_000_000_000_000));
+    // Every value rounds to the largest series value not above it.
+    for n in 1..5000i64 {
+        let r = round_down_125(n).unwrap();
+        assert!(r <= n && is_round(r));
+        assert!(s.iter().all(|&v| v <= r || v > n), "{n} → {r}");
+    }
+}
+
+#[test]
+fn candidates_run_from_the_smallest_value_below_the_ceiling() {
+    assert_eq!(candidates(3, Some(60)), vec![3, 5, 10, 20, 50]);
+    assert_eq!(candidates(1, Some(2)), vec![1]);
+    assert!(candidates(5, Some(5)).is_empty());
+    assert!(candidates(7, Some(2)).is_empty());
+    let all = candidates(1, None);
+    assert_eq!(all.len(), series_125().len());
+}
+
+#[test]
+fn the_binary_search_finds_the_largest_fitting_value_in_few_probes() {
+    for n in 0..=60usize {
+        let cands: Vec<i64> = (0..n as i64).map(|i| i * 3 + 1).collect();
+        let max_probes = (usize::BITS - n.leading_zeros()) as usize + 1;
+        for t in 0..=n {
+            // The first `t` candidates fit (the cost is monotone in the bound).
+            let mut probes = 0;
+            let got = largest_fitting(&cands, |v| {
+                probes += 1;
+                Ok::<_, ()>(((v - 1) / 3) < t as i64)
+            })
+            .unwrap();
+            assert_eq!(got, t.checked_sub(1).map(|i| cands[i]), "n={n} t={t}");
+            assert!(probes <= max_probes, "n={n} t={t}: {probes} probes");
+        }
+        // A predicate that is not monotone (a broken model) still ends, in as many probes.
+        let mut probes = 0;
+        let got = largest_fitting(&cands, |v| {
+            probes += 1;
+            Ok::<_, ()>(v % 2 == 0)
+        })
+        .unwrap();
+        assert!(probes <= max_probes);
+        assert!(got.is_none_or(|g| cands.contains(&g)));
+    }
+    // The predicate's error stops the search at once.
+    let mut probes = 0;
+    let r = largest_fitting(&[1, 2, 3, 4], |_| {
+        probes += 1;
+        Err::<bool, _>("spent")
+    });
+    assert_eq!(r, Err("spent"));
+    assert_eq!(probes, 1);
+}
+
+#[test]
+fn fits_means_below_the_threshold_and_within_the_limit() {
+    let s = Settings::new(80.0);
+    assert!(s.fits(7_999_999, 10_000_000));
+    assert!(!s.fits(8_000_000, 10_000_000));
+    assert!(!s.fits(u64::MAX, 10_000_000));
+    // A threshold above 100% still asks for the limit.
+    let over = Settings::new(150.0);
+    assert!(over.fits(10_000_000, 10_000_000));
+    assert!(!over.fits(10_000_001, 10_000_000));
+    // Nonsense thresholds fall back to the default.
+    assert_eq!(Settings::new(f64::NAN).near_budget_percent, 80.0);
+    assert_eq!(Settings::new(-1.0).near_budget_percent, 80.0);
+}
+
+#[test]
+fn an_unbounded_list_of_unbounded_strings_gets_verified_round_bounds() {
+    let o = crd(
+        json!({"tags": {"type": "array", "items": {"type": "string",
+            "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}}}),
+        json!([]),
+    );
+    let settings = Settings::default();
+    let r = run(36, &o, &settings);
+    let f = findings(&r);
+    assert!(!f.is_empty());
+    for (sugg, none) in &f {
+        assert!(none.is_none(), "{none:?}");
+        assert!(!sugg.is_empty());
+        for b in sugg {
+            assert!(b.current.is_none());
+            assert!(is_round(b.value), "{b:?}");
+            assert!(settings.fits(b.cost_after, PER_SCHEMA_COST_LIMIT));
+            // The schema every version shares, as the estimate names it.
+            assert!(
+                b.path == "spec.validation.openAPIV3Schema.properties[spec].properties[tags]"
+                    || b.path
+                        == "spec.validation.openAPIV3Schema.properties[spec].properties[tags].items",
+                "{}",
+                b.path
+            );
+            assert_eq!(b.marker_on, ".spec.tags");
+        }
+        // The rule's cardinality and its string: each alone can do it, and together they
+        // are balanced (both larger than either alone).
+        let rule_sugg = &r.schemas[0].rules[0].suggestions;
+        let groups = suggestion_groups(rule_sugg);
+        assert!(
+            groups
+                .iter()
+                .any(|g| g.len() == 1 && g[0].keyword == "maxItems")
+        );
+        if let Some(both) = groups.iter().find(|g| g.len() == 2) {
+            let alone = groups
+                .iter()
+                .find(|g| g.len() == 1 && g[0].keyword == "maxItems")
+                .unwrap();
+            let items = both.iter().find(|b| b.keyword == "maxItems").unwrap();
+            assert!(items.value > alone[0].value);
+        }
+    }
+    // The text: an actionable line with the kubebuilder marker.
+    let line = suggestion_text(&r.schemas[0].rules[0]).unwrap();
+    assert!(line.contains("+kubebuilder:validation:"), "{line}");
+    assert!(line.contains("^.spec.tags"), "{line}");
+    assert!(line.contains(" → "), "{line}");
+}
+
+#[test]
+fn a_bound_that_is_too_large_is_lowered() {
+    let o = crd(
+        json!({"hosts": {"type": "array", "maxItems": 1_000_000, "items": {"type": "string", "maxLength": 253},
+            "x-kubernetes-validations": [{"rule": "self.all(h, h.matches('^[a-z.]+$'))"}]}}),
+        json!([]),
+    );
+    let r = run(36, &o, &Settings::default());
+    let rule = &r.schemas[0].rules[0];
+    assert!(!rule.suggestions.is_empty(), "{:?}", rule.no_suggestion);
+    let lowered: Vec<&Suggestion> = rule
+        .suggestions
+        .iter()
+        .filter(|b| b.current.is_some())
+        .collect();
+    assert!(!lowered.is_empty());
+    for b in lowered {
+        assert!(b.value < b.current.unwrap());
+    }
+    assert!(suggestion_text(rule).unwrap().contains("lower "));
+}
+
+#[test]
+fn fixed_costs_say_no_bound_helps() {
+    let ten = "[1,2,3,4,5,6,7,8,9,10]";
+    let rule = format!(
+        "{ten}.all(a, {ten}.all(b, {ten}.all(c, {ten}.all(d, {ten}.all(e, {ten}.all(f, {ten}.all(g, a+b+c+d+e+f+g > 0)))))))"
+    );
+    let o = crd(
+        json!({"fixed": {"type": "string", "maxLength": 1,
+            "x-kubernetes-validations": [{"rule": rule}]}}),
+        json!([]),
+    );
+    let r = run(36, &o, &Settings::default());
+    let rule = &r.schemas[0].rules[0];
+    assert!(rule.suggestions.is_empty());
+    let why = rule.no_suggestion.as_deref().unwrap();
+    assert!(why.starts_with("no bound helps"), "{why}");
+    assert!(why.contains("fixed parts"), "{why}");
+    assert!(r.schemas[0].no_suggestion.is_some());
+}
+
+#[test]
+fn int_or_string_max_length_before_1_34_cannot_help() {
+    let rule = "type(self) == string ? self.matches('^[a-z]+$') && self.matches('^[b-z]+$') && self.matches('^[c-z]+$') && self.matches('^[d-z]+$') : true";
+    let o = crd(
+        json!({"ios": {"x-kubernetes-int-or-string": true,
+            "x-kubernetes-validations": [{"rule": rule}]}}),
+        json!([]),
+    );
+    let settings = Settings::new(10.0);
+    let old = run(33, &o, &settings);
+    let why = old.schemas[0].rules[0].no_suggestion.as_deref().unwrap();
+    assert!(why.contains("int-or-string"), "{why}");
+    assert!(why.contains("1.33"), "{why}");
+    // From 1.34 on its maxLength counts: a bound helps.
+    let new = run(34, &o, &settings);
+    let s = &new.schemas[0].rules[0].suggestions;
+    assert!(
+        s.iter().any(|b| b.keyword == "maxLength"),
+        "{:?}",
+        new.schemas[0].rules[0].no_suggestion
+    );
+}
+
+#[test]
+fn an_embedded_resource_with_unknown_fields_says_the_api_server_types_it() {
+    let o = crd(
+        json!({"template": {"type": "object", "x-kubernetes-embedded-resource": true,
+            "x-kubernetes-preserve-unknown-fields": true,
+            "x-kubernetes-validations": [{"rule": "self.kind.matches('^[a-z]+$') && self.apiVersion.matches('^[a-z]+$')"}]}}),
+        json!([]),
+    );
+    let r = run(36, &o, &Settings::new(1.0));
+    let why = r.schemas[0].rules[0].no_suggestion.as_deref().unwrap();
+    assert!(why.starts_with("no bound helps: "), "{why}");
+    assert!(why.contains("resource root"), "{why}");
+    assert!(
+        why.contains("x-kubernetes-preserve-unknown-fields"),
+        "{why}"
+    );
+    assert!(r.schemas[0].rules[0].suggestions.is_empty());
+}
+
+#[test]
+fn findings_that_fit_get_nothing_and_other_kinds_pass_through() {
+    let o = crd(
+        json!({"name": {"type": "string", "maxLength": 10,
+            "x-kubernetes-validations": [{"rule": "self.startsWith('a')"}]}}),
+        json!([]),
+    );
+    let r = run(36, &o, &Settings::default());
+    assert!(findings(&r).is_empty());
+    let e = estimator(36);
+    let vap = ObjectReport {
+        kind: "ValidatingAdmissionPolicy".into(),
+        ..ObjectReport::default()
+    };
+    assert_eq!(
+        suggest(&e, &json!({}), vap.clone(), &Settings::default()),
+        vap
+    );
+}
+
+#[test]
+fn deep_nesting_and_hostile_bounds_end_with_an_answer() {
+    // 150 nested unbounded lists, a rule at the bottom: one unit of 150 ancestors.
+    let mut items = json!({"type": "string",
+        "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]});
+    for _ in 0..150 {
+        items = json!({"type": "array", "items": items});
+    }
+    let o = crd(json!({"deep": items}), json!([]));
+    let t = std::time::Instant::now();
+    let r = run(36, &o, &Settings::default());
+    assert!(t.elapsed().as_secs() < 60);
+    let f = findings(&r);
+    assert!(!f.is_empty());
+    for (s, none) in f {
+        assert!(!s.is_empty() || none.is_some());
+    }
+    // Negative and huge bounds, a maxLength below minLength: no panic, an answer.
+    let o = crd(
+        json!({
+            "neg": {"type": "array", "maxItems": -5, "items": {"type": "string", "maxLength": i64::MAX,
+                "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}},
+            "odd": {"type": "array", "minItems": 100, "items": {"type": "string", "minLength": 50, "maxLength": 10,
+                "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$') && self.matches('^[b-z]+$')"}]}}
+        }),
+        json!([]),
+    );
+    let r = run(36, &o, &Settings::new(1.0));
+    for (s, none) in findings(&r) {
+        assert!(!s.is_empty() || none.is_some());
+        for b in s {
+            assert!(b.value >= 0);
+        }
+    }
+}
+
+#[test]
+fn a_spent_search_budget_says_so() {
+    let o = crd(
+        json!({"tags": {"type": "array", "items": {"type": "string",
+            "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}}}),
+        json!([]),
+    );
+    let settings = Settings {
+        max_evaluations: 2,
+        ..Settings::default()
+    };
+    let r = run(36, &o, &settings);
+    let f = findings(&r);
+    assert!(!f.is_empty());
+    assert!(
+        f.iter()
+            .any(|(_, n)| n.as_deref().is_some_and(|n| n.contains("spent"))),
+        "{f:?}"
+    );
+    let none_verified = Settings {
+        max_verifications: 0,
+        ..Settings::default()
+    };
+    let r = run(36, &o, &none_verified);
+    for (s, n) in findings(&r) {
+        assert!(s.is_empty(), "an unverified suggestion is never shown");
+        assert!(n.is_some());
+    }
+}
