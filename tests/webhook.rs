@@ -162,17 +162,20 @@ fn warnings_of(response: &Value) -> Vec<String> {
 async fn near_budget_crd_gets_a_warning_per_rule() {
     let st = state(estimator());
     let crd = crd_with("widgets.example.com", &[10_000, 1_000]);
-    let expected = Estimator::new(Version::new(1, 36))
-        .estimate(&crd, "x")
-        .unwrap()
-        .schemas[0]
-        .rules[0]
-        .cost;
+    let e = Estimator::new(Version::new(1, 36));
+    let report = e.estimate(&crd, "x").unwrap();
+    let expected = report.schemas[0].rules[0].cost;
+    // The line ends with the bound to add, the estimator's own verified suggestion.
+    let suggested =
+        celcost::suggest::suggest(&e, &crd, report, &celcost::suggest::Settings::new(80.0));
+    let hint = celcost::suggest::suggestion_text(&suggested.schemas[0].rules[0])
+        .expect("a bound for a rule at 82%");
+    assert!(hint.contains("maxItems"), "{hint}");
     let w = warnings_of(&admit(&st, crd).await);
     assert_eq!(
         w,
         vec![format!(
-            "celcost: ^.spec.f00 costs {} = {}% of the 10,000,000 per-rule limit",
+            "celcost: ^.spec.f00 costs {} = {}% of the 10,000,000 per-rule limit; {hint}",
             celcost::controller::status::thousands(expected),
             expected / 100_000
         )]
@@ -194,6 +197,54 @@ async fn near_budget_crd_gets_a_warning_per_rule() {
     .await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.contains("per-rule limit"), "{body}");
+}
+
+/// Estimates at once; the search for bounds takes `delay`.
+struct SlowSuggestions(Duration);
+
+impl CostEstimator for SlowSuggestions {
+    fn estimate(&self, v: &Value, c: &SchemaCatalog) -> Option<ObjectReport> {
+        estimator().estimate(v, c)
+    }
+    fn kubernetes_version(&self) -> Version {
+        Version::new(1, 36)
+    }
+    fn suggest(&self, v: &Value, report: ObjectReport, near: u8) -> ObjectReport {
+        std::thread::sleep(self.0);
+        estimator().suggest(v, report, near)
+    }
+}
+
+#[tokio::test]
+async fn a_late_search_for_bounds_still_answers_with_the_warnings() {
+    let st = state(Arc::new(SlowSuggestions(Duration::from_secs(3))));
+    let started = std::time::Instant::now();
+    // timeout=1s: the webhook answers by 0.5 s, before the search ends.
+    let (status, body) = post(
+        &st,
+        "?timeout=1s",
+        serde_json::to_vec(&review(
+            "u1",
+            "CREATE",
+            crd_with("w.example.com", &[10_000]),
+        ))
+        .unwrap(),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["response"]["allowed"], true, "{body}");
+    let w = warnings_of(&v["response"]);
+    assert_eq!(w.len(), 1, "{body}");
+    assert!(
+        w[0].ends_with("of the 10,000,000 per-rule limit"),
+        "no bound yet: {w:?}"
+    );
 }
 
 #[tokio::test]

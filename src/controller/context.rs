@@ -35,6 +35,17 @@ pub trait CostEstimator: Send + Sync + 'static {
     -> Option<ObjectReport>;
     /// The Kubernetes version of the cost model.
     fn kubernetes_version(&self) -> Version;
+    /// `report` (this estimator's, of `object`) with suggested bounds for its rules and totals
+    /// at or above `near_budget_percent` of their limits ([`crate::suggest`]). Estimators that
+    /// make none return it unchanged.
+    fn suggest(
+        &self,
+        _object: &serde_json::Value,
+        report: ObjectReport,
+        _near_budget_percent: u8,
+    ) -> ObjectReport {
+        report
+    }
 }
 
 impl CostEstimator for Estimator {
@@ -48,6 +59,16 @@ impl CostEstimator for Estimator {
 
     fn kubernetes_version(&self) -> Version {
         Estimator::kubernetes_version(self)
+    }
+
+    fn suggest(
+        &self,
+        object: &serde_json::Value,
+        report: ObjectReport,
+        near_budget_percent: u8,
+    ) -> ObjectReport {
+        let settings = crate::suggest::Settings::new(f64::from(near_budget_percent));
+        crate::suggest::suggest(self, object, report, &settings)
     }
 }
 

@@ -109,11 +109,11 @@ impl Finding {
 
 /// The bound to add to bring a rule under the threshold, as a short phrase
 /// (`add maxItems: 64 to ^.spec.tags`).
-///
-/// HOOK (suggest-bounds): the estimator does not suggest bounds yet. Once `RuleReport` carries
-/// its suggestions, return the first one here; every warning line then ends with it.
-pub fn suggestion_text(_rule: &RuleReport) -> Option<String> {
-    None
+/// The first of the rule's verified suggestions ([`crate::suggest`]), or why no bound helps;
+/// `None` when the report carries neither (the webhook answers without them when the search
+/// does not finish in time).
+pub fn suggestion_text(rule: &RuleReport) -> Option<String> {
+    crate::suggest::suggestion_text(rule)
 }
 
 /// What the estimate of an object finds at or above `near_percent` of a limit, worst first.
@@ -191,7 +191,7 @@ pub fn findings(kind: TargetKind, report: &ObjectReport, near_percent: u8) -> Ve
                             cost: s.total_cost,
                             limit: PER_SCHEMA_COST_LIMIT,
                             limit_name: "per-schema limit",
-                            suggestion: None,
+                            suggestion: crate::suggest::schema_suggestion_text(s),
                         },
                         &s.versions,
                     );

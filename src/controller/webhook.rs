@@ -364,7 +364,7 @@ fn target_kind(object: &Value) -> Option<TargetKind> {
 }
 
 /// What the estimate of a reviewed object gave.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Warnings (none: `clean`).
     Warnings(Vec<String>),
@@ -374,9 +374,22 @@ pub enum Outcome {
     NotEstimated(String),
 }
 
-/// Estimates the reviewed object and turns the estimate into warnings. Runs on the calling
-/// thread (a blocking one); a panic of the estimator is caught.
+/// Estimates the reviewed object and turns the estimate into warnings, with the bounds to add
+/// ([`CostEstimator::suggest`]). Runs on the calling thread (a blocking one); a panic of the
+/// estimator is caught.
 pub fn assess(estimator: &dyn CostEstimator, review: &Review, near_budget_percent: u8) -> Outcome {
+    assess_then_suggest(estimator, review, near_budget_percent, |_| {})
+}
+
+/// [`assess`] in two steps: `plain` gets the warnings of the estimate alone as soon as they are
+/// known (when there are any), so that an answer can still carry them when the search for
+/// bounds does not finish in time; the result has the suggestions too.
+pub fn assess_then_suggest(
+    estimator: &dyn CostEstimator,
+    review: &Review,
+    near_budget_percent: u8,
+    plain: impl FnOnce(&Outcome),
+) -> Outcome {
     if !matches!(review.operation.as_str(), "CREATE" | "UPDATE") {
         return Outcome::Skipped("not a CREATE or UPDATE");
     }
@@ -386,30 +399,49 @@ pub fn assess(estimator: &dyn CostEstimator, review: &Review, near_budget_percen
     let Some(kind) = target_kind(object) else {
         return Outcome::Skipped("not a kind celcost estimates");
     };
+    let panicked = |p: Box<dyn std::any::Any + Send>| {
+        p.downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into())
+    };
     let estimated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         estimator.estimate(object, &SchemaCatalog::new())
     }));
-    match estimated {
+    let report = match estimated {
         Ok(Some(report)) => match &report.stopped {
-            Some(stopped) => Outcome::NotEstimated(stopped.message.clone()),
-            None => Outcome::Warnings(warnings::warnings(
-                kind,
-                &review.name,
-                &report,
-                near_budget_percent,
-            )),
+            Some(stopped) => return Outcome::NotEstimated(stopped.message.clone()),
+            None => report,
         },
-        Ok(None) => Outcome::NotEstimated(format!(
-            "the estimator does not handle this {} (its API version?)",
-            kind.as_str()
+        Ok(None) => {
+            return Outcome::NotEstimated(format!(
+                "the estimator does not handle this {} (its API version?)",
+                kind.as_str()
+            ));
+        }
+        Err(p) => {
+            return Outcome::NotEstimated(format!("the estimator panicked: {}", panicked(p)));
+        }
+    };
+    let first = warnings::warnings(kind, &review.name, &report, near_budget_percent);
+    if first.is_empty() || kind != TargetKind::CustomResourceDefinition {
+        return Outcome::Warnings(first);
+    }
+    plain(&Outcome::Warnings(first.clone()));
+    let suggested = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        estimator.suggest(object, report, near_budget_percent)
+    }));
+    match suggested {
+        Ok(report) => Outcome::Warnings(warnings::warnings(
+            kind,
+            &review.name,
+            &report,
+            near_budget_percent,
         )),
-        Err(p) => Outcome::NotEstimated(format!(
-            "the estimator panicked: {}",
-            p.downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into())
-        )),
+        Err(p) => {
+            warn!(name = %review.name, "the search for bounds panicked: {}", panicked(p));
+            Outcome::Warnings(first)
+        }
     }
 }
 
@@ -476,6 +508,7 @@ async fn answer(
     let (tx, rx) = tokio::sync::oneshot::channel::<Result<Review, String>>();
     let estimator = st.estimator.clone();
     let near = st.near_budget_percent;
+    let (plain_tx, mut plain_rx) = tokio::sync::oneshot::channel::<Outcome>();
     let job = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let review = match parse_review(&bytes) {
@@ -494,7 +527,9 @@ async fn answer(
         };
         let kind = review.object.as_ref().and_then(target_kind);
         let _ = tx.send(Ok(head));
-        let outcome = assess(&*estimator, &review, near);
+        let outcome = assess_then_suggest(&*estimator, &review, near, |o| {
+            let _ = plain_tx.send(o.clone());
+        });
         Some((kind, outcome))
     });
     let review = match rx.await {
@@ -522,12 +557,19 @@ async fn answer(
             None,
             Outcome::NotEstimated(format!("estimate task failed: {e}")),
         ),
-        Err(_) => (
-            None,
-            Outcome::NotEstimated(format!(
-                "the estimate did not finish within {deadline:?} (it goes on, within its work budget)"
-            )),
-        ),
+        // Late: the warnings without their bounds when the estimate itself was done.
+        Err(_) => match plain_rx.try_recv() {
+            Ok(plain) => {
+                info!(name = %review.name, "the search for bounds did not finish within {deadline:?}: warnings without them");
+                (None, plain)
+            }
+            Err(_) => (
+                None,
+                Outcome::NotEstimated(format!(
+                    "the estimate did not finish within {deadline:?} (it goes on, within its work budget)"
+                )),
+            ),
+        },
     };
     let kind_name = kind.map_or("", TargetKind::as_str);
     let warnings = match outcome {
