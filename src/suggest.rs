@@ -1253,6 +1253,20 @@ enum Finding {
 pub fn suggest(
     estimator: &Estimator,
     object: &Value,
+    report: ObjectReport,
+    settings: &Settings,
+) -> ObjectReport {
+    // All of it on a stack of its own: reading the schema back, applying bounds to copies of the
+    // object and verifying them recurse as deep as the schema nests, whatever the caller's stack
+    // (a test thread's, a blocking pool's).
+    stacker::grow(SEARCH_STACK, || {
+        suggest_on_this_stack(estimator, object, report, settings)
+    })
+}
+
+fn suggest_on_this_stack(
+    estimator: &Estimator,
+    object: &Value,
     mut report: ObjectReport,
     settings: &Settings,
 ) -> ObjectReport {
