@@ -4,6 +4,9 @@
 //! Prints `exact: N/M rules` and the same for schema totals, verdicts and error sets, writes
 //! every mismatch to `target/conformance-mismatches.txt`, and fails below the floors.
 
+mod common;
+
+use common::{corpus_dir, files_under};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -23,32 +26,6 @@ const FLOOR_TOTALS: f64 = 100.0;
 const FLOOR_VERDICTS: f64 = 100.0;
 const FLOOR_ERRORS: f64 = 100.0;
 const FLOOR_EXPRESSIONS: f64 = 100.0;
-
-fn corpus_dir() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("CELCOST_CORPUS") {
-        return Some(PathBuf::from(p));
-    }
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    p.is_dir().then_some(p)
-}
-
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            files_under(&p, out);
-        } else if matches!(
-            p.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) {
-            out.push(p);
-        }
-    }
-}
 
 #[derive(Default)]
 struct Tally {

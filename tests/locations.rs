@@ -7,38 +7,15 @@
 //! there (the opening quote, the `|` or `>` indicator, or the first character of a plain
 //! scalar), and the YAML parser's scalar that starts there (its events, not celcost's tree).
 
+mod common;
+
+use common::{corpus_dir, files_under};
 use std::path::{Path, PathBuf};
 
 use celcost::Estimator;
 use celcost::cli::{Outcome, estimate_text};
 use celcost::report::SourceLocation;
 use saphyr_parser::{Event, Parser, ScalarStyle};
-
-fn corpus_dir() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("CELCOST_CORPUS") {
-        return Some(PathBuf::from(p));
-    }
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    p.is_dir().then_some(p)
-}
-
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            files_under(&p, out);
-        } else if matches!(
-            p.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) {
-            out.push(p);
-        }
-    }
-}
 
 /// A scalar as the YAML parser reads it: where its span starts and ends (1-based line,
 /// 0-based column), its style and its value.

@@ -3,8 +3,10 @@
 //! generated values, and — applied to a copy of its CRD and estimated again — costs what it
 //! says. Skips without the corpus unless `CELCOST_REQUIRE_CORPUS` is set.
 
+mod common;
+
+use common::{corpus_dir, files_under};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use celcost::Estimator;
@@ -13,32 +15,6 @@ use celcost::report::ObjectReport;
 use celcost::rewrite::catalog::CATALOG;
 use celcost::rewrite::site::NodePath;
 use serde_json::Value;
-
-fn corpus_dir() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("CELCOST_CORPUS") {
-        return Some(PathBuf::from(p));
-    }
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    p.is_dir().then_some(p)
-}
-
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            files_under(&p, out);
-        } else if matches!(
-            p.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) {
-            out.push(p);
-        }
-    }
-}
 
 #[derive(Default)]
 struct Tally {

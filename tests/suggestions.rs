@@ -7,6 +7,9 @@
 //! suggestion claims; with the first alternative of every finding applied together, the object
 //! is accepted and everything is below the threshold. Prints the counts.
 
+mod common;
+
+use common::{corpus_dir, files_under};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -18,32 +21,6 @@ use celcost::report::{
 };
 use celcost::suggest::{Settings, suggest};
 use serde_json::Value;
-
-fn corpus_dir() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("CELCOST_CORPUS") {
-        return Some(PathBuf::from(p));
-    }
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    p.is_dir().then_some(p)
-}
-
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            files_under(&p, out);
-        } else if matches!(
-            p.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) {
-            out.push(p);
-        }
-    }
-}
 
 /// What the API server compares with the per-rule limit.
 fn judged(r: &RuleReport) -> u64 {

@@ -3,6 +3,8 @@
 //! creation, renewal, the caBundle patch, races between replicas), and the TLS server reloading
 //! its certificate (a rustls client trusting the CA from the Secret).
 
+mod common;
+
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -459,7 +461,9 @@ async fn policy_expressions_warn_on_their_typed_worst_case() {
 #[ignore = "benchmark: run with --release"]
 async fn latency_of_the_largest_corpus_crd() {
     let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/crds");
-    let Some(largest) = walk(&corpus)
+    let mut files = Vec::new();
+    common::files_under(&corpus, &mut files);
+    let Some(largest) = files
         .into_iter()
         .max_by_key(|p| p.metadata().unwrap().len())
     else {
@@ -501,21 +505,6 @@ async fn latency_of_the_largest_corpus_crd() {
     );
     println!("answer: {}", &last[..last.len().min(600)]);
     assert!(p(0.99) < Duration::from_millis(4500), "p99 {:?}", p(0.99));
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------------
