@@ -1,17 +1,18 @@
-# celcost: a static musl binary on distroless/static, run as non-root (65532).
-# Build: `just image` (docker build -t celcost:latest .). Default command: the operator.
+# celcost: the release binary on distroless/cc (glibc), run as non-root (65532).
+# Build: `just image` (docker build -t celcost:latest . where a Docker engine runs; without one,
+# hack/image.sh packs the same kind of binary — glibc, dynamically linked, built by
+# `cargo build --release --locked` on Debian 12 — with its libraries into an OCI archive).
+# Default command: the operator.
 
-FROM rust:1.95-alpine AS build
-RUN apk add --no-cache musl-dev
+FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 COPY benches ./benches
-# On Alpine the host target is x86_64/aarch64-unknown-linux-musl: statically linked by default.
 RUN cargo build --release --locked --bin celcost \
  && cp target/release/celcost /celcost
 
-FROM gcr.io/distroless/static:nonroot
+FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /celcost /celcost
 USER 65532:65532
 ENTRYPOINT ["/celcost"]

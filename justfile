@@ -14,12 +14,6 @@ build:
     cargo build
 
 [group('build')]
-[doc('Build a static musl binary (needs the musl target: rustup target add x86_64-unknown-linux-musl)')]
-build-musl:
-    cargo build --release --locked --target x86_64-unknown-linux-musl --bin celcost
-    @echo target/x86_64-unknown-linux-musl/release/celcost
-
-[group('build')]
 [doc('Write crds/costreport.yaml from the Rust types (CI fails when it drifts)')]
 generate:
     cargo run --quiet -- crd > crds/costreport.yaml
@@ -36,7 +30,7 @@ lint:
     cargo clippy --all-targets -- -D warnings
 
 [group('dev')]
-[doc('Run the operator locally against the cluster in KUBECONFIG (installs the CRD first)')]
+[doc('Run the operator locally against the cluster in KUBECONFIG (installs the CRD first; leader election and the webhook are off outside a pod)')]
 run *ARGS:
     cargo run -- crd | kubectl apply -f -
     RUST_LOG=${RUST_LOG:-info,celcost=debug} cargo run -- controller --listen-address 127.0.0.1:8080 {{ARGS}}
@@ -49,7 +43,12 @@ test:
 [group('test')]
 [doc('The e2e suite against the API server in KUBECONFIG (skips without one)')]
 e2e:
-    cargo test --test controller_e2e -- --ignored --test-threads=1 --nocapture --skip scale_cold_start
+    e2e/run.sh
+
+[group('test')]
+[doc('The in-cluster suite: the image on the node of ../shared/k8s/cluster.sh up --node, installed with kubectl apply -k')]
+e2e-in-cluster:
+    e2e/in-cluster.sh
 
 [group('test')]
 [doc('Every ignored (cluster) test, including the scale benchmark')]
@@ -62,9 +61,9 @@ bench-scale:
     cargo test --release --test controller_e2e scale_cold_start -- --ignored --nocapture
 
 [group('deploy')]
-[doc('Build the container image (needs a Docker engine)')]
+[doc('Build the container image: docker build where a Docker engine runs, else hack/image.sh (an OCI archive, no daemon)')]
 image:
-    docker build -t {{image}} .
+    if docker info >/dev/null 2>&1; then docker build -t {{image}} .; else hack/image.sh -o target/celcost-image.tar {{image}} && echo "no Docker engine: target/celcost-image.tar (podman load -i, ctr -n k8s.io images import, or cluster.sh load-image)"; fi
 
 [group('deploy')]
 [doc('Install the CRD, namespace, RBAC and Deployment into the cluster in KUBECONFIG')]

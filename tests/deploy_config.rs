@@ -88,6 +88,14 @@ fn default_config_is_highly_available() {
             .is_some_and(|a| a.starts_with("--leader-elect") && a.ends_with("false"))),
         "leader election is on: {args:?}"
     );
+    // Asked for explicitly, as controller-runtime's manifests do (the default is on only in a pod).
+    let value = |name: &str| {
+        env.iter()
+            .filter(|e| e["name"] == name)
+            .map(|e| e["value"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(value("CELCOST_LEADER_ELECT"), ["true"]);
 
     // Leases: a Role in the operator's namespace, bound to its service account; get and
     // update only on the one Lease, create (which cannot be name-restricted), nothing else.

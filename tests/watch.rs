@@ -165,7 +165,7 @@ async fn expired_watch_relists_at_once_without_backoff() {
     assert!(!watch);
     respond(send, 200, &list(&["a.x.io", "b.x.io"], "10"));
     assert_eq!(names_until_init_done(&mut rx).await, ["a.x.io", "b.x.io"]);
-    assert!(health.ready(Duration::from_secs(30)).is_ok());
+    assert!(health.healthy(Duration::from_secs(30)).is_ok());
 
     // The watch from rv 10 is told it expired (an API server restart, a compacted etcd).
     let (watch, _, send) = next(&mut server).await;
@@ -224,13 +224,13 @@ async fn errors_back_off_up_to_the_cap_and_success_resets_it() {
         "capped at 2 s, jittered from half: {waits:?}"
     );
     // Failing for 12 s: not ready after 10 s.
-    assert!(health.ready(Duration::from_secs(10)).is_err());
+    assert!(health.healthy(Duration::from_secs(10)).is_err());
 
     // Back: the list succeeds, the backoff starts over.
     let (_, _, send) = next(&mut server).await;
     respond(send, 200, &list(&["a.x.io"], "5"));
     names_until_init_done(&mut rx).await;
-    assert!(health.ready(Duration::from_secs(10)).is_ok());
+    assert!(health.healthy(Duration::from_secs(10)).is_ok());
     let (watch, _, send) = next(&mut server).await;
     assert!(watch);
     respond(send, 500, &status(500, "InternalError", None));
@@ -299,11 +299,11 @@ async fn a_quiet_resumed_watch_is_healthy_again() {
         assert!(watch);
         respond(send, 503, &status(503, "ServiceUnavailable", None));
     }
-    assert!(health.ready(Duration::from_secs(10)).is_err());
+    assert!(health.healthy(Duration::from_secs(10)).is_err());
     // Back, and nothing changed meanwhile: the resumed watch has no event to give.
     let (watch, _, send) = next(&mut server).await;
     assert!(watch);
     let _quiet = open_watch(send);
     tokio::time::sleep(Duration::from_secs(4)).await;
-    assert_eq!(health.ready(Duration::from_secs(10)), Ok(()));
+    assert_eq!(health.healthy(Duration::from_secs(10)), Ok(()));
 }

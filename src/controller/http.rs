@@ -1,6 +1,10 @@
 //! The admin server: `/metrics` (Prometheus/OpenMetrics text), `/healthz` (liveness: the process
-//! serves) and `/readyz` (readiness: every watch has listed and none has been failing for long,
-//! see `watch::Health`).
+//! serves), `/readyz` (readiness, what the Services route by: the admission webhook can answer,
+//! i.e. it has a serving certificate; always when the webhook is off) and `/watches` (the
+//! controller's health: every watch has listed and none has been failing for long, see
+//! `watch::Health`; 503 with the reasons otherwise). Watches do not make a replica unready: the
+//! webhook answers without them, and taking it out of its Service while the API server recovers
+//! would only make the API server's calls fail open.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,14 +16,17 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use prometheus_client::registry::Registry;
 
-/// Whether the operator is ready, or why not.
+/// Whether a part is ready (or healthy), or why not.
 pub type Readiness = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// What the handlers read.
 #[derive(Clone)]
 pub struct AdminState {
     pub registry: Arc<Registry>,
+    /// `/readyz`.
     pub ready: Readiness,
+    /// `/watches`.
+    pub watches: Readiness,
 }
 
 /// The routes.
@@ -28,6 +35,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
+        .route("/watches", get(watches))
         .with_state(state)
 }
 
@@ -53,6 +61,16 @@ async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
         Err(why) => (
             StatusCode::SERVICE_UNAVAILABLE,
             format!("not ready: {why}\n"),
+        ),
+    }
+}
+
+async fn watches(State(state): State<AdminState>) -> impl IntoResponse {
+    match (state.watches)() {
+        Ok(()) => (StatusCode::OK, "watches ok\n".to_string()),
+        Err(why) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("watches failing: {why}\n"),
         ),
     }
 }
@@ -111,13 +129,22 @@ mod tests {
             .set(0.5);
         let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = ready.clone();
+        let watching = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watch_flag = watching.clone();
         let state = AdminState {
             registry: Arc::new(registry),
             ready: Arc::new(move || {
                 if flag.load(std::sync::atomic::Ordering::Acquire) {
                     Ok(())
                 } else {
-                    Err("crd: not listed yet".into())
+                    Err("webhook: no serving certificate loaded yet".into())
+                }
+            }),
+            watches: Arc::new(move || {
+                if watch_flag.load(std::sync::atomic::Ordering::Acquire) {
+                    Ok(())
+                } else {
+                    Err("crd: failing for 31 s".into())
                 }
             }),
         };
@@ -131,9 +158,22 @@ mod tests {
         assert_eq!(get(addr, "/healthz").await.0, 200);
         let (code, body) = get(addr, "/readyz").await;
         assert_eq!(code, 503);
-        assert!(body.contains("not ready: crd: not listed yet"), "{body}");
+        assert!(
+            body.contains("not ready: webhook: no serving certificate"),
+            "{body}"
+        );
         ready.store(true, std::sync::atomic::Ordering::Release);
         assert_eq!(get(addr, "/readyz").await.0, 200);
+        // The watches are told apart: failing watches do not make the replica unready.
+        let (code, body) = get(addr, "/watches").await;
+        assert_eq!(code, 503);
+        assert!(
+            body.contains("watches failing: crd: failing for 31 s"),
+            "{body}"
+        );
+        assert_eq!(get(addr, "/readyz").await.0, 200);
+        watching.store(true, std::sync::atomic::Ordering::Release);
+        assert_eq!(get(addr, "/watches").await.0, 200);
         let (code, body) = get(addr, "/metrics").await;
         assert_eq!(code, 200);
         assert!(body.contains("application/openmetrics-text"), "{body}");

@@ -43,7 +43,7 @@ use tracing::{debug, info, warn};
 /// The namespace of the Lease when neither the flag nor the pod's namespace says.
 pub const DEFAULT_NAMESPACE: &str = "celcost-system";
 /// Where a pod finds its namespace.
-const NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+pub const NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 /// client-go's `JitterFactor` is 1.2 (waits of 2–4.4 s); 0.2 is enough between two replicas and
 /// keeps a failover shorter.
 const JITTER: f64 = 0.2;
@@ -109,8 +109,8 @@ impl LeaseConfig {
 }
 
 /// The Lease's namespace: the flag (or `POD_NAMESPACE`), else the service account's namespace
-/// file of a pod, else [`DEFAULT_NAMESPACE`].
-pub fn namespace(flag: Option<&str>) -> String {
+/// file of a pod, else `fallback` (the namespace of KUBECONFIG's context on a local run).
+pub fn namespace(flag: Option<&str>, fallback: &str) -> String {
     flag.map(str::trim)
         .filter(|s| !s.is_empty())
         .map(str::to_string)
@@ -120,7 +120,7 @@ pub fn namespace(flag: Option<&str>) -> String {
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
         })
-        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string())
+        .unwrap_or_else(|| fallback.to_string())
 }
 
 /// The holder identity: the pod name (unique), else the hostname with a random suffix (two
@@ -701,10 +701,10 @@ mod tests {
         let b = identity(None);
         assert_ne!(a, b, "two processes on one host are two holders");
         assert!(a.contains('_'), "{a}");
-        assert_eq!(namespace(Some("ops")), "ops");
+        assert_eq!(namespace(Some("ops"), "dev"), "ops");
         if !std::path::Path::new(NAMESPACE_FILE).exists() {
-            assert_eq!(namespace(None), DEFAULT_NAMESPACE);
-            assert_eq!(namespace(Some(" ")), DEFAULT_NAMESPACE);
+            assert_eq!(namespace(None, "dev"), "dev");
+            assert_eq!(namespace(Some(" "), DEFAULT_NAMESPACE), DEFAULT_NAMESPACE);
         }
     }
 

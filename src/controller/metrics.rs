@@ -118,6 +118,7 @@ impl Metrics {
             "1 while a target has no estimate (its report is Ready=False)",
             self.estimation_failed.clone(),
         );
+        registry.register_collector(Box::new(ProcessMemory));
         self
     }
 
@@ -133,5 +134,83 @@ impl Metrics {
         self.rule_ratio.remove(labels);
         self.total_ratio.remove(labels);
         self.estimation_failed.remove(labels);
+    }
+}
+
+/// `celcost_process_resident_memory_bytes` and `celcost_process_peak_resident_memory_bytes`
+/// (VmRSS and VmHWM of /proc/self/status, read when scraped): how close a replica is to its
+/// memory limit, and how close it came.
+#[derive(Debug)]
+struct ProcessMemory;
+
+/// VmRSS and VmHWM in bytes, from the text of /proc/self/status.
+pub fn rss_and_peak(status: &str) -> Option<(u64, u64)> {
+    let kib = |key: &str| -> Option<u64> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .map(|k| k * 1024)
+    };
+    Some((kib("VmRSS:")?, kib("VmHWM:")?))
+}
+
+impl prometheus_client::collector::Collector for ProcessMemory {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let Some((rss, peak)) = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .as_deref()
+            .and_then(rss_and_peak)
+        else {
+            return Ok(());
+        };
+        for (name, help, value) in [
+            (
+                "process_resident_memory_bytes",
+                "Resident memory of the operator's process (VmRSS)",
+                rss,
+            ),
+            (
+                "process_peak_resident_memory_bytes",
+                "Peak resident memory of the operator's process since it started (VmHWM)",
+                peak,
+            ),
+        ] {
+            let g = ConstGauge::new(value as f64);
+            let e = encoder.encode_descriptor(name, help, None, g.metric_type())?;
+            g.encode(e)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_memory_is_read_from_proc_status() {
+        let status = "Name:\tcelcost\nVmHWM:\t  81234 kB\nVmRSS:\t   70000 kB\n";
+        assert_eq!(rss_and_peak(status), Some((70000 * 1024, 81234 * 1024)));
+        assert_eq!(rss_and_peak("Name:\tx\n"), None);
+        let mut registry = Registry::with_prefix("celcost");
+        Metrics::default().register(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("celcost_process_peak_resident_memory_bytes "))
+            .expect(&text);
+        let peak: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(peak > 1024.0 * 1024.0, "{line}");
     }
 }

@@ -58,7 +58,7 @@ const NEWEST_MODEL: Version = crate::cel::minor::NEWEST;
 /// Flags of `celcost controller`; each has an environment variable.
 #[derive(Clone, Debug, clap::Args)]
 pub struct ControllerArgs {
-    /// Address of the /metrics, /healthz and /readyz server.
+    /// Address of the /metrics, /healthz, /readyz and /watches server.
     #[arg(long, env = "CELCOST_LISTEN_ADDRESS", default_value = "0.0.0.0:8080")]
     pub listen_address: SocketAddr,
     /// Log format (the level comes from RUST_LOG, default info).
@@ -97,9 +97,15 @@ pub struct ControllerArgs {
     /// The reporting instance of events (the pod name, from the downward API).
     #[arg(long, env = "POD_NAME")]
     pub instance: Option<String>,
-    /// Seconds a watch may fail before /readyz fails (it recovers on its own meanwhile).
-    #[arg(long, env = "CELCOST_UNREADY_AFTER_SECONDS", default_value_t = 30)]
-    pub unready_after_seconds: u64,
+    /// Seconds a watch may fail before `/watches` answers 503 (it recovers on its own
+    /// meanwhile). Readiness (`/readyz`) does not depend on the watches.
+    #[arg(
+        long,
+        visible_alias = "unready-after-seconds",
+        env = "CELCOST_WATCH_UNHEALTHY_AFTER_SECONDS",
+        default_value_t = 30
+    )]
+    pub watch_unhealthy_after_seconds: u64,
     /// Server-side timeout of each watch, seconds: a watch silent for this long plus 5 s (no
     /// events, no bookmarks) is restarted.
     #[arg(long, env = "CELCOST_WATCH_TIMEOUT_SECONDS", default_value_t = 60,
@@ -124,13 +130,14 @@ pub struct ControllerArgs {
     pub estimate_max_memory_mib: u64,
     /// Leader election on a coordination.k8s.io Lease: only the leader writes reports, their
     /// status and events; the other replicas keep their watches warm and serve health and
-    /// metrics. `--leader-elect=false` for a single replica.
-    #[arg(long, visible_alias = "leader-election", env = "CELCOST_LEADER_ELECT", default_value_t = true,
+    /// metrics. Default: on in a pod (the manifests also ask for it), off elsewhere (a local
+    /// run); `--leader-elect` asks for it outside a pod, `--leader-elect=false` turns it off.
+    #[arg(long, visible_alias = "leader-election", env = "CELCOST_LEADER_ELECT", value_name = "BOOL",
           action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
-    pub leader_elect: bool,
+    pub leader_elect: Option<bool>,
     /// Namespace of the Lease. Default: the pod's (the downward API's POD_NAMESPACE, or the
-    /// service account's namespace file), else celcost-system.
+    /// service account's namespace file), else the namespace of KUBECONFIG's context.
     #[arg(long, env = "POD_NAMESPACE")]
     pub leader_election_namespace: Option<String>,
     /// Name of the Lease.
@@ -166,10 +173,98 @@ pub struct ControllerArgs {
     pub webhook: webhook::WebhookArgs,
 }
 
+/// Where the operator runs: in a pod (a service account is mounted and the API server's
+/// Service is in the environment), or elsewhere (a local run with KUBECONFIG).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Environment {
+    InPod,
+    Local,
+}
+
+impl Environment {
+    /// Read from the process' environment.
+    pub fn detect() -> Self {
+        if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+            && std::path::Path::new(leader::NAMESPACE_FILE).exists()
+        {
+            Environment::InPod
+        } else {
+            Environment::Local
+        }
+    }
+}
+
+/// Whether a part is on, and why (for the start-up log line).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Switch {
+    pub on: bool,
+    pub why: &'static str,
+}
+
+impl std::fmt::Display for Switch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", if self.on { "on" } else { "off" }, self.why)
+    }
+}
+
 impl ControllerArgs {
-    /// The Lease of leader election, `None` when it is off.
-    pub fn lease(&self) -> Result<Option<leader::LeaseConfig>, String> {
-        if !self.leader_elect {
+    /// Leader election: as asked, else on in a pod and off elsewhere.
+    pub fn leader_election(&self, env: Environment) -> Switch {
+        match (self.leader_elect, env) {
+            (Some(true), _) => Switch {
+                on: true,
+                why: "asked: --leader-elect",
+            },
+            (Some(false), _) => Switch {
+                on: false,
+                why: "asked: --leader-elect=false",
+            },
+            (None, Environment::InPod) => Switch {
+                on: true,
+                why: "in a pod",
+            },
+            (None, Environment::Local) => Switch {
+                on: false,
+                why: "not in a pod; --leader-elect turns it on",
+            },
+        }
+    }
+
+    /// The admission webhook: as asked (`--webhook`, or a `--webhook-url` to call), else on in
+    /// a pod (behind its Service) and off elsewhere.
+    pub fn webhook(&self, env: Environment) -> Switch {
+        match (self.webhook.enabled, env) {
+            (Some(true), _) => Switch {
+                on: true,
+                why: "asked: --webhook",
+            },
+            (Some(false), _) => Switch {
+                on: false,
+                why: "asked: --webhook=false",
+            },
+            (None, _) if self.webhook.webhook_url.is_some() => Switch {
+                on: true,
+                why: "asked: --webhook-url",
+            },
+            (None, Environment::InPod) => Switch {
+                on: true,
+                why: "in a pod",
+            },
+            (None, Environment::Local) => Switch {
+                on: false,
+                why: "not in a pod; --webhook or --webhook-url turns it on",
+            },
+        }
+    }
+
+    /// The Lease of leader election, `None` when it is off. `fallback_namespace` is the
+    /// Lease's namespace when neither the flag nor a pod's service account gives one.
+    pub fn lease(
+        &self,
+        env: Environment,
+        fallback_namespace: &str,
+    ) -> Result<Option<leader::LeaseConfig>, String> {
+        if !self.leader_election(env).on {
             return Ok(None);
         }
         let seconds = |what: &str, s: f64| {
@@ -186,7 +281,10 @@ impl ControllerArgs {
             )?,
             retry_period: seconds("retry-period", self.leader_election_retry_period_seconds)?,
             ..leader::LeaseConfig::new(
-                &leader::namespace(self.leader_election_namespace.as_deref()),
+                &leader::namespace(
+                    self.leader_election_namespace.as_deref(),
+                    fallback_namespace,
+                ),
                 &self.leader_election_lease_name,
                 &leader::identity(self.instance.as_deref()),
             )
@@ -251,11 +349,21 @@ where
 /// Runs the operator until SIGINT/SIGTERM.
 pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     telemetry::init(args.log_format);
+    let env = Environment::detect();
     // Checked before anything is read: a bad flag fails at once.
-    let lease = args.lease()?;
+    args.lease(env, leader::DEFAULT_NAMESPACE)?;
     let client = Client::try_default().await.map_err(|e| {
         format!("cannot configure a Kubernetes client (in-cluster or KUBECONFIG): {e}")
     })?;
+    let lease = args.lease(env, client.default_namespace())?;
+    let webhook_switch = args.webhook(env);
+    info!(
+        environment = ?env,
+        leader_election = %args.leader_election(env),
+        lease = %lease.as_ref().map(|l| format!("{}/{}", l.namespace, l.name)).unwrap_or_else(|| "-".into()),
+        webhook = %webhook_switch,
+        "celcost controller starting"
+    );
 
     if !served::<CostReport>(&client).await? {
         return Err(INSTALL_HINT.into());
@@ -342,23 +450,9 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     let watch_settings = watch::WatchSettings {
         timeout: args.watch_timeout_seconds,
         max_backoff: Duration::from_secs_f64(args.watch_max_backoff_seconds.clamp(0.2, 300.0)),
-        unready_after: Duration::from_secs(args.unready_after_seconds),
+        unhealthy_after: Duration::from_secs(args.watch_unhealthy_after_seconds),
         ..watch::WatchSettings::default()
     };
-    let readiness = {
-        let health = health.clone();
-        let after = watch_settings.unready_after;
-        Arc::new(move || health.ready(after))
-    };
-    let admin = http::AdminState {
-        registry: Arc::new(registry),
-        ready: readiness,
-    };
-    let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
-    let admin_task = tokio::spawn(http::serve(args.listen_address, admin, async move {
-        let _ = admin_stopped.await;
-    }));
-
     let limits = crate::budget::Limits {
         steps: args.estimate_max_steps,
         bytes: usize::try_from(args.estimate_max_memory_mib << 20).unwrap_or(usize::MAX),
@@ -377,6 +471,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     // rules of the cluster's minor and the same work budget.
     let webhook = webhook::start(
         &args.webhook,
+        webhook_switch.on,
         &client,
         webhook::WebhookState {
             metrics: webhook_metrics,
@@ -387,6 +482,26 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         },
     )
     .await?;
+    // Readiness is the webhook's (what the Services route to): it needs no watch to answer, so
+    // it stays in its Service while the watches recover. The watches' health is /watches.
+    let readiness: http::Readiness = match webhook.as_ref().map(webhook::Running::serving) {
+        Some(serving) => Arc::new(move || serving.ready()),
+        None => Arc::new(|| Ok(())),
+    };
+    let watch_health: http::Readiness = {
+        let health = health.clone();
+        let after = watch_settings.unhealthy_after;
+        Arc::new(move || health.healthy(after))
+    };
+    let admin = http::AdminState {
+        registry: Arc::new(registry),
+        ready: readiness,
+        watches: watch_health,
+    };
+    let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+    let admin_task = tokio::spawn(http::serve(args.listen_address, admin, async move {
+        let _ = admin_stopped.await;
+    }));
     let recorder = Recorder::new(
         client.clone(),
         Reporter {

@@ -18,8 +18,8 @@
 //! for bookmarks and last [`WatchSettings::timeout`] on the server, and a watch that has said
 //! nothing for that long plus 5 s is dropped and resumed.
 //!
-//! Every watch reports into [`Health`]: readiness fails while one has not listed yet or has
-//! been failing for longer than [`WatchSettings::unready_after`]; one log line when an outage
+//! Every watch reports into [`Health`]: `/watches` fails while one has not listed yet or has
+//! been failing for longer than [`WatchSettings::unhealthy_after`]; one log line when an outage
 //! starts and one when it ends (with its duration), not one per retry; metrics count restarts
 //! and relists and give the age of the last successful sync per watch.
 //!
@@ -47,8 +47,8 @@ pub struct WatchSettings {
     pub max_backoff: Duration,
     /// Server-side watch timeout (seconds); a watch silent for this plus 5 s is restarted.
     pub timeout: u32,
-    /// A watch failing for longer than this makes `/readyz` fail.
-    pub unready_after: Duration,
+    /// A watch failing for longer than this makes `/watches` fail.
+    pub unhealthy_after: Duration,
     /// Wait after a 429 whose Status gives no `retryAfterSeconds`.
     pub default_retry_after: Duration,
     /// A failing watch that has been retried and then said nothing (no error, no event) for
@@ -62,7 +62,7 @@ impl Default for WatchSettings {
             min_backoff: Duration::from_millis(200),
             max_backoff: Duration::from_secs(2),
             timeout: 60,
-            unready_after: Duration::from_secs(30),
+            unhealthy_after: Duration::from_secs(30),
             default_retry_after: Duration::from_secs(1),
             quiet_restored: Duration::from_secs(3),
         }
@@ -128,15 +128,15 @@ impl Health {
     }
 
     /// Whether every watch has listed and none has been failing for longer than
-    /// `unready_after`; else what is wrong.
-    pub fn ready(&self, unready_after: Duration) -> Result<(), String> {
+    /// `unhealthy_after`; else what is wrong.
+    pub fn healthy(&self, unhealthy_after: Duration) -> Result<(), String> {
         let w = self.watches.lock().expect("watch health lock");
         let mut problems: Vec<String> = Vec::new();
         for (name, s) in w.iter() {
             if !s.listed {
                 problems.push(format!("{name}: not listed yet"));
             } else if let Some(since) = s.failing_since
-                && since.elapsed() > unready_after
+                && since.elapsed() > unhealthy_after
             {
                 problems.push(format!(
                     "{name}: failing for {:.0} s",
@@ -150,6 +150,20 @@ impl Health {
         } else {
             Err(problems.join("; "))
         }
+    }
+
+    /// Seconds each watch has been failing (0 when it works).
+    pub fn failing(&self) -> Vec<(String, f64)> {
+        let w = self.watches.lock().expect("watch health lock");
+        let mut v: Vec<(String, f64)> = w
+            .iter()
+            .map(|(n, s)| {
+                let secs = s.failing_since.map_or(0.0, |t| t.elapsed().as_secs_f64());
+                (n.clone(), secs)
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
     }
 
     /// Seconds since each watch's last successful list or event.
@@ -189,6 +203,16 @@ impl prometheus_client::collector::Collector for SyncAge {
         )?;
         for (name, age) in self.0.sync_ages() {
             let g = prometheus_client::metrics::gauge::ConstGauge::new(age);
+            g.encode(family.encode_family(&WatchLabels { watch: name })?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "watch_failing_seconds",
+            "Seconds each watch has been failing without an answer from the API server (0 while it works); /watches fails past --watch-unhealthy-after-seconds",
+            None,
+            gauge.metric_type(),
+        )?;
+        for (name, failing) in self.0.failing() {
+            let g = prometheus_client::metrics::gauge::ConstGauge::new(failing);
             g.encode(family.encode_family(&WatchLabels { watch: name })?)?;
         }
         Ok(())

@@ -62,11 +62,13 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Flags of the webhook (flattened into `celcost controller`'s).
 #[derive(Clone, Debug, clap::Args)]
 pub struct WebhookArgs {
-    /// Serve the admission webhook (warnings at apply time) and manage its certificate;
-    /// `--webhook=false` turns both off (with the kustomize component config/components/no-webhook).
-    #[arg(long = "webhook", env = "CELCOST_WEBHOOK", default_value_t = true,
-          action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-    pub enabled: bool,
+    /// Serve the admission webhook (warnings at apply time) and manage its certificate.
+    /// Default: on in a pod (behind its Service) or with `--webhook-url`, off elsewhere (a local
+    /// run); `--webhook=false` turns both off (the kustomize component config/components/no-webhook).
+    #[arg(long = "webhook", env = "CELCOST_WEBHOOK", value_name = "BOOL",
+          action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub enabled: Option<bool>,
     /// Address of the webhook's HTTPS server.
     #[arg(long, env = "CELCOST_WEBHOOK_ADDRESS", default_value = "0.0.0.0:9443")]
     pub webhook_address: SocketAddr,
@@ -682,9 +684,36 @@ pub struct Running {
     stop: tokio::sync::watch::Sender<bool>,
     server: tokio::task::JoinHandle<()>,
     certs: tokio::task::JoinHandle<()>,
+    serving: Serving,
+}
+
+/// Whether the webhook can answer: its server listens and a serving certificate is loaded.
+#[derive(Clone)]
+pub struct Serving {
+    resolver: Arc<CertResolver>,
+    secret: String,
+}
+
+impl Serving {
+    /// The webhook's readiness; why not, when it is not ready.
+    pub fn ready(&self) -> Result<(), String> {
+        if self.resolver.is_loaded() {
+            Ok(())
+        } else {
+            Err(format!(
+                "webhook: no serving certificate loaded yet (Secret {})",
+                self.secret
+            ))
+        }
+    }
 }
 
 impl Running {
+    /// What readiness reads.
+    pub fn serving(&self) -> Serving {
+        self.serving.clone()
+    }
+
     /// Stops accepting, lets open requests finish, stops the certificate loop.
     pub async fn stop(self) {
         let _ = self.stop.send(true);
@@ -697,11 +726,11 @@ impl Running {
 /// `--webhook=false`).
 pub async fn start(
     args: &WebhookArgs,
+    enabled: bool,
     client: &kube::Client,
     state: WebhookState,
 ) -> Result<Option<Running>, Box<dyn std::error::Error + Send + Sync>> {
-    if !args.enabled {
-        info!("the admission webhook is off (--webhook=false)");
+    if !enabled {
         return Ok(None);
     }
     let namespace = args
@@ -721,6 +750,10 @@ pub async fn start(
         .await
         .map_err(|e| format!("webhook: cannot listen on {}: {e}", args.webhook_address))?;
     let resolver = Arc::new(CertResolver::default());
+    let serving = Serving {
+        resolver: resolver.clone(),
+        secret: format!("{}/{}", settings.namespace, settings.secret),
+    };
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let until_stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -755,6 +788,7 @@ pub async fn start(
         stop,
         server,
         certs,
+        serving,
     }))
 }
 

@@ -140,7 +140,7 @@ fn kubeconfig_via(name: &str, from: SocketAddr, to: SocketAddr, token: Option<&s
 }
 
 /// A new client once the API server answers `/readyz` with ok; the time it did.
-async fn wait_apiserver_ready(timeout: Duration) -> (Client, Instant) {
+pub(super) async fn wait_apiserver_ready(timeout: Duration) -> (Client, Instant) {
     let start = Instant::now();
     loop {
         if let Ok(c) = Client::try_default().await {
@@ -161,7 +161,7 @@ async fn wait_apiserver_ready(timeout: Duration) -> (Client, Instant) {
 }
 
 /// `$CELCOST_E2E_APISERVER_CTL <action>`.
-async fn apiserver_ctl(ctl: &str, action: &str) {
+pub(super) async fn apiserver_ctl(ctl: &str, action: &str) {
     let cmd = format!("{ctl} {action}");
     let status =
         tokio::task::spawn_blocking(move || Command::new("sh").arg("-c").arg(&cmd).status())
@@ -174,12 +174,13 @@ async fn apiserver_ctl(ctl: &str, action: &str) {
     );
 }
 
-fn apiserver_ctl_or_skip(test: &str) -> Option<String> {
+pub(super) fn apiserver_ctl_or_skip(test: &str) -> Option<String> {
     match std::env::var("CELCOST_E2E_APISERVER_CTL") {
         Ok(c) if !c.is_empty() => Some(c),
         _ => {
-            println!(
-                "SKIPPED {test}: set CELCOST_E2E_APISERVER_CTL to a command taking stop|start|freeze|thaw for the API server"
+            skip(
+                test,
+                "set CELCOST_E2E_APISERVER_CTL to a command taking stop|start|freeze|thaw for the API server",
             );
             None
         }
@@ -315,7 +316,7 @@ async fn partition(test: &str, outage: Duration) {
     let kubeconfig = kubeconfig_via(test, upstream, proxy.addr, None);
     let mut op = Operator::start_with(
         test,
-        &["--unready-after-seconds", "20"],
+        &["--watch-unhealthy-after-seconds", "20"],
         &[("KUBECONFIG", kubeconfig.to_str().unwrap())],
     );
     op.wait_ready(Duration::from_secs(60)).await;
@@ -324,8 +325,12 @@ async fn partition(test: &str, outage: Duration) {
     proxy.cut();
     let cut = Instant::now();
     sc.change(&client).await;
+    let mut unhealthy_seen = false;
     let mut unready_seen = false;
     while cut.elapsed() < outage {
+        if !matches!(op.get("/watches"), Some((200, _))) {
+            unhealthy_seen = true;
+        }
         if !matches!(op.get("/readyz"), Some((200, _))) {
             unready_seen = true;
         }
@@ -336,14 +341,19 @@ async fn partition(test: &str, outage: Duration) {
     let t = sc.converge(&client, back).await;
     assert!(op.alive(), "the operator survived");
     print_times(&format!("{test} ({}s cut)", outage.as_secs()), t);
-    // Readiness tells the truth: failing after 20 s without a watch, back afterwards.
+    // The watches' health tells the truth: failing after 20 s without a watch, back
+    // afterwards; readiness (what a Service routes by) never depends on the watches.
     assert_eq!(
-        unready_seen,
+        unhealthy_seen,
         outage > Duration::from_secs(20),
-        "/readyz during a {outage:?} outage"
+        "/watches during a {outage:?} outage"
     );
-    eventually("ready again", CONVERGE, || async {
-        matches!(op.get("/readyz"), Some((200, _))).then_some(())
+    assert!(
+        !unready_seen,
+        "/readyz stays 200 during a {outage:?} outage"
+    );
+    eventually("watches healthy again", CONVERGE, || async {
+        matches!(op.get("/watches"), Some((200, _))).then_some(())
     })
     .await;
     let log = std::fs::read_to_string(&op.log).unwrap_or_default();
@@ -417,8 +427,8 @@ async fn apiserver_fault(test: &str, down: &str, up: &str, outage: Duration) {
         relists,
         op.metric("celcost_watch_relists_total")
     );
-    eventually("ready again", CONVERGE, || async {
-        matches!(op.get("/readyz"), Some((200, _))).then_some(())
+    eventually("watches healthy again", CONVERGE, || async {
+        matches!(op.get("/watches"), Some((200, _))).then_some(())
     })
     .await;
     sc.cleanup(&client).await;

@@ -161,7 +161,7 @@ fn secret_key(s: &Secret, key: &str) -> Option<String> {
 }
 
 /// `kubectl apply -f -` of `object`: (success, stderr, how long it took).
-async fn kubectl_apply(object: &Value) -> (bool, String, Duration) {
+pub(super) async fn kubectl_apply(object: &Value) -> (bool, String, Duration) {
     let text = serde_json::to_vec(object).unwrap();
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
@@ -186,7 +186,7 @@ async fn kubectl_apply(object: &Value) -> (bool, String, Duration) {
 
 /// A server-side dry-run create of `crd` through the client: the API server's `Warning`
 /// headers (the warnings of the webhooks' AdmissionReview responses) and the status code.
-async fn dry_run_warnings(client: &Client, crd: &Value) -> (u16, Vec<String>) {
+pub(super) async fn dry_run_warnings(client: &Client, crd: &Value) -> (u16, Vec<String>) {
     let req = http::Request::builder()
         .method("POST")
         .uri("/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All")

@@ -1,0 +1,966 @@
+//! The operator installed the way users install it: `kubectl apply -k` of an overlay of
+//! `config/default` that changes only the image (and its pull policy: there is no registry),
+//! into a cluster whose node runs pods (`../shared/k8s/cluster.sh up --node`). Two replicas in
+//! `celcost-system` under the `restricted` Pod Security level, the shipped RBAC, probes, the
+//! webhook behind its Service.
+//!
+//! `CELCOST_E2E_IMAGE` names the image, already on the node (`cluster.sh build-image` /
+//! `load-image`; `just image`); without it each test prints SKIPPED (fails under
+//! `CELCOST_E2E_REQUIRE_CLUSTER=1`). The outage case also needs `CELCOST_E2E_APISERVER_CTL`.
+//! The tests are named `s1_` … `s9_` for the order a user meets them in (libtest runs them by
+//! name with `--test-threads=1`); each installs what it needs, so any one runs alone. The
+//! local-process e2e tests must not run at the same time (two writers).
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+
+use super::*;
+
+const NS: &str = "celcost-system";
+const SELECTOR: &str = "app.kubernetes.io/name=celcost,app.kubernetes.io/component=controller";
+/// The Deployment's memory limit (config/manager/deployment.yaml).
+const MEMORY_LIMIT_MIB: f64 = 256.0;
+
+/// The image to deploy, or None (skipped).
+fn image(test: &str) -> Option<String> {
+    match std::env::var("CELCOST_E2E_IMAGE") {
+        Ok(i) if !i.is_empty() => Some(i),
+        _ => {
+            skip(
+                test,
+                "set CELCOST_E2E_IMAGE to the operator's image on the node (`just image`, cluster.sh load-image)",
+            );
+            None
+        }
+    }
+}
+
+/// `kubectl ARGS` (KUBECONFIG inherited): success, stdout, stderr.
+fn kubectl(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new("kubectl")
+        .args(args)
+        .output()
+        .expect("run kubectl");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// `config/` and `crds/` copied beside an overlay of `config/default` that sets only the image
+/// and `imagePullPolicy: Never`; the overlay's directory.
+fn overlay(image: &str) -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("in-cluster");
+    let _ = std::fs::remove_dir_all(&dir);
+    copy_dir(&root.join("config"), &dir.join("config"));
+    copy_dir(&root.join("crds"), &dir.join("crds"));
+    // `registry/name:tag` (a port's colon is followed by a path, a tag's is not).
+    let (name, tag) = match image.rsplit_once(':') {
+        Some((n, t)) if !t.contains('/') => (n, t),
+        _ => (image, "latest"),
+    };
+    std::fs::create_dir_all(dir.join("overlay")).unwrap();
+    std::fs::write(
+        dir.join("overlay/kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [../config/default]
+images: [{{name: celcost, newName: {name}, newTag: {tag}}}]
+patches:
+  - target: {{kind: Deployment, name: celcost}}
+    patch: |
+      - {{op: replace, path: /spec/template/spec/containers/0/imagePullPolicy, value: Never}}
+"
+        ),
+    )
+    .unwrap();
+    dir.join("overlay")
+}
+
+/// The operator's pods that are Ready and not terminating.
+async fn ready_pods(client: &Client) -> Vec<Pod> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let Ok(list) = pods.list(&ListParams::default().labels(SELECTOR)).await else {
+        return Vec::new();
+    };
+    list.items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .collect()
+}
+
+fn pod_ip(p: &Pod) -> IpAddr {
+    p.status
+        .as_ref()
+        .and_then(|s| s.pod_ip.as_deref())
+        .and_then(|ip| ip.parse().ok())
+        .expect("a running pod has an IP")
+}
+
+/// GET `path` from a pod's admin port, as the kubelet's probes do (no Service, no API server).
+fn pod_get(ip: IpAddr, path: &str) -> Option<(u16, String)> {
+    let mut s =
+        TcpStream::connect_timeout(&SocketAddr::new(ip, 8080), Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {ip}\r\n\r\n").ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let code = buf.split_whitespace().nth(1)?.parse().ok()?;
+    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+    Some((code, body))
+}
+
+fn pod_metric(ip: IpAddr, name: &str) -> f64 {
+    let (_, body) = pod_get(ip, "/metrics").unwrap_or_default();
+    sum_samples(&body, name, "")
+}
+
+/// The Lease's holder.
+async fn leader(client: &Client) -> Option<String> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NS);
+    leases.get_opt("celcost").await.ok()??.spec?.holder_identity
+}
+
+/// Installs (or re-applies) the overlay and waits until both replicas are Ready and one holds
+/// the Lease; the output of `kubectl apply -k`.
+async fn ensure_installed(client: &Client, image: &str) -> String {
+    let dir = overlay(image);
+    let (ok, out, err) = kubectl(&["apply", "-k", dir.to_str().unwrap()]);
+    assert!(ok, "kubectl apply -k failed:\n{out}\n{err}");
+    wait_established(client, "costreports.celcost.io").await;
+    let (ok, o, e) = kubectl(&[
+        "-n",
+        NS,
+        "rollout",
+        "status",
+        "deploy/celcost",
+        "--timeout=300s",
+    ]);
+    assert!(ok, "rollout status:\n{o}\n{e}");
+    eventually(
+        "two Ready replicas and a leader",
+        Duration::from_secs(180),
+        || async {
+            let pods = ready_pods(client).await;
+            let holder = leader(client).await?;
+            (pods.len() == 2 && pods.iter().any(|p| p.name_any() == holder)).then_some(())
+        },
+    )
+    .await;
+    format!("{out}{err}")
+}
+
+/// Every CostReport's resourceVersion, once they have stopped changing for 5 s.
+async fn settled_reports(client: &Client) -> BTreeMap<String, String> {
+    let api: Api<CostReport> = Api::all(client.clone());
+    let snapshot = || async {
+        api.list_metadata(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|m| (m.name_any(), m.resource_version().unwrap_or_default()))
+            .collect::<BTreeMap<_, _>>()
+    };
+    let mut last = snapshot().await;
+    let mut stable_since = Instant::now();
+    let start = Instant::now();
+    while stable_since.elapsed() < Duration::from_secs(5) {
+        assert!(
+            start.elapsed() < Duration::from_secs(180),
+            "reports still changing"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = snapshot().await;
+        if now != last {
+            last = now;
+            stable_since = Instant::now();
+        }
+    }
+    last
+}
+
+/// celcost's events in every namespace: uid → (reason, note, how often it happened).
+async fn celcost_events(client: &Client) -> BTreeMap<String, (String, String, i32)> {
+    let api: Api<K8sEvent> = Api::all(client.clone());
+    api.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reporting_controller.as_deref() == Some("celcost"))
+        .map(|e| {
+            let count = e.series.as_ref().map_or(1, |s| s.count);
+            (
+                e.metadata.uid.clone().unwrap_or_default(),
+                (
+                    e.reason.clone().unwrap_or_default(),
+                    e.note.clone().unwrap_or_default(),
+                    count,
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Replaces a test CRD's versions with those of `test_crd(group, items)` (a new generation).
+async fn resize(client: &Client, group: &str, items: u64) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.patch(
+        &format!("widgets.{group}"),
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"versions": test_crd(group, items)["spec"]["versions"]}})),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster with a node and CELCOST_E2E_IMAGE"]
+async fn s1_installs_two_ready_replicas_under_restricted() {
+    let test = "in_cluster::s1_installs_two_ready_replicas_under_restricted";
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    let Some(image) = image(test) else { return };
+    let started = Instant::now();
+    let out = ensure_installed(&client, &image).await;
+    println!(
+        "{test}: kubectl apply -k → two Ready replicas and a leader in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        !out.contains("PodSecurity"),
+        "no Pod Security warning: {out}"
+    );
+    let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let labels = ns
+        .get(NS)
+        .await
+        .unwrap()
+        .metadata
+        .labels
+        .unwrap_or_default();
+    assert_eq!(
+        labels
+            .get("pod-security.kubernetes.io/enforce")
+            .map(String::as_str),
+        Some("restricted"),
+        "the namespace enforces restricted: the pods above were admitted under it"
+    );
+    for p in ready_pods(&client).await {
+        let spec = p.spec.as_ref().unwrap();
+        assert_eq!(spec.service_account_name.as_deref(), Some("celcost"));
+        let c = &spec.containers[0];
+        assert_eq!(c.image.as_deref(), Some(image.as_str()));
+        let status = p.status.as_ref().unwrap();
+        let cs = &status.container_statuses.as_ref().unwrap()[0];
+        assert_eq!(cs.restart_count, 0, "{} restarted", p.name_any());
+        // Asked directly, as the kubelet asks.
+        let ip = pod_ip(&p);
+        assert_eq!(pod_get(ip, "/readyz").map(|r| r.0), Some(200));
+        assert_eq!(pod_get(ip, "/healthz").map(|r| r.0), Some(200));
+        let watches = eventually("every watch listed", Duration::from_secs(60), || async {
+            pod_get(ip, "/watches").filter(|r| r.0 == 200)
+        })
+        .await;
+        println!(
+            "{}: /readyz 200, /watches {}",
+            p.name_any(),
+            watches.1.trim()
+        );
+    }
+    // The webhook's certificate was issued and its CA handed to the API server.
+    let vwc: Api<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration> =
+        Api::all(client.clone());
+    eventually("the caBundle set", Duration::from_secs(60), || async {
+        let c = vwc.get_opt("celcost").await.ok()??;
+        c.webhooks?
+            .first()?
+            .client_config
+            .ca_bundle
+            .as_ref()
+            .filter(|b| !b.0.is_empty())
+            .map(|_| ())
+    })
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster with a node and CELCOST_E2E_IMAGE"]
+async fn s2_crd_and_policies_get_reports_events_and_metrics() {
+    let test = "in_cluster::s2_crd_and_policies_get_reports_events_and_metrics";
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    let Some(image) = image(test) else { return };
+    ensure_installed(&client, &image).await;
+    let pod_names: Vec<String> = ready_pods(&client)
+        .await
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+
+    // A CRD at ~82 % of the per-rule limit: a report near budget and a Warning event.
+    let group = format!("ic{}.celcost.io", suffix());
+    let crd_name = format!("widgets.{group}");
+    create_crd(&client, &test_crd(&group, 10_000)).await;
+    let r = report_for(&client, &format!("crd.{crd_name}"), 1).await;
+    assert_eq!(condition(&r, "WithinBudget"), ("False", "RuleNearBudget"));
+    let expected = estimate_of(&client, &crd_name).await;
+    assert_eq!(
+        u64::try_from(r.status.as_ref().unwrap().schemas[0].rules[0].cost).ok(),
+        Some(expected.schemas[0].rules[0].cost),
+        "the estimator's number"
+    );
+    let event = eventually("a Warning event", Duration::from_secs(60), || async {
+        events_about(&client, &crd_name)
+            .await
+            .into_iter()
+            .find(|e| e.type_.as_deref() == Some("Warning"))
+    })
+    .await;
+    let instance = event.reporting_instance.clone().unwrap_or_default();
+    assert!(
+        pod_names.contains(&instance),
+        "reported by a replica: {instance} not in {pod_names:?}"
+    );
+    println!(
+        "{test}: event {:?} from {instance}: {}",
+        event.reason,
+        event.note.as_deref().unwrap_or_default()
+    );
+
+    // A ValidatingAdmissionPolicy.
+    let vap_name = format!("ic-{}.celcost.io", suffix());
+    let vaps: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    vaps.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": vap_name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": ["apps"], "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]
+                }]},
+                "validations": [{"expression": "object.spec.replicas <= 5"}]
+            }
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let r = report_for(&client, &format!("vap.{vap_name}"), 1).await;
+    assert_eq!(condition(&r, "Ready"), ("True", "Estimated"));
+    assert_eq!(r.status.as_ref().unwrap().expressions.len(), 1);
+
+    // A MutatingAdmissionPolicy (v1 on 1.36).
+    let resources = client
+        .list_api_group_resources("admissionregistration.k8s.io/v1")
+        .await
+        .unwrap();
+    assert!(
+        resources
+            .resources
+            .iter()
+            .any(|r| r.name == "mutatingadmissionpolicies"),
+        "the API server serves MutatingAdmissionPolicies at v1"
+    );
+    let map_name = format!("ic-{}.celcost.io", suffix());
+    let maps: Api<kube::api::DynamicObject> = Api::all_with(
+        client.clone(),
+        &kube::discovery::ApiResource::erase::<celcost::controller::map::MutatingAdmissionPolicyV1>(
+            &(),
+        ),
+    );
+    maps.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingAdmissionPolicy",
+            "metadata": {"name": map_name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "reinvocationPolicy": "Never",
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["configmaps"]
+                }]},
+                "mutations": [{
+                    "patchType": "ApplyConfiguration",
+                    "applyConfiguration": {"expression":
+                        "Object{metadata: Object.metadata{labels: {'celcost': 'e2e'}}}"}
+                }]
+            }
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let r = report_for(&client, &format!("map.{map_name}"), 1).await;
+    assert_eq!(condition(&r, "Ready"), ("True", "Estimated"));
+
+    // /metrics through the Service (the API server's service proxy picks an endpoint): every
+    // replica answers; only the leader has the targets' gauges.
+    let path =
+        format!("/api/v1/namespaces/{NS}/services/http:celcost-metrics:http-metrics/proxy/metrics");
+    let series = format!("celcost_highest_rule_cost_ratio{{kind=\"crd\",name=\"{crd_name}\"}}");
+    let line = eventually(
+        "the CRD's gauge through the Service",
+        Duration::from_secs(60),
+        || async {
+            let text = client
+                .request_text(http::Request::get(&path).body(Vec::new()).unwrap())
+                .await
+                .ok()?;
+            assert!(
+                text.contains("celcost_process_resident_memory_bytes"),
+                "{text}"
+            );
+            text.lines()
+                .find(|l| l.starts_with(&series))
+                .map(str::to_string)
+        },
+    )
+    .await;
+    println!("{test}: through the Service: {line}");
+    let ratio: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!((0.8..1.0).contains(&ratio), "{line}");
+
+    delete_crd(&client, &crd_name).await;
+    let _ = vaps.delete(&vap_name, &DeleteParams::default()).await;
+    let _ = maps.delete(&map_name, &DeleteParams::default()).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster with a node and CELCOST_E2E_IMAGE"]
+async fn s3_kubectl_apply_prints_the_warning_through_the_service() {
+    let test = "in_cluster::s3_kubectl_apply_prints_the_warning_through_the_service";
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    let Some(image) = image(test) else { return };
+    ensure_installed(&client, &image).await;
+    let group = format!("warn{}.celcost.io", suffix());
+    let near = test_crd(&group, 11_000);
+    // Right after a rollout kube-proxy may not route the Service yet, and the webhook fails
+    // open (failurePolicy Ignore): dry runs until it answers.
+    let started = Instant::now();
+    eventually(
+        "the webhook answering through its Service",
+        Duration::from_secs(60),
+        || async {
+            let (_, warnings) = super::webhook::dry_run_warnings(&client, &near).await;
+            warnings
+                .iter()
+                .any(|w| w.contains("celcost:"))
+                .then_some(())
+        },
+    )
+    .await;
+    println!(
+        "{test}: first warned dry run after {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    let (ok, stderr, took) = super::webhook::kubectl_apply(&near).await;
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("Warning: celcost: ^.spec.names costs"),
+        "kubectl apply prints celcost's warning: {stderr}"
+    );
+    println!(
+        "{test}: kubectl apply ({:.2} s): {}",
+        took.as_secs_f64(),
+        stderr.trim()
+    );
+    delete_crd(&client, &format!("widgets.{group}")).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster with a node and CELCOST_E2E_IMAGE"]
+async fn s4_leader_deleted_the_other_replica_reports() {
+    let test = "in_cluster::s4_leader_deleted_the_other_replica_reports";
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    let Some(image) = image(test) else { return };
+    ensure_installed(&client, &image).await;
+    let group = format!("fo{}.celcost.io", suffix());
+    create_crd(&client, &test_crd(&group, 1000)).await;
+    report_for(&client, &format!("crd.widgets.{group}"), 1).await;
+    let old = leader(&client).await.expect("a leader");
+    let (ok, o, e) = kubectl(&["-n", NS, "delete", "pod", &old, "--wait=false"]);
+    assert!(ok, "{o}{e}");
+    let deleted = Instant::now();
+    resize(&client, &group, 2000).await;
+    report_for(&client, &format!("crd.widgets.{group}"), 2).await;
+    let took = deleted.elapsed();
+    let new = leader(&client).await.expect("a leader");
+    println!(
+        "{test}: leader {old} deleted → {new} reported the update after {:.2} s",
+        took.as_secs_f64()
+    );
+    assert_ne!(new, old, "the other replica leads");
+    // The Deployment's lease duration (15 s) plus a margin.
+    assert!(took < Duration::from_secs(25), "{took:?}");
+    delete_crd(&client, &format!("widgets.{group}")).await;
+    ensure_installed(&client, &image).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster with a node and CELCOST_E2E_IMAGE"]
+async fn s5_rollout_restart_misses_nothing_and_rewrites_nothing() {
+    let test = "in_cluster::s5_rollout_restart_misses_nothing_and_rewrites_nothing";
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    let Some(image) = image(test) else { return };
+    ensure_installed(&client, &image).await;
+    // Something on each side of the budget: a near-budget CRD (it has its Warning event) and a
+    // small one that changes during the restart.
+    let near = format!("rrn{}.celcost.io", suffix());
+    let small = format!("rrs{}.celcost.io", suffix());
+    create_crd(&client, &test_crd(&near, 10_000)).await;
+    create_crd(&client, &test_crd(&small, 1000)).await;
+    report_for(&client, &format!("crd.widgets.{near}"), 1).await;
+    report_for(&client, &format!("crd.widgets.{small}"), 1).await;
+    eventually("the near-budget event", Duration::from_secs(60), || async {
+        (!events_about(&client, &format!("widgets.{near}"))
+            .await
+            .is_empty())
+        .then_some(())
+    })
+    .await;
+    let before = settled_reports(&client).await;
+    let events_before = celcost_events(&client).await;
+    let old_pods: Vec<String> = ready_pods(&client)
+        .await
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+
+    let (ok, o, e) = kubectl(&["-n", NS, "rollout", "restart", "deploy/celcost"]);
+    assert!(ok, "{o}{e}");
+    // A change while the replicas are replaced: within budget (no event), a new generation.
+    resize(&client, &small, 1500).await;
+    let (ok, o, e) = kubectl(&[
+        "-n",
+        NS,
+        "rollout",
+        "status",
+        "deploy/celcost",
+        "--timeout=300s",
+    ]);
+    assert!(ok, "{o}{e}");
+    report_for(&client, &format!("crd.widgets.{small}"), 2).await;
+    // The new leader has looked at every target (it re-estimates each one once).
+    let targets = before.len() as f64;
+    let holder = eventually(
+        "a new leader that has estimated every target",
+        Duration::from_secs(180),
+        || async {
+            let holder = leader(&client).await?;
+            if old_pods.contains(&holder) {
+                return None;
+            }
+            let pod = ready_pods(&client)
+                .await
+                .into_iter()
+                .find(|p| p.name_any() == holder)?;
+            (pod_metric(pod_ip(&pod), "celcost_estimates_total") >= targets).then_some(holder)
+        },
+    )
+    .await;
+    let after = settled_reports(&client).await;
+    let events_after = celcost_events(&client).await;
+    let rewritten: Vec<&String> = before
+        .iter()
+        .filter(|(name, rv)| after.get(*name) != Some(rv))
+        .map(|(name, _)| name)
+        .collect();
+    println!(
+        "{test}: new leader {holder}; {} reports, rewritten: {rewritten:?}; events {} → {}",
+        before.len(),
+        events_before.len(),
+        events_after.len()
+    );
+    assert_eq!(
+        rewritten,
+        [&format!("crd.widgets.{small}")],
+        "only the report of the CRD that changed is written"
+    );
+    assert_eq!(events_before, events_after, "no new or repeated event");
+    delete_crd(&client, &format!("widgets.{near}")).await;
+    delete_crd(&client, &format!("widgets.{small}")).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster with a node and CELCOST_E2E_IMAGE"]
+async fn s6_an_eviction_respects_the_pod_disruption_budget() {
+    let test = "in_cluster::s6_an_eviction_respects_the_pod_disruption_budget";
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    let Some(image) = image(test) else { return };
+    ensure_installed(&client, &image).await;
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), NS);
+    eventually(
+        "one disruption allowed",
+        Duration::from_secs(60),
+        || async {
+            let s = pdbs.get("celcost").await.ok()?.status?;
+            (s.disruptions_allowed == 1 && s.current_healthy == 2).then_some(())
+        },
+    )
+    .await;
+    let pods = ready_pods(&client).await;
+    let api: Api<Pod> = Api::namespaced(client.clone(), NS);
+    api.evict(&pods[0].name_any(), &Default::default())
+        .await
+        .expect("the first eviction is allowed");
+    match api.evict(&pods[1].name_any(), &Default::default()).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 429, "{s:?}");
+            println!("{test}: second eviction refused: {}", s.message);
+        }
+        other => panic!("the second eviction must be refused by the budget: {other:?}"),
+    }
+    ensure_installed(&client, &image).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster with a node and CELCOST_E2E_IMAGE"]
+async fn s7_api_server_down_60s_webhook_stays_ready_reports_catch_up() {
+    let test = "in_cluster::s7_api_server_down_60s_webhook_stays_ready_reports_catch_up";
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    let Some(image) = image(test) else { return };
+    let Some(ctl) = super::faults::apiserver_ctl_or_skip(test) else {
+        return;
+    };
+    ensure_installed(&client, &image).await;
+    let group = format!("out{}.celcost.io", suffix());
+    create_crd(&client, &test_crd(&group, 1000)).await;
+    report_for(&client, &format!("crd.widgets.{group}"), 1).await;
+    let near = test_crd(&format!("outnear{}.celcost.io", suffix()), 11_000);
+    eventually("the webhook warning", Duration::from_secs(60), || async {
+        let (_, w) = super::webhook::dry_run_warnings(&client, &near).await;
+        w.iter().any(|w| w.contains("celcost:")).then_some(())
+    })
+    .await;
+    let ips: Vec<IpAddr> = ready_pods(&client).await.iter().map(pod_ip).collect();
+    assert_eq!(ips.len(), 2);
+
+    super::faults::apiserver_ctl(&ctl, "stop").await;
+    let stopped = Instant::now();
+    // Asked directly, as the kubelet asks: readiness never drops (the webhook needs no watch);
+    // the watches' health says they are failing once past --watch-unhealthy-after-seconds (30).
+    let mut unready = Vec::new();
+    let mut first_unhealthy: Option<Duration> = None;
+    while stopped.elapsed() < Duration::from_secs(60) {
+        for ip in &ips {
+            match pod_get(*ip, "/readyz") {
+                Some((200, _)) => {}
+                other => unready.push(format!("{ip} at {:?}: {other:?}", stopped.elapsed())),
+            }
+            if let Some((503, body)) = pod_get(*ip, "/watches")
+                && first_unhealthy.is_none()
+            {
+                first_unhealthy = Some(stopped.elapsed());
+                println!(
+                    "{test}: {ip} /watches 503 after {:.1} s: {}",
+                    stopped.elapsed().as_secs_f64(),
+                    body.trim()
+                );
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let watches_at_end: Vec<Option<u16>> = ips
+        .iter()
+        .map(|ip| pod_get(*ip, "/watches").map(|r| r.0))
+        .collect();
+    super::faults::apiserver_ctl(&ctl, "start").await;
+    let (client, ready) = super::faults::wait_apiserver_ready(Duration::from_secs(180)).await;
+    let warned = eventually(
+        "the webhook warning again",
+        Duration::from_secs(60),
+        || async {
+            let (_, w) = super::webhook::dry_run_warnings(&client, &near).await;
+            w.iter()
+                .any(|w| w.contains("celcost:"))
+                .then_some(Instant::now())
+        },
+    )
+    .await;
+    let webhook_back = warned.duration_since(ready);
+    println!(
+        "{test}: the webhook warned {:.2} s after the API server's /readyz",
+        webhook_back.as_secs_f64()
+    );
+    assert!(
+        unready.is_empty(),
+        "/readyz dropped during the outage: {unready:?}"
+    );
+    assert!(
+        first_unhealthy.is_some_and(|t| t >= Duration::from_secs(25)),
+        "/watches failed, and not before 30 s: {first_unhealthy:?}"
+    );
+    assert_eq!(
+        watches_at_end,
+        [Some(503), Some(503)],
+        "every replica told the truth at 60 s"
+    );
+    assert!(webhook_back <= Duration::from_secs(2), "{webhook_back:?}");
+
+    // The reports catch up: an update made now is reported.
+    resize(&client, &group, 2000).await;
+    let t = Instant::now();
+    report_for(&client, &format!("crd.widgets.{group}"), 2).await;
+    println!(
+        "{test}: an update after the outage reported in {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+    for ip in &ips {
+        eventually(
+            "the watches healthy again",
+            Duration::from_secs(30),
+            || async { pod_get(*ip, "/watches").filter(|r| r.0 == 200) },
+        )
+        .await;
+    }
+    delete_crd(&client, &format!("widgets.{group}")).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster with a node and CELCOST_E2E_IMAGE"]
+async fn s8_memory_stays_under_the_limit_with_2000_crds() {
+    let test = "in_cluster::s8_memory_stays_under_the_limit_with_2000_crds";
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    let Some(image) = image(test) else { return };
+    ensure_installed(&client, &image).await;
+    let count: usize = std::env::var("CELCOST_SCALE_COUNT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    let started = Instant::now();
+    let names = create_bench_crds(&client, count).await;
+    let reports: Api<CostReport> = Api::all(client.clone());
+    let all_reported = || async {
+        let have: HashSet<String> = reports
+            .list(&ListParams::default().labels("celcost.io/target-kind=crd"))
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .filter(|r| {
+                r.status
+                    .as_ref()
+                    .is_some_and(|s| s.observed_generation.is_some())
+            })
+            .map(|r| r.name_any())
+            .collect();
+        names
+            .iter()
+            .all(|n| have.contains(&format!("crd.{n}")))
+            .then_some(())
+    };
+    let peaks = |pods: &[Pod]| -> Vec<(String, f64)> {
+        pods.iter()
+            .map(|p| {
+                (
+                    p.name_any(),
+                    pod_metric(pod_ip(p), "celcost_process_peak_resident_memory_bytes") / 1048576.0,
+                )
+            })
+            .collect()
+    };
+    eventually(
+        "every bench CRD reported",
+        Duration::from_secs(900),
+        all_reported,
+    )
+    .await;
+    let warm = peaks(&ready_pods(&client).await);
+    println!(
+        "{test}: {count} CRDs created and reported in {:.1} s; peak RSS per replica: {warm:?} MiB",
+        started.elapsed().as_secs_f64()
+    );
+    // A cold start with every CRD there: both replicas list and the new leader estimates all.
+    let old: Vec<String> = ready_pods(&client)
+        .await
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    let (ok, o, e) = kubectl(&["-n", NS, "rollout", "restart", "deploy/celcost"]);
+    assert!(ok, "{o}{e}");
+    let (ok, o, e) = kubectl(&[
+        "-n",
+        NS,
+        "rollout",
+        "status",
+        "deploy/celcost",
+        "--timeout=300s",
+    ]);
+    assert!(ok, "{o}{e}");
+    let restarted = Instant::now();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let targets = crds
+        .list_metadata(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .len() as f64;
+    eventually(
+        "the new leader has estimated every CRD",
+        Duration::from_secs(900),
+        || async {
+            let holder = leader(&client).await?;
+            if old.contains(&holder) {
+                return None;
+            }
+            let pod = ready_pods(&client)
+                .await
+                .into_iter()
+                .find(|p| p.name_any() == holder)?;
+            (pod_metric(pod_ip(&pod), "celcost_estimates_total") >= targets).then_some(())
+        },
+    )
+    .await;
+    let pods = ready_pods(&client).await;
+    let cold = peaks(&pods);
+    println!(
+        "{test}: cold start with {targets} CRDs re-estimated in {:.1} s; peak RSS per replica: {cold:?} MiB (limit {MEMORY_LIMIT_MIB} MiB)",
+        restarted.elapsed().as_secs_f64()
+    );
+    for p in &pods {
+        let cs = &p
+            .status
+            .as_ref()
+            .unwrap()
+            .container_statuses
+            .as_ref()
+            .unwrap()[0];
+        assert_eq!(
+            cs.restart_count,
+            0,
+            "{} restarted: {:?}",
+            p.name_any(),
+            cs.last_state
+        );
+    }
+    for (pod, mib) in warm.iter().chain(&cold) {
+        assert!(*mib > 0.0 && *mib < MEMORY_LIMIT_MIB, "{pod}: {mib} MiB");
+    }
+    let t = Instant::now();
+    delete_crds(&client, names).await;
+    println!(
+        "{test}: {count} CRDs deleted in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster with a node and CELCOST_E2E_IMAGE"]
+async fn s9_kubectl_delete_removes_everything_it_installed() {
+    let test = "in_cluster::s9_kubectl_delete_removes_everything_it_installed";
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    let Some(image) = image(test) else { return };
+    ensure_installed(&client, &image).await;
+    let dir = overlay(&image);
+    let (_, rendered, e) = kubectl(&["kustomize", dir.to_str().unwrap()]);
+    assert!(!rendered.is_empty(), "{e}");
+    let (ok, o, e) = kubectl(&[
+        "delete",
+        "-k",
+        dir.to_str().unwrap(),
+        "--wait=true",
+        "--timeout=300s",
+    ]);
+    assert!(ok, "kubectl delete -k:\n{o}\n{e}");
+    // Every object it rendered is gone (the namespace with everything in it: Lease, Secret).
+    let mut left = Vec::new();
+    for doc in serde_yaml_ng::Deserializer::from_str(&rendered) {
+        let v = <Value as serde::Deserialize>::deserialize(doc).unwrap();
+        let (kind, name) = (
+            v["kind"].as_str().unwrap(),
+            v["metadata"]["name"].as_str().unwrap(),
+        );
+        let ns = v["metadata"]["namespace"].as_str();
+        let mut args = vec!["get", kind, name, "--ignore-not-found", "-o", "name"];
+        if let Some(ns) = ns {
+            args.extend(["-n", ns]);
+        }
+        let (_, out, _) = kubectl(&args);
+        if !out.trim().is_empty() {
+            left.push(out.trim().to_string());
+        }
+    }
+    // And nothing of celcost's is left cluster-wide.
+    for kind in [
+        "validatingwebhookconfigurations",
+        "clusterroles",
+        "clusterrolebindings",
+        "customresourcedefinitions",
+        "namespaces",
+    ] {
+        let (_, out, _) = kubectl(&["get", kind, "-o", "name"]);
+        // celcost's own names: `celcost…`, and the CostReport CRD.
+        left.extend(
+            out.lines()
+                .filter(|l| {
+                    let name = l.rsplit('/').next().unwrap_or_default();
+                    name.starts_with("celcost") || name == "costreports.celcost.io"
+                })
+                .map(str::to_string),
+        );
+    }
+    let events = celcost_events(&client).await.len();
+    println!(
+        "{test}: left behind: {left:?}; {events} events of celcost's about targets in other namespaces (they expire with the API server's --event-ttl, 1 h)"
+    );
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
