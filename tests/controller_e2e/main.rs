@@ -968,6 +968,62 @@ async fn survives_an_api_server_restart() {
 
 #[tokio::test]
 #[ignore = "needs a cluster: KUBECONFIG"]
+async fn local_run_needs_only_the_crd() {
+    // `just run`: `celcost controller` with KUBECONFIG and no other flag. Leader election and
+    // the webhook are off outside a pod (no Lease namespace, no webhook configuration needed),
+    // and reports come within seconds.
+    let test = "local_run_needs_only_the_crd";
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    install_crd(&client).await;
+    let group = format!("local-{}.e2e.celcost.io", suffix());
+    create_crd(&client, &test_crd(&group, 1000)).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join(format!("{test}.log"));
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_celcost"))
+        .args(["controller", "--listen-address", &format!("127.0.0.1:{port}")])
+        .env("RUST_LOG", "info")
+        .env_remove("POD_NAMESPACE")
+        .env_remove("CELCOST_LEADER_ELECT")
+        .env_remove("CELCOST_WEBHOOK")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let report = format!("crd.widgets.{group}");
+    let api: Api<CostReport> = Api::all(client.clone());
+    let waited = eventually("the report", Duration::from_secs(10), || async {
+        let r = api.get_opt(&report).await.ok()??;
+        r.status?.observed_generation.map(|_| started.elapsed())
+    })
+    .await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("celcost controller starting"))
+        .unwrap_or_else(|| panic!("no start-up line:\n{text}"));
+    assert!(line.contains("leader_election=off (not in a pod"), "{line}");
+    assert!(line.contains("webhook=off (not in a pod"), "{line}");
+    println!(
+        "{test}: report written {:.2} s after `celcost controller` started",
+        waited.as_secs_f64()
+    );
+    delete_crd(&client, &format!("widgets.{group}")).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: KUBECONFIG"]
 async fn exits_with_a_hint_without_the_crd() {
     let _serial = SERIAL.lock().await;
     let Some(client) = cluster("exits_with_a_hint_without_the_crd").await else {
