@@ -16,8 +16,8 @@ use celcost::cli::{
     render_table,
 };
 use celcost::controller::ControllerArgs;
+use celcost::estimate::range::RangeEstimator;
 use celcost::schema::catalog::SchemaCatalog;
-use celcost::versions::RangeEstimator;
 
 /// Counts the bytes each estimate holds, so that one object cannot take the process's memory
 /// (`celcost::budget`).
@@ -66,14 +66,14 @@ enum Command {
         /// Exit with status 1 when any rule or total reaches this percentage of its limit
         /// (policies: an expression of the per-call limit, an evaluation of its runtime budget,
         /// as the table judges them), not only when the API server would reject an object.
-        #[arg(long, value_name = "PERCENT", value_parser = celcost::ci::parse_percent)]
+        #[arg(long, value_name = "PERCENT", value_parser = celcost::cli::parse_percent)]
         fail_at: Option<f64>,
         /// The near-budget threshold, in percent of the limit: rules, totals and policy
         /// expressions at or above it are warnings in the sarif and github outputs, and CRD rules
         /// and totals at or above it (or over their limit) get suggested bounds that bring them
         /// below it.
-        #[arg(long, value_name = "PERCENT", default_value_t = celcost::ci::DEFAULT_NEAR_BUDGET_PERCENT,
-              value_parser = celcost::ci::parse_percent)]
+        #[arg(long, value_name = "PERCENT", default_value_t = celcost::report::DEFAULT_NEAR_BUDGET_PERCENT,
+              value_parser = celcost::cli::parse_percent)]
         near_budget_percent: f64,
         /// Files or directories (searched recursively for .yaml, .yml and .json).
         #[arg(required = true)]
@@ -170,10 +170,10 @@ fn main() -> ExitCode {
                 OutputFormat::Table => render_table(&outcome.reports),
                 OutputFormat::Markdown => render_markdown(&outcome.reports),
                 OutputFormat::Sarif => {
-                    celcost::ci::render_sarif(&outcome.reports, near_budget_percent)
+                    celcost::output::sarif::render_sarif(&outcome.reports, near_budget_percent)
                 }
                 OutputFormat::Github => {
-                    celcost::ci::render_github(&outcome.reports, near_budget_percent)
+                    celcost::output::github::render_github(&outcome.reports, near_budget_percent)
                 }
             };
             let mut stdout = std::io::stdout().lock();
@@ -208,17 +208,17 @@ fn main() -> ExitCode {
             }
             let d = celcost::diff::diff(&before.reports, &after.reports);
             let text = match output {
-                OutputFormat::Json => celcost::cli::render_diff_json(&d),
-                OutputFormat::Table => celcost::cli::render_diff_table(&d),
-                OutputFormat::Markdown => celcost::cli::render_diff_markdown(&d),
+                OutputFormat::Json => celcost::output::diff::render_diff_json(&d),
+                OutputFormat::Table => celcost::output::diff::render_diff_table(&d),
+                OutputFormat::Markdown => celcost::output::diff::render_diff_markdown(&d),
                 // Annotations belong on the head: what the change leaves in the files.
-                OutputFormat::Sarif => celcost::ci::render_sarif(
+                OutputFormat::Sarif => celcost::output::sarif::render_sarif(
                     &after.reports,
-                    celcost::ci::DEFAULT_NEAR_BUDGET_PERCENT,
+                    celcost::report::DEFAULT_NEAR_BUDGET_PERCENT,
                 ),
-                OutputFormat::Github => celcost::ci::render_github(
+                OutputFormat::Github => celcost::output::github::render_github(
                     &after.reports,
-                    celcost::ci::DEFAULT_NEAR_BUDGET_PERCENT,
+                    celcost::report::DEFAULT_NEAR_BUDGET_PERCENT,
                 ),
             };
             let mut stdout = std::io::stdout().lock();

@@ -5,6 +5,9 @@
 //! report can be compared with the API server's own numbers field by field. Costs are `u64`:
 //! upstream saturates at 2^64-1, and that value is meaningful ("unbounded").
 
+pub mod format;
+pub mod versions;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +26,25 @@ pub const RUNTIME_COST_BUDGET: u64 = 10_000_000;
 /// Runtime budget of a policy's matchConditions.
 /// Upstream: k8s.io/apiserver pkg/apis/cel/config.go `RuntimeCELCostBudgetMatchConditions`.
 pub const MATCH_CONDITIONS_COST_BUDGET: u64 = 2_500_000;
+
+/// The near-budget threshold of findings, in percent of the limit, unless
+/// `--near-budget-percent` says otherwise (the operator's default too): the outputs warn from
+/// it, and suggested bounds aim below it.
+pub const DEFAULT_NEAR_BUDGET_PERCENT: f64 = 80.0;
+
+/// A cost as a share of its limit (infinite when unbounded).
+pub(crate) fn ratio(cost: u64, limit: u64) -> f64 {
+    if cost == u64::MAX {
+        f64::INFINITY
+    } else {
+        cost as f64 / limit.max(1) as f64
+    }
+}
+
+/// Whether a cost reaches `percent` of its limit.
+pub(crate) fn reaches_share(cost: u64, limit: u64, percent: f64) -> bool {
+    ratio(cost, limit) * 100.0 >= percent
+}
 
 /// The estimate of one Kubernetes object (a CRD, a ValidatingAdmissionPolicy or a
 /// MutatingAdmissionPolicy).
@@ -67,7 +89,7 @@ pub struct ObjectReport {
     /// With a range of Kubernetes versions: the verdict on each, the oldest that accepts the
     /// object, and what changes between them (the rest of the report is the newest's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by_version: Option<crate::versions::VersionMatrix>,
+    pub by_version: Option<versions::VersionMatrix>,
     /// What else matters about the object in this Kubernetes version, beyond the verdict (e.g.
     /// an API version the API server serves only when the cluster enables it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

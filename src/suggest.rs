@@ -58,15 +58,15 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::Estimator;
 use crate::budget::{self, Limits};
 use crate::cel::checker::CheckedExpr;
 use crate::cel::cost::{AstNode, Size, estimate};
 use crate::cel::env::Env;
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::types::Type;
-use crate::cli::num;
 use crate::crd::{max_elements, multiply_with_overflow_guard, multiply_with_overflow_guard_card};
+use crate::estimate::Estimator;
+use crate::report::format::num;
 use crate::report::{
     ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, SchemaReport, Suggestion,
     suggestion_groups,
@@ -101,7 +101,7 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings::new(crate::ci::DEFAULT_NEAR_BUDGET_PERCENT)
+        Settings::new(crate::report::DEFAULT_NEAR_BUDGET_PERCENT)
     }
 }
 
@@ -111,7 +111,7 @@ impl Settings {
         let p = if near_budget_percent.is_finite() && near_budget_percent > 0.0 {
             near_budget_percent
         } else {
-            crate::ci::DEFAULT_NEAR_BUDGET_PERCENT
+            crate::report::DEFAULT_NEAR_BUDGET_PERCENT
         };
         Settings {
             near_budget_percent: p,
@@ -123,7 +123,7 @@ impl Settings {
     /// Whether `cost` is at most `limit` and below the threshold (the same share the sarif and
     /// github outputs call near budget).
     pub fn fits(&self, cost: u64, limit: u64) -> bool {
-        cost <= limit && !crate::ci::reaches_share(cost, limit, self.near_budget_percent)
+        cost <= limit && !crate::report::reaches_share(cost, limit, self.near_budget_percent)
     }
 }
 
@@ -928,7 +928,7 @@ impl Search<'_> {
         notes: &[String],
     ) -> String {
         let limit = self.limit;
-        let share = |c: u64| crate::cli::percent(c, limit);
+        let share = |c: u64| crate::report::format::percent(c, limit);
         if units.is_empty() && self.sites.iter().all(|s| !s.has_room()) && !notes.is_empty() {
             // What the cost depends on is out of the schema's reach: say that first.
             return format!(

@@ -13,7 +13,7 @@
 //! ahead of upstream ([`OPENSHIFT`]). The public corpus's per-minor expected values were computed
 //! with the OpenShift builds.
 
-use super::decls::Version;
+use super::version::Version;
 
 /// Which cel-go `checker/cost.go` the API server links.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,3 +11,4 @@ pub mod k8s_cost;
 pub mod minor;
 pub mod parse;
 pub mod types;
+pub mod version;

@@ -16,8 +16,8 @@ use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 
-use crate::Estimator;
 use crate::cel::decls::Version;
+use crate::estimate::Estimator;
 use crate::report::ObjectReport;
 use crate::schema::catalog::SchemaCatalog;
 
@@ -96,7 +96,7 @@ impl CostEstimator for WithNextMinor {
         match &self.next {
             Some(n) if current.stopped.is_none() => {
                 let next = n.estimate_with(object, "cluster", catalog)?;
-                Some(crate::versions::with_next(current, next))
+                Some(crate::report::versions::with_next(current, next))
             }
             _ => Some(current),
         }

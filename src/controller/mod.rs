@@ -41,8 +41,8 @@ use kube::{Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use tracing::{debug, info, warn};
 
-use crate::Estimator;
 use crate::cel::decls::Version;
+use crate::estimate::Estimator;
 
 pub use context::{Budget, Context, CostEstimator, Settings, WithNextMinor};
 pub use error::Error;

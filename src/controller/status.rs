@@ -4,12 +4,12 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
+use crate::report::versions::{VersionChange, VersionMatrix, VersionStep};
 use crate::report::{
     Drivers, ExpressionReport, ObjectReport, PER_CALL_LIMIT, PER_RULE_COST_LIMIT,
     PER_SCHEMA_COST_LIMIT, PolicyBudget, PolicyTyping, RUNTIME_COST_BUDGET, RuleReport,
     SchemaReport, TypedSchema,
 };
-use crate::versions::{VersionChange, VersionMatrix, VersionStep};
 
 use super::resource::{
     BudgetLevel, CostReportStatus, DriversStatus, ExpressionStatus, MAX_DRIVERS, MAX_ERRORS,
@@ -1109,7 +1109,7 @@ mod tests {
 
     #[test]
     fn the_next_minor_decides_upgrade_safe() {
-        use crate::versions::with_next;
+        use crate::report::versions::with_next;
         // The same numbers on the next minor: safe.
         let same = status_of(
             &with_next(versioned("v1.33", &[100]), versioned("v1.34", &[100])),
@@ -1307,7 +1307,7 @@ mod tests {
             }
         });
         let pair = WithNextMinor {
-            current: crate::Estimator::default(),
+            current: crate::estimate::Estimator::default(),
             next: None,
             suggest: Some(crate::suggest::Settings::default()),
         };

@@ -73,8 +73,15 @@ pub fn wording(k: Version) -> [bool; 6] {
         details_repeat_the_field(k),
         singular_units(k),
         too_long_in_bytes(k),
-        crate::vap::output_type_errors_name_the_type(k),
+        output_type_errors_name_the_type(k),
     ]
+}
+
+/// The policy compiler's wrong-output-type error says what the expression evaluates to
+/// (apiserver `plugin/cel/compile.go`, 1.32: "must evaluate to bool but got int"; before, "must
+/// evaluate to bool").
+pub fn output_type_errors_name_the_type(k: Version) -> bool {
+    k >= Version::new(1, 32)
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -44,6 +44,18 @@ use check::{Subject, Verdict};
 use generate::same_key;
 use site::{NodePath, Site, times};
 
+impl crate::estimate::Estimator {
+    /// Adds cheaper rewrites of a CRD's rules to its report ([`crate::rewrite`]), each rule's
+    /// search within a work budget of its own; a search that stops leaves its rule without.
+    /// (Here rather than in `crate::estimate`, which gives no advice.)
+    pub fn offer_rewrites(&self, crd: &Value, report: &mut ObjectReport) {
+        let opts = Options::default();
+        stacker::grow(crate::estimate::OBJECT_STACK, || {
+            offer(self.env(), crd, report, &opts)
+        });
+    }
+}
+
 /// When rewrites are offered, and how hard they are checked.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
@@ -631,8 +643,8 @@ pub fn rewrite_line(rw: &Rewrite) -> String {
     };
     format!(
         "{what} — {} → {} (pattern {}, equivalent on {} generated values)",
-        crate::cli::num(rw.cost_before),
-        crate::cli::num(rw.cost_after),
+        crate::report::format::num(rw.cost_before),
+        crate::report::format::num(rw.cost_after),
         rw.pattern,
         rw.checked_cases
     )
@@ -650,8 +662,8 @@ pub fn rewrite_text(r: &RuleReport) -> Option<String> {
     };
     Some(format!(
         "{what} costs {} instead of {} ({}, equivalent on {} generated values)",
-        crate::cli::num(rw.cost_after),
-        crate::cli::num(rw.cost_before),
+        crate::report::format::num(rw.cost_after),
+        crate::report::format::num(rw.cost_before),
         rw.pattern,
         rw.checked_cases
     ))
@@ -679,7 +691,7 @@ pub fn schema_rewrites_text(s: &crate::report::SchemaReport) -> Option<String> {
         saved.len(),
         if saved.len() == 1 { "" } else { "s" },
         if saved.len() == 1 { "has" } else { "have" },
-        crate::cli::num(total)
+        crate::report::format::num(total)
     ))
 }
 

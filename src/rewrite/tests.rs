@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use super::check::{self, Subject, Verdict};
 use super::site::{NodePath, Site};
 use super::*;
-use crate::Estimator;
 use crate::cel::parse::parse_unexpanded;
+use crate::estimate::Estimator;
 
 /// A CRD whose `spec.f` is `node`.
 fn crd(node: Value) -> Value {

@@ -642,12 +642,8 @@ fn compile(
 
 /// Upstream's checks of a compiled expression (its output type, then its program) and its
 /// estimate, into `report`; the estimate stands whatever the checks say.
-/// The policy compiler's wrong-output-type error says what the expression evaluates to
-/// (apiserver `plugin/cel/compile.go`, 1.32: "must evaluate to bool but got int"; before, "must
-/// evaluate to bool").
-pub fn output_type_errors_name_the_type(k: crate::cel::decls::Version) -> bool {
-    k >= crate::cel::decls::Version::new(1, 32)
-}
+/// (The error-wording rule of the policy compiler lives with the others, in `crd::fielderr`.)
+pub use crate::crd::fielderr::output_type_errors_name_the_type;
 
 /// The typed estimate of every compiled expression of a policy (validating or mutating), from
 /// the schemas `typing` found.

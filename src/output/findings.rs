@@ -1,40 +1,23 @@
-//! CI-native output: the findings of a run (rules and totals over or near their limits, policy
-//! expressions and evaluations over or near their runtime budgets, the API server's errors,
-//! estimates that stopped, older minors of a range that reject), as SARIF 2.1.0 for code
-//! scanning and as GitHub workflow commands that annotate a pull request's diff; and
-//! `--fail-at`, which fails a run when any rule or total reaches a share of its limit.
+//! The findings of a run, what the CI-native outputs say (rules and totals over or near their
+//! limits, policy expressions and evaluations over or near their runtime budgets, the API
+//! server's errors, estimates that stopped, older minors of a range that reject): rendered as
+//! SARIF 2.1.0 for code scanning ([`super::sarif`]) and as GitHub workflow commands that
+//! annotate a pull request's diff ([`super::github`]); and `--fail-at`, which fails a run when
+//! any rule or total reaches a share of its limit.
 //!
 //! Every finding points at `file:line:column` of what it is about (the rule's, the
 //! expression's, the schema's or the error's node: [`crate::locate`]).
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Value, json};
-
-use crate::cli::{judged_cost, num, percent};
+use super::rows::judged_cost;
 use crate::locate::error_field_path;
+use crate::report::format::{num, percent};
 use crate::report::{
     ExpressionReport, MATCH_CONDITIONS_COST_BUDGET, ObjectReport, PER_RULE_COST_LIMIT,
     PER_SCHEMA_COST_LIMIT, RUNTIME_COST_BUDGET, RuleReport, SchemaReport, SourceLocation,
 };
-
-/// The near-budget threshold of findings, in percent of the limit, unless
-/// `--near-budget-percent` says otherwise (the operator's default too).
-pub const DEFAULT_NEAR_BUDGET_PERCENT: f64 = 80.0;
-
-/// The `$schema` of the SARIF 2.1.0 log (OASIS, errata 01).
-pub const SARIF_SCHEMA: &str =
-    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
-
-/// Where to read about celcost: the package's homepage or repository when Cargo.toml names
-/// one, else its crates.io page.
-pub fn information_uri() -> &'static str {
-    match (env!("CARGO_PKG_HOMEPAGE"), env!("CARGO_PKG_REPOSITORY")) {
-        (h, _) if !h.is_empty() => h,
-        (_, r) if !r.is_empty() => r,
-        _ => "https://crates.io/crates/celcost",
-    }
-}
+use crate::report::{ratio, reaches_share};
 
 /// How serious a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,30 +139,6 @@ pub fn suggestion_text(rule: &RuleReport) -> Option<String> {
 /// As [`suggestion_text`], for a schema's total.
 pub fn schema_suggestion_text(schema: &SchemaReport) -> Option<String> {
     crate::suggest::schema_suggestion_text(schema)
-}
-
-/// A percentage on the command line: `80`, `12.5`, `80%`; above 0.
-pub fn parse_percent(s: &str) -> Result<f64, String> {
-    let t = s.trim().trim_end_matches('%');
-    match t.parse::<f64>() {
-        Ok(p) if p.is_finite() && p > 0.0 => Ok(p),
-        _ => Err(format!(
-            "`{s}` is not a percentage above 0 (e.g. 80, 12.5 or 80%)"
-        )),
-    }
-}
-
-fn ratio(cost: u64, limit: u64) -> f64 {
-    if cost == u64::MAX {
-        f64::INFINITY
-    } else {
-        cost as f64 / limit.max(1) as f64
-    }
-}
-
-/// Whether a cost reaches `percent` of its limit.
-pub(crate) fn reaches_share(cost: u64, limit: u64, percent: f64) -> bool {
-    ratio(cost, limit) * 100.0 >= percent
 }
 
 /// The file of a report's source (`path#2` → `path`).
@@ -749,7 +708,7 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
         return;
     };
     let newest = m.verdicts.last().map(|v| v.kubernetes_version.as_str());
-    // Each unit of the newest report (the keys of `crate::versions`) and where it is.
+    // Each unit of the newest report (the keys of `crate::report::versions`) and where it is.
     let mut units: HashMap<String, Option<&SourceLocation>> = HashMap::new();
     let several = r.schemas.len() > 1;
     for s in &r.schemas {
@@ -783,7 +742,7 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             continue;
         };
         let failing =
-            |s: &crate::versions::VersionStep| s.exceeds_limit || s.compile_error.is_some();
+            |s: &crate::report::versions::VersionStep| s.exceeds_limit || s.compile_error.is_some();
         if failing(last) {
             continue;
         }
@@ -899,148 +858,9 @@ pub fn ci_path(path: &str) -> String {
     p
 }
 
-/// A path as a URI reference: relative paths stay relative (`/` separated, percent-encoded),
-/// absolute ones become `file://` URIs.
-pub fn uri_of(path: &str) -> String {
-    let p = ci_path(path);
-    let mut out = String::new();
-    let abs = p.starts_with('/');
-    if abs {
-        out.push_str("file://");
-    }
-    for b in p.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
-/// The run as a SARIF 2.1.0 log: one run, one rule per kind of finding, one result per finding.
-pub fn render_sarif(reports: &[ObjectReport], near_percent: f64) -> String {
-    let rules: Vec<Value> = KINDS
-        .iter()
-        .map(|k| {
-            json!({
-                "id": k.id,
-                "name": k.name,
-                "shortDescription": {"text": k.short},
-                "fullDescription": {"text": k.full},
-                "defaultConfiguration": {"level": k.level.sarif()},
-                "help": {"text": k.full},
-            })
-        })
-        .collect();
-    let index: HashMap<&str, usize> = KINDS.iter().enumerate().map(|(i, k)| (k.id, i)).collect();
-    let results: Vec<Value> = findings(reports, near_percent)
-        .into_iter()
-        .map(|f| {
-            let mut res = json!({
-                "ruleId": f.kind.id,
-                "ruleIndex": index[f.kind.id],
-                "level": f.level.sarif(),
-                "message": {"text": f.message},
-                "properties": {"source": f.source, "title": f.title},
-            });
-            if let Some(file) = &f.file {
-                let (line, column) = f
-                    .location
-                    .as_ref()
-                    .map(|l| (l.line.max(1), l.column.max(1)))
-                    .unwrap_or((1, 1));
-                res["locations"] = json!([{
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": uri_of(file)},
-                        "region": {"startLine": line, "startColumn": column},
-                    }
-                }]);
-            }
-            res
-        })
-        .collect();
-    let log = json!({
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {
-                "driver": {
-                    "name": "celcost",
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "semanticVersion": env!("CARGO_PKG_VERSION"),
-                    "informationUri": information_uri(),
-                    "rules": rules,
-                }
-            },
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }]
-    });
-    let mut s = serde_json::to_string_pretty(&log).unwrap_or_default();
-    s.push('\n');
-    s
-}
-
-/// Escapes a workflow command's message (`%`, CR, LF).
-pub fn github_escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// Escapes a workflow command's property value (the message's escapes, and `:` and `,`).
-pub fn github_escape_property(s: &str) -> String {
-    github_escape_data(s)
-        .replace(':', "%3A")
-        .replace(',', "%2C")
-}
-
-/// The run as GitHub workflow commands, one line per finding:
-/// `::error file=…,line=…,col=…,title=…::message` (`warning`, `notice`).
-pub fn render_github(reports: &[ObjectReport], near_percent: f64) -> String {
-    let mut out = String::new();
-    for f in findings(reports, near_percent) {
-        let mut props = Vec::new();
-        if let Some(file) = &f.file {
-            props.push(format!("file={}", github_escape_property(&ci_path(file))));
-        }
-        if let Some(l) = &f.location {
-            props.push(format!("line={}", l.line));
-            props.push(format!("col={}", l.column));
-        }
-        props.push(format!("title={}", github_escape_property(&f.title)));
-        out.push_str(&format!(
-            "::{} {}::{}\n",
-            f.level.github(),
-            props.join(","),
-            github_escape_data(&f.message)
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes() {
-        assert_eq!(github_escape_data("a%b\r\nc: d, e"), "a%25b%0D%0Ac: d, e");
-        assert_eq!(
-            github_escape_property("a%b\r\nc: d, e"),
-            "a%25b%0D%0Ac%3A d%2C e"
-        );
-    }
-
-    #[test]
-    fn uris() {
-        assert_eq!(uri_of("config/crd/a b.yaml"), "config/crd/a%20b.yaml");
-        assert_eq!(uri_of("/tmp/x:y.yaml"), "file:///tmp/x%3Ay.yaml");
-        assert_eq!(uri_of("c:\\x\\y.yaml"), "c%3A/x/y.yaml");
-        assert_eq!(uri_of("./a/./b.yaml"), "a/./b.yaml");
-    }
 
     #[test]
     fn shares() {

@@ -1,5 +1,8 @@
 //! The estimator's entry point: Kubernetes objects (as JSON values) in, reports out. Pure: no
-//! IO, no cluster client. The CLI and the operator both call this.
+//! IO, no cluster client, no advice (suggested bounds and cheaper rules sit above it, in
+//! `crate::suggest` and `crate::rewrite`). The CLI and the operator both call this.
+
+pub mod range;
 
 use serde_json::Value;
 
@@ -66,7 +69,7 @@ impl Default for Estimator {
 }
 
 /// The stack every object's estimate runs on.
-const OBJECT_STACK: usize = 64 << 20;
+pub(crate) const OBJECT_STACK: usize = 64 << 20;
 
 impl Estimator {
     pub fn new(kubernetes: Version) -> Self {
@@ -181,15 +184,6 @@ impl Estimator {
         self.guarded(v, source, "CustomResourceDefinition", || {
             estimate_crd(&self.env, v, source)
         })
-    }
-
-    /// Adds cheaper rewrites of a CRD's rules to its report ([`crate::rewrite`]), each rule's
-    /// search within a work budget of its own; a search that stops leaves its rule without.
-    pub fn offer_rewrites(&self, crd: &Value, report: &mut ObjectReport) {
-        let opts = crate::rewrite::Options::default();
-        stacker::grow(OBJECT_STACK, || {
-            crate::rewrite::offer(&self.env, crd, report, &opts)
-        });
     }
 
     pub fn estimate_vap(&self, v: &Value, source: &str) -> ObjectReport {
