@@ -5,25 +5,30 @@
 //! (`metadata_watcher`), and a reconcile fetches the full target, estimates it and drops it, at
 //! most `--concurrency` at a time per kind.
 //!
-//! Read top-down: `run` here wires the watches and controllers; [`context`] is what every
-//! reconcile shares (client, estimator, budget, the CRD store); [`schemas`] reads the CRDs a
-//! policy's estimate needs; [`reconcile`] estimates a target and writes its report.
+//! Read top-down: `run` here wires the watches and controllers. The parts, each importing only
+//! from those listed before it (`tests/layers.rs`):
+//!
+//! - [`error`], [`telemetry`] (logs), [`resource`] (the `CostReport` custom resource);
+//! - [`leader`]: leader election on a Lease; [`serve`]: watches that recover, `/healthz`,
+//!   `/readyz`, `/watches` and `/metrics`;
+//! - [`reports`]: what every reconcile shares ([`reports::context`]: client, estimator, budget,
+//!   the CRD store), the CRDs a policy's estimate needs ([`reports::schemas`]), the reconcile
+//!   that estimates a target and writes its report ([`reports::reconcile`]), and the report's
+//!   status ([`reports::status`]);
+//! - [`webhook`]: the admission webhook, its warnings and its certificates.
 
-pub mod certs;
-pub mod context;
 pub mod error;
-pub mod http;
 pub mod leader;
-pub mod map;
-pub mod metrics;
-pub mod reconcile;
+pub mod reports;
 pub mod resource;
-pub mod schemas;
-pub mod status;
+pub mod serve;
 pub mod telemetry;
-pub mod warnings;
-pub mod watch;
 pub mod webhook;
+
+// The parts at their paths before the folders (`celcost::controller::status`, ...).
+pub use reports::{context, map, reconcile, schemas, status};
+pub use serve::{http, metrics, watch};
+pub use webhook::{certs, warnings};
 
 use std::net::SocketAddr;
 use std::sync::Arc;

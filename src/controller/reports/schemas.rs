@@ -8,7 +8,7 @@ use serde::Deserialize;
 use tracing::debug;
 
 use super::context::{Context, Dep, crds_of_group, get_json, group_of};
-use super::error::Error;
+use crate::controller::error::Error;
 use crate::vap::SchemaNeeds;
 
 /// How long a policy's estimate waits for the CRD watch's first list.
@@ -93,9 +93,11 @@ pub(super) async fn fetch(
             // The group's CRDs come from the CRD watch: wait for its first list, but not
             // forever (a watch that cannot list leaves the group empty for now; its events
             // re-check the policy later).
-            let _ =
-                tokio::time::timeout(LIST_WAIT, crate::controller::watch::wait_until_ready(crds))
-                    .await;
+            let _ = tokio::time::timeout(
+                LIST_WAIT,
+                crate::controller::serve::watch::wait_until_ready(crds),
+            )
+            .await;
             let mut candidates = crds_of_group(crds, group);
             // `<plural of the kind>.<group>` first: the usual name.
             let lower = kind.to_lowercase();

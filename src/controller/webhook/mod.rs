@@ -20,6 +20,9 @@
 //! - Bad input: a body that is not an `admission.k8s.io/v1` AdmissionReview with a request and a
 //!   uid gets 400 with the reason; bodies over [`MAX_BODY_BYTES`] get 413.
 
+pub mod certs;
+pub mod warnings;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,10 +46,9 @@ use tracing::{debug, info, warn};
 
 use crate::schema::catalog::SchemaCatalog;
 
-use super::certs::{self, CertResolver, CertSettings};
-use super::context::CostEstimator;
-use super::resource::TargetKind;
-use super::warnings;
+use crate::controller::reports::context::CostEstimator;
+use crate::controller::resource::TargetKind;
+use certs::{CertResolver, CertSettings};
 
 /// Largest request body: an UPDATE's AdmissionReview carries the object and the old object, each
 /// at most the API server's request limit (3 MiB, k8s.io/apiserver `pkg/server/config.go`

@@ -10,7 +10,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use super::resource::TargetKind;
+use crate::controller::resource::TargetKind;
 
 /// `kind="crd"|"vap"`: which controller.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

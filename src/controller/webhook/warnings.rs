@@ -26,8 +26,8 @@ use crate::report::{
     RUNTIME_COST_BUDGET, RuleReport,
 };
 
-use super::resource::TargetKind;
-use super::status::thousands;
+use crate::controller::reports::status::thousands;
+use crate::controller::resource::TargetKind;
 
 /// Most warning lines per response, the "N more" line included.
 pub const MAX_WARNINGS: usize = 10;

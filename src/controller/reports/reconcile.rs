@@ -27,14 +27,14 @@ use crate::report::ObjectReport;
 use crate::schema::catalog::SchemaCatalog;
 
 use super::context::{Context, Memo, get_json};
-use super::error::Error;
-use super::metrics::{FailureLabels, TargetLabels};
-use super::resource::{CostReport, CostReportSpec, TargetKind, TargetRef};
 use super::schemas::{self, Head};
 use super::status::{
     Failure, estimate_status, estimation_failed_message, failed_status, is_ready, reason,
     same_status, transitions, with_conditions,
 };
+use crate::controller::error::Error;
+use crate::controller::resource::{CostReport, CostReportSpec, TargetKind, TargetRef};
+use crate::controller::serve::metrics::{FailureLabels, TargetLabels};
 
 /// The field manager of every write.
 pub const MANAGER: &str = "celcost";

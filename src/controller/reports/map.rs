@@ -12,7 +12,7 @@ use kube::Resource;
 use serde::{Deserialize, Serialize};
 
 use super::reconcile::Target;
-use super::resource::TargetKind;
+use crate::controller::resource::TargetKind;
 
 macro_rules! mutating_admission_policy {
     ($name:ident, $version:literal) => {

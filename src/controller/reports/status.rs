@@ -11,7 +11,7 @@ use crate::report::{
     SchemaReport, TypedSchema,
 };
 
-use super::resource::{
+use crate::controller::resource::{
     BudgetLevel, CostReportStatus, DriversStatus, ExpressionStatus, MAX_DRIVERS, MAX_ERRORS,
     MAX_EXPRESSION_LEN, MAX_LISTED_RULES, MAX_LISTED_SCHEMAS, MAX_TEXT_LEN, NextVersionStatus,
     PolicyBudgetStatus, PolicyTypingStatus, RuleStatus, SchemaStatus, SuggestionStatus, Summary,

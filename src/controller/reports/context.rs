@@ -21,11 +21,11 @@ use crate::estimate::Estimator;
 use crate::report::ObjectReport;
 use crate::schema::catalog::SchemaCatalog;
 
-use super::error::Error;
-use super::leader::Leadership;
-use super::metrics::{KindLabels, Metrics, TargetLabels};
-use super::resource::{CostReport, TargetKind};
 use super::status::StatusSettings;
+use crate::controller::error::Error;
+use crate::controller::leader::Leadership;
+use crate::controller::resource::{CostReport, TargetKind};
+use crate::controller::serve::metrics::{KindLabels, Metrics, TargetLabels};
 
 /// The estimator, as the reconciler sees it: a seam for tests (a failing estimator).
 pub trait CostEstimator: Send + Sync + 'static {

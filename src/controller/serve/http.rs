@@ -119,10 +119,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn health_readiness_and_metrics() {
         let mut registry = Registry::with_prefix("celcost");
-        let metrics = crate::controller::metrics::Metrics::default().register(&mut registry);
+        let metrics = crate::controller::serve::metrics::Metrics::default().register(&mut registry);
         metrics
             .rule_ratio
-            .get_or_create(&crate::controller::metrics::TargetLabels {
+            .get_or_create(&crate::controller::serve::metrics::TargetLabels {
                 kind: "crd".into(),
                 name: "widgets.example.com".into(),
             })
