@@ -26,14 +26,16 @@ use tracing::{debug, info, instrument, warn};
 use crate::report::ObjectReport;
 use crate::schema::catalog::SchemaCatalog;
 
-use super::context::{Context, Memo, get_json};
+use super::context::{Context, Dep, Memo, get_json};
 use super::schemas::{self, Head};
 use super::status::{
     Failure, estimate_status, estimation_failed_message, failed_status, is_ready, reason,
     same_status, transitions, with_conditions,
 };
 use crate::controller::error::Error;
-use crate::controller::resource::{CostReport, CostReportSpec, TargetKind, TargetRef};
+use crate::controller::resource::{
+    CostReport, CostReportSpec, CostReportStatus, TargetKind, TargetRef,
+};
 use crate::controller::serve::metrics::{FailureLabels, TargetLabels};
 
 /// The field manager of every write.
@@ -361,6 +363,10 @@ fn report_matches(existing: &CostReport, desired: &CostReport) -> bool {
     existing.spec == desired.spec && labels_ok && owner_ok
 }
 
+/// One reconcile, step by step: skip a target whose report is current; read the target (its
+/// report goes with it when it is gone); read what its estimate needs; estimate it; apply the
+/// report, write its status when it changed (with events for the transitions); record the
+/// target's metrics and what the report now reflects.
 async fn reconcile_inner<K: Target>(
     meta: &PartialObjectMeta<K>,
     ctx: &Context,
@@ -397,16 +403,7 @@ async fn reconcile_inner<K: Target>(
         debug!(?generation, seen = ?seen.generation, "stale read; retrying");
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
-    // Policies: the CRDs their typed estimate reads, when the cluster's CRDs are watched.
-    let (schemas, deps) = match (kind, ctx.crds.is_some()) {
-        (TargetKind::ValidatingAdmissionPolicy | TargetKind::MutatingAdmissionPolicy, true) => {
-            let needs = serde_json::from_str::<Value>(&text)
-                .map(|v| crate::vap::schema_needs(&v))
-                .unwrap_or_default();
-            schemas::fetch(ctx, &needs).await?
-        }
-        _ => (Vec::new(), Vec::new()),
-    };
+    let (schemas, deps) = policy_schemas(ctx, kind, &text).await?;
     // Parsed trees are several times the size of their text: wait until they fit.
     let memory = ctx
         .budget
@@ -421,16 +418,7 @@ async fn reconcile_inner<K: Target>(
     };
 
     let reports: Api<CostReport> = Api::all(ctx.client.clone());
-    // Once the reports watch has listed, a report it does not know does not exist (yet): skip
-    // the read. Otherwise read it, for its previous status.
-    let known_absent = ctx.reports.wait_until_ready().now_or_never().is_some()
-        && ctx.reports.get(&ObjectRef::new(&report_name)).is_none();
-    let existing = if known_absent {
-        None
-    } else {
-        ctx.timed("get report", reports.get_opt(&report_name))
-            .await?
-    };
+    let existing = existing_report(ctx, &reports, &report_name).await?;
     let desired = desired_report::<K>(&name, &uid_str);
     if let Some(e) = existing.as_ref()
         && e.spec.target_ref.uid != desired.spec.target_ref.uid
@@ -470,101 +458,208 @@ async fn reconcile_inner<K: Target>(
     let prev = existing.as_ref().and_then(|r| r.status.as_ref());
     let status = with_conditions(base, kind, generation, failure, prev, Timestamp::now());
 
-    let params = PatchParams::apply(MANAGER).force();
-    // The report's resourceVersions this reconcile leaves behind: the one read if nothing is
-    // written, else each of our writes (the watch may show the first before the second).
-    let mut report_versions: Vec<String> = existing
-        .as_ref()
-        .and_then(|r| r.metadata.resource_version.clone())
-        .into_iter()
-        .collect();
-    let mut report_uid = existing.as_ref().and_then(|r| r.metadata.uid.clone());
-    if !existing
-        .as_ref()
-        .is_some_and(|e| report_matches(e, &desired))
-    {
-        let applied = ctx
-            .write(
-                "apply report",
-                reports.patch(&report_name, &params, &Patch::Apply(&desired)),
-            )
-            .await?;
-        ctx.metrics
-            .writes
-            .get_or_create(&Context::kind_labels(kind))
-            .inc();
-        report_versions = applied.metadata.resource_version.into_iter().collect();
-        report_uid = applied.metadata.uid;
-        info!(report = %report_name, "applied report");
-    }
-    let changed = !prev.is_some_and(|p| same_status(p, &status));
-    if changed {
-        // The whole status in one JSON patch `add` (which replaces an existing member): the
-        // operator owns all of it, and this costs the API server about half of a server-side
-        // apply of the same status, which parses the body as YAML and merges it field by field.
-        let patch = json_patch::Patch(vec![json_patch::PatchOperation::Add(
-            json_patch::AddOperation {
-                path: json_patch::jsonptr::PointerBuf::from_tokens(["status"]),
-                value: serde_json::to_value(&status)?,
-            },
-        )]);
-        let status_params = PatchParams {
-            field_manager: Some(MANAGER.to_string()),
-            ..PatchParams::default()
-        };
-        let applied = ctx
-            .write(
-                "patch report status",
-                reports.patch_status(&report_name, &status_params, &Patch::Json::<()>(patch)),
-            )
-            .await?;
-        ctx.metrics
-            .writes
-            .get_or_create(&Context::kind_labels(kind))
-            .inc();
-        report_versions.extend(applied.metadata.resource_version);
-        info!(
-            report = %report_name,
-            ready = is_ready(&status),
-            rule = status.summary.as_ref().map(|s| s.highest_rule_percent.as_str()).unwrap_or("-"),
-            total = status.summary.as_ref().map(|s| s.highest_total_percent.as_str()).unwrap_or("-"),
-            "wrote report status"
-        );
+    let written = apply_report(
+        ctx,
+        &reports,
+        kind,
+        &report_name,
+        existing.as_ref(),
+        &desired,
+    )
+    .await?;
+    let mut report_versions = written.versions;
+    if !prev.is_some_and(|p| same_status(p, &status)) {
+        report_versions.extend(write_status(ctx, &reports, kind, &report_name, &status).await?);
         // Events only for what changed since the last written status.
         let related = ObjectReference {
             api_version: Some(CostReport::api_version(&()).to_string()),
             kind: Some(CostReport::kind(&()).to_string()),
             name: Some(report_name.clone()),
-            uid: report_uid.clone(),
+            uid: written.uid.clone(),
             ..ObjectReference::default()
         };
-        for t in transitions(kind, prev, &status) {
-            let ev = Event {
-                type_: if t.warning {
-                    EventType::Warning
-                } else {
-                    EventType::Normal
-                },
-                reason: t.reason.to_string(),
-                note: Some(t.note),
-                action: "Estimate".to_string(),
-                secondary: Some(related.clone()),
-            };
-            match ctx
-                .write("publish event", ctx.recorder.publish(&ev, &regarding))
-                .await
-            {
-                Ok(()) => {}
-                Err(e @ Error::NotLeader(_)) => return Err(e),
-                Err(e) => warn!(error = %e, reason = t.reason, "cannot publish event"),
-            }
-        }
+        publish_transitions(ctx, kind, prev, &status, &regarding, &related).await?;
     } else {
         debug!("status unchanged; nothing written");
     }
 
-    let target_labels = TargetLabels::new(kind, &name);
-    match status.summary.as_ref().filter(|_| failure.is_none()) {
+    record_cost_ratios(ctx, kind, &name, &status, failure.is_none());
+    ctx.memo.lock().expect("memo lock").insert(
+        report_name,
+        Memo {
+            uid,
+            generation,
+            report_versions,
+            deps,
+        },
+    );
+    Ok(Action::requeue(ctx.settings.requeue))
+}
+
+/// Policies: the CRDs their typed estimate reads (and what the report then depends on), when
+/// the cluster's CRDs are watched; nothing for CRDs.
+async fn policy_schemas(
+    ctx: &Context,
+    kind: TargetKind,
+    text: &str,
+) -> Result<(Vec<String>, Vec<Dep>), Error> {
+    Ok(match (kind, ctx.crds.is_some()) {
+        (TargetKind::ValidatingAdmissionPolicy | TargetKind::MutatingAdmissionPolicy, true) => {
+            let needs = serde_json::from_str::<Value>(text)
+                .map(|v| crate::vap::schema_needs(&v))
+                .unwrap_or_default();
+            schemas::fetch(ctx, &needs).await?
+        }
+        _ => (Vec::new(), Vec::new()),
+    })
+}
+
+/// The target's report as it is, for its previous status. Once the reports watch has listed, a
+/// report it does not know does not exist (yet): the read is skipped.
+async fn existing_report(
+    ctx: &Context,
+    reports: &Api<CostReport>,
+    report_name: &str,
+) -> Result<Option<CostReport>, Error> {
+    let known_absent = ctx.reports.wait_until_ready().now_or_never().is_some()
+        && ctx.reports.get(&ObjectRef::new(report_name)).is_none();
+    if known_absent {
+        Ok(None)
+    } else {
+        Ok(ctx
+            .timed("get report", reports.get_opt(report_name))
+            .await?)
+    }
+}
+
+/// The report's `resourceVersion`s after [`apply_report`], and its uid.
+struct Written {
+    /// The one read if nothing is written, else each of our writes (the watch may show the first
+    /// before the second).
+    versions: Vec<String>,
+    uid: Option<String>,
+}
+
+/// Server-side applies the report (spec, owner, labels) unless `existing` already has it.
+async fn apply_report(
+    ctx: &Context,
+    reports: &Api<CostReport>,
+    kind: TargetKind,
+    report_name: &str,
+    existing: Option<&CostReport>,
+    desired: &CostReport,
+) -> Result<Written, Error> {
+    let params = PatchParams::apply(MANAGER).force();
+    let mut written = Written {
+        versions: existing
+            .and_then(|r| r.metadata.resource_version.clone())
+            .into_iter()
+            .collect(),
+        uid: existing.and_then(|r| r.metadata.uid.clone()),
+    };
+    if !existing.is_some_and(|e| report_matches(e, desired)) {
+        let applied = ctx
+            .write(
+                "apply report",
+                reports.patch(report_name, &params, &Patch::Apply(desired)),
+            )
+            .await?;
+        ctx.metrics
+            .writes
+            .get_or_create(&Context::kind_labels(kind))
+            .inc();
+        written.versions = applied.metadata.resource_version.into_iter().collect();
+        written.uid = applied.metadata.uid;
+        info!(report = %report_name, "applied report");
+    }
+    Ok(written)
+}
+
+/// Writes the report's status; returns the report's new `resourceVersion`.
+async fn write_status(
+    ctx: &Context,
+    reports: &Api<CostReport>,
+    kind: TargetKind,
+    report_name: &str,
+    status: &CostReportStatus,
+) -> Result<Option<String>, Error> {
+    // The whole status in one JSON patch `add` (which replaces an existing member): the
+    // operator owns all of it, and this costs the API server about half of a server-side
+    // apply of the same status, which parses the body as YAML and merges it field by field.
+    let patch = json_patch::Patch(vec![json_patch::PatchOperation::Add(
+        json_patch::AddOperation {
+            path: json_patch::jsonptr::PointerBuf::from_tokens(["status"]),
+            value: serde_json::to_value(status)?,
+        },
+    )]);
+    let status_params = PatchParams {
+        field_manager: Some(MANAGER.to_string()),
+        ..PatchParams::default()
+    };
+    let applied = ctx
+        .write(
+            "patch report status",
+            reports.patch_status(report_name, &status_params, &Patch::Json::<()>(patch)),
+        )
+        .await?;
+    ctx.metrics
+        .writes
+        .get_or_create(&Context::kind_labels(kind))
+        .inc();
+    info!(
+        report = %report_name,
+        ready = is_ready(status),
+        rule = status.summary.as_ref().map(|s| s.highest_rule_percent.as_str()).unwrap_or("-"),
+        total = status.summary.as_ref().map(|s| s.highest_total_percent.as_str()).unwrap_or("-"),
+        "wrote report status"
+    );
+    Ok(applied.metadata.resource_version)
+}
+
+/// Publishes an event on the target (`regarding`) for each transition from `prev` to `status`;
+/// losing the lease stops the reconcile, other failures are logged.
+async fn publish_transitions(
+    ctx: &Context,
+    kind: TargetKind,
+    prev: Option<&CostReportStatus>,
+    status: &CostReportStatus,
+    regarding: &ObjectReference,
+    related: &ObjectReference,
+) -> Result<(), Error> {
+    for t in transitions(kind, prev, status) {
+        let ev = Event {
+            type_: if t.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: t.reason.to_string(),
+            note: Some(t.note),
+            action: "Estimate".to_string(),
+            secondary: Some(related.clone()),
+        };
+        match ctx
+            .write("publish event", ctx.recorder.publish(&ev, regarding))
+            .await
+        {
+            Ok(()) => {}
+            Err(e @ Error::NotLeader(_)) => return Err(e),
+            Err(e) => warn!(error = %e, reason = t.reason, "cannot publish event"),
+        }
+    }
+    Ok(())
+}
+
+/// The target's cost ratios (or that its estimate failed) in the metrics.
+fn record_cost_ratios(
+    ctx: &Context,
+    kind: TargetKind,
+    name: &str,
+    status: &CostReportStatus,
+    estimated: bool,
+) {
+    let target_labels = TargetLabels::new(kind, name);
+    match status.summary.as_ref().filter(|_| estimated) {
         Some(s) => {
             ctx.metrics
                 .rule_ratio
@@ -585,15 +680,4 @@ async fn reconcile_inner<K: Target>(
                 .set(1);
         }
     }
-
-    ctx.memo.lock().expect("memo lock").insert(
-        report_name,
-        Memo {
-            uid,
-            generation,
-            report_versions,
-            deps,
-        },
-    );
-    Ok(Action::requeue(ctx.settings.requeue))
 }
