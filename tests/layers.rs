@@ -1,0 +1,483 @@
+//! The layers of `src/` (the table in `src/lib.rs`'s documentation): each top-level module imports
+//! only from the layers below it, and from the few modules of its own layer this table names.
+//! The test reads `src/` (every `crate::…` path: `use` declarations and paths inline, and
+//! `super::` paths that climb out of a top-level module) and fails on an import outside the
+//! table, on a circle, and on a module the table does not place. Test code (`#[cfg(test)]`
+//! items, `tests.rs` files) may use any layer: a test of a lower layer may drive the whole
+//! estimator.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first. A module may import any module of a lower layer.
+const LAYERS: &[(&str, &[&str])] = &[
+    // Work budgets, Go regexps, YAML input with positions; the report model, its limits, the
+    // shared constants and number formatting.
+    (
+        "base",
+        &["budget", "goregexp", "positions", "input", "report"],
+    ),
+    ("cel", &["cel"]),
+    ("schemas", &["schema"]),
+    ("objects", &["crd", "vap"]),
+    // Pure: no advice, no rendering.
+    ("estimate", &["estimate", "diff", "locate"]),
+    ("advice", &["suggest", "rewrite"]),
+    ("output", &["output"]),
+    ("front ends", &["cli", "controller"]),
+];
+
+/// Imports allowed within a layer (importer, imported).
+const SAME_LAYER: &[(&str, &str)] = &[
+    ("input", "positions"),
+    ("vap", "crd"),
+    ("locate", "input"),
+    ("locate", "positions"),
+];
+
+/// The layers inside `src/controller/`, lowest first: each folder imports only from lower
+/// ones (and `crate::` modules below the operator).
+const CONTROLLER_LAYERS: &[(&str, &[&str])] = &[
+    // Errors, logs, the `CostReport` custom resource.
+    ("shared", &["error", "telemetry", "resource"]),
+    // Leader election; watches, the admin server and metrics.
+    ("running", &["leader", "serve"]),
+    // One `CostReport` per target: the reconciles, what they share, the report's status.
+    ("reports", &["reports"]),
+    // The admission webhook, its warnings (from the reports' status) and certificates.
+    ("webhook", &["webhook"]),
+    // `run`: wires it all.
+    ("the operator", &["mod"]),
+];
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The module path of a file under `src/`: `cel/decls.rs` → `[cel, decls]`, `cel/mod.rs` →
+/// `[cel]`.
+fn module_path(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap();
+    let stem = last.trim_end_matches(".rs");
+    if stem != "mod" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// The text without comments and string literals (so that prose naming `crate::x` is not an
+/// import).
+fn code_of(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i..].starts_with(b"//") {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if b[i..].starts_with(b"/*") {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i..].starts_with(b"/*") {
+                    depth += 1;
+                    i += 2;
+                } else if b[i..].starts_with(b"*/") {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        } else if b[i] == b'"' {
+            // A raw string (`r"…"`, `r#"…"#`) ends at its quote and hashes; a string at an
+            // unescaped quote.
+            let hashes = text[..i].chars().rev().take_while(|&c| c == '#').count();
+            let raw = text[..i - hashes].ends_with('r');
+            i += 1;
+            while i < b.len() {
+                if !raw && b[i] == b'\\' {
+                    i += 2;
+                    continue;
+                }
+                if b[i] == b'"' && b[i + 1..].iter().take(hashes).all(|&c| c == b'#') {
+                    i += 1 + hashes;
+                    break;
+                }
+                i += 1;
+            }
+            out.push_str("\"\"");
+        } else if b[i] == b'\'' {
+            // A char literal (`'"'`, `'\''`, `'…'`) is blanked; a lifetime passes through.
+            let c = text[i + 1..].chars().next().unwrap_or(' ');
+            let after = i + 1 + c.len_utf8();
+            if c == '\\' {
+                let end = b[after + 1..].iter().position(|&c| c == b'\'').unwrap() + after + 2;
+                out.push_str("' '");
+                i = end;
+            } else if b.get(after) == Some(&b'\'') {
+                out.push_str("' '");
+                i = after + 1;
+            } else {
+                out.push('\'');
+                i += 1;
+            }
+        } else {
+            let c = text[i..].chars().next().unwrap();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// The code without its `#[cfg(test)]` items.
+fn without_tests(code: &str) -> String {
+    let mut out = String::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let item = &rest[at..];
+        // The item ends at `;` before any brace, or at the brace that closes its first one.
+        let mut depth = 0usize;
+        let mut end = item.len();
+        for (i, c) in item.char_indices() {
+            match c {
+                ';' if depth == 0 => {
+                    end = i + 1;
+                    break;
+                }
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &item[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn ident_at(s: &str) -> &str {
+    let end = s
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The first segment of each path of a `use` tree after `crate::`: `a::b` → `a`,
+/// `{a::b, c}` → `a`, `c`.
+fn first_segments(after: &str) -> Vec<String> {
+    let after = after.trim_start();
+    if let Some(inner) = after.strip_prefix('{') {
+        let mut depth = 0usize;
+        let mut parts = Vec::new();
+        let mut start = 0;
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    parts.push(&inner[start..i]);
+                    break;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    parts.push(&inner[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        parts
+            .into_iter()
+            .map(|p| ident_at(p.trim()).to_string())
+            .filter(|s| !s.is_empty() && s != "self")
+            .collect()
+    } else {
+        vec![ident_at(after).to_string()]
+    }
+}
+
+/// The paths a file's code names, each resolved from the crate's root: `crate::a::b` and
+/// `super::super::a` (from a file two modules deep) both give `a::…`; a path that stays within
+/// the file's own top-level module is left out. Returns `(first segment, second segment)`.
+fn crate_paths(code: &str, module: &[String]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    let boundary = |i: usize| {
+        i == 0
+            || !(bytes[i - 1].is_ascii_alphanumeric()
+                || bytes[i - 1] == b'_'
+                || bytes[i - 1] == b':')
+    };
+    let mut i = 0;
+    while i < code.len() {
+        let rest = &code[i..];
+        if (rest.starts_with("crate::") || rest.starts_with("$crate::")) && boundary(i) {
+            let after = &rest[rest.find("::").unwrap() + 2..];
+            for first in first_segments(after) {
+                let second = after
+                    .strip_prefix(first.as_str())
+                    .and_then(|s| s.strip_prefix("::"))
+                    .map(|s| ident_at(s).to_string())
+                    .unwrap_or_default();
+                out.push((first, second));
+            }
+            i += 7;
+        } else if rest.starts_with("super::") && boundary(i) {
+            let mut ups = 0;
+            let mut s = rest;
+            while let Some(t) = s.strip_prefix("super::") {
+                ups += 1;
+                s = t;
+            }
+            if ups >= module.len() {
+                // Out of the top-level module: what follows is a path from the crate's root.
+                for first in first_segments(s) {
+                    out.push((first, String::new()));
+                }
+            } else if module.len() >= 2 && ups == module.len() - 1 {
+                // To the top-level module itself: `super::x` from `controller/a.rs`.
+                for first in first_segments(s) {
+                    out.push((module[0].clone(), first));
+                }
+            }
+            i += 7 * ups;
+        } else {
+            i += rest.chars().next().unwrap().len_utf8();
+        }
+    }
+    out
+}
+
+/// The crate root's re-exports (`pub use estimate::Estimator;` → `Estimator` → `estimate`).
+fn root_aliases() -> BTreeMap<String, String> {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    let mut out = BTreeMap::new();
+    for line in lib.lines() {
+        if let Some(path) = line.trim().strip_prefix("pub use ") {
+            let path = path.trim_end_matches(';');
+            let module = ident_at(path).to_string();
+            let name = path.rsplit("::").next().unwrap().to_string();
+            out.insert(name, module);
+        }
+    }
+    out
+}
+
+/// The top-level modules `src/lib.rs` declares.
+fn declared_modules() -> BTreeSet<String> {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    lib.lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .filter_map(|l| l.strip_suffix(';'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every import between top-level modules: (importer, imported) → the files that import.
+fn imports() -> BTreeMap<(String, String), BTreeSet<String>> {
+    let root = src();
+    let aliases = root_aliases();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut out: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for f in files {
+        let rel = f.strip_prefix(&root).unwrap().to_path_buf();
+        let module = module_path(&rel);
+        if module.len() == 1 && (module[0] == "lib" || module[0] == "main") {
+            continue;
+        }
+        if module.last().is_some_and(|m| m == "tests") {
+            continue;
+        }
+        let code = without_tests(&code_of(&std::fs::read_to_string(&f).unwrap()));
+        for (first, _) in crate_paths(&code, &module) {
+            let target = aliases.get(&first).cloned().unwrap_or(first);
+            if target != module[0] {
+                out.entry((module[0].clone(), target))
+                    .or_default()
+                    .insert(rel.display().to_string());
+            }
+        }
+    }
+    out
+}
+
+fn layer_of(layers: &[(&str, &[&str])], m: &str) -> Option<usize> {
+    layers.iter().position(|(_, ms)| ms.contains(&m))
+}
+
+/// A circle in the graph, if there is one.
+fn circle(edges: &BTreeSet<(String, String)>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        edges: &BTreeSet<(String, String)>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = stack.iter().position(|s| s == n) {
+            let mut c = stack[at..].to_vec();
+            c.push(n.to_string());
+            return Some(c);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        stack.push(n.to_string());
+        for (_, to) in edges.iter().filter(|(from, _)| from == n) {
+            if let Some(c) = visit(to, edges, stack, done) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for (from, _) in edges {
+        if let Some(c) = visit(from, edges, &mut Vec::new(), &mut done) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+#[test]
+fn every_module_has_a_layer() {
+    let declared = declared_modules();
+    let placed: BTreeSet<String> = LAYERS
+        .iter()
+        .flat_map(|(_, ms)| ms.iter().map(|m| m.to_string()))
+        .collect();
+    assert_eq!(
+        declared, placed,
+        "src/lib.rs's modules and the layers of tests/layers.rs differ: place every module in \
+         one layer"
+    );
+}
+
+#[test]
+fn imports_follow_the_layers() {
+    let mut wrong = Vec::new();
+    let mut edges = BTreeSet::new();
+    for ((from, to), files) in imports() {
+        let (Some(lf), Some(lt)) = (layer_of(LAYERS, &from), layer_of(LAYERS, &to)) else {
+            wrong.push(format!(
+                "{from} → {to}: a module without a layer ({files:?})"
+            ));
+            continue;
+        };
+        let allowed = lt < lf || SAME_LAYER.contains(&(from.as_str(), to.as_str()));
+        if !allowed {
+            wrong.push(format!(
+                "{from} ({}) → {to} ({}) in {}",
+                LAYERS[lf].0,
+                LAYERS[lt].0,
+                files.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        edges.insert((from, to));
+    }
+    assert!(
+        wrong.is_empty(),
+        "imports outside the layers (tests/layers.rs):\n  {}",
+        wrong.join("\n  ")
+    );
+    assert_eq!(circle(&edges), None, "a circle between top-level modules");
+}
+
+#[test]
+fn the_operator_keeps_its_layers() {
+    let root = src().join("controller");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut wrong = Vec::new();
+    let mut edges = BTreeSet::new();
+    let mut unplaced = BTreeSet::new();
+    for f in files {
+        let rel = f.strip_prefix(&root).unwrap().to_path_buf();
+        let module = module_path(&rel);
+        let own = module.first().cloned().unwrap_or_else(|| "mod".into());
+        if module.last().is_some_and(|m| m == "tests") {
+            continue;
+        }
+        let Some(lf) = layer_of(CONTROLLER_LAYERS, &own) else {
+            unplaced.insert(own);
+            continue;
+        };
+        let mut full = vec!["controller".to_string()];
+        full.extend(module.iter().cloned());
+        let code = without_tests(&code_of(&std::fs::read_to_string(&f).unwrap()));
+        for (first, second) in crate_paths(&code, &full) {
+            if first != "controller" || second.is_empty() || second == own {
+                continue;
+            }
+            match layer_of(CONTROLLER_LAYERS, &second) {
+                Some(lt) if lt < lf => {}
+                _ => wrong.push(format!(
+                    "controller::{own} → controller::{second} in {}",
+                    rel.display()
+                )),
+            }
+            edges.insert((own.clone(), second));
+        }
+    }
+    assert!(
+        unplaced.is_empty(),
+        "src/controller/ parts without a layer: {unplaced:?}"
+    );
+    assert!(
+        wrong.is_empty(),
+        "imports outside the operator's layers (tests/layers.rs):\n  {}",
+        wrong.join("\n  ")
+    );
+    assert_eq!(circle(&edges), None);
+}
+
+#[test]
+fn the_reader_sees_imports() {
+    // The reader itself: a grouped `use`, an inline path, a path out of a module, and prose.
+    let code = code_of(
+        "use crate::{a::X, b};\n// crate::c\nfn f() { crate::d::y(); super::super::e::Z; \"crate::f\"; }\n",
+    );
+    let got: Vec<String> = crate_paths(&code, &["m".into(), "n".into()])
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect();
+    assert_eq!(got, ["a", "b", "d", "e"]);
+    let code =
+        without_tests("use crate::a;\n#[cfg(test)]\nmod tests { use crate::b; }\nuse crate::c;");
+    let got: Vec<String> = crate_paths(&code, &["m".into()])
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect();
+    assert_eq!(got, ["a", "c"]);
+}
