@@ -35,9 +35,9 @@ pub enum OutputFormat {
     Table,
     Json,
     Markdown,
-    /// SARIF 2.1.0, for code scanning (`crate::output::sarif`).
+    /// SARIF 2.1.0, for code scanning (`crate::ci`).
     Sarif,
-    /// GitHub Actions workflow commands: annotations on a pull request's diff (`crate::output::github`).
+    /// GitHub Actions workflow commands: annotations on a pull request's diff (`crate::ci`).
     Github,
 }
 
