@@ -1,10 +1,13 @@
 //! Reports: one `CostReport` per target, kept current. [`context`] is what every reconcile
 //! shares; [`reconcile`] fetches a target, estimates it and applies its report; [`schemas`]
 //! reads the CRDs a policy's typed estimate needs; [`status`] turns the estimator's report into
-//! the report's status (pure); [`map`] watches MutatingAdmissionPolicies at whichever version the
+//! the report's status, [`conditions`] its conditions, [`events`] the transitions worth an event
+//! (all three pure); [`map`] watches MutatingAdmissionPolicies at whichever version the
 //! cluster serves.
 
+pub mod conditions;
 pub mod context;
+pub mod events;
 pub mod map;
 pub mod reconcile;
 pub mod schemas;

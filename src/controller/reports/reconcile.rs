@@ -26,12 +26,13 @@ use tracing::{debug, info, instrument, warn};
 use crate::report::ObjectReport;
 use crate::schema::catalog::SchemaCatalog;
 
-use super::context::{Context, Dep, Memo, get_json};
-use super::schemas::{self, Head};
-use super::status::{
-    Failure, estimate_status, estimation_failed_message, failed_status, is_ready, reason,
-    same_status, transitions, with_conditions,
+use super::conditions::{
+    Failure, estimation_failed_message, failed_status, is_ready, same_status, with_conditions,
 };
+use super::context::{Context, Dep, Memo, get_json};
+use super::events::transitions;
+use super::schemas::{self, Head};
+use super::status::{estimate_status, reason};
 use crate::controller::error::Error;
 use crate::controller::resource::{
     CostReport, CostReportSpec, CostReportStatus, TargetKind, TargetRef,
