@@ -478,34 +478,9 @@ async fn answer(
         }
     };
     let remaining = deadline.saturating_sub(started.elapsed());
-    let bytes = match tokio::time::timeout(
-        remaining,
-        axum::body::to_bytes(req.into_body(), st.max_body_bytes),
-    )
-    .await
-    {
-        Ok(Ok(b)) => b,
-        Ok(Err(e)) => {
-            st.metrics.count("bad_request");
-            let too_large = is_length_limit(&e);
-            return if too_large {
-                Rejection {
-                    status: StatusCode::PAYLOAD_TOO_LARGE,
-                    message: format!("AdmissionReview larger than {} bytes", st.max_body_bytes),
-                }
-            } else {
-                bad_request(format!("cannot read the request body: {e}"))
-            }
-            .into_response();
-        }
-        Err(_) => {
-            st.metrics.count("bad_request");
-            return Rejection {
-                status: StatusCode::REQUEST_TIMEOUT,
-                message: "the request body did not arrive in time".into(),
-            }
-            .into_response();
-        }
+    let bytes = match read_body(st, req, remaining).await {
+        Ok(b) => b,
+        Err(rejected) => return rejected,
     };
     // Parsing and estimating run on the blocking pool, with the permit: a late estimate keeps
     // its slot until it ends (bounded by the work budget), so late ones cannot pile up.
@@ -575,8 +550,63 @@ async fn answer(
             ),
         },
     };
+    let warnings = counted(st, kind, &review, outcome, started);
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        allowed(&review.uid, &warnings).to_string(),
+    )
+        .into_response()
+}
+
+/// The request's body, within the time left and the size limit; the answer to send instead
+/// when it is too large, unreadable or late.
+async fn read_body(
+    st: &WebhookState,
+    req: Request<Body>,
+    remaining: Duration,
+) -> Result<axum::body::Bytes, Response> {
+    match tokio::time::timeout(
+        remaining,
+        axum::body::to_bytes(req.into_body(), st.max_body_bytes),
+    )
+    .await
+    {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) => {
+            st.metrics.count("bad_request");
+            let too_large = is_length_limit(&e);
+            Err(if too_large {
+                Rejection {
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    message: format!("AdmissionReview larger than {} bytes", st.max_body_bytes),
+                }
+            } else {
+                bad_request(format!("cannot read the request body: {e}"))
+            }
+            .into_response())
+        }
+        Err(_) => {
+            st.metrics.count("bad_request");
+            Err(Rejection {
+                status: StatusCode::REQUEST_TIMEOUT,
+                message: "the request body did not arrive in time".into(),
+            }
+            .into_response())
+        }
+    }
+}
+
+/// The warnings of an outcome, counted in the metrics and logged.
+fn counted(
+    st: &WebhookState,
+    kind: Option<TargetKind>,
+    review: &Review,
+    outcome: Outcome,
+    started: Instant,
+) -> Vec<String> {
     let kind_name = kind.map_or("", TargetKind::as_str);
-    let warnings = match outcome {
+    match outcome {
         Outcome::Warnings(w) => {
             if w.is_empty() {
                 st.metrics.count("clean");
@@ -598,13 +628,7 @@ async fn answer(
                   reason = %why, "no estimate for an admission review: allowed without warnings");
             Vec::new()
         }
-    };
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        allowed(&review.uid, &warnings).to_string(),
-    )
-        .into_response()
+    }
 }
 
 /// Whether reading a body failed on its size limit (http-body-util's `LengthLimitError`,
