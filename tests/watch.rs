@@ -46,6 +46,10 @@ type Started = (
 /// into a channel, names gone on a relist into `gone`.
 fn start(settings: WatchSettings) -> Started {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<RespBody>>();
+    let health = Health::default();
+    let service = tower::ServiceBuilder::new()
+        .layer(health.answers_layer())
+        .service(service);
     let client = Client::new(service, "default");
     let api = Api::<PartialObjectMeta<CustomResourceDefinition>>::all(client);
     let wc = watcher::Config {
@@ -54,7 +58,6 @@ fn start(settings: WatchSettings) -> Started {
             .any_semantic()
             .timeout(settings.timeout)
     };
-    let health = Health::default();
     let gone = Arc::new(Mutex::new(Vec::new()));
     let g = gone.clone();
     let stream = resilient(
@@ -306,4 +309,25 @@ async fn a_quiet_resumed_watch_is_healthy_again() {
     let _quiet = open_watch(send);
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(health.healthy(Duration::from_secs(10)), Ok(()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hanging_reconnection_is_not_a_restored_watch() {
+    // In a pod, while the API server is away, a connection attempt can hang for seconds with
+    // neither an answer nor an error: that quiet is no sign the watch works again.
+    let (mut server, mut rx, _, health) = start(settings());
+    let (_, _, send) = next(&mut server).await;
+    respond(send, 200, &list(&["a.x.io"], "1"));
+    names_until_init_done(&mut rx).await;
+    let (watch, _, send) = next(&mut server).await;
+    assert!(watch);
+    respond(send, 503, &status(503, "ServiceUnavailable", None));
+    // The next attempt is never answered.
+    let (watch, _, _hanging) = next(&mut server).await;
+    assert!(watch);
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    let why = health.healthy(Duration::from_secs(30)).unwrap_err();
+    assert!(why.contains("crd: failing for"), "{why}");
+    let failing = health.failing();
+    assert!(failing[0].1 >= 40.0, "{failing:?}");
 }

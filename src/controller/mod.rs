@@ -357,9 +357,16 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     let env = Environment::detect();
     // Checked before anything is read: a bad flag fails at once.
     args.lease(env, leader::DEFAULT_NAMESPACE)?;
-    let client = Client::try_default().await.map_err(|e| {
-        format!("cannot configure a Kubernetes client (in-cluster or KUBECONFIG): {e}")
-    })?;
+    // The watches' health notes the API server's answers on the client every part uses.
+    let health = watch::Health::default();
+    let client = kube::Config::infer()
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|config| kube::client::ClientBuilder::try_from(config).map_err(|e| e.to_string()))
+        .map(|builder| builder.with_layer(&health.answers_layer()).build())
+        .map_err(|e| {
+            format!("cannot configure a Kubernetes client (in-cluster or KUBECONFIG): {e}")
+        })?;
     let lease = args.lease(env, client.default_namespace())?;
     let webhook_switch = args.webhook(env);
     info!(
@@ -450,7 +457,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
             (leader::Leadership::always(), None)
         }
     };
-    let health = watch::Health::default().register(&mut registry);
+    let health = health.register(&mut registry);
     let webhook_metrics = webhook::WebhookMetrics::default().register(&mut registry);
     let watch_settings = watch::WatchSettings {
         timeout: args.watch_timeout_seconds,

@@ -990,7 +990,11 @@ async fn local_run_needs_only_the_crd() {
     let log = dir.join(format!("{test}.log"));
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_celcost"))
-        .args(["controller", "--listen-address", &format!("127.0.0.1:{port}")])
+        .args([
+            "controller",
+            "--listen-address",
+            &format!("127.0.0.1:{port}"),
+        ])
         .env("RUST_LOG", "info")
         .env_remove("POD_NAMESPACE")
         .env_remove("CELCOST_LEADER_ELECT")

@@ -52,7 +52,8 @@ pub struct WatchSettings {
     /// Wait after a 429 whose Status gives no `retryAfterSeconds`.
     pub default_retry_after: Duration,
     /// A failing watch that has been retried and then said nothing (no error, no event) for
-    /// this long is connected again: a resumed watch of a quiet resource has no event to give.
+    /// this long, while the API server has answered since its last error, is connected again:
+    /// a resumed watch of a quiet resource has no event to give.
     pub quiet_restored: Duration,
 }
 
@@ -87,13 +88,18 @@ struct State {
     listed: bool,
     last_sync: Option<Instant>,
     failing_since: Option<Instant>,
+    /// The last error of the current outage.
+    last_error: Option<Instant>,
     attempts: u64,
 }
 
-/// The state of every watch: readiness and the sync-age metric read it.
+/// The state of every watch: `/watches` and the sync-age metric read it.
 #[derive(Clone, Default)]
 pub struct Health {
     watches: Arc<Mutex<HashMap<String, State>>>,
+    /// When the API server last answered a request of this client with a 2xx (noted by
+    /// [`Health::answers_layer`] on the client).
+    answered: Arc<Mutex<Option<Instant>>>,
     restarts: Family<RestartLabels, Counter>,
     relists: Family<WatchLabels, Counter>,
 }
@@ -122,9 +128,40 @@ impl Health {
             listed: false,
             last_sync: None,
             failing_since: None,
+            last_error: None,
             attempts: 0,
         });
         f(s)
+    }
+
+    /// A layer for the client the watches use: it notes every 2xx answer of the API server. A
+    /// watch that was failing and has gone quiet is healthy again only if the API server has
+    /// answered since its last error (a resumed watch of a quiet resource has no event to give,
+    /// but its request got a 200); a quiet spell alone is no evidence (a connection attempt can
+    /// hang as long as the API server is away).
+    pub fn answers_layer<B>(
+        &self,
+    ) -> tower::util::MapResponseLayer<
+        impl FnOnce(http::Response<B>) -> http::Response<B> + Clone + Send + Sync + 'static,
+    > {
+        let answered = self.answered.clone();
+        tower::util::MapResponseLayer::new(move |res: http::Response<B>| {
+            if res.status().is_success() {
+                *answered.lock().expect("answered lock") = Some(Instant::now());
+            }
+            res
+        })
+    }
+
+    /// Whether the API server has answered since `name`'s last error.
+    fn answered_since_last_error(&self, name: &str) -> bool {
+        let answered = *self.answered.lock().expect("answered lock");
+        let last_error = self.with(name, |s| s.last_error);
+        match (answered, last_error) {
+            (Some(a), Some(e)) => a > e,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
     }
 
     /// Whether every watch has listed and none has been failing for longer than
@@ -332,7 +369,11 @@ where
                 match tokio::time::timeout(st.settings.quiet_restored, st.inner.next()).await {
                     Ok(item) => item,
                     Err(_) => {
-                        st.mark_up(false);
+                        // Quiet: restored if the API server has answered since the last error
+                        // (the resumed watch's request got its 200); else still trying.
+                        if st.health.answered_since_last_error(&st.name) {
+                            st.mark_up(false);
+                        }
                         continue;
                     }
                 }
@@ -371,6 +412,7 @@ impl<K: kube::Resource> Running<K> {
                 .take()
                 .map(|since| (since.elapsed(), s.attempts));
             s.attempts = 0;
+            s.last_error = None;
             if listed {
                 s.listed = true;
             }
@@ -456,6 +498,7 @@ impl<K: kube::Resource> Running<K> {
             Failure::Other => {
                 let first = self.health.with(&self.name, |s| {
                     s.attempts += 1;
+                    s.last_error = Some(Instant::now());
                     if s.failing_since.is_none() {
                         s.failing_since = Some(Instant::now());
                         true
