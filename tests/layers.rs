@@ -281,8 +281,9 @@ fn crate_paths(code: &str, module: &[String]) -> Vec<(String, String)> {
 fn root_aliases() -> BTreeMap<String, String> {
     let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
     let mut out = BTreeMap::new();
+    // Only the root's own `pub use` lines (not those of the modules inlined in it).
     for line in lib.lines() {
-        if let Some(path) = line.trim().strip_prefix("pub use ") {
+        if let Some(path) = line.strip_prefix("pub use ") {
             let path = path.trim_end_matches(';');
             let module = ident_at(path).to_string();
             let name = path.rsplit("::").next().unwrap().to_string();
