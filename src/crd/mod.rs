@@ -15,7 +15,7 @@ use serde_json::Value;
 pub use compile::{RuleCompilation, compile_rule};
 use fielderr::FieldError;
 
-use crate::cel::env::Env;
+use crate::cel::env::{CheckerPanic, Env};
 use crate::report::{
     Drivers, ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, SchemaReport,
 };
@@ -68,13 +68,18 @@ pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
         }
     };
     errors.extend(validate::validate_crd_spec(crd));
+    let mut panic = None;
     for root in roots {
-        let (schema_report, errs) = estimate_schema(env, &root);
+        let (schema_report, errs, p) = estimate_schema(env, &root);
         errors.extend(errs);
         report.schemas.push(schema_report);
+        panic = panic.or(p);
     }
     report.valid = errors.is_empty();
     report.errors = errors.iter().map(|e| e.render(env.kubernetes)).collect();
+    if let Some((field_path, p)) = panic {
+        report.set_apiserver_panic(&field_path, &p);
+    }
     report
 }
 
@@ -182,14 +187,24 @@ struct Ctx {
 
 struct Walk<'e> {
     env: &'e Env,
+    /// The first rule (or messageExpression) the API server's compiler panics on.
+    panic: Option<(String, CheckerPanic)>,
     total: u64,
     most_expensive: Vec<(String, u64)>,
     rules: Vec<RuleReport>,
     rule_count: u64,
 }
 
-/// Estimates one schema root; returns the report and the field errors.
-fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> (SchemaReport, Vec<FieldError>) {
+/// Estimates one schema root; returns the report, the field errors and the first rule the API
+/// server's compiler panics on.
+fn estimate_schema(
+    env: &Env,
+    root: &SchemaRoot<'_>,
+) -> (
+    SchemaReport,
+    Vec<FieldError>,
+    Option<(String, CheckerPanic)>,
+) {
     crate::budget::at(&root.field_path);
     let mut errors = Vec::new();
     let s = &root.schema;
@@ -204,6 +219,7 @@ fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> (SchemaReport, Vec<Field
     errors.extend(checks.errors);
     let mut w = Walk {
         env,
+        panic: None,
         total: 0,
         most_expensive: Vec::new(),
         rules: Vec::new(),
@@ -264,7 +280,7 @@ fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> (SchemaReport, Vec<Field
         rules: w.rules,
         ..SchemaReport::default()
     };
-    (report, errors)
+    (report, errors, w.panic)
 }
 
 /// `getCostErrorMessage`.
@@ -635,6 +651,16 @@ impl Walk<'_> {
                 continue;
             };
             let mut cr = compile_rule(self.env, rule, decl, provider);
+            if let Some(p) = cr.panic.take()
+                && self.panic.is_none()
+            {
+                let at = if cr.error.is_some() {
+                    rule_fld.clone()
+                } else {
+                    format!("{fld}.x-kubernetes-validations[{i}].messageExpression")
+                };
+                self.panic = Some((at, p));
+            }
             if let Some(e) = &mut cr.error {
                 e.detail = ty.relative_names(&e.detail);
             }

@@ -579,3 +579,30 @@ fn embedded_resources_required_fields_by_minor() {
         ])
     );
 }
+
+/// A rule the API server's CEL compiler panics on (an optional map entry of type `dyn`, from
+/// an int-or-string field): the request is aborted, none of the CRD's field errors (here, the
+/// other rule's compile error) are returned, and the CRD is refused, on every minor.
+#[test]
+fn checker_panic_aborts_the_crd_request() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.nope == 1"},
+            {"rule": "true", "messageExpression": "{?'a': self.x}.size() == 1 ? 'a' : 'b'"},
+            {"rule": "{?'a': self.x}.size() <= 1"}
+        ],
+        "properties": {"x": {"x-kubernetes-int-or-string": true}}}}});
+    for minor in 30..=36 {
+        let r = Estimator::new(crate::cel::decls::Version::new(1, minor))
+            .estimate(&crd(schema.clone(), false), "test")
+            .unwrap();
+        assert!(!r.valid);
+        let p = r.apiserver_panic.as_ref().expect("panics");
+        assert_eq!(
+            p.field_path,
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].messageExpression"
+        );
+        assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+        assert!(r.errors[0].starts_with(&format!("{}: the API server panics", p.field_path)));
+    }
+}
