@@ -154,6 +154,18 @@ impl Env {
         err
     }
 
+    /// A checker or validator message with the types named as this minor's cel-go names them
+    /// (messages print types as `name(params)`; only the optional type's name changed).
+    fn type_names(&self, message: String) -> String {
+        if self.minor.optional_type_name == super::types::OPTIONAL_TYPE {
+            return message;
+        }
+        message.replace(
+            &format!("{}(", super::types::OPTIONAL_TYPE),
+            &format!("{}(", self.minor.optional_type_name),
+        )
+    }
+
     /// Parses, type-checks and validates `source` with the given variables.
     pub fn compile(
         &self,
@@ -196,7 +208,7 @@ impl Env {
                     .into_iter()
                     .map(|e| {
                         let (l, c) = parsed.location(e.id);
-                        (l, c, e.message)
+                        (l, c, self.type_names(e.message))
                     })
                     .collect();
                 return Err(CompileError(
@@ -242,7 +254,7 @@ impl Env {
                     .into_iter()
                     .map(|(id, m)| {
                         let (l, c) = checked.parsed.location(id);
-                        (l, c, m)
+                        (l, c, self.type_names(m))
                     })
                     .collect();
                 return Err(CompileError(
@@ -776,6 +788,49 @@ mod tests {
         assert_eq!(parse_duration("1"), None);
         assert_eq!(parse_duration("1d"), None);
         assert_eq!(parse_duration(""), None);
+    }
+
+    /// Checker messages name the optional type as each minor's cel-go does (`optional(dyn)` in
+    /// 1.30's v0.17.8, `optional_type(dyn)` from 1.31's v0.20.1); errors in the copy of a
+    /// macro's receiver point at the receiver (twice at 1:1 here), on every minor.
+    #[test]
+    fn error_texts_of_each_minor() {
+        use super::super::checker::NoTypes;
+        use super::super::minor::{KUBERNETES, OPENSHIFT};
+        let vars = vec![("object".to_string(), Type::Dyn)];
+        for minor in KUBERNETES.iter().chain(OPENSHIFT.iter()) {
+            let env = Env::for_minor(minor);
+            let e = env
+                .compile("object.?a + 1 == 2", &vars, &NoTypes)
+                .unwrap_err();
+            let name = if minor.kubernetes == Version::new(1, 30) {
+                "optional"
+            } else {
+                "optional_type"
+            };
+            assert!(
+                e.0.starts_with(&format!(
+                    "ERROR: <input>:1:11: found no matching overload for '_+_' applied to '({name}(dyn), int)'"
+                )),
+                "{}: {}",
+                minor.label(),
+                e.0
+            );
+            let e = env
+                .compile(
+                    "undefinedVar.?name.optMap(v, v.size()).orValue(0) <= 1000",
+                    &vars,
+                    &NoTypes,
+                )
+                .unwrap_err();
+            let at: Vec<&str> = e.0.lines().filter(|l| l.starts_with("ERROR")).collect();
+            assert_eq!(
+                at,
+                ["ERROR: <input>:1:1: undeclared reference to 'undefinedVar' (in container '')"; 2],
+                "{}",
+                minor.label()
+            );
+        }
     }
 
     /// Where cel-go's homogeneous-literal validator panics (checked against a v1.36.2 API
