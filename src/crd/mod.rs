@@ -70,10 +70,11 @@ pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
     errors.extend(validate::validate_crd_spec(crd));
     let mut panic = None;
     for root in roots {
-        let (schema_report, errs, p) = estimate_schema(env, &root);
-        errors.extend(errs);
-        report.schemas.push(schema_report);
-        panic = panic.or(p);
+        let out = estimate_schema(env, &root);
+        errors.extend(out.errors);
+        report.schemas.push(out.report);
+        report.notes.extend(out.notes);
+        panic = panic.or(out.panic);
     }
     report.valid = errors.is_empty();
     report.errors = errors.iter().map(|e| e.render(env.kubernetes)).collect();
@@ -195,16 +196,8 @@ struct Walk<'e> {
     rule_count: u64,
 }
 
-/// Estimates one schema root; returns the report, the field errors and the first rule the API
-/// server's compiler panics on.
-fn estimate_schema(
-    env: &Env,
-    root: &SchemaRoot<'_>,
-) -> (
-    SchemaReport,
-    Vec<FieldError>,
-    Option<(String, CheckerPanic)>,
-) {
+/// Estimates one schema root.
+fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> SchemaOutcome {
     crate::budget::at(&root.field_path);
     let mut errors = Vec::new();
     let s = &root.schema;
@@ -213,10 +206,20 @@ fn estimate_schema(
         root.raw,
         &root.field_path,
         root.status_enabled,
-        env.kubernetes,
+        env,
     );
     let cel_enabled = checks.cel_enabled;
     errors.extend(checks.errors);
+    let notes: Vec<String> = checks
+        .unevaluated_default_rules
+        .iter()
+        .map(|u| {
+            format!(
+                "the API server evaluates a rule on a default that celcost did not evaluate (counted as passing): {u}"
+            )
+        })
+        .collect();
+    let default_panic = checks.panic;
     let mut w = Walk {
         env,
         panic: None,
@@ -280,7 +283,23 @@ fn estimate_schema(
         rules: w.rules,
         ..SchemaReport::default()
     };
-    (report, errors, w.panic)
+    SchemaOutcome {
+        report,
+        errors,
+        // The defaults are validated before the rules are compiled.
+        panic: default_panic.or(w.panic),
+        notes,
+    }
+}
+
+/// What estimating one schema root gives.
+struct SchemaOutcome {
+    report: SchemaReport,
+    errors: Vec<FieldError>,
+    /// The first rule the API server's compiler panics on.
+    panic: Option<(String, CheckerPanic)>,
+    /// What the report should say beside the verdict.
+    notes: Vec<String>,
 }
 
 /// `getCostErrorMessage`.

@@ -1,0 +1,405 @@
+//! The CEL rules the API server evaluates on each `default` (apiextensions
+//! `schema/defaulting/validation.go`: once a default passes its schema, `cel.NewValidator(s,
+//! isResourceRoot, PerCallLimit).Validate(ctx, <node>.default, s, default, default, budget)`,
+//! `schema/cel/validation.go`): the rules of the node and of every node below it, each on the
+//! part of the default it applies to, with `oldSelf` = `self`, all defaults of a schema sharing
+//! one `RuntimeCELCostBudget`.
+//!
+//! A rule that does not compile is reported as it is there (`<path>: Invalid value: "<type>":
+//! rule compile error: …`), with no evaluation. A rule is evaluated with the `cel` crate's
+//! interpreter (`crate::cel::eval`) only when the outcome is certain: every function it calls
+//! is one the interpreter follows cel-go on, the default's values convert to CEL values, the
+//! result is a boolean, and the rule's static estimate (an upper bound of its runtime cost on
+//! any value of the node's schema, which the default is) fits the per-call limit and what is
+//! left of the budget. Otherwise nothing is guessed: the rule is listed in `unevaluated` with
+//! why, and counts as passing.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::cel::env::{CheckerPanic, Env};
+use crate::cel::eval::{Interpreter, Outcome, Val};
+use crate::cel::parse::parse_unexpanded;
+use crate::crd::compile_rule;
+use crate::crd::fielderr::{BadValue, ErrorType, FieldError};
+use crate::report::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
+use crate::schema::decltype::{DeclKind, DeclType, DeclTypeProvider, escape, schema_decl_type};
+use crate::schema::{AdditionalProperties, Schema, ValidationRule};
+use crate::cel::types::Type;
+
+/// `celconfig.MaxEvaluatedMessageExpressionSizeBytes`.
+const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+
+/// The evaluation of the rules on the defaults of one schema root.
+pub struct DefaultRules<'e> {
+    env: &'e Env,
+    interpreter: Option<Interpreter>,
+    /// What is left of the `RuntimeCELCostBudget` at least (each rule evaluation charged with
+    /// its static estimate, which bounds its runtime cost).
+    budget: u64,
+    /// A rule may have run out of the budget: the rules after it are not evaluated.
+    budget_uncertain: bool,
+    /// Rules that were not evaluated, and why (`<field path>: <rule>: <why>`).
+    pub unevaluated: Vec<String>,
+    /// The first rule the API server's CEL compiler panics on.
+    pub panic: Option<(String, CheckerPanic)>,
+}
+
+impl<'e> DefaultRules<'e> {
+    pub fn new(env: &'e Env) -> Self {
+        DefaultRules {
+            env,
+            interpreter: None,
+            budget: RUNTIME_COST_BUDGET,
+            budget_uncertain: false,
+            unevaluated: Vec::new(),
+            panic: None,
+        }
+    }
+
+    pub fn kubernetes(&self) -> crate::cel::decls::Version {
+        self.env.kubernetes
+    }
+
+    /// `cel.NewValidator(s, isResourceRoot).Validate(dfld, s, default, default)`: the errors of
+    /// the rules of `s` and below on `default`.
+    pub fn validate(
+        &mut self,
+        dfld: &str,
+        s: &Schema,
+        is_resource_root: bool,
+        default: &Value,
+    ) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        if !has_rules(s) {
+            return errs;
+        }
+        let decl = schema_decl_type(s, is_resource_root, self.env.minor, "selfType");
+        let provider = decl
+            .as_ref()
+            .map(|d| DeclTypeProvider::new(&[d], self.env.minor));
+        let mut fld = dfld.to_string();
+        self.node(&mut fld, s, decl.as_ref(), provider.as_ref(), default, &mut errs);
+        errs
+    }
+
+    /// `Validator.validate` of one node: its rules on `value`, then its items, additional
+    /// properties and properties.
+    fn node(
+        &mut self,
+        fld: &mut String,
+        s: &Schema,
+        decl: Option<&Arc<DeclType>>,
+        provider: Option<&DeclTypeProvider>,
+        value: &Value,
+        errs: &mut Vec<FieldError>,
+    ) {
+        crate::budget::charge(1);
+        if value.is_null() || !has_rules(s) {
+            return;
+        }
+        if !s.x_validations.is_empty() {
+            match (decl, provider) {
+                (Some(d), Some(p)) => self.rules(fld, s, d, p, value, errs),
+                _ => self.skip(fld, "all rules", "the node has no CEL type"),
+            }
+        }
+        match value {
+            Value::Array(items) => {
+                let (Some(item_schema), Some(d)) = (s.items.as_deref(), decl) else {
+                    return;
+                };
+                let elem = d.elem();
+                for (i, v) in items.iter().enumerate() {
+                    let len = fld.len();
+                    fld.push_str(&format!("[{i}]"));
+                    self.node(fld, item_schema, elem, provider, v, errs);
+                    fld.truncate(len);
+                }
+            }
+            Value::Object(map) => {
+                if let Some(AdditionalProperties::Schema(ap)) = &s.additional_properties {
+                    let elem = decl.and_then(|d| d.elem());
+                    for (k, v) in map {
+                        let len = fld.len();
+                        fld.push_str(&format!("[{k}]"));
+                        self.node(fld, ap, elem, provider, v, errs);
+                        fld.truncate(len);
+                    }
+                }
+                if s.properties.is_empty() {
+                    return;
+                }
+                for (k, v) in map {
+                    let Some(p) = s.properties.get(k) else {
+                        continue;
+                    };
+                    if escape(k).is_none() {
+                        // Upstream converts the property on its own (a type of its own).
+                        if has_rules(p) {
+                            self.skip(fld, k, "a property whose name CEL cannot escape");
+                        }
+                        continue;
+                    }
+                    // Fields with no CEL type are left out of CEL validation.
+                    let Some(fd) = decl.and_then(|d| escape(k).and_then(|e| d.field(&e))) else {
+                        continue;
+                    };
+                    let len = fld.len();
+                    fld.push('.');
+                    fld.push_str(k);
+                    self.node(fld, p, Some(fd), provider, v, errs);
+                    fld.truncate(len);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn skip(&mut self, fld: &str, rule: &str, why: &str) {
+        self.unevaluated.push(format!("{fld}: {rule}: {why}"));
+    }
+
+    /// `validateExpressions`: each rule of the node on `value`.
+    fn rules(
+        &mut self,
+        fld: &str,
+        s: &Schema,
+        decl: &Arc<DeclType>,
+        provider: &DeclTypeProvider,
+        value: &Value,
+        errs: &mut Vec<FieldError>,
+    ) {
+        let mut self_val: Option<Option<Val>> = None;
+        for rule in &s.x_validations {
+            crate::budget::at(fld);
+            let cr = compile_rule(self.env, rule, decl, provider);
+            if let Some(p) = cr.panic {
+                self.panic.get_or_insert((fld.to_string(), p));
+                return;
+            }
+            if let Some(e) = &cr.error {
+                errs.push(FieldError::invalid(
+                    fld,
+                    BadValue::Str(s.type_.clone()),
+                    &format!("rule compile error: {}", e.detail),
+                ));
+                continue;
+            }
+            if rule.rule.trim().is_empty() {
+                continue;
+            }
+            if self.budget_uncertain {
+                self.skip(
+                    fld,
+                    &rule.rule,
+                    "the rules before it may have spent the runtime cost budget",
+                );
+                continue;
+            }
+            // Spent whatever the outcome (upstream evaluates it); the static estimate bounds it.
+            let affordable = cr.max_cost <= PER_CALL_LIMIT && cr.max_cost <= self.budget;
+            self.budget = self.budget.saturating_sub(cr.max_cost);
+            if !affordable {
+                self.budget_uncertain = true;
+                self.skip(
+                    fld,
+                    &rule.rule,
+                    "its estimated cost does not rule out the runtime cost limits",
+                );
+                continue;
+            }
+            if rule.optional_old_self == Some(true) && cr.uses_old_self {
+                self.skip(fld, &rule.rule, "optionalOldSelf rules are not evaluated by celcost");
+                continue;
+            }
+            if !rule.field_path.is_empty() {
+                self.skip(fld, &rule.rule, "rules with a fieldPath are not evaluated by celcost");
+                continue;
+            }
+            let v = self_val
+                .get_or_insert_with(|| to_val(value, decl))
+                .clone();
+            let Some(v) = v else {
+                self.skip(fld, &rule.rule, "the default has values celcost does not evaluate");
+                continue;
+            };
+            let passed = match self.eval(&rule.rule, &v, cr.uses_old_self) {
+                Ok(Val::Bool(b)) => b,
+                Ok(other) => {
+                    self.skip(fld, &rule.rule, &format!("it evaluates to {other:?}"));
+                    continue;
+                }
+                Err(why) => {
+                    self.skip(fld, &rule.rule, &why);
+                    continue;
+                }
+            };
+            if passed {
+                continue;
+            }
+            let detail = self.message(fld, rule, &v, cr.message_expression_cost);
+            let bad = if s.type_ == "object" || s.type_ == "array" {
+                BadValue::Omit
+            } else if failed_rule_errors_show_the_value(self.env) {
+                BadValue::any(value.clone())
+            } else {
+                BadValue::Str(s.type_.clone())
+            };
+            errs.push(field_error_for_reason(fld, bad, &detail, rule.reason.as_deref()));
+        }
+    }
+
+    /// The detail of a failed rule: its messageExpression's value when that evaluates to a
+    /// fitting string, else its message or `failed rule: <rule>`.
+    fn message(
+        &mut self,
+        fld: &str,
+        rule: &ValidationRule,
+        v: &Val,
+        cost: Option<u64>,
+    ) -> String {
+        let fallback = rule_message_or_default(rule);
+        if rule.message_expression.is_empty() {
+            return fallback;
+        }
+        let affordable = cost.filter(|c| *c <= PER_CALL_LIMIT && *c <= self.budget);
+        self.budget = self.budget.saturating_sub(cost.unwrap_or(0));
+        let Some(_) = affordable else {
+            self.budget_uncertain = true;
+            self.skip(
+                fld,
+                &rule.message_expression,
+                "messageExpression not evaluated (its estimated cost does not rule out the runtime cost limits); the message shown is the rule's",
+            );
+            return fallback;
+        };
+        match self.eval(&rule.message_expression, v, false) {
+            Ok(Val::String(m)) => {
+                let m = m.trim();
+                if m.is_empty() || m.len() > MAX_MESSAGE_BYTES || m.contains('\n') {
+                    fallback
+                } else {
+                    m.to_string()
+                }
+            }
+            Ok(_) => fallback,
+            Err(why) => {
+                self.skip(
+                    fld,
+                    &rule.message_expression,
+                    &format!("messageExpression not evaluated ({why}); the message shown is the rule's"),
+                );
+                fallback
+            }
+        }
+    }
+
+    /// Evaluates `source` with `self` (and `oldSelf`) bound to `v`, when the interpreter follows
+    /// cel-go on it; an evaluation error is not reproduced (its text is cel-go's own).
+    fn eval(&mut self, source: &str, v: &Val, old_self: bool) -> Result<Val, String> {
+        let parsed = parse_unexpanded(source, self.env.parser).map_err(|e| e.0)?;
+        if !Interpreter::supports(&parsed.expr) {
+            return Err("it calls functions the interpreter does not follow cel-go on".into());
+        }
+        let interp = self
+            .interpreter
+            .get_or_insert_with(|| Interpreter::new(self.env.parser));
+        let program = interp.compile(source)?;
+        crate::budget::charge(v.weight() as u64);
+        let mut vars: Vec<(&str, &Val)> = vec![("self", v)];
+        if old_self {
+            vars.push(("oldSelf", v));
+        }
+        match interp.eval(&program, &vars) {
+            Outcome::Value(v) => Ok(v),
+            Outcome::Error(e) => Err(format!("its evaluation fails ({e}), worded by cel-go as celcost does not reproduce")),
+            Outcome::Unsupported(e) => Err(format!("the interpreter cannot evaluate it ({e})")),
+        }
+    }
+}
+
+/// The failed-rule error names the value (a scalar) or none (an object or array) from 1.35;
+/// before, it names the schema type (`Invalid value: "integer"`).
+pub fn failed_rule_errors_show_the_value(env: &Env) -> bool {
+    env.kubernetes >= crate::cel::decls::Version::new(1, 35)
+}
+
+/// `ruleMessageOrDefault`.
+fn rule_message_or_default(rule: &ValidationRule) -> String {
+    if rule.message.is_empty() {
+        format!("failed rule: {}", rule.rule.trim())
+    } else {
+        rule.message.trim().to_string()
+    }
+}
+
+/// `fieldErrorForReason`.
+fn field_error_for_reason(
+    fld: &str,
+    value: BadValue,
+    detail: &str,
+    reason: Option<&str>,
+) -> FieldError {
+    match reason {
+        Some("FieldValueForbidden") => FieldError::forbidden(fld, detail),
+        Some("FieldValueRequired") => FieldError::required(fld, detail),
+        Some("FieldValueDuplicate") => FieldError {
+            field: fld.to_string(),
+            kind: ErrorType::Duplicate,
+            value,
+            detail: String::new(),
+        },
+        _ => FieldError::invalid(fld, value, detail),
+    }
+}
+
+/// Whether `s` or a node below it (items, additionalProperties, properties) has rules
+/// (`hasXValidations`).
+fn has_rules(s: &Schema) -> bool {
+    crate::budget::charge(1);
+    !s.x_validations.is_empty()
+        || s.items.as_deref().is_some_and(has_rules)
+        || matches!(&s.additional_properties, Some(AdditionalProperties::Schema(a)) if has_rules(a))
+        || s.properties.values().any(has_rules)
+}
+
+/// The default as the CEL value `UnstructuredToVal` makes of it, for the types the interpreter
+/// holds as cel-go does: `None` for anything else (timestamps, durations, bytes, `dyn` values
+/// other than int-or-string, fields of unknown type).
+fn to_val(v: &Value, decl: &DeclType) -> Option<Val> {
+    crate::budget::charge(1);
+    Some(match (&decl.kind, v) {
+        (DeclKind::Scalar, _) => match (&decl.cel, v) {
+            (Type::String, Value::String(s)) => Val::String(s.clone()),
+            (Type::Int, Value::Number(n)) => Val::Int(n.as_i64()?),
+            (Type::Double, Value::Number(n)) => Val::Double(n.as_f64()?),
+            (Type::Bool, Value::Bool(b)) => Val::Bool(*b),
+            (Type::Dyn, Value::String(s)) => Val::String(s.clone()),
+            (Type::Dyn, Value::Number(n)) => Val::Int(n.as_i64()?),
+            _ => return None,
+        },
+        (DeclKind::List(elem), Value::Array(items)) => Val::List(
+            items
+                .iter()
+                .map(|x| to_val(x, elem))
+                .collect::<Option<Vec<_>>>()?,
+        ),
+        (DeclKind::Map(_, elem), Value::Object(m)) => Val::Map(
+            m.iter()
+                .map(|(k, x)| Some((Val::String(k.clone()), to_val(x, elem)?)))
+                .collect::<Option<Vec<_>>>()?,
+        ),
+        (DeclKind::Object(fields), Value::Object(m)) => {
+            let mut out = Vec::with_capacity(m.len());
+            for (k, x) in m {
+                let e = escape(k)?;
+                let fd = fields.get(&e)?;
+                out.push((Val::String(e), to_val(x, fd)?));
+            }
+            Val::Map(out)
+        }
+        _ => return None,
+    })
+}
