@@ -201,13 +201,7 @@ fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> SchemaOutcome {
     crate::budget::at(&root.field_path);
     let mut errors = Vec::new();
     let s = &root.schema;
-    let checks = validate::validate_root(
-        s,
-        root.raw,
-        &root.field_path,
-        root.status_enabled,
-        env,
-    );
+    let checks = validate::validate_root(s, root.raw, &root.field_path, root.status_enabled, env);
     let cel_enabled = checks.cel_enabled;
     errors.extend(checks.errors);
     let notes: Vec<String> = checks

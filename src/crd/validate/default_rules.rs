@@ -21,12 +21,12 @@ use serde_json::Value;
 use crate::cel::env::{CheckerPanic, Env};
 use crate::cel::eval::{Interpreter, Outcome, Val};
 use crate::cel::parse::parse_unexpanded;
+use crate::cel::types::Type;
 use crate::crd::compile_rule;
 use crate::crd::fielderr::{BadValue, ErrorType, FieldError};
 use crate::report::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
 use crate::schema::decltype::{DeclKind, DeclType, DeclTypeProvider, escape, schema_decl_type};
 use crate::schema::{AdditionalProperties, Schema, ValidationRule};
-use crate::cel::types::Type;
 
 /// `celconfig.MaxEvaluatedMessageExpressionSizeBytes`.
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
@@ -80,7 +80,14 @@ impl<'e> DefaultRules<'e> {
             .as_ref()
             .map(|d| DeclTypeProvider::new(&[d], self.env.minor));
         let mut fld = dfld.to_string();
-        self.node(&mut fld, s, decl.as_ref(), provider.as_ref(), default, &mut errs);
+        self.node(
+            &mut fld,
+            s,
+            decl.as_ref(),
+            provider.as_ref(),
+            default,
+            &mut errs,
+        );
         errs
     }
 
@@ -211,18 +218,28 @@ impl<'e> DefaultRules<'e> {
                 continue;
             }
             if rule.optional_old_self == Some(true) && cr.uses_old_self {
-                self.skip(fld, &rule.rule, "optionalOldSelf rules are not evaluated by celcost");
+                self.skip(
+                    fld,
+                    &rule.rule,
+                    "optionalOldSelf rules are not evaluated by celcost",
+                );
                 continue;
             }
             if !rule.field_path.is_empty() {
-                self.skip(fld, &rule.rule, "rules with a fieldPath are not evaluated by celcost");
+                self.skip(
+                    fld,
+                    &rule.rule,
+                    "rules with a fieldPath are not evaluated by celcost",
+                );
                 continue;
             }
-            let v = self_val
-                .get_or_insert_with(|| to_val(value, decl))
-                .clone();
+            let v = self_val.get_or_insert_with(|| to_val(value, decl)).clone();
             let Some(v) = v else {
-                self.skip(fld, &rule.rule, "the default has values celcost does not evaluate");
+                self.skip(
+                    fld,
+                    &rule.rule,
+                    "the default has values celcost does not evaluate",
+                );
                 continue;
             };
             let passed = match self.eval(&rule.rule, &v, cr.uses_old_self) {
@@ -240,26 +257,25 @@ impl<'e> DefaultRules<'e> {
                 continue;
             }
             let detail = self.message(fld, rule, &v, cr.message_expression_cost);
-            let bad = if s.type_ == "object" || s.type_ == "array" {
-                BadValue::Omit
-            } else if failed_rule_errors_show_the_value(self.env) {
-                BadValue::any(value.clone())
-            } else {
+            let bad = if !failed_rule_errors_show_the_value(self.env) {
                 BadValue::Str(s.type_.clone())
+            } else if s.type_ == "object" || s.type_ == "array" {
+                BadValue::Omit
+            } else {
+                BadValue::any(value.clone())
             };
-            errs.push(field_error_for_reason(fld, bad, &detail, rule.reason.as_deref()));
+            errs.push(field_error_for_reason(
+                fld,
+                bad,
+                &detail,
+                rule.reason.as_deref(),
+            ));
         }
     }
 
     /// The detail of a failed rule: its messageExpression's value when that evaluates to a
     /// fitting string, else its message or `failed rule: <rule>`.
-    fn message(
-        &mut self,
-        fld: &str,
-        rule: &ValidationRule,
-        v: &Val,
-        cost: Option<u64>,
-    ) -> String {
+    fn message(&mut self, fld: &str, rule: &ValidationRule, v: &Val, cost: Option<u64>) -> String {
         let fallback = rule_message_or_default(rule);
         if rule.message_expression.is_empty() {
             return fallback;
@@ -289,7 +305,9 @@ impl<'e> DefaultRules<'e> {
                 self.skip(
                     fld,
                     &rule.message_expression,
-                    &format!("messageExpression not evaluated ({why}); the message shown is the rule's"),
+                    &format!(
+                        "messageExpression not evaluated ({why}); the message shown is the rule's"
+                    ),
                 );
                 fallback
             }
@@ -314,14 +332,17 @@ impl<'e> DefaultRules<'e> {
         }
         match interp.eval(&program, &vars) {
             Outcome::Value(v) => Ok(v),
-            Outcome::Error(e) => Err(format!("its evaluation fails ({e}), worded by cel-go as celcost does not reproduce")),
+            Outcome::Error(e) => Err(format!(
+                "its evaluation fails ({e}), worded by cel-go as celcost does not reproduce"
+            )),
             Outcome::Unsupported(e) => Err(format!("the interpreter cannot evaluate it ({e})")),
         }
     }
 }
 
 /// The failed-rule error names the value (a scalar) or none (an object or array) from 1.35;
-/// before, it names the schema type (`Invalid value: "integer"`).
+/// before, it names the schema type (`Invalid value: "integer"`, `"object"`): apiextensions
+/// `schema/cel/validation.go`, `fieldErrorForReason(currentFldPath, sts.Type, …)` until 1.34.
 pub fn failed_rule_errors_show_the_value(env: &Env) -> bool {
     env.kubernetes >= crate::cel::decls::Version::new(1, 35)
 }

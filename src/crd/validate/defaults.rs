@@ -144,15 +144,7 @@ fn walk(
             schema: resource.schema,
             steps: Some(&steps),
         };
-        walk(
-            &props.key(key),
-            p,
-            false,
-            sub_inside_meta,
-            r,
-            rules,
-            errs,
-        );
+        walk(&props.key(key), p, false, sub_inside_meta, r, rules, errs);
     }
 }
 

@@ -606,3 +606,122 @@ fn checker_panic_aborts_the_crd_request() {
         assert!(r.errors[0].starts_with(&format!("{}: the API server panics", p.field_path)));
     }
 }
+
+/// The CRD of the cases: `spec.priority` with `default: 1` and `rules`, and an
+/// over-budget rule elsewhere in the schema.
+fn defaulted(rules: Value, over_budget: bool) -> Value {
+    let mut props = json!({"priority": {"type": "integer", "default": 1,
+        "x-kubernetes-validations": rules}});
+    if over_budget {
+        props["tags"] = json!({"type": "array", "items": {"type": "string",
+            "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}});
+    }
+    crd(
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": props}}}),
+        false,
+    )
+}
+
+const PRIORITY: &str = "spec.validation.openAPIV3Schema.properties[spec].properties[priority]";
+
+/// Rules run on `default` values: a failing one rejects the CRD at `<node>.default` (naming the
+/// schema type before 1.35, the value from 1.35), and the schema's rules are then not compiled,
+/// so an over-budget rule elsewhere gives no error.
+#[test]
+fn rules_run_on_defaults() {
+    for minor in 30..=36 {
+        let k = crate::cel::decls::Version::new(1, minor);
+        let over = Estimator::new(k)
+            .estimate(&defaulted(json!([{"rule": "self % 2 == 1"}]), true), "test")
+            .unwrap();
+        assert!(!over.valid, "1.{minor}: the budget errors stand");
+        assert!(
+            over.errors.iter().all(|e| e.contains("Forbidden")),
+            "{:?}",
+            over.errors
+        );
+        let r = Estimator::new(k)
+            .estimate(&defaulted(json!([{"rule": "self % 2 == 0"}]), true), "test")
+            .unwrap();
+        let value = if minor >= 35 { "1" } else { "\"integer\"" };
+        assert_eq!(
+            r.errors,
+            [format!(
+                "{PRIORITY}.default: Invalid value: {value}: failed rule: self % 2 == 0"
+            )],
+            "1.{minor}"
+        );
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+}
+
+/// A rule that does not compile is reported on the default (with the schema type), not as the
+/// rule's compile error.
+#[test]
+fn rule_compile_errors_on_defaults() {
+    for minor in [30, 33, 36] {
+        let r = Estimator::new(crate::cel::decls::Version::new(1, minor))
+            .estimate(
+                &defaulted(json!([{"rule": "self.nope == 1"}]), true),
+                "test",
+            )
+            .unwrap();
+        assert_eq!(
+            r.errors,
+            [format!(
+                "{PRIORITY}.default: Invalid value: \"integer\": rule compile error: compilation failed: ERROR: <input>:1:5: type 'int' does not support field selection\n | self.nope == 1\n | ....^"
+            )],
+            "1.{minor}"
+        );
+    }
+}
+
+/// The rules below a defaulted node run on the parts of its default (`default.a`,
+/// `default.b[0]`), with messages, messageExpressions and reasons; `oldSelf` is the default.
+#[test]
+fn rules_below_a_default_run_on_its_parts() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+    "o": {"type": "object", "default": {"a": "x", "b": [1, 2]},
+        "x-kubernetes-validations": [
+            {"rule": "self.a == 'z'", "messageExpression": "'got ' + self.a"},
+            {"rule": "self == oldSelf"}
+        ],
+        "properties": {
+            "a": {"type": "string", "x-kubernetes-validations": [{"rule": "self == 'y'", "message": "must be y"}]},
+            "b": {"type": "array", "items": {"type": "integer",
+                "x-kubernetes-validations": [{"rule": "self > 1", "reason": "FieldValueForbidden"}]}}
+        }}}}}});
+    let o = "spec.validation.openAPIV3Schema.properties[spec].properties[o].default";
+    for (minor, object, string) in [(34, "\"object\": ", "\"string\""), (36, "", "\"x\"")] {
+        let r = Estimator::new(crate::cel::decls::Version::new(1, minor))
+            .estimate(&crd(schema.clone(), false), "test")
+            .unwrap();
+        let got: BTreeSet<&str> = r.errors.iter().map(String::as_str).collect();
+        let want = [
+            format!("{o}: Invalid value: {object}got x"),
+            format!("{o}.a: Invalid value: {string}: must be y"),
+            format!("{o}.b[0]: Forbidden: failed rule: self > 1"),
+        ];
+        let want: BTreeSet<&str> = want.iter().map(String::as_str).collect();
+        assert_eq!(got, want, "1.{minor}");
+    }
+}
+
+/// What celcost cannot evaluate (here, `duration()`) is not guessed: the default counts as
+/// passing and the report says which rule was not evaluated.
+#[test]
+fn unevaluated_rules_on_defaults_are_noted() {
+    let r = Estimator::default()
+        .estimate(
+            &crd(
+                json!({"type": "object", "properties": {"d": {"type": "string", "default": "5s",
+                    "x-kubernetes-validations": [{"rule": "duration(self) < duration('1s')"}]}}}),
+                false,
+            ),
+            "test",
+        )
+        .unwrap();
+    assert!(r.valid, "{:?}", r.errors);
+    assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+    assert!(r.notes[0].contains("properties[d].default: duration(self) < duration('1s')"));
+}
