@@ -32,6 +32,8 @@ pub enum Val {
     List(Vec<Val>),
     /// Entries in insertion order (keys are unique); compared as a set of entries.
     Map(Vec<(Val, Val)>),
+    /// An optional value (`optional.of(v)`, `optional.none()`), as an input.
+    Optional(Option<Box<Val>>),
     /// A result of another type (a type, an optional, ...), by its debug text.
     Other(String),
 }
@@ -245,6 +247,10 @@ impl Session {
 fn to_cel(v: &Val) -> Value {
     match v {
         Val::Null | Val::Other(_) => Value::Null,
+        Val::Optional(v) => Value::Opaque(Arc::new(match v {
+            Some(v) => cel::objects::OptionalValue::of(to_cel(v)),
+            None => cel::objects::OptionalValue::none(),
+        })),
         Val::Bool(b) => Value::Bool(*b),
         Val::Int(i) => Value::Int(*i),
         Val::Uint(u) => Value::UInt(*u),

@@ -173,10 +173,8 @@ impl Scan {
                 };
                 self.levels.push(Level { kind, pending: 0 });
             }
-            Tok::Close => {
-                if self.levels.len() > 1 {
-                    self.levels.pop();
-                }
+            Tok::Close if self.levels.len() > 1 => {
+                self.levels.pop();
             }
             // After an operand, `?` is a conditional; after `.`, `[`, `{`, `,` it marks an
             // optional field, index or entry.

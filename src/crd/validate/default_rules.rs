@@ -18,8 +18,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::cel::cost::{AstNode, Size, estimate};
 use crate::cel::env::{CheckerPanic, Env};
 use crate::cel::eval::{Interpreter, Outcome, Val};
+use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::parse::parse_unexpanded;
 use crate::cel::types::Type;
 use crate::crd::compile_rule;
@@ -44,6 +46,9 @@ pub struct DefaultRules<'e> {
     pub unevaluated: Vec<String>,
     /// The first rule the API server's CEL compiler panics on.
     pub panic: Option<(String, CheckerPanic)>,
+    /// Which of the two runs (`Validate(…, default, default)`, then, when that finds nothing,
+    /// `Validate(…, default, nil)` for ratcheting) is under way.
+    second_run: bool,
 }
 
 impl<'e> DefaultRules<'e> {
@@ -53,6 +58,7 @@ impl<'e> DefaultRules<'e> {
             interpreter: None,
             budget: RUNTIME_COST_BUDGET,
             budget_uncertain: false,
+            second_run: false,
             unevaluated: Vec::new(),
             panic: None,
         }
@@ -88,6 +94,21 @@ impl<'e> DefaultRules<'e> {
             default,
             &mut errs,
         );
+        if errs.is_empty() {
+            // CRDValidationRatcheting (on by default from 1.30): the update from nothing to the
+            // default, where only rules with `optionalOldSelf` differ (`oldSelf` is none;
+            // other transition rules are skipped, the rest pass again).
+            self.second_run = true;
+            self.node(
+                &mut fld,
+                s,
+                decl.as_ref(),
+                provider.as_ref(),
+                default,
+                &mut errs,
+            );
+            self.second_run = false;
+        }
         errs
     }
 
@@ -181,7 +202,14 @@ impl<'e> DefaultRules<'e> {
         let mut self_val: Option<Option<Val>> = None;
         for rule in &s.x_validations {
             crate::budget::at(fld);
+            let optional_old_self = rule.optional_old_self == Some(true);
+            if self.second_run && !optional_old_self {
+                continue;
+            }
             let cr = compile_rule(self.env, rule, decl, provider);
+            if self.second_run && !cr.uses_old_self {
+                continue;
+            }
             if let Some(p) = cr.panic {
                 self.panic.get_or_insert((fld.to_string(), p));
                 return;
@@ -205,23 +233,17 @@ impl<'e> DefaultRules<'e> {
                 );
                 continue;
             }
-            // Spent whatever the outcome (upstream evaluates it); the static estimate bounds it.
-            let affordable = cr.max_cost <= PER_CALL_LIMIT && cr.max_cost <= self.budget;
-            self.budget = self.budget.saturating_sub(cr.max_cost);
+            // Spent whatever the outcome (upstream evaluates it); the static estimate with the
+            // default's own sizes bounds it.
+            let cost = self.bound(&rule.rule, optional_old_self, decl, provider, value);
+            let affordable = cost <= PER_CALL_LIMIT && cost <= self.budget;
+            self.budget = self.budget.saturating_sub(cost);
             if !affordable {
                 self.budget_uncertain = true;
                 self.skip(
                     fld,
                     &rule.rule,
                     "its estimated cost does not rule out the runtime cost limits",
-                );
-                continue;
-            }
-            if rule.optional_old_self == Some(true) && cr.uses_old_self {
-                self.skip(
-                    fld,
-                    &rule.rule,
-                    "optionalOldSelf rules are not evaluated by celcost",
                 );
                 continue;
             }
@@ -242,7 +264,13 @@ impl<'e> DefaultRules<'e> {
                 );
                 continue;
             };
-            let passed = match self.eval(&rule.rule, &v, cr.uses_old_self) {
+            let old_self = match (cr.uses_old_self, optional_old_self, self.second_run) {
+                (false, _, _) => None,
+                (true, false, _) => Some(v.clone()),
+                (true, true, false) => Some(Val::Optional(Some(Box::new(v.clone())))),
+                (true, true, true) => Some(Val::Optional(None)),
+            };
+            let passed = match self.eval(&rule.rule, &v, old_self.as_ref()) {
                 Ok(Val::Bool(b)) => b,
                 Ok(other) => {
                     self.skip(fld, &rule.rule, &format!("it evaluates to {other:?}"));
@@ -256,7 +284,10 @@ impl<'e> DefaultRules<'e> {
             if passed {
                 continue;
             }
-            let detail = self.message(fld, rule, &v, cr.message_expression_cost);
+            let message_cost = cr
+                .message_expression_cost
+                .map(|_| self.bound(&rule.message_expression, false, decl, provider, value));
+            let detail = self.message(fld, rule, &v, message_cost);
             let bad = if !failed_rule_errors_show_the_value(self.env) {
                 BadValue::Str(s.type_.clone())
             } else if s.type_ == "object" || s.type_ == "array" {
@@ -291,7 +322,7 @@ impl<'e> DefaultRules<'e> {
             );
             return fallback;
         };
-        match self.eval(&rule.message_expression, v, false) {
+        match self.eval(&rule.message_expression, v, None) {
             Ok(Val::String(m)) => {
                 let m = m.trim();
                 if m.is_empty() || m.len() > MAX_MESSAGE_BYTES || m.contains('\n') {
@@ -314,9 +345,41 @@ impl<'e> DefaultRules<'e> {
         }
     }
 
+    /// The static estimate of `source` with the sizes of `value` (each path at the largest of
+    /// the values it reaches): a bound of its runtime cost on `value`. Its maximum when it does
+    /// not compile.
+    fn bound(
+        &self,
+        source: &str,
+        optional_old_self: bool,
+        decl: &Arc<DeclType>,
+        provider: &DeclTypeProvider,
+        value: &Value,
+    ) -> u64 {
+        let old_self = if optional_old_self {
+            Type::optional(decl.cel.clone())
+        } else {
+            decl.cel.clone()
+        };
+        let vars = vec![
+            ("self".to_string(), decl.cel.clone()),
+            ("oldSelf".to_string(), old_self),
+        ];
+        let Ok(checked) = self.env.compile(source, &vars, provider) else {
+            return u64::MAX;
+        };
+        let sizes = ValueSizes { root: value };
+        let embedder = KubernetesEstimator {
+            minor: self.env.minor,
+            sizes: Some(&sizes),
+        };
+        let estimated = estimate(&checked, &embedder, self.env.cost_options()).max;
+        estimated.min(straight_line_bound(checked.expr(), value).unwrap_or(u64::MAX))
+    }
+
     /// Evaluates `source` with `self` (and `oldSelf`) bound to `v`, when the interpreter follows
     /// cel-go on it; an evaluation error is not reproduced (its text is cel-go's own).
-    fn eval(&mut self, source: &str, v: &Val, old_self: bool) -> Result<Val, String> {
+    fn eval(&mut self, source: &str, v: &Val, old_self: Option<&Val>) -> Result<Val, String> {
         let parsed = parse_unexpanded(source, self.env.parser).map_err(|e| e.0)?;
         if !Interpreter::supports(&parsed.expr) {
             return Err("it calls functions the interpreter does not follow cel-go on".into());
@@ -327,8 +390,8 @@ impl<'e> DefaultRules<'e> {
         let program = interp.compile(source)?;
         crate::budget::charge(v.weight() as u64);
         let mut vars: Vec<(&str, &Val)> = vec![("self", v)];
-        if old_self {
-            vars.push(("oldSelf", v));
+        if let Some(o) = old_self {
+            vars.push(("oldSelf", o));
         }
         match interp.eval(&program, &vars) {
             Outcome::Value(v) => Ok(v),
@@ -423,4 +486,102 @@ fn to_val(v: &Value, decl: &DeclType) -> Option<Val> {
         }
         _ => return None,
     })
+}
+
+/// The sizes of a value, for the estimator: a path (`self.a.@items.b`) names the values it
+/// reaches in `root`, and its size is the largest of theirs (string length, list length, map
+/// size); 0 when it reaches none.
+struct ValueSizes<'v> {
+    root: &'v Value,
+}
+
+impl SizeSource for ValueSizes<'_> {
+    fn estimate_size(&self, node: &AstNode<'_>) -> Option<Size> {
+        let path = node.path_elems();
+        if path.is_empty() {
+            return None;
+        }
+        let mut at: Vec<&Value> = vec![self.root];
+        for (i, name) in path[1..].iter().enumerate() {
+            crate::budget::charge(at.len() as u64);
+            if &**name == "@keys" {
+                // Keys are strings: the longest, and nothing below them.
+                let longest = at
+                    .iter()
+                    .filter_map(|v| v.as_object())
+                    .flat_map(|m| m.keys())
+                    .map(|k| k.chars().count() as u64)
+                    .max()
+                    .unwrap_or(0);
+                return Some(Size::new(0, if i + 2 == path.len() { longest } else { 0 }));
+            }
+            let mut next = Vec::new();
+            for v in at {
+                match (&**name, v) {
+                    ("@items", Value::Array(items)) => next.extend(items.iter()),
+                    ("@values", Value::Object(m)) => next.extend(m.values()),
+                    (field, Value::Object(m)) => next.extend(
+                        m.iter()
+                            .filter(|(k, _)| escape(k).as_deref() == Some(field))
+                            .map(|(_, v)| v),
+                    ),
+                    _ => {}
+                }
+            }
+            at = next;
+        }
+        let size = at
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => s.chars().count() as u64,
+                Value::Array(a) => a.len() as u64,
+                Value::Object(m) => m.len() as u64,
+                _ => 1,
+            })
+            .max()
+            .unwrap_or(0);
+        Some(Size::new(0, size))
+    }
+}
+
+/// A bound of the runtime cost of an expression with no comprehension, on `value`, when it is
+/// evaluated at all (so every function it calls is one of `FAITHFUL_FUNCTIONS`: each costs at
+/// most 1 + the product of its operands' sizes, and no value it makes is larger than the sum
+/// of the sizes of the leaves, `n` nodes of at most `s` each): `n · (1 + (n·s)²)`. cel-go's
+/// static estimate cannot bound some of these (`string(self)` has no size there).
+fn straight_line_bound(e: &crate::cel::ast::Expr, value: &Value) -> Option<u64> {
+    use crate::cel::ast::{ExprKind, Literal};
+    let mut nodes = 0u64;
+    let mut leaves = total_size(value);
+    let mut loops = false;
+    e.walk(&mut |x| {
+        nodes += 1;
+        match &x.kind {
+            ExprKind::Comprehension(_) => loops = true,
+            ExprKind::Literal(Literal::String(s)) => leaves += s.chars().count() as u64,
+            ExprKind::Literal(Literal::Bytes(b)) => leaves += b.len() as u64,
+            _ => {}
+        }
+    });
+    if loops {
+        return None;
+    }
+    let largest = nodes.checked_mul(leaves.checked_add(1)?)?;
+    nodes.checked_mul(largest.checked_mul(largest)?.checked_add(1)?)
+}
+
+/// Characters and elements in a JSON value.
+fn total_size(v: &Value) -> u64 {
+    crate::budget::charge(1);
+    match v {
+        Value::String(s) => s.chars().count() as u64 + 1,
+        Value::Array(a) => a.iter().map(total_size).sum::<u64>() + 1,
+        Value::Object(m) => {
+            m.iter()
+                .map(|(k, v)| k.chars().count() as u64 + total_size(v))
+                .sum::<u64>()
+                + 1
+        }
+        _ => 1,
+    }
 }
