@@ -271,8 +271,17 @@ impl<'e> DefaultRules<'e> {
                 (true, true, true) => Some(Val::Optional(None)),
             };
             let passed = match self.eval(&rule.rule, &v, old_self.as_ref()) {
-                Ok(Val::Bool(b)) => b,
-                Ok(other) => {
+                Ok(Ok(Val::Bool(b))) => b,
+                Ok(Err(e)) => {
+                    // `<error> evaluating rule: <rule>`, with the schema type on every minor.
+                    errs.push(FieldError::invalid(
+                        fld,
+                        BadValue::Str(s.type_.clone()),
+                        &format!("{e} evaluating rule: {}", rule_error_string(rule)),
+                    ));
+                    continue;
+                }
+                Ok(Ok(other)) => {
                     self.skip(fld, &rule.rule, &format!("it evaluates to {other:?}"));
                     continue;
                 }
@@ -323,7 +332,7 @@ impl<'e> DefaultRules<'e> {
             return fallback;
         };
         match self.eval(&rule.message_expression, v, None) {
-            Ok(Val::String(m)) => {
+            Ok(Ok(Val::String(m))) => {
                 let m = m.trim();
                 if m.is_empty() || m.len() > MAX_MESSAGE_BYTES || m.contains('\n') {
                     fallback
@@ -331,6 +340,8 @@ impl<'e> DefaultRules<'e> {
                     m.to_string()
                 }
             }
+            // An evaluation error or a result of another type: the rule's message (upstream
+            // logs the messageExpression's error).
             Ok(_) => fallback,
             Err(why) => {
                 self.skip(
@@ -379,7 +390,14 @@ impl<'e> DefaultRules<'e> {
 
     /// Evaluates `source` with `self` (and `oldSelf`) bound to `v`, when the interpreter follows
     /// cel-go on it; an evaluation error is not reproduced (its text is cel-go's own).
-    fn eval(&mut self, source: &str, v: &Val, old_self: Option<&Val>) -> Result<Val, String> {
+    /// `Ok(Ok(value))`, `Ok(Err(the evaluation error as cel-go words it))`, or `Err(why it was
+    /// not evaluated)`.
+    fn eval(
+        &mut self,
+        source: &str,
+        v: &Val,
+        old_self: Option<&Val>,
+    ) -> Result<Result<Val, String>, String> {
         let parsed = parse_unexpanded(source, self.env.parser).map_err(|e| e.0)?;
         if !Interpreter::supports(&parsed.expr) {
             return Err("it calls functions the interpreter does not follow cel-go on".into());
@@ -394,10 +412,13 @@ impl<'e> DefaultRules<'e> {
             vars.push(("oldSelf", o));
         }
         match interp.eval(&program, &vars) {
-            Outcome::Value(v) => Ok(v),
-            Outcome::Error(e) => Err(format!(
-                "its evaluation fails ({e}), worded by cel-go as celcost does not reproduce"
-            )),
+            Outcome::Value(v) => Ok(Ok(v)),
+            Outcome::Error(e) => match cel_go_error(&e) {
+                Some(go) => Ok(Err(go)),
+                None => Err(format!(
+                    "its evaluation fails ({e}), which celcost cannot word as cel-go does"
+                )),
+            },
             Outcome::Unsupported(e) => Err(format!("the interpreter cannot evaluate it ({e})")),
         }
     }
@@ -408,6 +429,34 @@ impl<'e> DefaultRules<'e> {
 /// `schema/cel/validation.go`, `fieldErrorForReason(currentFldPath, sts.Type, …)` until 1.34.
 pub fn failed_rule_errors_show_the_value(env: &Env) -> bool {
     env.kubernetes >= crate::cel::decls::Version::new(1, 35)
+}
+
+/// cel-go's words for the evaluation errors of the `cel` crate's interpreter that it words alike
+/// (`no such key: a`, `division by zero`, `modulus by zero`, `index out of bounds: 1`).
+fn cel_go_error(e: &str) -> Option<String> {
+    if let Some(k) = e.strip_prefix("No such key: ") {
+        return Some(format!("no such key: {k}"));
+    }
+    if e.starts_with("Division by zero") {
+        return Some("division by zero".into());
+    }
+    if e.starts_with("Remainder by zero") {
+        return Some("modulus by zero".into());
+    }
+    let i = e
+        .strip_prefix("Index out of bounds: Int(")
+        .and_then(|r| r.strip_suffix(')'))
+        .and_then(|n| n.parse::<i64>().ok())?;
+    Some(format!("index out of bounds: {i}"))
+}
+
+/// `ruleErrorString`.
+fn rule_error_string(rule: &ValidationRule) -> String {
+    if rule.message.is_empty() {
+        rule.rule.trim().to_string()
+    } else {
+        rule.message.trim().to_string()
+    }
 }
 
 /// `ruleMessageOrDefault`.
