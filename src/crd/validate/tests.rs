@@ -725,3 +725,57 @@ fn unevaluated_rules_on_defaults_are_noted() {
     assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
     assert!(r.notes[0].contains("properties[d].default: duration(self) < duration('1s')"));
 }
+
+/// Evaluation errors on a default are worded as cel-go words them, with the schema type; a rule
+/// with `optionalOldSelf` also runs with no `oldSelf` (ratcheting's update from nothing), where
+/// `oldSelf.hasValue()` fails, once the first run found nothing.
+#[test]
+fn evaluation_errors_and_ratcheting_on_defaults() {
+    let o = "spec.validation.openAPIV3Schema.properties[spec].properties[o].default";
+    let with = |rules: Value| {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"o": {"type": "object", "default": {"n": 1},
+                "properties": {"a": {"type": "string"}, "n": {"type": "integer"}},
+                "x-kubernetes-validations": rules}}}}});
+        let mut e = Estimator::default()
+            .estimate(&crd(schema, false), "test")
+            .unwrap()
+            .errors;
+        e.sort();
+        e
+    };
+    assert_eq!(
+        with(json!([
+            {"rule": "self.a == 'z'"},
+            {"rule": "1 / (self.n - 1) == 0"},
+            {"rule": "1 % (self.n - 1) == 0", "message": "m"},
+            {"rule": "[1][self.n] == 1"}
+        ])),
+        [
+            format!(
+                "{o}: Invalid value: \"object\": division by zero evaluating rule: 1 / (self.n - 1) == 0"
+            ),
+            format!(
+                "{o}: Invalid value: \"object\": index out of bounds: 1 evaluating rule: [1][self.n] == 1"
+            ),
+            format!("{o}: Invalid value: \"object\": modulus by zero evaluating rule: m"),
+            format!(
+                "{o}: Invalid value: \"object\": no such key: a evaluating rule: self.a == 'z'"
+            ),
+        ]
+    );
+    let ratchet = json!([{"rule": "oldSelf.hasValue()", "optionalOldSelf": true}]);
+    assert_eq!(
+        with(ratchet),
+        [format!(
+            "{o}: Invalid value: failed rule: oldSelf.hasValue()"
+        )]
+    );
+    // The first run's failure stops the second.
+    let both =
+        json!([{"rule": "oldSelf.hasValue()", "optionalOldSelf": true}, {"rule": "self.n == 2"}]);
+    assert_eq!(
+        with(both),
+        [format!("{o}: Invalid value: failed rule: self.n == 2")]
+    );
+}
