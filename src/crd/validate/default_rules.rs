@@ -14,6 +14,7 @@
 //! left of the budget. Otherwise nothing is guessed: the rule is listed in `unevaluated` with
 //! why, and counts as passing.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -46,6 +47,8 @@ pub struct DefaultRules<'e> {
     pub unevaluated: Vec<String>,
     /// The first rule the API server's CEL compiler panics on.
     pub panic: Option<(String, CheckerPanic)>,
+    /// Whether a schema node or one below it has rules, by node (each subtree walked once).
+    rules_below: HashMap<*const Schema, bool>,
     /// Which of the two runs (`Validate(…, default, default)`, then, when that finds nothing,
     /// `Validate(…, default, nil)` for ratcheting) is under way.
     second_run: bool,
@@ -59,9 +62,25 @@ impl<'e> DefaultRules<'e> {
             budget: RUNTIME_COST_BUDGET,
             budget_uncertain: false,
             second_run: false,
+            rules_below: HashMap::new(),
             unevaluated: Vec::new(),
             panic: None,
         }
+    }
+
+    /// `hasXValidations`, remembered per node.
+    fn has_rules(&mut self, s: &Schema) -> bool {
+        let key = s as *const Schema;
+        if let Some(&b) = self.rules_below.get(&key) {
+            return b;
+        }
+        crate::budget::charge(1);
+        let b = !s.x_validations.is_empty()
+            || s.items.as_deref().is_some_and(|i| self.has_rules(i))
+            || matches!(&s.additional_properties, Some(AdditionalProperties::Schema(a)) if self.has_rules(a))
+            || s.properties.values().any(|p| self.has_rules(p));
+        self.rules_below.insert(key, b);
+        b
     }
 
     pub fn kubernetes(&self) -> crate::cel::decls::Version {
@@ -78,7 +97,7 @@ impl<'e> DefaultRules<'e> {
         default: &Value,
     ) -> Vec<FieldError> {
         let mut errs = Vec::new();
-        if !has_rules(s) {
+        if !self.has_rules(s) {
             return errs;
         }
         let decl = schema_decl_type(s, is_resource_root, self.env.minor, "selfType");
@@ -124,7 +143,7 @@ impl<'e> DefaultRules<'e> {
         errs: &mut Vec<FieldError>,
     ) {
         crate::budget::charge(1);
-        if value.is_null() || !has_rules(s) {
+        if value.is_null() || !self.has_rules(s) {
             return;
         }
         if !s.x_validations.is_empty() {
@@ -165,7 +184,7 @@ impl<'e> DefaultRules<'e> {
                     };
                     if escape(k).is_none() {
                         // Upstream converts the property on its own (a type of its own).
-                        if has_rules(p) {
+                        if self.has_rules(p) {
                             self.skip(fld, k, "a property whose name CEL cannot escape");
                         }
                         continue;
@@ -399,18 +418,34 @@ impl<'e> DefaultRules<'e> {
         old_self: Option<&Val>,
     ) -> Result<Result<Val, String>, String> {
         let parsed = parse_unexpanded(source, self.env.parser).map_err(|e| e.0)?;
-        if !Interpreter::supports(&parsed.expr) {
-            return Err("it calls functions the interpreter does not follow cel-go on".into());
-        }
-        let interp = self
-            .interpreter
-            .get_or_insert_with(|| Interpreter::new(self.env.parser));
-        let program = interp.compile(source)?;
-        crate::budget::charge(v.weight() as u64);
         let mut vars: Vec<(&str, &Val)> = vec![("self", v)];
         if let Some(o) = old_self {
             vars.push(("oldSelf", o));
         }
+        let interp = self
+            .interpreter
+            .get_or_insert_with(|| Interpreter::new(self.env.parser));
+        crate::budget::charge(v.weight() as u64);
+        // The interpreter binds one iteration variable: `m.all(k, v, p)` over a map is run as
+        // `m.all(k, [m[k]].all(v, p))` (the same truth and errors).
+        let one_var = one_variable_forms(&parsed.expr, &mut |target| {
+            let src = crate::rewrite::unparse::unparse(target)?;
+            let p = interp.compile(&src).ok()?;
+            matches!(interp.eval(&p, &vars), Outcome::Value(Val::Map(_))).then_some(())
+        });
+        let rewritten;
+        let (expr, source) = match one_var {
+            Some(e) => {
+                rewritten = crate::rewrite::unparse::unparse(&e)
+                    .ok_or("a two-variable comprehension celcost cannot rewrite")?;
+                (e, rewritten.as_str())
+            }
+            None => (parsed.expr.clone(), source),
+        };
+        if !Interpreter::supports(&expr) {
+            return Err("it calls functions the interpreter does not follow cel-go on".into());
+        }
+        let program = interp.compile(source)?;
         match interp.eval(&program, &vars) {
             Outcome::Value(v) => Ok(Ok(v)),
             Outcome::Error(e) => match cel_go_error(&e) {
@@ -486,16 +521,6 @@ fn field_error_for_reason(
         },
         _ => FieldError::invalid(fld, value, detail),
     }
-}
-
-/// Whether `s` or a node below it (items, additionalProperties, properties) has rules
-/// (`hasXValidations`).
-fn has_rules(s: &Schema) -> bool {
-    crate::budget::charge(1);
-    !s.x_validations.is_empty()
-        || s.items.as_deref().is_some_and(has_rules)
-        || matches!(&s.additional_properties, Some(AdditionalProperties::Schema(a)) if has_rules(a))
-        || s.properties.values().any(has_rules)
 }
 
 /// The default as the CEL value `UnstructuredToVal` makes of it, for the types the interpreter
@@ -633,4 +658,101 @@ fn total_size(v: &Value) -> u64 {
         }
         _ => 1,
     }
+}
+
+/// `e` with each two-variable `all`/`exists`/`exists_one` over a map (the maps `is_map` accepts)
+/// as a one-variable one binding the value in a one-element list: `m.all(k, v, p)` →
+/// `m.all(k, [m[k]].all(v, p))`, `exists_one` → `m.exists_one(k, [m[k]].exists(v, p))`.
+/// `None` when there is none to rewrite (or one is over something else).
+fn one_variable_forms(
+    e: &crate::cel::ast::Expr,
+    is_map: &mut dyn FnMut(&crate::cel::ast::Expr) -> Option<()>,
+) -> Option<crate::cel::ast::Expr> {
+    use crate::cel::ast::{Expr, ExprKind};
+    let mut found = false;
+    let mut failed = false;
+    fn go(
+        e: &Expr,
+        is_map: &mut dyn FnMut(&Expr) -> Option<()>,
+        found: &mut bool,
+        failed: &mut bool,
+    ) -> Expr {
+        crate::budget::charge(1);
+        let kind = match &e.kind {
+            ExprKind::Call {
+                function,
+                target: Some(t),
+                args,
+            } if args.len() == 3
+                && matches!(function.as_str(), "all" | "exists" | "exists_one")
+                && matches!(&args[0].kind, ExprKind::Ident(_))
+                && matches!(&args[1].kind, ExprKind::Ident(_)) =>
+            {
+                *found = true;
+                if is_map(t).is_none() {
+                    *failed = true;
+                }
+                let t = go(t, is_map, found, failed);
+                let body = go(&args[2], is_map, found, failed);
+                let at = |kind| Expr { id: 0, kind };
+                let index = at(ExprKind::Call {
+                    function: "_[_]".into(),
+                    target: None,
+                    args: vec![t.clone(), args[0].clone()],
+                });
+                let inner_fn = if function == "exists_one" {
+                    "exists"
+                } else {
+                    function.as_str()
+                };
+                let inner = at(ExprKind::Call {
+                    function: inner_fn.into(),
+                    target: Some(Box::new(at(ExprKind::List {
+                        elements: vec![index],
+                        optional_indices: vec![],
+                    }))),
+                    args: vec![args[1].clone(), body],
+                });
+                ExprKind::Call {
+                    function: function.clone(),
+                    target: Some(Box::new(t)),
+                    args: vec![args[0].clone(), inner],
+                }
+            }
+            ExprKind::Call {
+                function,
+                target,
+                args,
+            } => ExprKind::Call {
+                function: function.clone(),
+                target: target
+                    .as_ref()
+                    .map(|t| Box::new(go(t, is_map, found, failed))),
+                args: args.iter().map(|a| go(a, is_map, found, failed)).collect(),
+            },
+            ExprKind::Select {
+                operand,
+                field,
+                test_only,
+            } => ExprKind::Select {
+                operand: Box::new(go(operand, is_map, found, failed)),
+                field: field.clone(),
+                test_only: *test_only,
+            },
+            ExprKind::List {
+                elements,
+                optional_indices,
+            } => ExprKind::List {
+                elements: elements
+                    .iter()
+                    .map(|x| go(x, is_map, found, failed))
+                    .collect(),
+                optional_indices: optional_indices.clone(),
+            },
+            other => other.clone(),
+        };
+        Expr { id: e.id, kind }
+    }
+    let out = go(e, is_map, &mut found, &mut failed);
+    (found && !failed).then_some(out)
 }

@@ -779,3 +779,41 @@ fn evaluation_errors_and_ratcheting_on_defaults() {
         [format!("{o}: Invalid value: failed rule: self.n == 2")]
     );
 }
+
+/// Two-variable comprehensions over a map default are evaluated (`all(k, v, …)`,
+/// `exists(k, v, …)`); over a list (the first variable an index) they are not, and say so.
+#[test]
+fn two_variable_comprehensions_on_defaults() {
+    let with = |prop: Value| {
+        let schema = json!({"type": "object", "properties": {"p": prop}});
+        Estimator::default()
+            .estimate(&crd(schema, false), "test")
+            .unwrap()
+    };
+    let map = |rule: &str| {
+        with(
+            json!({"type": "object", "additionalProperties": {"type": "integer"},
+            "default": {"a": 1, "b": 2}, "x-kubernetes-validations": [{"rule": rule}]}),
+        )
+    };
+    let p = "spec.validation.openAPIV3Schema.properties[p].default";
+    assert_eq!(
+        map("self.all(k, v, v < 2)").errors,
+        [format!(
+            "{p}: Invalid value: failed rule: self.all(k, v, v < 2)"
+        )]
+    );
+    assert!(map("self.exists(k, v, k == 'b' && v == 2)").valid);
+    assert_eq!(
+        map("self.exists_one(k, v, v > 0)").errors,
+        [format!(
+            "{p}: Invalid value: failed rule: self.exists_one(k, v, v > 0)"
+        )]
+    );
+    let list = with(
+        json!({"type": "array", "items": {"type": "integer"}, "default": [5],
+        "x-kubernetes-validations": [{"rule": "self.all(i, x, i < x)"}]}),
+    );
+    assert!(list.valid);
+    assert_eq!(list.notes.len(), 1, "{:?}", list.notes);
+}
