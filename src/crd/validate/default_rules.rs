@@ -26,7 +26,7 @@ use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::parse::parse_unexpanded;
 use crate::cel::types::Type;
 use crate::crd::compile_rule;
-use crate::crd::fielderr::{BadValue, ErrorType, FieldError};
+use crate::crd::fielderr::{BadValue, ErrorType, FieldError, failed_rules_show_the_value};
 use crate::report::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
 use crate::schema::decltype::{DeclKind, DeclType, DeclTypeProvider, escape, schema_decl_type};
 use crate::schema::{AdditionalProperties, Schema, ValidationRule};
@@ -316,7 +316,7 @@ impl<'e> DefaultRules<'e> {
                 .message_expression_cost
                 .map(|_| self.bound(&rule.message_expression, false, decl, provider, value));
             let detail = self.message(fld, rule, &v, message_cost);
-            let bad = if !failed_rule_errors_show_the_value(self.env) {
+            let bad = if !failed_rules_show_the_value(self.env.kubernetes) {
                 BadValue::Str(s.type_.clone())
             } else if s.type_ == "object" || s.type_ == "array" {
                 BadValue::Omit
@@ -457,13 +457,6 @@ impl<'e> DefaultRules<'e> {
             Outcome::Unsupported(e) => Err(format!("the interpreter cannot evaluate it ({e})")),
         }
     }
-}
-
-/// The failed-rule error names the value (a scalar) or none (an object or array) from 1.35;
-/// before, it names the schema type (`Invalid value: "integer"`, `"object"`): apiextensions
-/// `schema/cel/validation.go`, `fieldErrorForReason(currentFldPath, sts.Type, …)` until 1.34.
-pub fn failed_rule_errors_show_the_value(env: &Env) -> bool {
-    env.kubernetes >= crate::cel::decls::Version::new(1, 35)
 }
 
 /// cel-go's words for the evaluation errors of the `cel` crate's interpreter that it words alike
