@@ -442,7 +442,7 @@ impl<'e> DefaultRules<'e> {
             }
             None => (parsed.expr.clone(), source),
         };
-        if !Interpreter::supports(&expr) {
+        if !Interpreter::supports_with_type_tests(&expr) {
             return Err("it calls functions the interpreter does not follow cel-go on".into());
         }
         let program = interp.compile(source)?;
