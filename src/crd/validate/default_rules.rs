@@ -2,17 +2,20 @@
 //! `schema/defaulting/validation.go`: once a default passes its schema, `cel.NewValidator(s,
 //! isResourceRoot, PerCallLimit).Validate(ctx, <node>.default, s, default, default, budget)`,
 //! `schema/cel/validation.go`): the rules of the node and of every node below it, each on the
-//! part of the default it applies to, with `oldSelf` = `self`, all defaults of a schema sharing
-//! one `RuntimeCELCostBudget`.
+//! part of the default it applies to, with `oldSelf` = `self`; when that finds nothing, again
+//! with no `oldSelf` (ratcheting), where only `optionalOldSelf` rules can fail. All defaults of
+//! a schema share one `RuntimeCELCostBudget`.
 //!
 //! A rule that does not compile is reported as it is there (`<path>: Invalid value: "<type>":
 //! rule compile error: …`), with no evaluation. A rule is evaluated with the `cel` crate's
 //! interpreter (`crate::cel::eval`) only when the outcome is certain: every function it calls
 //! is one the interpreter follows cel-go on, the default's values convert to CEL values, the
-//! result is a boolean, and the rule's static estimate (an upper bound of its runtime cost on
-//! any value of the node's schema, which the default is) fits the per-call limit and what is
-//! left of the budget. Otherwise nothing is guessed: the rule is listed in `unevaluated` with
-//! why, and counts as passing.
+//! result is a boolean (or an evaluation error cel-go words as celcost can), and a bound of its
+//! runtime cost (its static estimate with the default's own sizes, or, with no comprehension,
+//! a bound from the default's size) fits the per-call limit and what is left of the budget.
+//! Otherwise nothing is guessed: the rule is listed in `unevaluated` with why, and counts as
+//! passing. Not evaluated today: two-variable comprehensions over lists, timestamps,
+//! durations, bytes, Kubernetes library functions, `fieldPath` rules.
 
 use std::collections::HashMap;
 use std::sync::Arc;
