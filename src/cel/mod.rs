@@ -7,6 +7,7 @@ pub mod cost;
 pub mod decls;
 pub mod env;
 pub mod eval;
+mod expecting;
 pub mod k8s_cost;
 pub mod minor;
 pub mod parse;
