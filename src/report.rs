@@ -102,6 +102,23 @@ pub struct ObjectReport {
     /// nearest ancestor the file has (absent for objects read from a cluster).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub error_locations: Vec<ErrorLocation>,
+    /// Set when the API server panics on the object (an expression its CEL compiler crashes
+    /// on): the request is aborted with no response and no field errors, and nothing is stored.
+    /// `valid` is false and `errors` holds this one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apiserver_panic: Option<ApiServerPanic>,
+}
+
+/// What makes the API server panic on an object (see [`ObjectReport::apiserver_panic`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiServerPanic {
+    /// The expression it panics on (the first, in the order the API server compiles them).
+    pub field_path: String,
+    /// Go's panic value, e.g. `runtime error: index out of range [0] with length 0`.
+    pub panic: String,
+    /// Where it panics.
+    pub site: String,
 }
 
 /// A place in a file: `file:line:column`, 1-based, the column in characters. For a rule or an

@@ -34,9 +34,42 @@ pub struct Env {
 /// Entries kept in the parse cache before it is cleared.
 const PARSE_CACHE_LIMIT: usize = 16_384;
 
-/// A compile failure, formatted like cel-go's `Issues.String()`.
+/// A compile failure, formatted like cel-go's `Issues.String()`; or, with a [`CheckerPanic`],
+/// an expression the API server's own compiler panics on (the text then says so).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CompileError(pub String);
+pub struct CompileError(pub String, pub Option<CheckerPanic>);
+
+/// An expression that makes cel-go panic while the API server compiles it. The panic unwinds
+/// the whole request: the handler chain's panic filter (`WithPanicRecovery`, `HandleCrash`)
+/// logs it and panics again, so net/http aborts the response (HTTP/2: the stream is reset with
+/// `INTERNAL_ERROR`; HTTP/1.1: the connection closes with no reply); no field errors are
+/// returned and nothing is stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckerPanic {
+    /// Go's panic value.
+    pub value: &'static str,
+    /// Where in cel-go it panics.
+    pub site: &'static str,
+}
+
+impl CheckerPanic {
+    /// cel-go's `homogeneousAggregateLiteralValidator` (every cel-go of Kubernetes 1.29-1.36:
+    /// v0.17.8 to v0.26.0) takes `Parameters()[0]` of the type of each optional entry of a
+    /// list or map literal, which the checker lets be `dyn` (`{?'k': dyn(v)}`,
+    /// `[?object.x[?0]]`): Go's index out of range.
+    pub const HOMOGENEOUS_OPTIONAL_DYN: CheckerPanic = CheckerPanic {
+        value: "runtime error: index out of range [0] with length 0",
+        site: "cel-go homogeneousAggregateLiteralValidator, on an optional entry of type dyn",
+    };
+
+    /// How celcost words it.
+    pub fn message(&self) -> String {
+        format!(
+            "the API server panics compiling this expression ({}: {}); the request is aborted with no response and nothing is stored",
+            self.site, self.value
+        )
+    }
+}
 
 impl Env {
     /// The environment of a Kubernetes minor version (`NewExpressions`: the compatibility
@@ -121,6 +154,18 @@ impl Env {
         err
     }
 
+    /// A checker or validator message with the types named as this minor's cel-go names them
+    /// (messages print types as `name(params)`; only the optional type's name changed).
+    fn type_names(&self, message: String) -> String {
+        if self.minor.optional_type_name == super::types::OPTIONAL_TYPE {
+            return message;
+        }
+        message.replace(
+            &format!("{}(", super::types::OPTIONAL_TYPE),
+            &format!("{}(", self.minor.optional_type_name),
+        )
+    }
+
     /// Parses, type-checks and validates `source` with the given variables.
     pub fn compile(
         &self,
@@ -141,7 +186,9 @@ impl Env {
         provider: &dyn TypeProvider,
         patch_types: bool,
     ) -> Result<CheckedExpr, CompileError> {
-        let parsed = self.parse_cached(source).map_err(|e| CompileError(e.0))?;
+        let parsed = self
+            .parse_cached(source)
+            .map_err(|e| CompileError(e.0, None))?;
         let env = CheckEnv {
             decls: if patch_types {
                 self.patch_decls
@@ -161,10 +208,13 @@ impl Env {
                     .into_iter()
                     .map(|e| {
                         let (l, c) = parsed.location(e.id);
-                        (l, c, e.message)
+                        (l, c, self.type_names(e.message))
                     })
                     .collect();
-                return Err(CompileError(format_issues(&parsed.source, &mut located)));
+                return Err(CompileError(
+                    format_issues(&parsed.source, &mut located),
+                    None,
+                ));
             }
         };
         {
@@ -176,7 +226,24 @@ impl Env {
             } else {
                 &[]
             };
-            validate_homogeneous(&checked, checked.expr(), exempt, false, &mut issues);
+            let mut panics = false;
+            let exempt = Exemption {
+                functions: exempt,
+                through_literals_only: self.minor.cel_go.starts_with("v0.17."),
+            };
+            validate_homogeneous(
+                &checked,
+                checked.expr(),
+                &exempt,
+                false,
+                &mut issues,
+                &mut panics,
+            );
+            // The validator is one of the AST validators Kubernetes adds at 1.29.
+            if panics && self.compatibility >= Version::new(1, 29) {
+                let p = CheckerPanic::HOMOGENEOUS_OPTIONAL_DYN;
+                return Err(CompileError(p.message(), Some(p)));
+            }
             if !self.minor.optional_macros_copy_their_receiver {
                 shared_receiver_errors(&checked, &mut issues);
             }
@@ -191,13 +258,13 @@ impl Env {
                     .into_iter()
                     .map(|(id, m)| {
                         let (l, c) = checked.parsed.location(id);
-                        (l, c, m)
+                        (l, c, self.type_names(m))
                     })
                     .collect();
-                return Err(CompileError(format_issues(
-                    &checked.parsed.source,
-                    &mut located,
-                )));
+                return Err(CompileError(
+                    format_issues(&checked.parsed.source, &mut located),
+                    None,
+                ));
             }
         }
         Ok(checked)
@@ -332,23 +399,44 @@ fn shared_receiver_errors(checked: &CheckedExpr, issues: &mut Vec<(u32, String)>
     });
 }
 
+/// The calls whose literal arguments the homogeneous-literal validator skips.
+struct Exemption<'a> {
+    functions: &'a [&'a str],
+    /// Only literals nested in literals of the call's arguments (cel-go v0.17, Kubernetes 1.30),
+    /// not any descendant.
+    through_literals_only: bool,
+}
+
 /// cel-go `homogeneousAggregateLiteralValidator`: the elements of a list literal, and the keys
 /// and values of a map literal, must all have equivalent types (type parameters aside), except
-/// inside calls of exempt functions.
+/// inside calls of exempt functions. `panics` is set where upstream panics: an optional
+/// element or value it looks at whose type has no parameter (see [`CheckerPanic`]); for a list
+/// it looks at the elements up to the first mismatch, for a map at every entry.
 fn validate_homogeneous(
     checked: &CheckedExpr,
     e: &Expr,
-    exempt: &[&str],
+    exempt: &Exemption<'_>,
     in_exempt: bool,
     issues: &mut Vec<(u32, String)>,
+    panics: &mut bool,
 ) {
-    let in_exempt = in_exempt
-        || matches!(&e.kind, ExprKind::Call { function, .. } if exempt.contains(&function.as_str()));
+    let exempt_call = matches!(&e.kind, ExprKind::Call { function, .. } if exempt.functions.contains(&function.as_str()));
+    let in_exempt = in_exempt || exempt_call;
+    // What the children inherit: cel-go v0.17 (`inExemptFunction`) climbs only through list and
+    // map literals to the call; later versions through any ancestor.
+    let child = if exempt.through_literals_only {
+        exempt_call
+            || (in_exempt && matches!(&e.kind, ExprKind::List { .. } | ExprKind::Map { .. }))
+    } else {
+        in_exempt
+    };
     if !in_exempt {
-        let elem_type = |id: u32, optional: bool| {
+        let mut elem_type = |id: u32, optional: bool| {
             let t = checked.type_of(id).clone();
             if optional {
-                t.parameters().into_iter().next().unwrap_or(Type::Dyn)
+                let inner = t.parameters().into_iter().next();
+                *panics |= inner.is_none();
+                inner.unwrap_or(Type::Dyn)
             } else {
                 t
             }
@@ -401,26 +489,26 @@ fn validate_homogeneous(
     match &e.kind {
         ExprKind::Literal(_) | ExprKind::Ident(_) => {}
         ExprKind::Select { operand, .. } => {
-            validate_homogeneous(checked, operand, exempt, in_exempt, issues)
+            validate_homogeneous(checked, operand, exempt, child, issues, panics)
         }
         ExprKind::Call { target, args, .. } => {
             if let Some(t) = target {
-                validate_homogeneous(checked, t, exempt, in_exempt, issues);
+                validate_homogeneous(checked, t, exempt, child, issues, panics);
             }
             for a in args {
-                validate_homogeneous(checked, a, exempt, in_exempt, issues);
+                validate_homogeneous(checked, a, exempt, child, issues, panics);
             }
         }
         ExprKind::List { elements, .. } => elements
             .iter()
-            .for_each(|x| validate_homogeneous(checked, x, exempt, in_exempt, issues)),
+            .for_each(|x| validate_homogeneous(checked, x, exempt, child, issues, panics)),
         ExprKind::Map { entries } => entries.iter().for_each(|en| {
-            validate_homogeneous(checked, &en.key, exempt, in_exempt, issues);
-            validate_homogeneous(checked, &en.value, exempt, in_exempt, issues);
+            validate_homogeneous(checked, &en.key, exempt, child, issues, panics);
+            validate_homogeneous(checked, &en.value, exempt, child, issues, panics);
         }),
         ExprKind::Struct { fields, .. } => fields
             .iter()
-            .for_each(|f| validate_homogeneous(checked, &f.value, exempt, in_exempt, issues)),
+            .for_each(|f| validate_homogeneous(checked, &f.value, exempt, child, issues, panics)),
         ExprKind::Comprehension(c) => {
             for x in [
                 &c.iter_range,
@@ -429,7 +517,7 @@ fn validate_homogeneous(
                 &c.loop_step,
                 &c.result,
             ] {
-                validate_homogeneous(checked, x, exempt, in_exempt, issues);
+                validate_homogeneous(checked, x, exempt, child, issues, panics);
             }
         }
     }
@@ -720,5 +808,97 @@ mod tests {
         assert_eq!(parse_duration("1"), None);
         assert_eq!(parse_duration("1d"), None);
         assert_eq!(parse_duration(""), None);
+    }
+
+    /// Checker messages name the optional type as each minor's cel-go does (`optional(dyn)` in
+    /// 1.30's v0.17.8, `optional_type(dyn)` from 1.31's v0.20.1); errors in the copy of a
+    /// macro's receiver point at the receiver (twice at 1:1 here), on every minor.
+    #[test]
+    fn error_texts_of_each_minor() {
+        use super::super::checker::NoTypes;
+        use super::super::minor::{KUBERNETES, OPENSHIFT};
+        let vars = vec![("object".to_string(), Type::Dyn)];
+        for minor in KUBERNETES.iter().chain(OPENSHIFT.iter()) {
+            let env = Env::for_minor(minor);
+            let e = env
+                .compile("object.?a + 1 == 2", &vars, &NoTypes)
+                .unwrap_err();
+            let name = if minor.kubernetes == Version::new(1, 30) {
+                "optional"
+            } else {
+                "optional_type"
+            };
+            assert!(
+                e.0.starts_with(&format!(
+                    "ERROR: <input>:1:11: found no matching overload for '_+_' applied to '({name}(dyn), int)'"
+                )),
+                "{}: {}",
+                minor.label(),
+                e.0
+            );
+            let e = env
+                .compile(
+                    "undefinedVar.?name.optMap(v, v.size()).orValue(0) <= 1000",
+                    &vars,
+                    &NoTypes,
+                )
+                .unwrap_err();
+            let at: Vec<&str> = e.0.lines().filter(|l| l.starts_with("ERROR")).collect();
+            assert_eq!(
+                at,
+                ["ERROR: <input>:1:1: undeclared reference to 'undefinedVar' (in container '')"; 2],
+                "{}",
+                minor.label()
+            );
+        }
+    }
+
+    /// Where cel-go's homogeneous-literal validator panics (checked against a v1.36.2 API
+    /// server; the validator's code is the same in every cel-go of 1.30-1.36, both builds):
+    /// an optional entry of type `dyn` it looks at. Not inside `format` (exempt), not after a
+    /// list's first mismatch (it stops there), not for an optional-typed entry.
+    #[test]
+    fn checker_panics_on_optional_entries_of_type_dyn() {
+        use super::super::checker::NoTypes;
+        use super::super::minor::{KUBERNETES, OPENSHIFT};
+        let cases: [(&str, Option<bool>); 9] = [
+            ("{?'app': object.data[?'app']}.size() <= 1", Some(true)),
+            ("[?object.data[?'a']].size() == 1", Some(true)),
+            ("{?'a': object.x[?'a'], 'b': 1}.size() == 1", Some(true)),
+            ("{'b': 1, ?'a': dyn(1)}.size() == 1", Some(true)),
+            ("[?dyn(optional.of(1))].size() == 1", Some(true)),
+            ("{?'a': optional.of(1)}.size() == 1", None),
+            ("'%s'.format([[?object.x[?0]]]) == ''", None),
+            // Not exempt on 1.30, where only literals inside literals of the call are.
+            (
+                "'%s'.format([[1].map(x, [?object.x[?0]])]) == ''",
+                Some(true),
+            ),
+            // A compile error (the list's first mismatch), not a panic.
+            ("[1, object.x, ?object.y[?0]].size() == 3", Some(false)),
+        ];
+        let vars = vec![("object".to_string(), Type::Dyn)];
+        for minor in KUBERNETES.iter().chain(OPENSHIFT.iter()) {
+            let env = Env::for_minor(minor);
+            for (src, mut want) in cases {
+                if src.contains(".map(") && minor.kubernetes != Version::new(1, 30) {
+                    want = None;
+                }
+                let got = env.compile(src, &vars, &NoTypes);
+                match want {
+                    None => assert!(got.is_ok(), "{} {src}: {got:?}", minor.label()),
+                    Some(panics) => {
+                        let e = got.err().unwrap_or_else(|| panic!("{src} compiles"));
+                        assert_eq!(
+                            e.1,
+                            panics.then_some(CheckerPanic::HOMOGENEOUS_OPTIONAL_DYN),
+                            "{} {src}: {}",
+                            minor.label(),
+                            e.0
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -32,6 +32,8 @@ pub enum Val {
     List(Vec<Val>),
     /// Entries in insertion order (keys are unique); compared as a set of entries.
     Map(Vec<(Val, Val)>),
+    /// An optional value (`optional.of(v)`, `optional.none()`), as an input.
+    Optional(Option<Box<Val>>),
     /// A result of another type (a type, an optional, ...), by its debug text.
     Other(String),
 }
@@ -161,13 +163,60 @@ impl Interpreter {
         }
     }
 
+    /// [`Interpreter::supports`], and also `type(x)` compared (`==`, `!=`) with the name of a
+    /// type a [`Val`] holds (`type(self) == int`): the interpreter's types of those values and
+    /// their names are cel-go's. Not `map`: an object is a map here, an object type in cel-go
+    /// (either way it is no `int`, `string`, ...).
+    pub fn supports_with_type_tests(e: &Expr) -> bool {
+        const NAMES: &[&str] = &[
+            "int",
+            "uint",
+            "double",
+            "bool",
+            "string",
+            "bytes",
+            "list",
+            "null_type",
+        ];
+        let mut tests = std::collections::HashSet::new();
+        e.walk(&mut |x| {
+            if let ExprKind::Call { function, args, .. } = &x.kind
+                && matches!(function.as_str(), "_==_" | "_!=_")
+                && args.len() == 2
+            {
+                for (a, b) in [(&args[0], &args[1]), (&args[1], &args[0])] {
+                    if let (
+                        ExprKind::Call {
+                            function: f,
+                            target: None,
+                            args: ta,
+                        },
+                        ExprKind::Ident(n),
+                    ) = (&a.kind, &b.kind)
+                        && f == "type"
+                        && ta.len() == 1
+                        && NAMES.contains(&n.as_str())
+                    {
+                        tests.insert(a.id);
+                    }
+                }
+            }
+        });
+        Self::supports_except(e, &tests)
+    }
+
     /// Whether every function an expression (as parsed by `parse_unexpanded`) calls is one the
     /// interpreter evaluates as cel-go does.
     pub fn supports(e: &Expr) -> bool {
+        Self::supports_except(e, &std::collections::HashSet::new())
+    }
+
+    /// [`Interpreter::supports`], the calls `allowed` (by id) aside.
+    fn supports_except(e: &Expr, allowed: &std::collections::HashSet<u32>) -> bool {
         let mut ok = true;
         e.walk(&mut |x| {
             if let ExprKind::Call { function, args, .. } = &x.kind {
-                if !FAITHFUL_FUNCTIONS.contains(&function.as_str()) {
+                if !FAITHFUL_FUNCTIONS.contains(&function.as_str()) && !allowed.contains(&x.id) {
                     ok = false;
                 }
                 // The interpreter binds one iteration variable: no two-variable forms.
@@ -245,6 +294,10 @@ impl Session {
 fn to_cel(v: &Val) -> Value {
     match v {
         Val::Null | Val::Other(_) => Value::Null,
+        Val::Optional(v) => Value::Opaque(Arc::new(match v {
+            Some(v) => cel::objects::OptionalValue::of(to_cel(v)),
+            None => cel::objects::OptionalValue::none(),
+        })),
         Val::Bool(b) => Value::Bool(*b),
         Val::Int(i) => Value::Int(*i),
         Val::Uint(u) => Value::UInt(*u),
@@ -359,5 +412,38 @@ mod tests {
             run("'a/b/..'.split('/').exists(s, s == '..')", &[]),
             Outcome::Value(Val::Bool(true))
         );
+    }
+}
+
+#[cfg(test)]
+mod type_tests {
+    use super::*;
+    use crate::cel::decls::Version;
+    use crate::cel::parse::parse_unexpanded;
+
+    /// `type(x) == int` and the like evaluate as cel-go's, and only those uses of `type` count.
+    #[test]
+    fn type_tests_of_held_values() {
+        let opts = ParserOptions::for_version(Version::new(1, 36));
+        let i = Interpreter::new(opts);
+        let supported = |src: &str| {
+            Interpreter::supports_with_type_tests(&parse_unexpanded(src, opts).unwrap().expr)
+        };
+        assert!(supported(
+            "type(self) == int ? self > 0 : self.endsWith('%')"
+        ));
+        assert!(supported("string != type(self)"));
+        assert!(!supported("type(self) == type(1)"));
+        assert!(!supported("type(self) == google.protobuf.Duration"));
+        assert!(!supported("type(self) == map"));
+        assert!(!Interpreter::supports(
+            &parse_unexpanded("type(self) == int", opts).unwrap().expr
+        ));
+        for (v, int) in [(Val::Int(5), true), (Val::String("5%".into()), false)] {
+            let p = i.compile("type(self) == int").unwrap();
+            assert_eq!(i.eval(&p, &[("self", &v)]), Outcome::Value(Val::Bool(int)));
+            let p = i.compile("type(self) != string").unwrap();
+            assert_eq!(i.eval(&p, &[("self", &v)]), Outcome::Value(Val::Bool(int)));
+        }
     }
 }

@@ -100,6 +100,10 @@ pub struct Minor {
     /// `SchemaDeclType` bounds an `x-kubernetes-int-or-string` value by `maxLength` (× 4 bytes)
     /// instead of the request size (apiserver `common/schemas.go`: upstream 1.34, OpenShift 1.33).
     pub int_or_string_max_length: bool,
+    /// The name cel-go gives the optional type in its messages: `optional(int)` in v0.17
+    /// (`types.NewOptionalType` = `NewOpaqueType("optional", …)`), `optional_type(int)` from
+    /// v0.20.
+    pub optional_type_name: &'static str,
 }
 
 const fn v(minor: u32) -> Version {
@@ -127,6 +131,7 @@ const K1_30: Minor = Minor {
     url_result_size: false,
     type_meta_keeps_additional_properties: false,
     int_or_string_max_length: false,
+    optional_type_name: "optional",
 };
 
 const K1_31: Minor = Minor {
@@ -137,6 +142,7 @@ const K1_31: Minor = Minor {
     missing_libraries: CEL_GO_BEFORE_0_23,
     format_string_validator: true,
     type_meta_keeps_additional_properties: true,
+    optional_type_name: super::types::OPTIONAL_TYPE,
     ..K1_30
 };
 

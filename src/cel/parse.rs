@@ -230,7 +230,10 @@ fn parse_with_env(
         .parser()
         .enable_optional_syntax(opts.optional_syntax)
         .max_recursion_depth(u16::MAX);
-    match parser.parse_with_source_info(source) {
+    COPIES.with(|c| c.borrow_mut().clear());
+    let parsed = parser.parse_with_source_info(source);
+    let copies = COPIES.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    match parsed {
         Ok((expr, info)) => {
             let byte_to_cp = ByteToCodePoint::new(source);
             let mut conv = Converter {
@@ -239,6 +242,7 @@ fn parse_with_env(
                 byte_to_cp: &byte_to_cp,
                 next: 1,
                 ids: HashMap::new(),
+                copies: &copies,
             };
             let e = conv.expr(expr);
             if rule_depth(&e) > MAX_RECURSION_DEPTH {
@@ -268,14 +272,29 @@ fn format_parse_errors(source: &str, errors: &[ParseError]) -> String {
     // The cel crate adds its own "Incomplete ..." errors for nodes the syntax errors left
     // unfinished; cel-go reports only the syntax errors.
     let syntax = errors.iter().any(|e| e.msg.starts_with("Syntax error"));
-    for e in errors
+    let kept: Vec<&ParseError> = errors
         .iter()
         .filter(|e| !(syntax && e.msg.starts_with("Incomplete ")))
-    {
+        .collect();
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(source.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let located: Vec<(usize, String)> = kept
+        .iter()
+        .map(|e| {
+            let line_start = usize::try_from(e.pos.0 - 1)
+                .ok()
+                .and_then(|l| line_starts.get(l).copied())
+                .unwrap_or(0);
+            let col = usize::try_from(e.pos.1 - 1).unwrap_or(0);
+            (line_start + col, cel_go_message(&e.msg))
+        })
+        .collect();
+    let messages = super::expecting::corrected(source, &located);
+    for (e, msg) in kept.iter().zip(messages) {
         // The cel crate reports 1-based lines and 1-based columns counted in bytes; cel-go
         // reports 0-based columns in code points (displayed + 1).
         let (line, col_bytes) = (e.pos.0, e.pos.1);
-        let msg = cel_go_message(&e.msg);
         if line <= 0 {
             out.push(format!("ERROR: <input>:-1:0: {msg}"));
             continue;
@@ -394,6 +413,12 @@ impl ByteToCodePoint {
     }
 }
 
+thread_local! {
+    /// The nodes a macro expansion copied ([`copy`]), by the copy's id: cel-go's `Copy` places a
+    /// copy where its original is in the source, the `cel` crate's helper where the macro is.
+    static COPIES: std::cell::RefCell<HashMap<u64, u64>> = std::cell::RefCell::new(HashMap::new());
+}
+
 /// Renumbers the `cel` crate's ids densely and converts its AST into ours.
 struct Converter<'a> {
     offsets: HashMap<ExprId, u32>,
@@ -401,6 +426,8 @@ struct Converter<'a> {
     byte_to_cp: &'a ByteToCodePoint,
     next: ExprId,
     ids: HashMap<u64, ExprId>,
+    /// See [`COPIES`].
+    copies: &'a HashMap<u64, u64>,
 }
 
 impl Converter<'_> {
@@ -412,9 +439,15 @@ impl Converter<'_> {
         let id = self.next;
         self.next += 1;
         self.ids.insert(old, id);
+        // A copy of a copy is a copy of the first (each is recorded with the id it copied,
+        // which is older: the chain ends).
+        let mut at = old;
+        while let Some(&orig) = self.copies.get(&at) {
+            at = orig;
+        }
         let off = self
             .info
-            .offset_for(old)
+            .offset_for(at)
             .map(|(s, _)| self.byte_to_cp.get(s))
             .unwrap_or(0);
         self.offsets.insert(id, off);
@@ -653,8 +686,21 @@ fn comprehension(
     )))
 }
 
-/// A deep copy with fresh ids (cel-go `ExprHelper.Copy`).
+/// A deep copy with fresh ids (cel-go `ExprHelper.Copy`), each node placed in the source where
+/// its original is (see [`COPIES`]).
 fn copy(h: &mut MacroExprHelper, e: &cast::IdedExpr) -> cast::IdedExpr {
+    let c = copy_nodes(h, e);
+    COPIES.with(|m| m.borrow_mut().insert(c.id, e.id));
+    c
+}
+
+fn entry_id(h: &mut MacroExprHelper, original: u64) -> u64 {
+    let id = h.next_expr(cast::Expr::Unspecified).id;
+    COPIES.with(|m| m.borrow_mut().insert(id, original));
+    id
+}
+
+fn copy_nodes(h: &mut MacroExprHelper, e: &cast::IdedExpr) -> cast::IdedExpr {
     let kind = match &e.expr {
         cast::Expr::Select(s) => cast::Expr::Select(cast::SelectExpr {
             operand: Box::new(copy(h, &s.operand)),
@@ -675,7 +721,7 @@ fn copy(h: &mut MacroExprHelper, e: &cast::IdedExpr) -> cast::IdedExpr {
                 .entries
                 .iter()
                 .map(|en| cast::IdedEntryExpr {
-                    id: h.next_expr(cast::Expr::Unspecified).id,
+                    id: entry_id(h, en.id),
                     expr: match &en.expr {
                         cast::EntryExpr::MapEntry(me) => {
                             cast::EntryExpr::MapEntry(cast::MapEntryExpr {
@@ -701,7 +747,7 @@ fn copy(h: &mut MacroExprHelper, e: &cast::IdedExpr) -> cast::IdedExpr {
                 .entries
                 .iter()
                 .map(|en| cast::IdedEntryExpr {
-                    id: h.next_expr(cast::Expr::Unspecified).id,
+                    id: entry_id(h, en.id),
                     expr: match &en.expr {
                         cast::EntryExpr::StructField(f) => {
                             cast::EntryExpr::StructField(cast::StructFieldExpr {
@@ -1118,6 +1164,61 @@ mod tests {
             e.0,
             "ERROR: <input>:1:12: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.all(x,\n | ...........^"
         );
+    }
+
+    /// A token that does not fit where a construct must close: cel-go names what the construct
+    /// in progress expects (checked against a v1.36.2 API server).
+    #[test]
+    fn mismatched_input_names_the_construct_in_progress() {
+        let first_error = |s: &str| p(s).unwrap_err().0.lines().next().unwrap().to_string();
+        for (src, want) in [
+            (
+                "true ? has(object.a) ? true : false : true",
+                "ERROR: <input>:1:22: Syntax error: mismatched input '?' expecting ':'",
+            ),
+            (
+                "true ? x[0] ? 1 : 2 : 3",
+                "ERROR: <input>:1:13: Syntax error: mismatched input '?' expecting ':'",
+            ),
+            (
+                "g(1, f(y) z w)",
+                "ERROR: <input>:1:11: Syntax error: mismatched input 'z' expecting ')'",
+            ),
+            (
+                "x[f(y) z y]",
+                "ERROR: <input>:1:8: Syntax error: mismatched input 'z' expecting ']'",
+            ),
+            (
+                "(x) z y",
+                "ERROR: <input>:1:5: Syntax error: mismatched input 'z' expecting <EOF>",
+            ),
+            (
+                "[f(y) z y] == []",
+                "ERROR: <input>:1:7: Syntax error: mismatched input 'z' expecting {']', ','}",
+            ),
+        ] {
+            assert_eq!(first_error(src), want, "{src}");
+        }
+        // After a recovered error (a missing `:` taken as there), the next one follows on.
+        let e = p("true ? f(x) z y : 1").unwrap_err().0;
+        assert!(
+            e.contains("ERROR: <input>:1:15: Syntax error: mismatched input 'y' expecting <EOF>"),
+            "{e}"
+        );
+    }
+
+    /// A macro's copy of its receiver (`optMap`) is placed where the receiver is, as cel-go's
+    /// `Copy` places it: errors in it point there.
+    #[test]
+    fn copies_keep_their_original_place() {
+        let e = p("a.?b.optMap(v, v.size()).orValue(0) <= 1000").unwrap();
+        let mut receivers = Vec::new();
+        e.expr.walk(&mut |n| {
+            if matches!(&n.kind, ExprKind::Ident(i) if i == "a") {
+                receivers.push(e.location(n.id));
+            }
+        });
+        assert_eq!(receivers, [(1, 0), (1, 0)]);
     }
 
     #[test]

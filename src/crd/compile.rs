@@ -4,7 +4,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use crate::cel::cost::{AstNode, Size, estimate};
-use crate::cel::env::Env;
+use crate::cel::env::{CheckerPanic, Env};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::types::Type;
 use crate::schema::ValidationRule;
@@ -28,6 +28,9 @@ pub struct RuleCompilation {
     /// Schema paths below the rule node (relative, display form) whose size came from the
     /// request-size estimate.
     pub unbounded_fields: Vec<String>,
+    /// The API server panics compiling the rule or its messageExpression (which it compiles
+    /// when it gets there): the request fails as a whole.
+    pub panic: Option<CheckerPanic>,
 }
 
 /// Records the unbounded schema nodes the estimator asked about.
@@ -77,8 +80,13 @@ pub fn compile_rule(
         Err(e) => {
             out.error = Some(CelError {
                 required: false,
-                detail: format!("compilation failed: {}", e.0),
+                detail: if e.1.is_some() {
+                    e.0
+                } else {
+                    format!("compilation failed: {}", e.0)
+                },
             });
+            out.panic = e.1;
             return out;
         }
     };
@@ -110,7 +118,12 @@ pub fn compile_rule(
     if !rule.message_expression.is_empty() {
         match env.compile(&rule.message_expression, &vars, provider) {
             Err(e) => {
-                out.message_error = Some(format!("messageExpression compilation failed: {}", e.0));
+                out.message_error = Some(if e.1.is_some() {
+                    e.0
+                } else {
+                    format!("messageExpression compilation failed: {}", e.0)
+                });
+                out.panic = e.1;
             }
             Ok(mc) if *mc.output_type() != Type::String => {
                 out.message_error = Some("messageExpression must evaluate to a string".into());

@@ -66,7 +66,7 @@ pub fn max_len(k: Version, n: usize) -> String {
 
 /// Every error-wording rule of a minor, for telling whether two minors word every error alike
 /// (a range shares one estimate between them then). A new wording rule belongs here too.
-pub fn wording(k: Version) -> [bool; 6] {
+pub fn wording(k: Version) -> [bool; 8] {
     [
         max_len_in_bytes(k),
         bad_values_as_json(k),
@@ -74,7 +74,17 @@ pub fn wording(k: Version) -> [bool; 6] {
         singular_units(k),
         too_long_in_bytes(k),
         output_type_errors_name_the_type(k),
+        failed_rules_show_the_value(k),
+        // cel-go v0.17.8 (1.30) names the optional type `optional` in compile errors.
+        k >= Version::new(1, 31),
     ]
+}
+
+/// A rule that fails on a default names the value (a scalar) or none (an object or array) from
+/// 1.35; before, the schema type (`Invalid value: "integer"`, `"object"`): apiextensions
+/// `schema/cel/validation.go`, `fieldErrorForReason(currentFldPath, sts.Type, …)` until 1.34.
+pub fn failed_rules_show_the_value(k: Version) -> bool {
+    k >= Version::new(1, 35)
 }
 
 /// The policy compiler's wrong-output-type error says what the expression evaluates to

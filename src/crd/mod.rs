@@ -15,7 +15,7 @@ use serde_json::Value;
 pub use compile::{RuleCompilation, compile_rule};
 use fielderr::FieldError;
 
-use crate::cel::env::Env;
+use crate::cel::env::{CheckerPanic, Env};
 use crate::report::{
     Drivers, ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, SchemaReport,
 };
@@ -32,6 +32,21 @@ struct SchemaRoot<'a> {
     /// The schema as given (for errors that render it whole).
     raw: &'a Value,
     status_enabled: bool,
+}
+
+/// Beside the other CEL checks of a CRD (the report model itself stays below the CEL layers).
+impl crate::report::ObjectReport {
+    /// The object makes the API server panic at `field_path`: the request fails as a whole, so
+    /// the field errors the API server would have collected are never returned.
+    pub fn set_apiserver_panic(&mut self, field_path: &str, p: &crate::cel::env::CheckerPanic) {
+        self.valid = false;
+        self.errors = vec![format!("{field_path}: {}", p.message())];
+        self.apiserver_panic = Some(crate::report::ApiServerPanic {
+            field_path: field_path.to_string(),
+            panic: p.value.to_string(),
+            site: p.site.to_string(),
+        });
+    }
 }
 
 /// Estimates one CRD object (apiextensions.k8s.io/v1, as JSON).
@@ -68,13 +83,19 @@ pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
         }
     };
     errors.extend(validate::validate_crd_spec(crd));
+    let mut panic = None;
     for root in roots {
-        let (schema_report, errs) = estimate_schema(env, &root);
-        errors.extend(errs);
-        report.schemas.push(schema_report);
+        let out = estimate_schema(env, &root);
+        errors.extend(out.errors);
+        report.schemas.push(out.report);
+        report.notes.extend(out.notes);
+        panic = panic.or(out.panic);
     }
     report.valid = errors.is_empty();
     report.errors = errors.iter().map(|e| e.render(env.kubernetes)).collect();
+    if let Some((field_path, p)) = panic {
+        report.set_apiserver_panic(&field_path, &p);
+    }
     report
 }
 
@@ -182,28 +203,35 @@ struct Ctx {
 
 struct Walk<'e> {
     env: &'e Env,
+    /// The first rule (or messageExpression) the API server's compiler panics on.
+    panic: Option<(String, CheckerPanic)>,
     total: u64,
     most_expensive: Vec<(String, u64)>,
     rules: Vec<RuleReport>,
     rule_count: u64,
 }
 
-/// Estimates one schema root; returns the report and the field errors.
-fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> (SchemaReport, Vec<FieldError>) {
+/// Estimates one schema root.
+fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> SchemaOutcome {
     crate::budget::at(&root.field_path);
     let mut errors = Vec::new();
     let s = &root.schema;
-    let checks = validate::validate_root(
-        s,
-        root.raw,
-        &root.field_path,
-        root.status_enabled,
-        env.kubernetes,
-    );
+    let checks = validate::validate_root(s, root.raw, &root.field_path, root.status_enabled, env);
     let cel_enabled = checks.cel_enabled;
     errors.extend(checks.errors);
+    let notes: Vec<String> = checks
+        .unevaluated_default_rules
+        .iter()
+        .map(|u| {
+            format!(
+                "the API server evaluates a rule on a default that celcost did not evaluate (counted as passing): {u}"
+            )
+        })
+        .collect();
+    let default_panic = checks.panic;
     let mut w = Walk {
         env,
+        panic: None,
         total: 0,
         most_expensive: Vec::new(),
         rules: Vec::new(),
@@ -264,7 +292,23 @@ fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> (SchemaReport, Vec<Field
         rules: w.rules,
         ..SchemaReport::default()
     };
-    (report, errors)
+    SchemaOutcome {
+        report,
+        errors,
+        // The defaults are validated before the rules are compiled.
+        panic: default_panic.or(w.panic),
+        notes,
+    }
+}
+
+/// What estimating one schema root gives.
+struct SchemaOutcome {
+    report: SchemaReport,
+    errors: Vec<FieldError>,
+    /// The first rule the API server's compiler panics on.
+    panic: Option<(String, CheckerPanic)>,
+    /// What the report should say beside the verdict.
+    notes: Vec<String>,
 }
 
 /// `getCostErrorMessage`.
@@ -635,6 +679,16 @@ impl Walk<'_> {
                 continue;
             };
             let mut cr = compile_rule(self.env, rule, decl, provider);
+            if let Some(p) = cr.panic.take()
+                && self.panic.is_none()
+            {
+                let at = if cr.error.is_some() {
+                    rule_fld.clone()
+                } else {
+                    format!("{fld}.x-kubernetes-validations[{i}].messageExpression")
+                };
+                self.panic = Some((at, p));
+            }
             if let Some(e) = &mut cr.error {
                 e.detail = ty.relative_names(&e.detail);
             }

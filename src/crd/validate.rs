@@ -4,6 +4,7 @@
 //! structural schema, defaults), and the per-node checks whose errors turn CEL off for the node
 //! and its ancestors (`ValidateCustomResourceDefinitionOpenAPISchema`, `specStandardValidatorV3`).
 
+mod default_rules;
 mod defaults;
 mod formats;
 use crate::goregexp;
@@ -23,7 +24,6 @@ pub use internal::{go_rule, same_validation};
 pub use node::{NodeContext, nested_schemas, validate_node};
 
 use super::fielderr::{BadValue, FieldError, GoValue};
-use crate::cel::decls::Version;
 use crate::schema::Schema;
 
 /// Object-level checks of the spec that every create runs.
@@ -65,6 +65,10 @@ pub struct RootChecks {
     /// `NewStructural`'s error: the API server reports it only when nothing else is wrong with
     /// this schema (its other errors usually say the same).
     pub conversion_error: Option<FieldError>,
+    /// Rules on defaults celcost did not evaluate (see `default_rules.rs`), and why.
+    pub unevaluated_default_rules: Vec<String>,
+    /// A rule on a default the API server's CEL compiler panics on.
+    pub panic: Option<(String, crate::cel::env::CheckerPanic)>,
 }
 
 /// The fields allowed at the root of a schema when the status subresource is enabled.
@@ -101,7 +105,7 @@ pub fn validate_root(
     raw: &Value,
     fld: &str,
     status_enabled: bool,
-    k: Version,
+    env: &crate::cel::env::Env,
 ) -> RootChecks {
     let mut errors = Vec::new();
     if status_enabled {
@@ -117,6 +121,8 @@ pub fn validate_root(
         errors,
         cel_enabled: false,
         conversion_error: None,
+        unevaluated_default_rules: Vec::new(),
+        panic: None,
     };
     if let Some(e) = structural::conversion_error(s) {
         checks.conversion_error = Some(FieldError::invalid(fld, BadValue::Str(String::new()), e));
@@ -127,9 +133,12 @@ pub fn validate_root(
         checks.errors.extend(structural_errors);
         return checks;
     }
-    let default_errors = defaults::validate_defaults(s, fld, k);
-    if !default_errors.is_empty() {
-        checks.errors.extend(default_errors);
+    let defaults = defaults::validate_defaults(s, fld, env);
+    checks.unevaluated_default_rules = defaults.unevaluated;
+    checks.panic = defaults.panic;
+    if !defaults.errors.is_empty() {
+        // Then the API server compiles no rule of this schema: no cost checks either.
+        checks.errors.extend(defaults.errors);
         return checks;
     }
     checks.cel_enabled = true;

@@ -272,7 +272,7 @@ impl RangeEstimator {
 
 /// Whether a report of minor `from` can stand for minor `to`'s: both word every error alike (or
 /// there are none), and it has no notes (they say what the minor serves). Compile errors are
-/// cel-go's words, which celcost does not vary by minor.
+/// cel-go's words, which vary by minor only in how the optional type is named (in `wording`).
 fn shareable(r: &ObjectReport, from: Version, to: Version) -> bool {
     r.stopped.is_none()
         && r.notes.is_empty()

@@ -23,7 +23,7 @@ pub mod catalog;
 pub mod check;
 pub mod generate;
 pub mod site;
-pub mod unparse;
+pub use crate::cel::unparse;
 
 use std::cell::RefCell;
 use std::collections::HashMap;

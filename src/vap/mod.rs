@@ -29,7 +29,7 @@ use serde_json::Value;
 use crate::cel::ast::{Expr, ExprKind};
 use crate::cel::checker::{CheckedExpr, TypeProvider};
 use crate::cel::cost::{Cost, estimate};
-use crate::cel::env::{Env, JSONPATCH_TYPE, OBJECT_TYPE, PatchTypes};
+use crate::cel::env::{CheckerPanic, Env, JSONPATCH_TYPE, OBJECT_TYPE, PatchTypes};
 use crate::cel::k8s_cost::KubernetesEstimator;
 use crate::cel::types::Type;
 use crate::crd::fielderr::{BadValue, FieldError, GoValue, detail};
@@ -94,6 +94,13 @@ enum CompileFailure {
 }
 
 impl CompileFailure {
+    /// The compile result's `Error.Detail`.
+    fn detail(&self) -> &str {
+        match self {
+            CompileFailure::Invalid(d) | CompileFailure::Internal(d) => d,
+        }
+    }
+
     fn field_error(&self, fp: &str, expr: &str) -> FieldError {
         match self {
             CompileFailure::Invalid(d) => {
@@ -119,6 +126,16 @@ struct Compiled {
     composition: bool,
     /// The variable's name, for `variables[*]`.
     variable: Option<String>,
+    /// The API server's compiler panics on the expression.
+    panic: Option<CheckerPanic>,
+}
+
+impl Compiled {
+    /// The checked expression when the API server accepts it (compiled, of an accepted output
+    /// type, with a program).
+    fn accepted(&self) -> Option<&CheckedExpr> {
+        self.checked.as_ref().filter(|_| self.error.is_none())
+    }
 }
 
 /// Estimates one ValidatingAdmissionPolicy (admissionregistration v1 or v1beta1, as JSON), with
@@ -236,7 +253,9 @@ pub fn estimate_vap_with(
         );
         push_error(&mut errors, &c, &fp, &expr);
         c.variable = Some(vname.clone());
-        let out = c.checked.as_ref().map(|ch| ch.output_type().clone());
+        // `CompileAndStoreVariable` declares the compile result's output type: none (`dyn`)
+        // when it was refused.
+        let out = c.accepted().map(|ch| ch.output_type().clone());
         types.add_variable(&vname, out.as_ref());
         let uses = c.checked.as_ref().map(variables_used).unwrap_or_default();
         compiled_vars.insert(
@@ -452,10 +471,21 @@ pub fn estimate_vap_with(
         }
     }
     report.typing = Some(typing.report);
+    let panic = first_panic(&expressions);
     report.expressions = expressions.into_iter().map(|c| c.report).collect();
     report.valid = errors.is_empty();
     report.errors = errors.iter().map(|e| e.render(k)).collect();
+    if let Some((field_path, p)) = panic {
+        report.set_apiserver_panic(&field_path, &p);
+    }
     report
+}
+
+/// The first expression, in the order the API server compiles them, its compiler panics on.
+fn first_panic(expressions: &[Compiled]) -> Option<(String, CheckerPanic)> {
+    expressions
+        .iter()
+        .find_map(|c| c.panic.clone().map(|p| (c.report.field_path.clone(), p)))
 }
 
 /// The policy's budgets with the typed estimates (upstream's where an expression has none),
@@ -616,10 +646,15 @@ fn compile(
     };
     let patch = PatchTypes { inner: types };
     let provider: &dyn TypeProvider = if patch_types { &patch } else { types };
+    let mut panic = None;
     let (checked, error) = match env.compile_in(expr, &vars, provider, patch_types) {
         Err(e) => {
-            let msg = format!("compilation failed: {}", e.0);
-            report.compile_error = Some(msg.clone());
+            let msg = if e.1.is_some() {
+                e.0
+            } else {
+                format!("compilation failed: {}", e.0)
+            };
+            panic = e.1;
             (None, Some(CompileFailure::Invalid(msg)))
         }
         Ok(checked) => {
@@ -627,6 +662,12 @@ fn compile(
             (Some(checked), error)
         }
     };
+    if let Some(e) = &error {
+        // Whether it does not compile or is refused after (wrong output type, program
+        // instantiation), the compile result holds only the error (`CompileCELExpression`'s
+        // `resultError`: no program, no output type), so the expression has no cost.
+        report.compile_error = Some(e.detail().to_string());
+    }
     Compiled {
         report,
         checked,
@@ -637,12 +678,12 @@ fn compile(
         has_authorizer,
         composition,
         variable: None,
+        panic,
     }
 }
 
-/// Upstream's checks of a compiled expression (its output type, then its program) and its
-/// estimate, into `report`; the estimate stands whatever the checks say.
-/// (The error-wording rule of the policy compiler lives with the others, in `crd::fielderr`.)
+/// The policy compiler's wrong-output-type error rule, with the other error-wording rules in
+/// `crd::fielderr`.
 pub use crate::crd::fielderr::output_type_errors_name_the_type;
 
 /// The typed estimate of every compiled expression of a policy (validating or mutating), from
@@ -658,12 +699,12 @@ fn add_typed_estimates(env: &Env, typing: &typed::Typing, expressions: &mut [Com
             composition: c.composition,
             patch_types: c.site.patch_types(),
             variable: c.variable.as_deref(),
-            compiled: c.checked.is_some(),
+            compiled: c.accepted().is_some(),
             upstream: Cost::new(
                 c.report.min_cost.unwrap_or(0),
                 c.report.max_cost.unwrap_or(0),
             ),
-            output: c.checked.as_ref().map(|ch| ch.output_type().clone()),
+            output: c.accepted().map(|ch| ch.output_type().clone()),
         })
         .collect();
     let estimates = typed::estimate_typed(env, typing, &inputs);
@@ -673,6 +714,8 @@ fn add_typed_estimates(env: &Env, typing: &typed::Typing, expressions: &mut [Com
     }
 }
 
+/// Upstream's checks of a compiled expression (its output type, then its program) and, when it
+/// passes them, its estimate into `report`.
 fn accept_and_cost(
     env: &Env,
     site: Site,
@@ -680,9 +723,7 @@ fn accept_and_cost(
     report: &mut ExpressionReport,
 ) -> Option<CompileFailure> {
     let out = checked.output_type().clone();
-    report.output_type = go_type_string(&out);
     let returns = site.return_types();
-    let mut error = None;
     if !returns.iter().any(|r| out.is_exact(r) || *r == Type::Any) {
         let expected = if returns.len() == 1 {
             go_type_string(&returns[0])
@@ -698,15 +739,16 @@ fn accept_and_cost(
         } else {
             format!("must evaluate to {expected}")
         };
-        error = Some(CompileFailure::Invalid(msg));
-    } else if let Some(e) = env.program_error(checked) {
+        return Some(CompileFailure::Invalid(msg));
+    }
+    if let Some(e) = env.program_error(checked) {
         // Only once the output type is accepted, as upstream builds the program after that
-        // check. The estimate stands (upstream's cost estimate does not build a program); the
-        // policy is refused on create.
-        error = Some(CompileFailure::Internal(format!(
+        // check; the policy is refused on create.
+        return Some(CompileFailure::Internal(format!(
             "program instantiation failed: {e}"
         )));
     }
+    report.output_type = go_type_string(&out);
     let est = estimate(
         checked,
         &KubernetesEstimator {
@@ -719,7 +761,7 @@ fn accept_and_cost(
     report.max_cost = Some(est.max);
     report.max_cost_unbounded = Some(est.max == u64::MAX);
     report.max_cost_exceeds_per_call_limit = Some(est.max > PER_CALL_LIMIT);
-    error
+    None
 }
 
 #[cfg(test)]
@@ -770,5 +812,116 @@ mod tests {
                 "spec.variables[0].name: Invalid value: \"a-b\": must be a valid CEL identifier",
             ]
         );
+    }
+
+    /// A validation, messageExpression and auditAnnotation of the wrong output type: the API
+    /// server's compile result is the error alone, so each expression carries it as its compile
+    /// error with no cost; the other expressions keep theirs. Before 1.32 the detail does not
+    /// name the type.
+    #[test]
+    fn wrong_output_types_are_compile_errors() {
+        let vap = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "p"},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{"operations": ["CREATE"],
+                    "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]},
+                "validations": [
+                    {"expression": "'invalid value'"},
+                    {"expression": "object.spec.replicas > 1",
+                     "messageExpression": "object.spec.replicas"}
+                ],
+                "auditAnnotations": [{"key": "a", "valueExpression": "object.metadata.name"}]
+            }
+        });
+        for minor in 30..=36 {
+            let r = Estimator::new(Version::new(1, minor))
+                .estimate(&vap, "test")
+                .unwrap();
+            let named = minor >= 32;
+            let want = |expected: &str, got: &str| {
+                if named {
+                    format!("must evaluate to {expected} but got {got}")
+                } else {
+                    format!("must evaluate to {expected}")
+                }
+            };
+            let by_path = |fp: &str| r.expressions.iter().find(|e| e.field_path == fp).unwrap();
+            for (fp, detail) in [
+                ("spec.validations[0].expression", want("bool", "string")),
+                (
+                    "spec.validations[1].messageExpression",
+                    want("string", "dyn"),
+                ),
+                (
+                    "spec.auditAnnotations[0].valueExpression",
+                    want("one of [string null_type]", "dyn"),
+                ),
+            ] {
+                let e = by_path(fp);
+                assert_eq!(
+                    e.compile_error.as_deref(),
+                    Some(detail.as_str()),
+                    "1.{minor} {fp}"
+                );
+                assert_eq!((e.min_cost, e.max_cost), (None, None), "1.{minor} {fp}");
+                assert!(
+                    r.errors
+                        .iter()
+                        .any(|x| x.starts_with(fp) && x.ends_with(&detail)),
+                    "1.{minor} {fp}: {:?}",
+                    r.errors
+                );
+            }
+            let ok = by_path("spec.validations[1].expression");
+            assert_eq!(ok.compile_error, None);
+            assert_eq!(ok.output_type, "bool");
+            assert!(ok.min_cost.is_some() && ok.max_cost.is_some());
+            assert!(!r.valid);
+            assert_eq!(r.errors.len(), 3, "1.{minor}: {:?}", r.errors);
+        }
+    }
+
+    /// `{?'app': object.data[?'app']}` makes the API server's CEL compiler panic (1.30-1.36):
+    /// the request is aborted as a whole, so no field error is returned (not even the ones
+    /// found before it) and the policy is refused.
+    #[test]
+    fn checker_panic_aborts_the_request() {
+        let vap = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "p"},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{"operations": ["CREATE"],
+                    "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+                "validations": [
+                    {"expression": "1"},
+                    {"expression": "{?'app': object.data[?'app']}.size() <= 1"},
+                    {"expression": "[?object.x].size() == 0"}
+                ]
+            }
+        });
+        for minor in 30..=36 {
+            let r = Estimator::new(Version::new(1, minor))
+                .estimate(&vap, "test")
+                .unwrap();
+            assert!(!r.valid, "1.{minor}");
+            let p = r.apiserver_panic.as_ref().expect("panics");
+            assert_eq!(p.field_path, "spec.validations[1].expression");
+            assert_eq!(
+                p.panic,
+                "runtime error: index out of range [0] with length 0"
+            );
+            assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+            assert!(
+                r.errors[0].starts_with("spec.validations[1].expression: the API server panics")
+            );
+            let e = &r.expressions[1];
+            assert_eq!((e.min_cost, e.max_cost), (None, None));
+            assert!(e.compile_error.is_some());
+        }
     }
 }

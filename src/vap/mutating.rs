@@ -222,7 +222,7 @@ pub fn estimate_map_with(
         );
         push_error(&mut errors, &c, &fp, &expr);
         c.variable = Some(vname.clone());
-        let out = c.checked.as_ref().map(|ch| ch.output_type().clone());
+        let out = c.accepted().map(|ch| ch.output_type().clone());
         types.add_variable(&vname, out.as_ref());
         expressions.push(c);
     }
@@ -316,12 +316,17 @@ pub fn estimate_map_with(
         }
     }
     report.typing = Some(typing.report);
+    // Not served: the request never reaches the validation that would panic.
+    let panic = super::first_panic(&expressions).filter(|_| not_served.is_none());
     report.expressions = expressions.into_iter().map(|c| c.report).collect();
     report.errors = not_served.into_iter().collect();
     report
         .errors
         .extend(errors.iter().map(|e| e.render(env.kubernetes)));
     report.valid = report.errors.is_empty();
+    if let Some((field_path, p)) = panic {
+        report.set_apiserver_panic(&field_path, &p);
+    }
     report
 }
 
@@ -453,35 +458,17 @@ mod tests {
             ]
         );
         assert!(!r.valid);
-        assert_eq!(
-            costs(&r),
-            vec![
-                (
-                    "spec.mutations[0].jsonPatch.expression".into(),
-                    "JSONPatch".into(),
-                    Some(40),
-                    Some(40)
-                ),
-                (
-                    "spec.mutations[1].applyConfiguration.expression".into(),
-                    "map(string, int)".into(),
-                    Some(30),
-                    Some(30)
-                ),
-                (
-                    "spec.mutations[2].jsonPatch.expression".into(),
-                    "list(dyn)".into(),
-                    Some(10),
-                    Some(10)
-                ),
-                (
-                    "spec.mutations[3].applyConfiguration.expression".into(),
-                    "dyn".into(),
-                    Some(1),
-                    Some(1)
-                ),
-            ]
-        );
+        // Refused after compiling: the compile result holds only the error, so each expression
+        // has it as its compile error, and no output type or cost.
+        for (e, err) in r.expressions.iter().zip(&r.errors) {
+            assert_eq!(
+                (e.min_cost, e.max_cost, e.output_type.as_str()),
+                (None, None, "")
+            );
+            let detail = e.compile_error.as_deref().unwrap();
+            assert!(detail.starts_with("must evaluate to "), "{detail}");
+            assert!(err.ends_with(detail), "{err} / {detail}");
+        }
     }
 
     #[test]
@@ -553,11 +540,12 @@ mod tests {
             "spec.mutations[7].applyConfiguration.expression: Internal error: program instantiation failed: reference to undefined type: Object",
         ];
         assert_eq!(r.errors, want);
-        // Compiled but refused by the program: still costed.
+        // Compiled but refused by the program: the compile result holds the error, no cost.
         let last = r.expressions.last().unwrap();
+        assert_eq!((last.min_cost, last.max_cost), (None, None));
         assert_eq!(
-            (last.min_cost, last.max_cost),
-            (Some(83), Some(1_844_674_407_370_955_386))
+            last.compile_error.as_deref(),
+            Some("program instantiation failed: reference to undefined type: Object")
         );
         assert_eq!(
             r.expressions[0].compile_error.as_deref(),

@@ -3,26 +3,50 @@
 //! `additionalProperties`) must survive pruning, be valid object metadata where it is metadata,
 //! and validate against its own schema node.
 //!
-//! Not reproduced: the CEL rules that the API server also evaluates on each default (this crate
-//! estimates CEL, it does not evaluate it).
+//! Once a default passes those checks, the CEL rules of its node and below are run on it
+//! (`default_rules.rs`).
 
 use serde_json::Value;
 
+use super::default_rules::DefaultRules;
 use super::objectmeta;
 use super::openapi;
 use crate::cel::decls::Version;
+use crate::cel::env::{CheckerPanic, Env};
 use crate::crd::fielderr::{BadValue, FieldError, Path};
 use crate::schema::{AdditionalProperties, Schema};
 
+/// What `ValidateDefaults` finds.
+pub struct DefaultsChecked {
+    pub errors: Vec<FieldError>,
+    /// Rules on defaults celcost did not evaluate, and why.
+    pub unevaluated: Vec<String>,
+    /// A rule on a default the API server's CEL compiler panics on.
+    pub panic: Option<(String, CheckerPanic)>,
+}
+
 /// `ValidateDefaults(ctx, fld, root, isResourceRoot=true, requirePrunedDefaults=true)`.
-pub fn validate_defaults(root: &Schema, fld: &str, k: Version) -> Vec<FieldError> {
+pub fn validate_defaults(root: &Schema, fld: &str, env: &Env) -> DefaultsChecked {
     let mut errs = Vec::new();
     let resource = Resource {
         schema: root,
         steps: None,
     };
-    walk(&Path::root(fld), root, true, false, resource, k, &mut errs);
-    errs
+    let mut rules = DefaultRules::new(env);
+    walk(
+        &Path::root(fld),
+        root,
+        true,
+        false,
+        resource,
+        &mut rules,
+        &mut errs,
+    );
+    DefaultsChecked {
+        errors: errs,
+        unevaluated: rules.unevaluated,
+        panic: rules.panic,
+    }
 }
 
 /// One step from a resource root to a node (`SurroundingObjectFunc.Child` / `.Index`), linked
@@ -53,10 +77,11 @@ fn walk(
     resource_root: bool,
     inside_meta: bool,
     resource: Resource<'_, '_>,
-    k: Version,
+    rules: &mut DefaultRules<'_>,
     errs: &mut Vec<FieldError>,
 ) {
     crate::budget::charge(1);
+    let k = rules.kubernetes();
     let embedded = s.x_embedded_resource || resource_root;
     let (resource, inside_meta) = if embedded {
         let own = Resource {
@@ -69,10 +94,19 @@ fn walk(
     };
     if let Some(default) = &s.default {
         let dfld = format!("{fld}.default");
-        if inside_meta {
-            errs.extend(metadata_default(&dfld, s, default, resource, k));
+        let own = if inside_meta {
+            metadata_default(&dfld, s, default, resource, k)
         } else {
-            errs.extend(plain_default(&dfld, s, embedded, default, k));
+            plain_default(&dfld, s, embedded, default, k)
+        };
+        // The rules run once the default passes the checks before (the pruning check aside).
+        let passed = own
+            .iter()
+            .all(|e| e.detail == "must not have unknown fields" && e.field == dfld);
+        errs.extend(own);
+        if passed {
+            // `isResourceRoot := s == rootSchema`: the root or an embedded resource.
+            errs.extend(rules.validate(&dfld, s, embedded, default));
         }
     }
     // additionalProperties are not followed: defaults there are not validated.
@@ -85,7 +119,15 @@ fn walk(
             schema: resource.schema,
             steps: Some(&steps),
         };
-        walk(&fld.child("items"), items, false, inside_meta, r, k, errs);
+        walk(
+            &fld.child("items"),
+            items,
+            false,
+            inside_meta,
+            r,
+            rules,
+            errs,
+        );
     }
     if s.properties.is_empty() {
         return;
@@ -102,7 +144,7 @@ fn walk(
             schema: resource.schema,
             steps: Some(&steps),
         };
-        walk(&props.key(key), p, false, sub_inside_meta, r, k, errs);
+        walk(&props.key(key), p, false, sub_inside_meta, r, rules, errs);
     }
 }
 

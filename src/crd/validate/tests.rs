@@ -579,3 +579,241 @@ fn embedded_resources_required_fields_by_minor() {
         ])
     );
 }
+
+/// A rule the API server's CEL compiler panics on (an optional map entry of type `dyn`, from
+/// an int-or-string field): the request is aborted, none of the CRD's field errors (here, the
+/// other rule's compile error) are returned, and the CRD is refused, on every minor.
+#[test]
+fn checker_panic_aborts_the_crd_request() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.nope == 1"},
+            {"rule": "true", "messageExpression": "{?'a': self.x}.size() == 1 ? 'a' : 'b'"},
+            {"rule": "{?'a': self.x}.size() <= 1"}
+        ],
+        "properties": {"x": {"x-kubernetes-int-or-string": true}}}}});
+    for minor in 30..=36 {
+        let r = Estimator::new(crate::cel::decls::Version::new(1, minor))
+            .estimate(&crd(schema.clone(), false), "test")
+            .unwrap();
+        assert!(!r.valid);
+        let p = r.apiserver_panic.as_ref().expect("panics");
+        assert_eq!(
+            p.field_path,
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].messageExpression"
+        );
+        assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+        assert!(r.errors[0].starts_with(&format!("{}: the API server panics", p.field_path)));
+    }
+}
+
+/// The CRD of the cases: `spec.priority` with `default: 1` and `rules`, and an
+/// over-budget rule elsewhere in the schema.
+fn defaulted(rules: Value, over_budget: bool) -> Value {
+    let mut props = json!({"priority": {"type": "integer", "default": 1,
+        "x-kubernetes-validations": rules}});
+    if over_budget {
+        props["tags"] = json!({"type": "array", "items": {"type": "string",
+            "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}});
+    }
+    crd(
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": props}}}),
+        false,
+    )
+}
+
+const PRIORITY: &str = "spec.validation.openAPIV3Schema.properties[spec].properties[priority]";
+
+/// Rules run on `default` values: a failing one rejects the CRD at `<node>.default` (naming the
+/// schema type before 1.35, the value from 1.35), and the schema's rules are then not compiled,
+/// so an over-budget rule elsewhere gives no error.
+#[test]
+fn rules_run_on_defaults() {
+    for minor in 30..=36 {
+        let k = crate::cel::decls::Version::new(1, minor);
+        let over = Estimator::new(k)
+            .estimate(&defaulted(json!([{"rule": "self % 2 == 1"}]), true), "test")
+            .unwrap();
+        assert!(!over.valid, "1.{minor}: the budget errors stand");
+        assert!(
+            over.errors.iter().all(|e| e.contains("Forbidden")),
+            "{:?}",
+            over.errors
+        );
+        let r = Estimator::new(k)
+            .estimate(&defaulted(json!([{"rule": "self % 2 == 0"}]), true), "test")
+            .unwrap();
+        let value = if minor >= 35 { "1" } else { "\"integer\"" };
+        assert_eq!(
+            r.errors,
+            [format!(
+                "{PRIORITY}.default: Invalid value: {value}: failed rule: self % 2 == 0"
+            )],
+            "1.{minor}"
+        );
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+}
+
+/// A rule that does not compile is reported on the default (with the schema type), not as the
+/// rule's compile error.
+#[test]
+fn rule_compile_errors_on_defaults() {
+    for minor in [30, 33, 36] {
+        let r = Estimator::new(crate::cel::decls::Version::new(1, minor))
+            .estimate(
+                &defaulted(json!([{"rule": "self.nope == 1"}]), true),
+                "test",
+            )
+            .unwrap();
+        assert_eq!(
+            r.errors,
+            [format!(
+                "{PRIORITY}.default: Invalid value: \"integer\": rule compile error: compilation failed: ERROR: <input>:1:5: type 'int' does not support field selection\n | self.nope == 1\n | ....^"
+            )],
+            "1.{minor}"
+        );
+    }
+}
+
+/// The rules below a defaulted node run on the parts of its default (`default.a`,
+/// `default.b[0]`), with messages, messageExpressions and reasons; `oldSelf` is the default.
+#[test]
+fn rules_below_a_default_run_on_its_parts() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+    "o": {"type": "object", "default": {"a": "x", "b": [1, 2]},
+        "x-kubernetes-validations": [
+            {"rule": "self.a == 'z'", "messageExpression": "'got ' + self.a"},
+            {"rule": "self == oldSelf"}
+        ],
+        "properties": {
+            "a": {"type": "string", "x-kubernetes-validations": [{"rule": "self == 'y'", "message": "must be y"}]},
+            "b": {"type": "array", "items": {"type": "integer",
+                "x-kubernetes-validations": [{"rule": "self > 1", "reason": "FieldValueForbidden"}]}}
+        }}}}}});
+    let o = "spec.validation.openAPIV3Schema.properties[spec].properties[o].default";
+    for (minor, object, string) in [(34, "\"object\": ", "\"string\""), (36, "", "\"x\"")] {
+        let r = Estimator::new(crate::cel::decls::Version::new(1, minor))
+            .estimate(&crd(schema.clone(), false), "test")
+            .unwrap();
+        let got: BTreeSet<&str> = r.errors.iter().map(String::as_str).collect();
+        let want = [
+            format!("{o}: Invalid value: {object}got x"),
+            format!("{o}.a: Invalid value: {string}: must be y"),
+            format!("{o}.b[0]: Forbidden: failed rule: self > 1"),
+        ];
+        let want: BTreeSet<&str> = want.iter().map(String::as_str).collect();
+        assert_eq!(got, want, "1.{minor}");
+    }
+}
+
+/// What celcost cannot evaluate (here, `duration()`) is not guessed: the default counts as
+/// passing and the report says which rule was not evaluated.
+#[test]
+fn unevaluated_rules_on_defaults_are_noted() {
+    let r = Estimator::default()
+        .estimate(
+            &crd(
+                json!({"type": "object", "properties": {"d": {"type": "string", "default": "5s",
+                    "x-kubernetes-validations": [{"rule": "duration(self) < duration('1s')"}]}}}),
+                false,
+            ),
+            "test",
+        )
+        .unwrap();
+    assert!(r.valid, "{:?}", r.errors);
+    assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+    assert!(r.notes[0].contains("properties[d].default: duration(self) < duration('1s')"));
+}
+
+/// Evaluation errors on a default are worded as cel-go words them, with the schema type; a rule
+/// with `optionalOldSelf` also runs with no `oldSelf` (ratcheting's update from nothing), where
+/// `oldSelf.hasValue()` fails, once the first run found nothing.
+#[test]
+fn evaluation_errors_and_ratcheting_on_defaults() {
+    let o = "spec.validation.openAPIV3Schema.properties[spec].properties[o].default";
+    let with = |rules: Value| {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"o": {"type": "object", "default": {"n": 1},
+                "properties": {"a": {"type": "string"}, "n": {"type": "integer"}},
+                "x-kubernetes-validations": rules}}}}});
+        let mut e = Estimator::default()
+            .estimate(&crd(schema, false), "test")
+            .unwrap()
+            .errors;
+        e.sort();
+        e
+    };
+    assert_eq!(
+        with(json!([
+            {"rule": "self.a == 'z'"},
+            {"rule": "1 / (self.n - 1) == 0"},
+            {"rule": "1 % (self.n - 1) == 0", "message": "m"},
+            {"rule": "[1][self.n] == 1"}
+        ])),
+        [
+            format!(
+                "{o}: Invalid value: \"object\": division by zero evaluating rule: 1 / (self.n - 1) == 0"
+            ),
+            format!(
+                "{o}: Invalid value: \"object\": index out of bounds: 1 evaluating rule: [1][self.n] == 1"
+            ),
+            format!("{o}: Invalid value: \"object\": modulus by zero evaluating rule: m"),
+            format!(
+                "{o}: Invalid value: \"object\": no such key: a evaluating rule: self.a == 'z'"
+            ),
+        ]
+    );
+    let ratchet = json!([{"rule": "oldSelf.hasValue()", "optionalOldSelf": true}]);
+    assert_eq!(
+        with(ratchet),
+        [format!(
+            "{o}: Invalid value: failed rule: oldSelf.hasValue()"
+        )]
+    );
+    // The first run's failure stops the second.
+    let both =
+        json!([{"rule": "oldSelf.hasValue()", "optionalOldSelf": true}, {"rule": "self.n == 2"}]);
+    assert_eq!(
+        with(both),
+        [format!("{o}: Invalid value: failed rule: self.n == 2")]
+    );
+}
+
+/// Two-variable comprehensions over a map default are evaluated (`all(k, v, …)`,
+/// `exists(k, v, …)`); over a list (the first variable an index) they are not, and say so.
+#[test]
+fn two_variable_comprehensions_on_defaults() {
+    let with = |prop: Value| {
+        let schema = json!({"type": "object", "properties": {"p": prop}});
+        Estimator::default()
+            .estimate(&crd(schema, false), "test")
+            .unwrap()
+    };
+    let map = |rule: &str| {
+        with(
+            json!({"type": "object", "additionalProperties": {"type": "integer"},
+            "default": {"a": 1, "b": 2}, "x-kubernetes-validations": [{"rule": rule}]}),
+        )
+    };
+    let p = "spec.validation.openAPIV3Schema.properties[p].default";
+    assert_eq!(
+        map("self.all(k, v, v < 2)").errors,
+        [format!(
+            "{p}: Invalid value: failed rule: self.all(k, v, v < 2)"
+        )]
+    );
+    assert!(map("self.exists(k, v, k == 'b' && v == 2)").valid);
+    assert_eq!(
+        map("self.exists_one(k, v, v > 0)").errors,
+        [format!(
+            "{p}: Invalid value: failed rule: self.exists_one(k, v, v > 0)"
+        )]
+    );
+    let list = with(
+        json!({"type": "array", "items": {"type": "integer"}, "default": [5],
+        "x-kubernetes-validations": [{"rule": "self.all(i, x, i < x)"}]}),
+    );
+    assert!(list.valid);
+    assert_eq!(list.notes.len(), 1, "{:?}", list.notes);
+}

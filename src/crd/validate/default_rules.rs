@@ -1,0 +1,754 @@
+//! The CEL rules the API server evaluates on each `default` (apiextensions
+//! `schema/defaulting/validation.go`: once a default passes its schema, `cel.NewValidator(s,
+//! isResourceRoot, PerCallLimit).Validate(ctx, <node>.default, s, default, default, budget)`,
+//! `schema/cel/validation.go`): the rules of the node and of every node below it, each on the
+//! part of the default it applies to, with `oldSelf` = `self`; when that finds nothing, again
+//! with no `oldSelf` (ratcheting), where only `optionalOldSelf` rules can fail. All defaults of
+//! a schema share one `RuntimeCELCostBudget`.
+//!
+//! A rule that does not compile is reported as it is there (`<path>: Invalid value: "<type>":
+//! rule compile error: …`), with no evaluation. A rule is evaluated with the `cel` crate's
+//! interpreter (`crate::cel::eval`) only when the outcome is certain: every function it calls
+//! is one the interpreter follows cel-go on, the default's values convert to CEL values, the
+//! result is a boolean (or an evaluation error cel-go words as celcost can), and a bound of its
+//! runtime cost (its static estimate with the default's own sizes, or, with no comprehension,
+//! a bound from the default's size) fits the per-call limit and what is left of the budget.
+//! Otherwise nothing is guessed: the rule is listed in `unevaluated` with why, and counts as
+//! passing. Not evaluated today: two-variable comprehensions over lists, timestamps,
+//! durations, bytes, Kubernetes library functions, `fieldPath` rules.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::cel::cost::{AstNode, Size, estimate};
+use crate::cel::env::{CheckerPanic, Env};
+use crate::cel::eval::{Interpreter, Outcome, Val};
+use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
+use crate::cel::parse::parse_unexpanded;
+use crate::cel::types::Type;
+use crate::crd::compile_rule;
+use crate::crd::fielderr::{BadValue, ErrorType, FieldError, failed_rules_show_the_value};
+use crate::report::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
+use crate::schema::decltype::{DeclKind, DeclType, DeclTypeProvider, escape, schema_decl_type};
+use crate::schema::{AdditionalProperties, Schema, ValidationRule};
+
+/// `celconfig.MaxEvaluatedMessageExpressionSizeBytes`.
+const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+
+/// The evaluation of the rules on the defaults of one schema root.
+pub struct DefaultRules<'e> {
+    env: &'e Env,
+    interpreter: Option<Interpreter>,
+    /// What is left of the `RuntimeCELCostBudget` at least (each rule evaluation charged with
+    /// its static estimate, which bounds its runtime cost).
+    budget: u64,
+    /// A rule may have run out of the budget: the rules after it are not evaluated.
+    budget_uncertain: bool,
+    /// Rules that were not evaluated, and why (`<field path>: <rule>: <why>`).
+    pub unevaluated: Vec<String>,
+    /// The first rule the API server's CEL compiler panics on.
+    pub panic: Option<(String, CheckerPanic)>,
+    /// Whether a schema node or one below it has rules, by node (each subtree walked once).
+    rules_below: HashMap<*const Schema, bool>,
+    /// Which of the two runs (`Validate(…, default, default)`, then, when that finds nothing,
+    /// `Validate(…, default, nil)` for ratcheting) is under way.
+    second_run: bool,
+}
+
+impl<'e> DefaultRules<'e> {
+    pub fn new(env: &'e Env) -> Self {
+        DefaultRules {
+            env,
+            interpreter: None,
+            budget: RUNTIME_COST_BUDGET,
+            budget_uncertain: false,
+            second_run: false,
+            rules_below: HashMap::new(),
+            unevaluated: Vec::new(),
+            panic: None,
+        }
+    }
+
+    /// `hasXValidations`, remembered per node.
+    fn has_rules(&mut self, s: &Schema) -> bool {
+        let key = s as *const Schema;
+        if let Some(&b) = self.rules_below.get(&key) {
+            return b;
+        }
+        crate::budget::charge(1);
+        let b = !s.x_validations.is_empty()
+            || s.items.as_deref().is_some_and(|i| self.has_rules(i))
+            || matches!(&s.additional_properties, Some(AdditionalProperties::Schema(a)) if self.has_rules(a))
+            || s.properties.values().any(|p| self.has_rules(p));
+        self.rules_below.insert(key, b);
+        b
+    }
+
+    pub fn kubernetes(&self) -> crate::cel::decls::Version {
+        self.env.kubernetes
+    }
+
+    /// `cel.NewValidator(s, isResourceRoot).Validate(dfld, s, default, default)`: the errors of
+    /// the rules of `s` and below on `default`.
+    pub fn validate(
+        &mut self,
+        dfld: &str,
+        s: &Schema,
+        is_resource_root: bool,
+        default: &Value,
+    ) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        if !self.has_rules(s) {
+            return errs;
+        }
+        let decl = schema_decl_type(s, is_resource_root, self.env.minor, "selfType");
+        let provider = decl
+            .as_ref()
+            .map(|d| DeclTypeProvider::new(&[d], self.env.minor));
+        let mut fld = dfld.to_string();
+        self.node(
+            &mut fld,
+            s,
+            decl.as_ref(),
+            provider.as_ref(),
+            default,
+            &mut errs,
+        );
+        if errs.is_empty() {
+            // CRDValidationRatcheting (on by default from 1.30): the update from nothing to the
+            // default, where only rules with `optionalOldSelf` differ (`oldSelf` is none;
+            // other transition rules are skipped, the rest pass again).
+            self.second_run = true;
+            self.node(
+                &mut fld,
+                s,
+                decl.as_ref(),
+                provider.as_ref(),
+                default,
+                &mut errs,
+            );
+            self.second_run = false;
+        }
+        errs
+    }
+
+    /// `Validator.validate` of one node: its rules on `value`, then its items, additional
+    /// properties and properties.
+    fn node(
+        &mut self,
+        fld: &mut String,
+        s: &Schema,
+        decl: Option<&Arc<DeclType>>,
+        provider: Option<&DeclTypeProvider>,
+        value: &Value,
+        errs: &mut Vec<FieldError>,
+    ) {
+        crate::budget::charge(1);
+        if value.is_null() || !self.has_rules(s) {
+            return;
+        }
+        if !s.x_validations.is_empty() {
+            match (decl, provider) {
+                (Some(d), Some(p)) => self.rules(fld, s, d, p, value, errs),
+                _ => self.skip(fld, "all rules", "the node has no CEL type"),
+            }
+        }
+        match value {
+            Value::Array(items) => {
+                let (Some(item_schema), Some(d)) = (s.items.as_deref(), decl) else {
+                    return;
+                };
+                let elem = d.elem();
+                for (i, v) in items.iter().enumerate() {
+                    let len = fld.len();
+                    fld.push_str(&format!("[{i}]"));
+                    self.node(fld, item_schema, elem, provider, v, errs);
+                    fld.truncate(len);
+                }
+            }
+            Value::Object(map) => {
+                if let Some(AdditionalProperties::Schema(ap)) = &s.additional_properties {
+                    let elem = decl.and_then(|d| d.elem());
+                    for (k, v) in map {
+                        let len = fld.len();
+                        fld.push_str(&format!("[{k}]"));
+                        self.node(fld, ap, elem, provider, v, errs);
+                        fld.truncate(len);
+                    }
+                }
+                if s.properties.is_empty() {
+                    return;
+                }
+                for (k, v) in map {
+                    let Some(p) = s.properties.get(k) else {
+                        continue;
+                    };
+                    if escape(k).is_none() {
+                        // Upstream converts the property on its own (a type of its own).
+                        if self.has_rules(p) {
+                            self.skip(fld, k, "a property whose name CEL cannot escape");
+                        }
+                        continue;
+                    }
+                    // Fields with no CEL type are left out of CEL validation.
+                    let Some(fd) = decl.and_then(|d| escape(k).and_then(|e| d.field(&e))) else {
+                        continue;
+                    };
+                    let len = fld.len();
+                    fld.push('.');
+                    fld.push_str(k);
+                    self.node(fld, p, Some(fd), provider, v, errs);
+                    fld.truncate(len);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn skip(&mut self, fld: &str, rule: &str, why: &str) {
+        self.unevaluated.push(format!("{fld}: {rule}: {why}"));
+    }
+
+    /// `validateExpressions`: each rule of the node on `value`.
+    fn rules(
+        &mut self,
+        fld: &str,
+        s: &Schema,
+        decl: &Arc<DeclType>,
+        provider: &DeclTypeProvider,
+        value: &Value,
+        errs: &mut Vec<FieldError>,
+    ) {
+        let mut self_val: Option<Option<Val>> = None;
+        for rule in &s.x_validations {
+            crate::budget::at(fld);
+            let optional_old_self = rule.optional_old_self == Some(true);
+            if self.second_run && !optional_old_self {
+                continue;
+            }
+            let cr = compile_rule(self.env, rule, decl, provider);
+            if self.second_run && !cr.uses_old_self {
+                continue;
+            }
+            if let Some(p) = cr.panic {
+                self.panic.get_or_insert((fld.to_string(), p));
+                return;
+            }
+            if let Some(e) = &cr.error {
+                errs.push(FieldError::invalid(
+                    fld,
+                    BadValue::Str(s.type_.clone()),
+                    &format!("rule compile error: {}", e.detail),
+                ));
+                continue;
+            }
+            if rule.rule.trim().is_empty() {
+                continue;
+            }
+            if self.budget_uncertain {
+                self.skip(
+                    fld,
+                    &rule.rule,
+                    "the rules before it may have spent the runtime cost budget",
+                );
+                continue;
+            }
+            // Spent whatever the outcome (upstream evaluates it); the static estimate with the
+            // default's own sizes bounds it.
+            let cost = self.bound(&rule.rule, optional_old_self, decl, provider, value);
+            let affordable = cost <= PER_CALL_LIMIT && cost <= self.budget;
+            self.budget = self.budget.saturating_sub(cost);
+            if !affordable {
+                self.budget_uncertain = true;
+                self.skip(
+                    fld,
+                    &rule.rule,
+                    "its estimated cost does not rule out the runtime cost limits",
+                );
+                continue;
+            }
+            if !rule.field_path.is_empty() {
+                self.skip(
+                    fld,
+                    &rule.rule,
+                    "rules with a fieldPath are not evaluated by celcost",
+                );
+                continue;
+            }
+            let v = self_val.get_or_insert_with(|| to_val(value, decl)).clone();
+            let Some(v) = v else {
+                self.skip(
+                    fld,
+                    &rule.rule,
+                    "the default has values celcost does not evaluate",
+                );
+                continue;
+            };
+            let old_self = match (cr.uses_old_self, optional_old_self, self.second_run) {
+                (false, _, _) => None,
+                (true, false, _) => Some(v.clone()),
+                (true, true, false) => Some(Val::Optional(Some(Box::new(v.clone())))),
+                (true, true, true) => Some(Val::Optional(None)),
+            };
+            let passed = match self.eval(&rule.rule, &v, old_self.as_ref()) {
+                Ok(Ok(Val::Bool(b))) => b,
+                Ok(Err(e)) => {
+                    // `<error> evaluating rule: <rule>`, with the schema type on every minor.
+                    errs.push(FieldError::invalid(
+                        fld,
+                        BadValue::Str(s.type_.clone()),
+                        &format!("{e} evaluating rule: {}", rule_error_string(rule)),
+                    ));
+                    continue;
+                }
+                Ok(Ok(other)) => {
+                    self.skip(fld, &rule.rule, &format!("it evaluates to {other:?}"));
+                    continue;
+                }
+                Err(why) => {
+                    self.skip(fld, &rule.rule, &why);
+                    continue;
+                }
+            };
+            if passed {
+                continue;
+            }
+            let message_cost = cr
+                .message_expression_cost
+                .map(|_| self.bound(&rule.message_expression, false, decl, provider, value));
+            let detail = self.message(fld, rule, &v, message_cost);
+            let bad = if !failed_rules_show_the_value(self.env.kubernetes) {
+                BadValue::Str(s.type_.clone())
+            } else if s.type_ == "object" || s.type_ == "array" {
+                BadValue::Omit
+            } else {
+                BadValue::any(value.clone())
+            };
+            errs.push(field_error_for_reason(
+                fld,
+                bad,
+                &detail,
+                rule.reason.as_deref(),
+            ));
+        }
+    }
+
+    /// The detail of a failed rule: its messageExpression's value when that evaluates to a
+    /// fitting string, else its message or `failed rule: <rule>`.
+    fn message(&mut self, fld: &str, rule: &ValidationRule, v: &Val, cost: Option<u64>) -> String {
+        let fallback = rule_message_or_default(rule);
+        if rule.message_expression.is_empty() {
+            return fallback;
+        }
+        let affordable = cost.filter(|c| *c <= PER_CALL_LIMIT && *c <= self.budget);
+        self.budget = self.budget.saturating_sub(cost.unwrap_or(0));
+        let Some(_) = affordable else {
+            self.budget_uncertain = true;
+            self.skip(
+                fld,
+                &rule.message_expression,
+                "messageExpression not evaluated (its estimated cost does not rule out the runtime cost limits); the message shown is the rule's",
+            );
+            return fallback;
+        };
+        match self.eval(&rule.message_expression, v, None) {
+            Ok(Ok(Val::String(m))) => {
+                let m = m.trim();
+                if m.is_empty() || m.len() > MAX_MESSAGE_BYTES || m.contains('\n') {
+                    fallback
+                } else {
+                    m.to_string()
+                }
+            }
+            // An evaluation error or a result of another type: the rule's message (upstream
+            // logs the messageExpression's error).
+            Ok(_) => fallback,
+            Err(why) => {
+                self.skip(
+                    fld,
+                    &rule.message_expression,
+                    &format!(
+                        "messageExpression not evaluated ({why}); the message shown is the rule's"
+                    ),
+                );
+                fallback
+            }
+        }
+    }
+
+    /// The static estimate of `source` with the sizes of `value` (each path at the largest of
+    /// the values it reaches): a bound of its runtime cost on `value`. Its maximum when it does
+    /// not compile.
+    fn bound(
+        &self,
+        source: &str,
+        optional_old_self: bool,
+        decl: &Arc<DeclType>,
+        provider: &DeclTypeProvider,
+        value: &Value,
+    ) -> u64 {
+        let old_self = if optional_old_self {
+            Type::optional(decl.cel.clone())
+        } else {
+            decl.cel.clone()
+        };
+        let vars = vec![
+            ("self".to_string(), decl.cel.clone()),
+            ("oldSelf".to_string(), old_self),
+        ];
+        let Ok(checked) = self.env.compile(source, &vars, provider) else {
+            return u64::MAX;
+        };
+        let sizes = ValueSizes { root: value };
+        let embedder = KubernetesEstimator {
+            minor: self.env.minor,
+            sizes: Some(&sizes),
+        };
+        let estimated = estimate(&checked, &embedder, self.env.cost_options()).max;
+        estimated.min(straight_line_bound(checked.expr(), value).unwrap_or(u64::MAX))
+    }
+
+    /// Evaluates `source` with `self` (and `oldSelf`) bound to `v`, when the interpreter follows
+    /// cel-go on it; an evaluation error is not reproduced (its text is cel-go's own).
+    /// `Ok(Ok(value))`, `Ok(Err(the evaluation error as cel-go words it))`, or `Err(why it was
+    /// not evaluated)`.
+    fn eval(
+        &mut self,
+        source: &str,
+        v: &Val,
+        old_self: Option<&Val>,
+    ) -> Result<Result<Val, String>, String> {
+        let parsed = parse_unexpanded(source, self.env.parser).map_err(|e| e.0)?;
+        let mut vars: Vec<(&str, &Val)> = vec![("self", v)];
+        if let Some(o) = old_self {
+            vars.push(("oldSelf", o));
+        }
+        let interp = self
+            .interpreter
+            .get_or_insert_with(|| Interpreter::new(self.env.parser));
+        crate::budget::charge(v.weight() as u64);
+        // The interpreter binds one iteration variable: `m.all(k, v, p)` over a map is run as
+        // `m.all(k, [m[k]].all(v, p))` (the same truth and errors).
+        let one_var = one_variable_forms(&parsed.expr, &mut |target| {
+            let src = crate::cel::unparse::unparse(target)?;
+            let p = interp.compile(&src).ok()?;
+            matches!(interp.eval(&p, &vars), Outcome::Value(Val::Map(_))).then_some(())
+        });
+        let rewritten;
+        let (expr, source) = match one_var {
+            Some(e) => {
+                rewritten = crate::cel::unparse::unparse(&e)
+                    .ok_or("a two-variable comprehension celcost cannot rewrite")?;
+                (e, rewritten.as_str())
+            }
+            None => (parsed.expr.clone(), source),
+        };
+        if !Interpreter::supports_with_type_tests(&expr) {
+            return Err("it calls functions the interpreter does not follow cel-go on".into());
+        }
+        let program = interp.compile(source)?;
+        match interp.eval(&program, &vars) {
+            Outcome::Value(v) => Ok(Ok(v)),
+            Outcome::Error(e) => match cel_go_error(&e) {
+                Some(go) => Ok(Err(go)),
+                None => Err(format!(
+                    "its evaluation fails ({e}), which celcost cannot word as cel-go does"
+                )),
+            },
+            Outcome::Unsupported(e) => Err(format!("the interpreter cannot evaluate it ({e})")),
+        }
+    }
+}
+
+/// cel-go's words for the evaluation errors of the `cel` crate's interpreter that it words alike
+/// (`no such key: a`, `division by zero`, `modulus by zero`, `index out of bounds: 1`).
+fn cel_go_error(e: &str) -> Option<String> {
+    if let Some(k) = e.strip_prefix("No such key: ") {
+        return Some(format!("no such key: {k}"));
+    }
+    if e.starts_with("Division by zero") {
+        return Some("division by zero".into());
+    }
+    if e.starts_with("Remainder by zero") {
+        return Some("modulus by zero".into());
+    }
+    let i = e
+        .strip_prefix("Index out of bounds: Int(")
+        .and_then(|r| r.strip_suffix(')'))
+        .and_then(|n| n.parse::<i64>().ok())?;
+    Some(format!("index out of bounds: {i}"))
+}
+
+/// `ruleErrorString`.
+fn rule_error_string(rule: &ValidationRule) -> String {
+    if rule.message.is_empty() {
+        rule.rule.trim().to_string()
+    } else {
+        rule.message.trim().to_string()
+    }
+}
+
+/// `ruleMessageOrDefault`.
+fn rule_message_or_default(rule: &ValidationRule) -> String {
+    if rule.message.is_empty() {
+        format!("failed rule: {}", rule.rule.trim())
+    } else {
+        rule.message.trim().to_string()
+    }
+}
+
+/// `fieldErrorForReason`.
+fn field_error_for_reason(
+    fld: &str,
+    value: BadValue,
+    detail: &str,
+    reason: Option<&str>,
+) -> FieldError {
+    match reason {
+        Some("FieldValueForbidden") => FieldError::forbidden(fld, detail),
+        Some("FieldValueRequired") => FieldError::required(fld, detail),
+        Some("FieldValueDuplicate") => FieldError {
+            field: fld.to_string(),
+            kind: ErrorType::Duplicate,
+            value,
+            detail: String::new(),
+        },
+        _ => FieldError::invalid(fld, value, detail),
+    }
+}
+
+/// The default as the CEL value `UnstructuredToVal` makes of it, for the types the interpreter
+/// holds as cel-go does: `None` for anything else (timestamps, durations, bytes, `dyn` values
+/// other than int-or-string, fields of unknown type).
+fn to_val(v: &Value, decl: &DeclType) -> Option<Val> {
+    crate::budget::charge(1);
+    Some(match (&decl.kind, v) {
+        (DeclKind::Scalar, _) => match (&decl.cel, v) {
+            (Type::String, Value::String(s)) => Val::String(s.clone()),
+            (Type::Int, Value::Number(n)) => Val::Int(n.as_i64()?),
+            (Type::Double, Value::Number(n)) => Val::Double(n.as_f64()?),
+            (Type::Bool, Value::Bool(b)) => Val::Bool(*b),
+            (Type::Dyn, Value::String(s)) => Val::String(s.clone()),
+            (Type::Dyn, Value::Number(n)) => Val::Int(n.as_i64()?),
+            _ => return None,
+        },
+        (DeclKind::List(elem), Value::Array(items)) => Val::List(
+            items
+                .iter()
+                .map(|x| to_val(x, elem))
+                .collect::<Option<Vec<_>>>()?,
+        ),
+        (DeclKind::Map(_, elem), Value::Object(m)) => Val::Map(
+            m.iter()
+                .map(|(k, x)| Some((Val::String(k.clone()), to_val(x, elem)?)))
+                .collect::<Option<Vec<_>>>()?,
+        ),
+        (DeclKind::Object(fields), Value::Object(m)) => {
+            let mut out = Vec::with_capacity(m.len());
+            for (k, x) in m {
+                let e = escape(k)?;
+                let fd = fields.get(&e)?;
+                out.push((Val::String(e), to_val(x, fd)?));
+            }
+            Val::Map(out)
+        }
+        _ => return None,
+    })
+}
+
+/// The sizes of a value, for the estimator: a path (`self.a.@items.b`) names the values it
+/// reaches in `root`, and its size is the largest of theirs (string length, list length, map
+/// size); 0 when it reaches none.
+struct ValueSizes<'v> {
+    root: &'v Value,
+}
+
+impl SizeSource for ValueSizes<'_> {
+    fn estimate_size(&self, node: &AstNode<'_>) -> Option<Size> {
+        let path = node.path_elems();
+        if path.is_empty() {
+            return None;
+        }
+        let mut at: Vec<&Value> = vec![self.root];
+        for (i, name) in path[1..].iter().enumerate() {
+            crate::budget::charge(at.len() as u64);
+            if &**name == "@keys" {
+                // Keys are strings: the longest, and nothing below them.
+                let longest = at
+                    .iter()
+                    .filter_map(|v| v.as_object())
+                    .flat_map(|m| m.keys())
+                    .map(|k| k.chars().count() as u64)
+                    .max()
+                    .unwrap_or(0);
+                return Some(Size::new(0, if i + 2 == path.len() { longest } else { 0 }));
+            }
+            let mut next = Vec::new();
+            for v in at {
+                match (&**name, v) {
+                    ("@items", Value::Array(items)) => next.extend(items.iter()),
+                    ("@values", Value::Object(m)) => next.extend(m.values()),
+                    (field, Value::Object(m)) => next.extend(
+                        m.iter()
+                            .filter(|(k, _)| escape(k).as_deref() == Some(field))
+                            .map(|(_, v)| v),
+                    ),
+                    _ => {}
+                }
+            }
+            at = next;
+        }
+        let size = at
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => s.chars().count() as u64,
+                Value::Array(a) => a.len() as u64,
+                Value::Object(m) => m.len() as u64,
+                _ => 1,
+            })
+            .max()
+            .unwrap_or(0);
+        Some(Size::new(0, size))
+    }
+}
+
+/// A bound of the runtime cost of an expression with no comprehension, on `value`, when it is
+/// evaluated at all (so every function it calls is one of `FAITHFUL_FUNCTIONS`: each costs at
+/// most 1 + the product of its operands' sizes, and no value it makes is larger than the sum
+/// of the sizes of the leaves, `n` nodes of at most `s` each): `n · (1 + (n·s)²)`. cel-go's
+/// static estimate cannot bound some of these (`string(self)` has no size there).
+fn straight_line_bound(e: &crate::cel::ast::Expr, value: &Value) -> Option<u64> {
+    use crate::cel::ast::{ExprKind, Literal};
+    let mut nodes = 0u64;
+    let mut leaves = total_size(value);
+    let mut loops = false;
+    e.walk(&mut |x| {
+        nodes += 1;
+        match &x.kind {
+            ExprKind::Comprehension(_) => loops = true,
+            ExprKind::Literal(Literal::String(s)) => leaves += s.chars().count() as u64,
+            ExprKind::Literal(Literal::Bytes(b)) => leaves += b.len() as u64,
+            _ => {}
+        }
+    });
+    if loops {
+        return None;
+    }
+    let largest = nodes.checked_mul(leaves.checked_add(1)?)?;
+    nodes.checked_mul(largest.checked_mul(largest)?.checked_add(1)?)
+}
+
+/// Characters and elements in a JSON value.
+fn total_size(v: &Value) -> u64 {
+    crate::budget::charge(1);
+    match v {
+        Value::String(s) => s.chars().count() as u64 + 1,
+        Value::Array(a) => a.iter().map(total_size).sum::<u64>() + 1,
+        Value::Object(m) => {
+            m.iter()
+                .map(|(k, v)| k.chars().count() as u64 + total_size(v))
+                .sum::<u64>()
+                + 1
+        }
+        _ => 1,
+    }
+}
+
+/// `e` with each two-variable `all`/`exists`/`exists_one` over a map (the maps `is_map` accepts)
+/// as a one-variable one binding the value in a one-element list: `m.all(k, v, p)` →
+/// `m.all(k, [m[k]].all(v, p))`, `exists_one` → `m.exists_one(k, [m[k]].exists(v, p))`.
+/// `None` when there is none to rewrite (or one is over something else).
+fn one_variable_forms(
+    e: &crate::cel::ast::Expr,
+    is_map: &mut dyn FnMut(&crate::cel::ast::Expr) -> Option<()>,
+) -> Option<crate::cel::ast::Expr> {
+    use crate::cel::ast::{Expr, ExprKind};
+    let mut found = false;
+    let mut failed = false;
+    fn go(
+        e: &Expr,
+        is_map: &mut dyn FnMut(&Expr) -> Option<()>,
+        found: &mut bool,
+        failed: &mut bool,
+    ) -> Expr {
+        crate::budget::charge(1);
+        let kind = match &e.kind {
+            ExprKind::Call {
+                function,
+                target: Some(t),
+                args,
+            } if args.len() == 3
+                && matches!(function.as_str(), "all" | "exists" | "exists_one")
+                && matches!(&args[0].kind, ExprKind::Ident(_))
+                && matches!(&args[1].kind, ExprKind::Ident(_)) =>
+            {
+                *found = true;
+                if is_map(t).is_none() {
+                    *failed = true;
+                }
+                let t = go(t, is_map, found, failed);
+                let body = go(&args[2], is_map, found, failed);
+                let at = |kind| Expr { id: 0, kind };
+                let index = at(ExprKind::Call {
+                    function: "_[_]".into(),
+                    target: None,
+                    args: vec![t.clone(), args[0].clone()],
+                });
+                let inner_fn = if function == "exists_one" {
+                    "exists"
+                } else {
+                    function.as_str()
+                };
+                let inner = at(ExprKind::Call {
+                    function: inner_fn.into(),
+                    target: Some(Box::new(at(ExprKind::List {
+                        elements: vec![index],
+                        optional_indices: vec![],
+                    }))),
+                    args: vec![args[1].clone(), body],
+                });
+                ExprKind::Call {
+                    function: function.clone(),
+                    target: Some(Box::new(t)),
+                    args: vec![args[0].clone(), inner],
+                }
+            }
+            ExprKind::Call {
+                function,
+                target,
+                args,
+            } => ExprKind::Call {
+                function: function.clone(),
+                target: target
+                    .as_ref()
+                    .map(|t| Box::new(go(t, is_map, found, failed))),
+                args: args.iter().map(|a| go(a, is_map, found, failed)).collect(),
+            },
+            ExprKind::Select {
+                operand,
+                field,
+                test_only,
+            } => ExprKind::Select {
+                operand: Box::new(go(operand, is_map, found, failed)),
+                field: field.clone(),
+                test_only: *test_only,
+            },
+            ExprKind::List {
+                elements,
+                optional_indices,
+            } => ExprKind::List {
+                elements: elements
+                    .iter()
+                    .map(|x| go(x, is_map, found, failed))
+                    .collect(),
+                optional_indices: optional_indices.clone(),
+            },
+            other => other.clone(),
+        };
+        Expr { id: e.id, kind }
+    }
+    let out = go(e, is_map, &mut found, &mut failed);
+    (found && !failed).then_some(out)
+}
