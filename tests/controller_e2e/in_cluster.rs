@@ -728,6 +728,16 @@ async fn s7_api_server_down_60s_webhook_stays_ready_reports_catch_up() {
     .await;
     let ips: Vec<IpAddr> = ready_pods(&client).await.iter().map(pod_ip).collect();
     assert_eq!(ips.len(), 2);
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(client.clone(), "default");
+    let kubernetes_service_ip: IpAddr = services
+        .get("kubernetes")
+        .await
+        .unwrap()
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .and_then(|ip| ip.parse().ok())
+        .expect("the kubernetes Service's ClusterIP");
 
     super::faults::apiserver_ctl(&ctl, "stop").await;
     let stopped = Instant::now();
@@ -791,19 +801,48 @@ async fn s7_api_server_down_60s_webhook_stays_ready_reports_catch_up() {
     );
     assert!(webhook_back <= Duration::from_secs(2), "{webhook_back:?}");
 
-    // The reports catch up: an update made now is reported.
+    // The reports catch up: an update made now is reported once the pods can reach the API
+    // server again. They reach it through the `kubernetes` Service, which kube-proxy routes
+    // again only when its own watch of the EndpointSlices is back (the API server withdrew its
+    // endpoint when it stopped; kube-proxy's reflector backs off up to 30 s, measured here at
+    // ~50 s after a 20–60 s outage): that time is the cluster's, printed, and the operator's is
+    // measured from it.
     resize(&client, &group, 2000).await;
-    let t = Instant::now();
+    let updated = Instant::now();
+    let routed = eventually(
+        "the kubernetes Service routed again",
+        Duration::from_secs(180),
+        || async {
+            let addr = SocketAddr::new(kubernetes_service_ip, 443);
+            tokio::task::spawn_blocking(move || {
+                TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok()
+            })
+            .await
+            .unwrap()
+            .then(Instant::now)
+        },
+    )
+    .await;
     report_or_logs(
         &client,
         &format!("crd.widgets.{group}"),
         2,
-        Duration::from_secs(60),
+        Duration::from_secs(180),
     )
     .await;
+    let reported = Instant::now();
+    let after_routing = reported.saturating_duration_since(routed);
     println!(
-        "{test}: an update after the outage reported in {:.2} s",
-        t.elapsed().as_secs_f64()
+        "{test}: the kubernetes Service (kube-proxy) routed again {:.1} s after the API server's /readyz; an update made at /readyz + {:.1} s reported {:.2} s after that ({:.2} s after the Service routed)",
+        routed.duration_since(ready).as_secs_f64(),
+        updated.duration_since(ready).as_secs_f64(),
+        reported.duration_since(updated).as_secs_f64(),
+        after_routing.as_secs_f64()
+    );
+    // Leader election (retry period 2 s) and the watches (backoff ≤ 2 s) come back at once.
+    assert!(
+        after_routing <= Duration::from_secs(15),
+        "reported {after_routing:?} after the Service routed again"
     );
     for ip in &ips {
         eventually(
