@@ -291,6 +291,38 @@ fn test_crd(group: &str, items: u64) -> Value {
     })
 }
 
+/// A v1 MutatingAdmissionPolicy that labels ConfigMaps.
+fn test_map(name: &str) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "reinvocationPolicy": "Never",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]
+            }]},
+            "mutations": [{
+                "patchType": "ApplyConfiguration",
+                "applyConfiguration": {"expression":
+                    "Object{metadata: Object.metadata{labels: {'celcost': 'e2e'}}}"}
+            }]
+        }
+    })
+}
+
+/// v1 MutatingAdmissionPolicies (k8s-openapi has no type for them).
+fn map_api(client: &Client) -> Api<kube::api::DynamicObject> {
+    Api::all_with(
+        client.clone(),
+        &kube::discovery::ApiResource::erase::<celcost::controller::map::MutatingAdmissionPolicyV1>(
+            &(),
+        ),
+    )
+}
+
 /// Creates a CRD, retrying while the API server is still coming up (after a restart it can
 /// answer /readyz before every handler is back).
 async fn create_crd(client: &Client, crd: &Value) -> CustomResourceDefinition {
@@ -698,30 +730,8 @@ async fn versions_and_mutating_policies() {
     let mut op = Operator::start("map", &[]);
     op.wait_ready(Duration::from_secs(60)).await;
     let map_name = format!("e2e-{}.celcost.io", suffix());
-    let map = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingAdmissionPolicy",
-        "metadata": {"name": map_name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "reinvocationPolicy": "Never",
-            "matchConstraints": {"resourceRules": [{
-                "apiGroups": [""], "apiVersions": ["v1"],
-                "operations": ["CREATE"], "resources": ["configmaps"]
-            }]},
-            "mutations": [{
-                "patchType": "ApplyConfiguration",
-                "applyConfiguration": {"expression":
-                    "Object{metadata: Object.metadata{labels: {'celcost': 'e2e'}}}"}
-            }]
-        }
-    });
-    let maps: Api<kube::api::DynamicObject> = Api::all_with(
-        client.clone(),
-        &kube::discovery::ApiResource::erase::<celcost::controller::map::MutatingAdmissionPolicyV1>(
-            &(),
-        ),
-    );
+    let map = test_map(&map_name);
+    let maps = map_api(&client);
     let created = maps
         .create(
             &PostParams::default(),
