@@ -98,7 +98,8 @@ enum Command {
         /// The manifests after the change.
         head: PathBuf,
     },
-    /// Run the operator: watch CRDs and ValidatingAdmissionPolicies and write CostReports.
+    /// Run the operator: watch CRDs, ValidatingAdmissionPolicies and MutatingAdmissionPolicies
+    /// and write CostReports.
     Controller(Box<ControllerArgs>),
     /// Print the CostReport CustomResourceDefinition as YAML.
     Crd,

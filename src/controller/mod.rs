@@ -1,5 +1,5 @@
-//! The operator: watches CustomResourceDefinitions and ValidatingAdmissionPolicies cluster-wide
-//! and writes one `CostReport` per target (see `docs/operator.md`).
+//! The operator: watches CustomResourceDefinitions, ValidatingAdmissionPolicies and (where served)
+//! MutatingAdmissionPolicies cluster-wide and writes one `CostReport` per target (see `docs/operator.md`).
 //!
 //! Memory stays flat with the number of targets: the watches keep only object metadata
 //! (`metadata_watcher`), and a reconcile fetches the full target, estimates it and drops it, at
