@@ -758,9 +758,11 @@ async fn s7_api_server_down_60s_webhook_stays_ready_reports_catch_up() {
         unready.is_empty(),
         "/readyz dropped during the outage: {unready:?}"
     );
+    // The watches fail from the API server's SIGTERM, up to 5 s before `ctl stop` returns
+    // (then SIGKILL): /watches turns 503 30 s after that, so from 25 s here; 20 s is the margin.
     assert!(
-        first_unhealthy.is_some_and(|t| t >= Duration::from_secs(25)),
-        "/watches failed, and not before 30 s: {first_unhealthy:?}"
+        first_unhealthy.is_some_and(|t| t >= Duration::from_secs(20)),
+        "/watches failed, and not long before 30 s: {first_unhealthy:?}"
     );
     assert_eq!(
         watches_at_end,
