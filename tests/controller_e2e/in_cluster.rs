@@ -187,6 +187,32 @@ async fn installed(test: &str) -> Option<(tokio::sync::MutexGuard<'static, ()>, 
     Some((serial, client, image))
 }
 
+/// Waits until a replica not in `old_pods` holds the Lease and has estimated `targets`
+/// targets (a new leader re-estimates each one once); its name.
+async fn new_leader_has_estimated(
+    client: &Client,
+    old_pods: &[String],
+    targets: f64,
+    timeout: Duration,
+) -> String {
+    eventually(
+        "a new leader that has estimated every target",
+        timeout,
+        || async {
+            let holder = leader(client).await?;
+            if old_pods.contains(&holder) {
+                return None;
+            }
+            let pod = ready_pods(client)
+                .await
+                .into_iter()
+                .find(|p| p.name_any() == holder)?;
+            (pod_metric(pod_ip(&pod), "celcost_estimates_total") >= targets).then_some(holder)
+        },
+    )
+    .await
+}
+
 /// Every CostReport's resourceVersion, once they have stopped changing for 5 s.
 async fn settled_reports(client: &Client) -> BTreeMap<String, String> {
     let api: Api<CostReport> = Api::all(client.clone());
@@ -600,22 +626,8 @@ async fn s5_rollout_restart_misses_nothing_and_rewrites_nothing() {
     report_for(&client, &format!("crd.widgets.{small}"), 2).await;
     // The new leader has looked at every target (it re-estimates each one once).
     let targets = before.len() as f64;
-    let holder = eventually(
-        "a new leader that has estimated every target",
-        Duration::from_secs(180),
-        || async {
-            let holder = leader(&client).await?;
-            if old_pods.contains(&holder) {
-                return None;
-            }
-            let pod = ready_pods(&client)
-                .await
-                .into_iter()
-                .find(|p| p.name_any() == holder)?;
-            (pod_metric(pod_ip(&pod), "celcost_estimates_total") >= targets).then_some(holder)
-        },
-    )
-    .await;
+    let holder =
+        new_leader_has_estimated(&client, &old_pods, targets, Duration::from_secs(180)).await;
     let after = settled_reports(&client).await;
     let events_after = celcost_events(&client).await;
     let rewritten: Vec<&String> = before
@@ -966,22 +978,7 @@ async fn s9_memory_stays_under_the_limit_with_2000_crds() {
         .unwrap()
         .items
         .len() as f64;
-    eventually(
-        "the new leader has estimated every CRD",
-        Duration::from_secs(900),
-        || async {
-            let holder = leader(&client).await?;
-            if old.contains(&holder) {
-                return None;
-            }
-            let pod = ready_pods(&client)
-                .await
-                .into_iter()
-                .find(|p| p.name_any() == holder)?;
-            (pod_metric(pod_ip(&pod), "celcost_estimates_total") >= targets).then_some(())
-        },
-    )
-    .await;
+    new_leader_has_estimated(&client, &old, targets, Duration::from_secs(900)).await;
     let pods = ready_pods(&client).await;
     let cold = peaks(&pods);
     println!(
