@@ -224,6 +224,35 @@ pub fn estimate_paths_suggesting(
     catalog: &SchemaCatalog,
     suggest: Option<&crate::suggest::Settings>,
 ) -> Outcome {
+    let advice = Advice {
+        suggest: suggest.cloned(),
+        rewrites: crate::rewrite::Scope::NearBudget(
+            suggest.map_or(crate::report::DEFAULT_NEAR_BUDGET_PERCENT, |s| {
+                s.near_budget_percent
+            }),
+        ),
+    };
+    estimate_paths_advising(estimators, paths, catalog, &advice)
+}
+
+/// The advice a run adds to the estimates of its CRDs, found with the estimator of the report
+/// (the newest of a range).
+#[derive(Clone, Debug, Default)]
+pub struct Advice {
+    /// Suggested bounds for rules and totals over their limit or at the near-budget threshold
+    /// ([`crate::suggest`]); none without settings.
+    pub suggest: Option<crate::suggest::Settings>,
+    /// Which rules get cheaper rewrites offered ([`crate::rewrite`]).
+    pub rewrites: crate::rewrite::Scope,
+}
+
+/// As [`estimate_paths_with`], with the advice asked for.
+pub fn estimate_paths_advising(
+    estimators: Minors<'_>,
+    paths: &[PathBuf],
+    catalog: &SchemaCatalog,
+    advice: &Advice,
+) -> Outcome {
     let mut outcome = Outcome::default();
     let mut files = Vec::new();
     for p in paths {
@@ -238,8 +267,16 @@ pub fn estimate_paths_suggesting(
                 .unwrap_or(1)
         });
     // First pass: CRDs are estimated (they do not depend on other objects), policies kept.
-    let first: Vec<FirstPass> =
-        parallel(&files, threads, |f| first_pass_file(estimators, f, suggest));
+    // The biggest files first, so that no worker is left with a big one at the end; the
+    // results in the input's order.
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    let size = |i: &usize| std::fs::metadata(&files[*i]).map_or(0, |m| m.len());
+    order.sort_by_cached_key(|i| std::cmp::Reverse(size(i)));
+    let mut first: Vec<(usize, FirstPass)> = parallel(&order, threads, |&i| {
+        (i, first_pass_file(estimators, &files[i], advice))
+    });
+    first.sort_by_key(|(i, _)| *i);
+    let first: Vec<FirstPass> = first.into_iter().map(|(_, f)| f).collect();
     // The CRDs the policies match or take as params, read again from their files (so that the
     // first pass need not keep every CRD of a large input in memory).
     let mut catalog = catalog.clone();
@@ -338,11 +375,7 @@ fn add_crds(catalog: &mut SchemaCatalog, name: &str, text: &str, sources: &[Stri
     }
 }
 
-fn first_pass_file(
-    estimators: Minors<'_>,
-    f: &Path,
-    suggest: Option<&crate::suggest::Settings>,
-) -> FirstPass {
+fn first_pass_file(estimators: Minors<'_>, f: &Path, advice: &Advice) -> FirstPass {
     let mut out = FirstPass::default();
     let bytes = match std::fs::read(f) {
         Ok(b) => b,
@@ -357,7 +390,7 @@ fn first_pass_file(
             &f.display().to_string(),
             &text,
             &mut out,
-            suggest,
+            advice,
         ),
         Err(_) => out
             .input_errors
@@ -371,7 +404,7 @@ fn first_pass_text(
     name: &str,
     text: &str,
     out: &mut FirstPass,
-    suggest: Option<&crate::suggest::Settings>,
+    advice: &Advice,
 ) {
     for (doc, positions) in parse_documents_located(text) {
         let source = format!("{name}#{}", doc.index);
@@ -406,10 +439,10 @@ fn first_pass_text(
                                 .estimate(&o.value, |e| Some(e.estimate_crd(&o.value, &o.source)))
                                 .unwrap_or_default();
                             if let Some(e) = estimators.newest() {
-                                if let Some(settings) = suggest {
+                                if let Some(settings) = &advice.suggest {
                                     report = crate::suggest::suggest(e, &o.value, report, settings);
                                 }
-                                e.offer_rewrites(&o.value, &mut report);
+                                e.offer_rewrites_in(&o.value, &mut report, advice.rewrites);
                             }
                             if let Some(l) = &located {
                                 l.attach(&mut report);
@@ -448,7 +481,7 @@ pub fn estimate_text(estimator: &Estimator, name: &str, text: &str, outcome: &mu
 /// As [`estimate_text`], with every estimator of a range ([`estimate_paths_range`]).
 pub fn estimate_text_range(estimators: Minors<'_>, name: &str, text: &str, outcome: &mut Outcome) {
     let mut first = FirstPass::default();
-    first_pass_text(estimators, name, text, &mut first, None);
+    first_pass_text(estimators, name, text, &mut first, &Advice::default());
     let mut catalog = SchemaCatalog::new();
     if first.slots.iter().any(|s| matches!(s, Slot::Policy { .. })) && !first.crds.is_empty() {
         let sources: Vec<String> = first.crds.iter().map(|(s, _)| s.clone()).collect();

@@ -12,8 +12,8 @@ use celcost::budget::{CountingAllocator, Limits};
 use celcost::cel::decls::Version;
 use celcost::cel::minor::{Distribution, Minor};
 use celcost::cli::{
-    Minors, OutputFormat, estimate_paths, estimate_paths_suggesting, render_json, render_markdown,
-    render_table,
+    Advice, Minors, OutputFormat, estimate_paths, estimate_paths_advising, render_json,
+    render_markdown, render_table,
 };
 use celcost::controller::ControllerArgs;
 use celcost::estimate::range::RangeEstimator;
@@ -75,6 +75,12 @@ enum Command {
         #[arg(long, value_name = "PERCENT", default_value_t = celcost::report::DEFAULT_NEAR_BUDGET_PERCENT,
               value_parser = celcost::cli::parse_percent)]
         near_budget_percent: f64,
+        /// Which CRD rules get cheaper rewrites offered: `near` (rules at or above the
+        /// near-budget threshold or over their limit, and every rule of a schema whose total is),
+        /// `all` (every rule; the search costs more than the estimate) or `off`.
+        #[arg(long, value_name = "WHICH", default_value = "near",
+              value_parser = ["near", "all", "off"])]
+        rewrites: String,
         /// Files or directories (searched recursively for .yaml, .yml and .json).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -130,6 +136,7 @@ fn main() -> ExitCode {
             max_memory_mib,
             fail_at,
             near_budget_percent,
+            rewrites,
             paths,
         } => {
             let limits = Limits {
@@ -142,18 +149,17 @@ fn main() -> ExitCode {
                 .filter_map(|v| Minor::of_distribution(*v, distribution))
                 .map(|m| Estimator::for_minor(m).with_limits(limits))
                 .collect();
-            let suggest = celcost::suggest::Settings::new(near_budget_percent);
+            let advice = Advice {
+                suggest: Some(celcost::suggest::Settings::new(near_budget_percent)),
+                rewrites: celcost::rewrite::Scope::parse(&rewrites, near_budget_percent)
+                    .unwrap_or_default(),
+            };
             let catalog = SchemaCatalog::new();
             let outcome = if estimators.len() == 1 {
-                estimate_paths_suggesting(
-                    Minors::One(&estimators[0]),
-                    &paths,
-                    &catalog,
-                    Some(&suggest),
-                )
+                estimate_paths_advising(Minors::One(&estimators[0]), &paths, &catalog, &advice)
             } else {
                 let range = RangeEstimator::new(estimators);
-                estimate_paths_suggesting(Minors::Range(&range), &paths, &catalog, Some(&suggest))
+                estimate_paths_advising(Minors::Range(&range), &paths, &catalog, &advice)
             };
             for s in &outcome.skipped {
                 eprintln!("{s}");

@@ -717,11 +717,13 @@ impl Search<'_> {
         }
         *self.evals_left -= 1;
         budget::charge(1);
-        for (site, v) in self.sites.iter().zip(values) {
+        for (i, (site, v)) in self.sites.iter().zip(values).enumerate() {
             if let Some(v) = v
                 && let Some(n) = node_mut(self.root, &site.node)
             {
                 site.keyword.set(n, Some(*v));
+                let path = node_addresses(self.root, &site.node);
+                crate::schema::decltype::note_bound_change(&path, i, site.current, Some(*v));
             }
         }
         let mut total = self.fixed;
@@ -736,11 +738,13 @@ impl Search<'_> {
             total = total.saturating_add(c.total_part());
             judged = judged.max(c.judged());
         }
-        for (site, v) in self.sites.iter().zip(values) {
+        for (i, (site, v)) in self.sites.iter().zip(values).enumerate() {
             if v.is_some()
                 && let Some(n) = node_mut(self.root, &site.node)
             {
                 site.keyword.set(n, site.current);
+                let path = node_addresses(self.root, &site.node);
+                crate::schema::decltype::note_bound_change(&path, i, *v, site.current);
             }
         }
         Ok(match self.target {
@@ -1474,7 +1478,9 @@ fn search_and_verify(
         fixed,
         evals_left,
     };
-    let answer = match search.run(units, &notes) {
+    // Only the sites' bounds change during the search: a subtree is converted again only for
+    // bounds below it it has not been converted with.
+    let answer = match crate::schema::decltype::with_conversion_memo(|| search.run(units, &notes)) {
         Ok(a) => a,
         Err(Stop::Evaluations) => {
             return Err(format!(
@@ -1535,6 +1541,14 @@ fn search_and_verify(
         });
     }
     Ok(out)
+}
+
+/// The addresses of a site's node and of its ancestors, from the root.
+fn node_addresses(root: &Schema, path: &[Step]) -> Vec<usize> {
+    (0..=path.len())
+        .filter_map(|k| node(root, &path[..k]))
+        .map(|n| n as *const Schema as usize)
+        .collect()
 }
 
 /// Applies the bounds to a copy of the object, estimates it whole, and returns the finding's

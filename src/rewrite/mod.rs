@@ -49,10 +49,70 @@ impl crate::estimate::Estimator {
     /// search within a work budget of its own; a search that stops leaves its rule without.
     /// (Here rather than in `crate::estimate`, which gives no advice.)
     pub fn offer_rewrites(&self, crd: &Value, report: &mut ObjectReport) {
-        let opts = Options::default();
+        self.offer_rewrites_in(crd, report, Scope::All);
+    }
+
+    /// As [`Self::offer_rewrites`], for the rules of `scope` only.
+    pub fn offer_rewrites_in(&self, crd: &Value, report: &mut ObjectReport, scope: Scope) {
+        let opts = Options {
+            scope,
+            ..Options::default()
+        };
         stacker::grow(crate::estimate::OBJECT_STACK, || {
             offer(self.env(), crd, report, &opts)
         });
+    }
+}
+
+/// Which rules get cheaper rewrites offered. Looking for them costs more than the estimate (each
+/// candidate is estimated and evaluated on generated values), so by default only the rules a
+/// user would act on are searched.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scope {
+    /// No rule.
+    Off,
+    /// Rules at or above this percent of the per-rule limit (or over it), and every rule of a
+    /// schema whose total is at or above this percent of the per-schema limit (or over it): the
+    /// near-budget threshold of the run.
+    NearBudget(f64),
+    /// Every rule whose cost allows the saving.
+    All,
+}
+
+impl Default for Scope {
+    fn default() -> Self {
+        Scope::NearBudget(crate::report::DEFAULT_NEAR_BUDGET_PERCENT)
+    }
+}
+
+impl Scope {
+    /// Parses `off`, `near` (with the run's near-budget percent) or `all`.
+    pub fn parse(s: &str, near_budget_percent: f64) -> Option<Scope> {
+        match s {
+            "off" | "none" => Some(Scope::Off),
+            "near" | "near-budget" => Some(Scope::NearBudget(near_budget_percent)),
+            "all" => Some(Scope::All),
+            _ => None,
+        }
+    }
+
+    /// Whether a schema's rules are searched at all, and with what rule threshold: `Some(0)`
+    /// for every rule, `None` for none.
+    fn rule_floor(&self, schema: &crate::report::SchemaReport) -> Option<u64> {
+        match *self {
+            Scope::Off => None,
+            Scope::All => Some(0),
+            Scope::NearBudget(percent) => {
+                let at = |limit: u64| (limit as f64 * percent / 100.0).ceil() as u64;
+                if schema.exceeds_total_limit
+                    || schema.total_cost >= at(crate::report::PER_SCHEMA_COST_LIMIT)
+                {
+                    Some(0)
+                } else {
+                    Some(at(crate::report::PER_RULE_COST_LIMIT))
+                }
+            }
+        }
     }
 }
 
@@ -67,6 +127,8 @@ pub struct Options {
     pub min_saving_percent: u64,
     /// Work budget of one rule's rewrites (steps, as [`crate::budget`] counts them).
     pub steps: u64,
+    /// Which rules are searched.
+    pub scope: Scope,
 }
 
 impl Default for Options {
@@ -76,6 +138,7 @@ impl Default for Options {
             min_saving: 1_000,
             min_saving_percent: 10,
             steps: 2_000_000,
+            scope: Scope::All,
         }
     }
 }
@@ -87,11 +150,15 @@ pub fn offer(env: &Env, crd: &Value, report: &mut ObjectReport, opts: &Options) 
     }
     let mut roots: HashMap<Option<usize>, Option<Rc<Schema>>> = HashMap::new();
     for si in 0..report.schemas.len() {
+        let Some(floor) = opts.scope.rule_floor(&report.schemas[si]) else {
+            continue;
+        };
         for ri in 0..report.schemas[si].rules.len() {
             let r = &report.schemas[si].rules[ri];
             if !r.compiled_by_apiserver
                 || r.compile_error.is_some()
                 || r.cost < opts.min_saving
+                || (r.cost < floor && !r.exceeds_cost_limit)
                 || r.rule.trim().is_empty()
             {
                 continue;

@@ -183,9 +183,109 @@ pub fn display_path(path: &[std::rc::Rc<str>]) -> String {
     s
 }
 
+/// Conversions already made, while [`with_conversion_memo`] runs: by node (its address), root
+/// flag and the bounds below the node (a signature of the changes [`note_bound_change`] was
+/// told of: zero for a node nothing below changed, the same again once a change is undone).
+#[derive(Default)]
+struct ConversionMemo {
+    signatures: HashMap<usize, u64>,
+    done: HashMap<(usize, bool, u64), Option<Arc<DeclType>>>,
+}
+
+thread_local! {
+    static CONVERSIONS: std::cell::RefCell<Option<ConversionMemo>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with the conversions of [`schema_decl_type`] remembered, for a caller that converts
+/// the same schema again and again while changing only bounds, and needs only the sizes of the
+/// types (the suggested bounds' search). Every change of a bound must be told with
+/// [`note_bound_change`]; the schema must not otherwise change, move or be dropped while `f`
+/// runs. Meanwhile object types are not named (`name` is ignored): a conversion costs in
+/// proportion to the nodes whose bounds below changed, not to the schema.
+pub fn with_conversion_memo<R>(f: impl FnOnce() -> R) -> R {
+    let before = CONVERSIONS.with(|c| c.replace(Some(ConversionMemo::default())));
+    struct Restore(Option<Option<ConversionMemo>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take().flatten();
+            let _ = CONVERSIONS.try_with(|c| *c.borrow_mut() = before);
+        }
+    }
+    let _restore = Restore(Some(before));
+    f()
+}
+
+/// Tells [`with_conversion_memo`] that bound `site` (any number naming it) changed from `from`
+/// to `to` on the node whose address and ancestors' addresses are `path`.
+pub fn note_bound_change(path: &[usize], site: usize, from: Option<i64>, to: Option<i64>) {
+    if from == to {
+        return;
+    }
+    let mark = |v: Option<i64>| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h =
+            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                .build_hasher();
+        h.write_usize(site);
+        h.write_i64(v.unwrap_or(i64::MIN));
+        h.write_u8(u8::from(v.is_some()));
+        h.finish()
+    };
+    let delta = mark(from) ^ mark(to);
+    CONVERSIONS.with(|c| {
+        if let Some(m) = c.borrow_mut().as_mut() {
+            for &at in path {
+                *m.signatures.entry(at).or_insert(0) ^= delta;
+            }
+        }
+    });
+}
+
 /// Converts a schema to its DeclType (`SchemaDeclType`), or `None` when the node is not visible
 /// to CEL. `name` names object types (`name.field` below).
 pub fn schema_decl_type(
+    s: &Schema,
+    is_resource_root: bool,
+    minor: &'static Minor,
+    name: &str,
+) -> Option<Arc<DeclType>> {
+    let at = s as *const Schema as usize;
+    let remembered = CONVERSIONS.with(|c| {
+        let c = c.borrow();
+        let m = c.as_ref()?;
+        let key = (
+            at,
+            is_resource_root,
+            m.signatures.get(&at).copied().unwrap_or(0),
+        );
+        Some((key, m.done.get(&key).cloned()))
+    });
+    match remembered {
+        None => convert(s, is_resource_root, minor, name),
+        Some((_, Some(d))) => d,
+        Some((key, None)) => {
+            let d = convert(s, is_resource_root, minor, "");
+            CONVERSIONS.with(|c| {
+                if let Some(m) = c.borrow_mut().as_mut() {
+                    m.done.insert(key, d.clone());
+                }
+            });
+            d
+        }
+    }
+}
+
+/// `name.part`, the name of a child's object type; nothing while [`with_conversion_memo`] runs.
+fn child_name(name: &str, part: &str) -> String {
+    if CONVERSIONS.with(|c| c.borrow().is_some()) {
+        String::new()
+    } else {
+        format!("{name}.{part}")
+    }
+}
+
+fn convert(
     s: &Schema,
     is_resource_root: bool,
     minor: &'static Minor,
@@ -213,7 +313,7 @@ pub fn schema_decl_type(
                 items,
                 items.x_embedded_resource,
                 minor,
-                &format!("{name}.@idx"),
+                &child_name(name, "@idx"),
             )?;
             let (max, bounded) = match s.max_items {
                 Some(m) => (zero_if_negative(m), true),
@@ -233,8 +333,12 @@ pub fn schema_decl_type(
                 meta_overrides.is_none() || minor.type_meta_keeps_additional_properties
             });
             if let Some(ap) = ap {
-                let val =
-                    schema_decl_type(ap, ap.x_embedded_resource, minor, &format!("{name}.@elem"))?;
+                let val = schema_decl_type(
+                    ap,
+                    ap.x_embedded_resource,
+                    minor,
+                    &child_name(name, "@elem"),
+                )?;
                 let (max, bounded) = match s.max_properties {
                     Some(m) => (zero_if_negative(m), true),
                     None => (unbounded_string / (val.min_serialized_size + 6), false),
@@ -260,10 +364,8 @@ pub fn schema_decl_type(
                 .chain(meta_overrides.iter().flat_map(|m| m.properties.iter()));
             for (pname, prop) in props {
                 let escaped = escape(pname);
-                let child_name = format!("{name}.{}", escaped.as_deref().unwrap_or(pname));
-                if let Some(ft) =
-                    schema_decl_type(prop, prop.x_embedded_resource, minor, &child_name)
-                {
+                let child = child_name(name, escaped.as_deref().unwrap_or(pname));
+                if let Some(ft) = schema_decl_type(prop, prop.x_embedded_resource, minor, &child) {
                     let required = s.required.iter().any(|r| r == pname);
                     if required && prop.default.is_none() {
                         min_size += pname.len() as i64 + ft.min_serialized_size + 4;
