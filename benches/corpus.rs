@@ -116,103 +116,113 @@ fn main() {
     work_per_object(&corpus);
 }
 
-/// What offering cheaper rules (`Estimator::offer_rewrites`, part of every CRD's estimate in
-/// the CLI) adds to estimating the corpus's CRDs: both timed per object, on one thread, with a
-/// cold cache of checks (a thread of its own).
+/// What offering cheaper rules adds to estimating the corpus's CRDs, for the CLI's default
+/// scope (`--rewrites near`: rules at or above the near-budget threshold) and for every rule
+/// (`--rewrites all`): timed per object, on one thread, with a cold cache of checks (a thread of
+/// its own).
 fn rewrites_share(dir: &Path) {
-    let dir = dir.to_path_buf();
-    let measured = std::thread::spawn(move || {
-        let estimator = Estimator::default();
-        let (mut estimate, mut offer, mut offered) = (0.0f64, 0.0f64, 0usize);
-        for file in walk(&dir) {
-            let Ok(text) = std::fs::read_to_string(&file) else {
-                continue;
-            };
-            for doc in parse_documents(&text) {
-                let Ok(v) = doc.value else { continue };
-                if !v.is_object() {
+    use celcost::rewrite::Scope;
+    for (label, scope) in [("near (default)", Scope::default()), ("all", Scope::All)] {
+        let dir = dir.to_path_buf();
+        let measured = std::thread::spawn(move || {
+            let estimator = Estimator::default();
+            let (mut estimate, mut offer, mut offered) = (0.0f64, 0.0f64, 0usize);
+            for file in walk(&dir) {
+                let Ok(text) = std::fs::read_to_string(&file) else {
                     continue;
-                }
-                for o in objects_of(&file.display().to_string(), v) {
-                    let t = Instant::now();
-                    let mut report = estimator.estimate_crd(&o.value, &o.source);
-                    estimate += t.elapsed().as_secs_f64();
-                    let t = Instant::now();
-                    estimator.offer_rewrites(&o.value, &mut report);
-                    offer += t.elapsed().as_secs_f64();
-                    offered += report
-                        .schemas
-                        .iter()
-                        .flat_map(|s| &s.rules)
-                        .map(|r| r.rewrites.len())
-                        .sum::<usize>();
+                };
+                for doc in parse_documents(&text) {
+                    let Ok(v) = doc.value else { continue };
+                    if !v.is_object() {
+                        continue;
+                    }
+                    for o in objects_of(&file.display().to_string(), v) {
+                        let t = Instant::now();
+                        let mut report = estimator.estimate_crd(&o.value, &o.source);
+                        estimate += t.elapsed().as_secs_f64();
+                        let t = Instant::now();
+                        estimator.offer_rewrites_in(&o.value, &mut report, scope);
+                        offer += t.elapsed().as_secs_f64();
+                        offered += report
+                            .schemas
+                            .iter()
+                            .flat_map(|s| &s.rules)
+                            .map(|r| r.rewrites.len())
+                            .sum::<usize>();
+                    }
                 }
             }
+            (estimate, offer, offered)
+        })
+        .join();
+        match measured {
+            Ok((estimate, offer, offered)) => println!(
+                "rewrites --rewrites {label}: estimating the CRDs {estimate:.3} s, offering rewrites {offer:.3} s more (+{:.0}%), {offered} offered",
+                100.0 * offer / estimate.max(1e-9)
+            ),
+            Err(_) => println!("rewrites: the measuring thread failed"),
         }
-        (estimate, offer, offered)
-    })
-    .join();
-    match measured {
-        Ok((estimate, offer, offered)) => println!(
-            "rewrites: estimating the CRDs {estimate:.3} s, offering rewrites {offer:.3} s more (+{:.0}%), {offered} offered",
-            100.0 * offer / estimate.max(1e-9)
-        ),
-        Err(_) => println!("rewrites: the measuring thread failed"),
     }
 }
 
-/// Estimate-only against estimate + suggested bounds (`celcost::suggest`, the default 80%
-/// threshold) over the CRD corpus, the same estimator and threads, runs interleaved; prints both
-/// medians and their ratio (the budget: at most 3x).
+/// Estimate-only against estimate + suggested bounds (`celcost::suggest`) over the CRD corpus, at
+/// the near-budget thresholds 30% and 80% (the default), the same estimator and threads, runs
+/// interleaved, no rewrites; prints both medians and their ratio (the budget: at most 2x).
 fn suggestions(dir: &Path, iterations: usize) {
-    use celcost::cli::{Minors, estimate_paths_suggesting};
-    let settings = celcost::suggest::Settings::default();
+    use celcost::cli::{Advice, Minors, estimate_paths_advising};
+    use celcost::rewrite::Scope;
     let catalog = SchemaCatalog::new();
-    let (mut plain, mut with) = (Vec::new(), Vec::new());
-    let mut found = (0usize, 0usize, 0usize);
-    for _ in 0..iterations.max(1) {
-        for suggest in [false, true] {
-            let estimator = Estimator::default();
-            let t = Instant::now();
-            let outcome = estimate_paths_suggesting(
-                Minors::One(&estimator),
-                std::slice::from_ref(&dir.to_path_buf()),
-                &catalog,
-                suggest.then_some(&settings),
-            );
-            let secs = t.elapsed().as_secs_f64();
-            if suggest {
-                with.push(secs);
-                let schemas = outcome.reports.iter().flat_map(|r| r.schemas.iter());
-                found = schemas.fold((0, 0, 0), |(g, n, b), s| {
-                    let mut g = g + usize::from(!s.suggestions.is_empty());
-                    let mut n = n + usize::from(s.no_suggestion.is_some());
-                    let mut b = b + s.suggestions.len();
-                    for r in &s.rules {
-                        g += usize::from(!r.suggestions.is_empty());
-                        n += usize::from(r.no_suggestion.is_some());
-                        b += r.suggestions.len();
-                    }
-                    (g, n, b)
-                });
-            } else {
-                plain.push(secs);
+    for percent in [30.0, 80.0] {
+        let settings = celcost::suggest::Settings::new(percent);
+        let (mut plain, mut with) = (Vec::new(), Vec::new());
+        let mut found = (0usize, 0usize, 0usize);
+        for _ in 0..iterations.max(1) {
+            for suggest in [false, true] {
+                let estimator = Estimator::default();
+                let advice = Advice {
+                    suggest: suggest.then_some(settings),
+                    rewrites: Scope::Off,
+                };
+                let t = Instant::now();
+                let outcome = estimate_paths_advising(
+                    Minors::One(&estimator),
+                    std::slice::from_ref(&dir.to_path_buf()),
+                    &catalog,
+                    &advice,
+                );
+                let secs = t.elapsed().as_secs_f64();
+                if suggest {
+                    with.push(secs);
+                    let schemas = outcome.reports.iter().flat_map(|r| r.schemas.iter());
+                    found = schemas.fold((0, 0, 0), |(g, n, b), s| {
+                        let mut g = g + usize::from(!s.suggestions.is_empty());
+                        let mut n = n + usize::from(s.no_suggestion.is_some());
+                        let mut b = b + s.suggestions.len();
+                        for r in &s.rules {
+                            g += usize::from(!r.suggestions.is_empty());
+                            n += usize::from(r.no_suggestion.is_some());
+                            b += r.suggestions.len();
+                        }
+                        (g, n, b)
+                    });
+                } else {
+                    plain.push(secs);
+                }
             }
         }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            v[v.len() / 2]
+        };
+        let (p, w) = (median(&mut plain), median(&mut with));
+        println!(
+            "suggestions (near budget at {percent}%): estimate only median {p:.3} s, estimate + suggestions median {w:.3} s = {:.2}x ({} findings with suggestions, {} bounds, {} with none)",
+            w / p,
+            found.0,
+            found.2,
+            found.1
+        );
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
-    };
-    let (p, w) = (median(&mut plain), median(&mut with));
-    println!(
-        "suggestions (near budget at {}%): estimate only median {p:.3} s, estimate + suggestions median {w:.3} s = {:.2}x ({} findings with suggestions, {} bounds, {} with none)",
-        settings.near_budget_percent,
-        w / p,
-        found.0,
-        found.2,
-        found.1
-    );
 }
 
 /// The whole corpus (CRDs and policies) for one minor and for the range 1.30..1.36, through the

@@ -253,3 +253,67 @@ fn every_output_carries_the_rewrite() {
     assert!(error.contains(short), "{error}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A CRD with one list rule whose cost follows the list's `maxItems`.
+fn crd_with_list(max_items: u64) -> Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object",
+                    "properties": {"names": {
+                        "type": "array", "maxItems": max_items,
+                        "items": {"type": "string", "maxLength": 64},
+                        "x-kubernetes-validations": [
+                            {"rule": "self.filter(n, n.startsWith('x')).size() > 0"}
+                        ]
+                    }}
+                }}}}
+            }]
+        }
+    })
+}
+
+fn rewrites_of(crd: &Value, scope: celcost::rewrite::Scope) -> (u64, usize) {
+    let e = Estimator::default();
+    let mut report = e.estimate_crd(crd, "test");
+    e.offer_rewrites_in(crd, &mut report, scope);
+    let r = &report.schemas[0].rules[0];
+    (r.cost, r.rewrites.len())
+}
+
+#[test]
+fn rewrites_are_searched_only_in_their_scope() {
+    use celcost::rewrite::Scope;
+    // Far below the limit: offered only when every rule is asked for.
+    let cheap = crd_with_list(1_000);
+    let (cost, all) = rewrites_of(&cheap, Scope::All);
+    assert!(cost < 1_000_000, "{cost}");
+    assert_eq!(all, 1, "the pattern applies");
+    assert_eq!(rewrites_of(&cheap, Scope::default()).1, 0);
+    assert_eq!(rewrites_of(&cheap, Scope::Off).1, 0);
+    // The same rule at or above the near-budget threshold (a 0.1% threshold here) is searched.
+    assert_eq!(rewrites_of(&cheap, Scope::NearBudget(0.1)).1, 1);
+    // Over the per-rule limit: searched by default.
+    let costly = crd_with_list(200_000);
+    let (cost, near) = rewrites_of(&costly, Scope::default());
+    assert!(cost > celcost::report::PER_RULE_COST_LIMIT, "{cost}");
+    assert_eq!(near, 1);
+    assert_eq!(rewrites_of(&costly, Scope::Off).1, 0);
+}
+
+#[test]
+fn rewrites_scope_parses_the_cli_values() {
+    use celcost::rewrite::Scope;
+    assert_eq!(Scope::parse("near", 30.0), Some(Scope::NearBudget(30.0)));
+    assert_eq!(Scope::parse("all", 30.0), Some(Scope::All));
+    assert_eq!(Scope::parse("off", 30.0), Some(Scope::Off));
+    assert_eq!(Scope::parse("sometimes", 30.0), None);
+}
