@@ -60,6 +60,11 @@ test-integration:
 bench-scale:
     cargo test --release --test controller_e2e scale_cold_start -- --ignored --nocapture
 
+[group('test')]
+[doc('Coverage-guided fuzzing (cargo-fuzz, libFuzzer, stable): SECONDS per target, seeded from ../shared/corpus (fuzz/run.sh; docs/hostile-input.md)')]
+fuzz SECONDS="60" *TARGETS:
+    fuzz/run.sh {{SECONDS}} {{TARGETS}}
+
 [group('deploy')]
 [doc('Build the container image: docker build where a Docker engine runs, else hack/image.sh (an OCI archive, no daemon)')]
 image:

@@ -480,8 +480,27 @@ pub fn estimate_text(estimator: &Estimator, name: &str, text: &str, outcome: &mu
 
 /// As [`estimate_text`], with every estimator of a range ([`estimate_paths_range`]).
 pub fn estimate_text_range(estimators: Minors<'_>, name: &str, text: &str, outcome: &mut Outcome) {
+    estimate_text_suggesting(estimators, name, text, None, outcome)
+}
+
+/// As [`estimate_text_range`], with suggested bounds as `celcost estimate` makes them
+/// ([`estimate_paths_suggesting`]): what `celcost estimate FILE` does with the file's text.
+pub fn estimate_text_suggesting(
+    estimators: Minors<'_>,
+    name: &str,
+    text: &str,
+    suggest: Option<&crate::suggest::Settings>,
+    outcome: &mut Outcome,
+) {
     let mut first = FirstPass::default();
-    first_pass_text(estimators, name, text, &mut first, &Advice::default());
+    let advice = Advice {
+        suggest: suggest.cloned(),
+        rewrites: crate::rewrite::Scope::NearBudget(suggest.map_or(
+            crate::report::DEFAULT_NEAR_BUDGET_PERCENT,
+            |s| s.near_budget_percent,
+        )),
+    };
+    first_pass_text(estimators, name, text, &mut first, &advice);
     let mut catalog = SchemaCatalog::new();
     if first.slots.iter().any(|s| matches!(s, Slot::Policy { .. })) && !first.crds.is_empty() {
         let sources: Vec<String> = first.crds.iter().map(|(s, _)| s.clone()).collect();

@@ -10,7 +10,7 @@
 //! | estimate | `estimate`, `diff`, `locate` | pure entry point (one minor or a range), comparing two runs, source positions of a report |
 //! | advice | `suggest`, `rewrite` | suggested bounds, cheaper rules |
 //! | output | `output` | table, markdown, json, sarif, github, diff |
-//! | front ends | `cli`, `controller` | the command line's driver; the operator |
+//! | front ends | `cli`, `controller`, `fuzzing` | the command line's driver; the operator; the fuzz targets' bodies |
 
 pub mod budget;
 pub mod cel;
@@ -19,6 +19,7 @@ pub mod controller;
 pub mod crd;
 pub mod diff;
 pub mod estimate;
+pub mod fuzzing;
 pub mod goregexp;
 pub mod input;
 pub mod locate;

@@ -1,0 +1,74 @@
+//! The coverage-guided fuzz targets' checks (`celcost::fuzzing`, run by `cargo fuzz`:
+//! `docs/hostile-input.md`) on stable, without libFuzzer: over the repository's own examples,
+//! and over every input the fuzzer found a bug with (minimized, inline), each with the outcome
+//! it must have now.
+
+use celcost::cli::{Minors, Outcome, estimate_text_suggesting};
+use celcost::fuzzing::{self, SOURCE};
+
+/// `text` through `celcost estimate`'s path (as the document targets run it), checked as the
+/// targets check it.
+fn estimate(text: &str) -> Outcome {
+    let mut o = Outcome::default();
+    let settings = celcost::suggest::Settings::new(celcost::report::DEFAULT_NEAR_BUDGET_PERCENT);
+    estimate_text_suggesting(
+        Minors::One(&celcost::Estimator::default()),
+        SOURCE,
+        text,
+        Some(&settings),
+        &mut o,
+    );
+    fuzzing::check(&o, text.len());
+    o
+}
+
+#[test]
+fn the_targets_take_the_examples() {
+    for f in [
+        "examples/crds/widgets.example.com.yaml",
+        "examples/crds/gadgets.example.com.yaml",
+        "examples/policies/widget-hosts.yaml",
+        "examples/policies/require-team-label.yaml",
+    ] {
+        let text = std::fs::read(f).unwrap();
+        fuzzing::crd_document(&text);
+        fuzzing::policy_document(&text);
+    }
+    for e in [
+        "self.minReplicas <= self.maxReplicas",
+        "self.all(h, h.matches('^[a-z0-9.-]+$'))",
+        "object.spec.hosts.all(h, !h.matches('[.]internal$'))",
+        "",
+        "(",
+        "\u{85}\u{feff}'\u{10ffff}'",
+    ] {
+        fuzzing::cel_expression(e.as_bytes());
+    }
+    // Not UTF-8: an input error, as `celcost estimate` says of a binary file.
+    fuzzing::crd_document(b"\xff\xfe");
+}
+
+#[test]
+fn an_expression_is_estimated_in_every_place() {
+    let docs = fuzzing::expression_documents("self.size() > 0");
+    let text: String = docs.iter().map(|d| format!("---\n{d}\n")).collect();
+    let o = estimate(&text);
+    assert!(o.input_errors.is_empty(), "{:?}", o.input_errors);
+    assert_eq!(o.reports.len(), 4);
+    let crd = &o.reports[0];
+    assert!(crd.stopped.is_none());
+    let rules: usize = crd.schemas.iter().map(|s| s.rules.len()).sum();
+    assert!(rules >= 10, "{rules} rules estimated");
+}
+
+#[test]
+fn a_broken_document_is_an_input_error_naming_it() {
+    let o = estimate("kind: [\n");
+    assert!(o.reports.is_empty());
+    assert_eq!(o.input_errors.len(), 1);
+    assert!(
+        o.input_errors[0].starts_with("fuzz.yaml#1: "),
+        "{:?}",
+        o.input_errors
+    );
+}
