@@ -743,10 +743,17 @@ fn controller_for<K: Target>(
             let _ = gone_tx.unbounded_send(name.to_string());
         })
     };
+    // Until the first list of the targets is complete, a reconcile request for a target not in
+    // the store (a report's watch triggering its owner) is no sign of a deletion: the target may
+    // be in a later page. Those names are checked when the list ends.
+    let unlisted: Arc<std::sync::Mutex<Option<std::collections::HashSet<String>>>> =
+        Arc::new(std::sync::Mutex::new(Some(Default::default())));
     let compactor = Compactor::<K> {
         ctx: ctx.clone(),
         store: targets.clone(),
         listing: Arc::default(),
+        unlisted: unlisted.clone(),
+        gone: gone_tx.clone(),
         _kind: std::marker::PhantomData,
     };
     let target_events = watch::resilient(
@@ -819,6 +826,11 @@ fn controller_for<K: Target>(
             match res {
                 Ok((obj, _)) => debug!(kind = kind.short(), name = %obj.name, "reconciled"),
                 Err(controller::Error::ObjectNotFound(obj)) => {
+                    if let Some(early) = unlisted.lock().expect("unlisted lock").as_mut() {
+                        // Not listed yet (perhaps in a later page): checked at the list's end.
+                        early.insert(obj.name.clone());
+                        return futures::future::ready(());
+                    }
                     // The target was deleted: its report goes with it (garbage collector).
                     debug!(kind = kind.short(), name = %obj.name, "target deleted");
                     forget.forget(kind, &obj.name);
@@ -849,6 +861,10 @@ struct Compactor<K: Target> {
     store: Store<PartialObjectMeta<K>>,
     /// The names of the list under way.
     listing: Arc<std::sync::Mutex<Option<std::collections::HashSet<String>>>>,
+    /// Targets asked for before the first list ended and not found then (`None` after it).
+    unlisted: Arc<std::sync::Mutex<Option<std::collections::HashSet<String>>>>,
+    /// Where deleted targets go (their reports are deleted).
+    gone: futures::channel::mpsc::UnboundedSender<String>,
     _kind: std::marker::PhantomData<fn() -> K>,
 }
 
@@ -858,6 +874,8 @@ impl<K: Target> Clone for Compactor<K> {
             ctx: self.ctx.clone(),
             store: self.store.clone(),
             listing: self.listing.clone(),
+            unlisted: self.unlisted.clone(),
+            gone: self.gone.clone(),
             _kind: std::marker::PhantomData,
         }
     }
@@ -895,6 +913,14 @@ impl<K: Target> Compactor<K> {
                 let Some(listed) = self.listing.lock().expect("listing lock").take() else {
                     return Vec::new();
                 };
+                // The first list is complete: what was asked for and is not in it is gone.
+                let early = self.unlisted.lock().expect("unlisted lock").take();
+                for name in early.into_iter().flatten() {
+                    if !listed.contains(&name) {
+                        self.ctx.forget(K::KIND, &name);
+                        let _ = self.gone.unbounded_send(name);
+                    }
+                }
                 self.store
                     .state()
                     .into_iter()
