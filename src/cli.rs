@@ -495,10 +495,11 @@ pub fn estimate_text_suggesting(
     let mut first = FirstPass::default();
     let advice = Advice {
         suggest: suggest.cloned(),
-        rewrites: crate::rewrite::Scope::NearBudget(suggest.map_or(
-            crate::report::DEFAULT_NEAR_BUDGET_PERCENT,
-            |s| s.near_budget_percent,
-        )),
+        rewrites: crate::rewrite::Scope::NearBudget(
+            suggest.map_or(crate::report::DEFAULT_NEAR_BUDGET_PERCENT, |s| {
+                s.near_budget_percent
+            }),
+        ),
     };
     first_pass_text(estimators, name, text, &mut first, &advice);
     let mut catalog = SchemaCatalog::new();
