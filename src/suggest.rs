@@ -692,6 +692,8 @@ struct Search<'a> {
     /// Totals: what no model covers.
     fixed: u64,
     evals_left: &'a mut usize,
+    /// Per site, the addresses of its node and its ancestors ([`node_addresses`]).
+    addresses: Vec<Vec<usize>>,
 }
 
 /// A search's answer: suggestions (unverified), or why there are none.
@@ -722,8 +724,8 @@ impl Search<'_> {
                 && let Some(n) = node_mut(self.root, &site.node)
             {
                 site.keyword.set(n, Some(*v));
-                let path = node_addresses(self.root, &site.node);
-                crate::schema::decltype::note_bound_change(&path, i, site.current, Some(*v));
+                let path = &self.addresses[i];
+                crate::schema::decltype::note_bound_change(path, i, site.current, Some(*v));
             }
         }
         let mut total = self.fixed;
@@ -743,8 +745,8 @@ impl Search<'_> {
                 && let Some(n) = node_mut(self.root, &site.node)
             {
                 site.keyword.set(n, site.current);
-                let path = node_addresses(self.root, &site.node);
-                crate::schema::decltype::note_bound_change(&path, i, *v, site.current);
+                let path = &self.addresses[i];
+                crate::schema::decltype::note_bound_change(path, i, *v, site.current);
             }
         }
         Ok(match self.target {
@@ -1466,9 +1468,14 @@ fn search_and_verify(
         Finding::Rule(_) => Target::Rule,
         Finding::Total => Target::Total,
     };
+    let addresses = sites
+        .iter()
+        .map(|s: &Site| node_addresses(&root.schema, &s.node))
+        .collect();
     let mut search = Search {
         env,
         root: &mut root.schema,
+        addresses,
         target,
         limit,
         settings,
@@ -1543,12 +1550,21 @@ fn search_and_verify(
     Ok(out)
 }
 
-/// The addresses of a site's node and of its ancestors, from the root.
+/// The addresses of a site's node and of its ancestors, from the root (one walk down).
 fn node_addresses(root: &Schema, path: &[Step]) -> Vec<usize> {
-    (0..=path.len())
-        .filter_map(|k| node(root, &path[..k]))
-        .map(|n| n as *const Schema as usize)
-        .collect()
+    let mut out = Vec::with_capacity(path.len() + 1);
+    let mut s = root;
+    out.push(s as *const Schema as usize);
+    for step in path {
+        match child(s, step) {
+            Some(c) => {
+                s = c;
+                out.push(s as *const Schema as usize);
+            }
+            None => break,
+        }
+    }
+    out
 }
 
 /// Applies the bounds to a copy of the object, estimates it whole, and returns the finding's

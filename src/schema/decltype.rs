@@ -192,6 +192,9 @@ struct ConversionMemo {
     done: HashMap<(usize, bool, u64), Option<Arc<DeclType>>>,
 }
 
+/// Conversions [`with_conversion_memo`] keeps at most.
+const MEMO_CAPACITY: usize = 65_536;
+
 thread_local! {
     static CONVERSIONS: std::cell::RefCell<Option<ConversionMemo>> =
         const { std::cell::RefCell::new(None) };
@@ -268,6 +271,10 @@ pub fn schema_decl_type(
             let d = convert(s, is_resource_root, minor, "");
             CONVERSIONS.with(|c| {
                 if let Some(m) = c.borrow_mut().as_mut() {
+                    // Bounded: forgotten when full (each probe adds the nodes it changed).
+                    if m.done.len() >= MEMO_CAPACITY {
+                        m.done.clear();
+                    }
                     m.done.insert(key, d.clone());
                 }
             });
