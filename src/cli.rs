@@ -492,7 +492,6 @@ pub fn estimate_text_suggesting(
     suggest: Option<&crate::suggest::Settings>,
     outcome: &mut Outcome,
 ) {
-    let mut first = FirstPass::default();
     let advice = Advice {
         suggest: suggest.cloned(),
         rewrites: crate::rewrite::Scope::NearBudget(
@@ -501,7 +500,19 @@ pub fn estimate_text_suggesting(
             }),
         ),
     };
-    first_pass_text(estimators, name, text, &mut first, &advice);
+    estimate_text_advising(estimators, name, text, &advice, outcome)
+}
+
+/// As [`estimate_text_range`], with the advice asked for ([`estimate_paths_advising`]).
+pub fn estimate_text_advising(
+    estimators: Minors<'_>,
+    name: &str,
+    text: &str,
+    advice: &Advice,
+    outcome: &mut Outcome,
+) {
+    let mut first = FirstPass::default();
+    first_pass_text(estimators, name, text, &mut first, advice);
     let mut catalog = SchemaCatalog::new();
     if first.slots.iter().any(|s| matches!(s, Slot::Policy { .. })) && !first.crds.is_empty() {
         let sources: Vec<String> = first.crds.iter().map(|(s, _)| s.clone()).collect();

@@ -9,8 +9,9 @@ mod fuzzgen;
 
 use celcost::Estimator;
 use celcost::budget::{Limits, run_measured};
-use celcost::cli::{Outcome, estimate_text};
+use celcost::cli::{Advice, Minors, Outcome, estimate_text, estimate_text_advising};
 use celcost::report::{ObjectReport, WORK_BUDGET_EXCEEDED};
+use celcost::rewrite::Scope;
 
 fn estimate(text: &str) -> (Vec<ObjectReport>, u64) {
     let unlimited = Limits {
@@ -19,7 +20,19 @@ fn estimate(text: &str) -> (Vec<ObjectReport>, u64) {
     };
     let (o, usage) = run_measured(unlimited, || {
         let mut o = Outcome::default();
-        estimate_text(&Estimator::default(), "in.yaml", text, &mut o);
+        // Cheaper rules searched for every rule (not only near the budget), so that the work
+        // of every size includes the search.
+        let advice = Advice {
+            suggest: None,
+            rewrites: Scope::All,
+        };
+        estimate_text_advising(
+            Minors::One(&Estimator::default()),
+            "in.yaml",
+            text,
+            &advice,
+            &mut o,
+        );
         o
     });
     let o = o.expect("no stop");

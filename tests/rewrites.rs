@@ -254,8 +254,9 @@ fn every_output_carries_the_rewrite() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A CRD with one list rule whose cost follows the list's `maxItems`.
-fn crd_with_list(max_items: u64) -> Value {
+/// A CRD with one list rule, on `names` (`maxItems: max_items`) inside each of `groups`
+/// (`maxItems: groups`): its cost follows both.
+fn crd_with_list(groups: u64, max_items: u64) -> Value {
     serde_json::json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -268,12 +269,15 @@ fn crd_with_list(max_items: u64) -> Value {
                 "name": "v1", "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
                     "type": "object",
-                    "properties": {"names": {
-                        "type": "array", "maxItems": max_items,
-                        "items": {"type": "string", "maxLength": 64},
-                        "x-kubernetes-validations": [
-                            {"rule": "self.filter(n, n.startsWith('x')).size() > 0"}
-                        ]
+                    "properties": {"groups": {
+                        "type": "array", "maxItems": groups,
+                        "items": {"type": "object", "properties": {"names": {
+                            "type": "array", "maxItems": max_items,
+                            "items": {"type": "string", "maxLength": 64},
+                            "x-kubernetes-validations": [
+                                {"rule": "self.filter(n, n.startsWith('x')).size() > 0"}
+                            ]
+                        }}}
                     }}
                 }}}}
             }]
@@ -292,17 +296,21 @@ fn rewrites_of(crd: &Value, scope: celcost::rewrite::Scope) -> (u64, usize) {
 #[test]
 fn rewrites_are_searched_only_in_their_scope() {
     use celcost::rewrite::Scope;
-    // Far below the limit: offered only when every rule is asked for.
-    let cheap = crd_with_list(1_000);
+    // Below the threshold: offered only when every rule is asked for.
+    let cheap = crd_with_list(1, 1_000);
     let (cost, all) = rewrites_of(&cheap, Scope::All);
-    assert!(cost < 1_000_000, "{cost}");
+    // Below the default near-budget threshold (80% of the per-rule limit).
+    assert!(
+        cost < celcost::report::PER_RULE_COST_LIMIT * 8 / 10,
+        "{cost}"
+    );
     assert_eq!(all, 1, "the pattern applies");
     assert_eq!(rewrites_of(&cheap, Scope::default()).1, 0);
     assert_eq!(rewrites_of(&cheap, Scope::Off).1, 0);
     // The same rule at or above the near-budget threshold (a 0.1% threshold here) is searched.
     assert_eq!(rewrites_of(&cheap, Scope::NearBudget(0.1)).1, 1);
     // Over the per-rule limit: searched by default.
-    let costly = crd_with_list(200_000);
+    let costly = crd_with_list(1_000, 1_000);
     let (cost, near) = rewrites_of(&costly, Scope::default());
     assert!(cost > celcost::report::PER_RULE_COST_LIMIT, "{cost}");
     assert_eq!(near, 1);
