@@ -224,15 +224,7 @@ pub fn estimate_paths_suggesting(
     catalog: &SchemaCatalog,
     suggest: Option<&crate::suggest::Settings>,
 ) -> Outcome {
-    let advice = Advice {
-        suggest: suggest.cloned(),
-        rewrites: crate::rewrite::Scope::NearBudget(
-            suggest.map_or(crate::report::DEFAULT_NEAR_BUDGET_PERCENT, |s| {
-                s.near_budget_percent
-            }),
-        ),
-    };
-    estimate_paths_advising(estimators, paths, catalog, &advice)
+    estimate_paths_advising(estimators, paths, catalog, &Advice::suggesting(suggest))
 }
 
 /// The advice a run adds to the estimates of its CRDs, found with the estimator of the report
@@ -244,6 +236,21 @@ pub struct Advice {
     pub suggest: Option<crate::suggest::Settings>,
     /// Which rules get cheaper rewrites offered ([`crate::rewrite`]).
     pub rewrites: crate::rewrite::Scope,
+}
+
+impl Advice {
+    /// Suggestions with `suggest` (none without), and rewrites for the rules at or above the
+    /// same near-budget threshold (the default one without settings): `celcost estimate`'s
+    /// defaults.
+    pub fn suggesting(suggest: Option<&crate::suggest::Settings>) -> Advice {
+        let percent = suggest.map_or(crate::report::DEFAULT_NEAR_BUDGET_PERCENT, |s| {
+            s.near_budget_percent
+        });
+        Advice {
+            suggest: suggest.cloned(),
+            rewrites: crate::rewrite::Scope::NearBudget(percent),
+        }
+    }
 }
 
 /// As [`estimate_paths_with`], with the advice asked for.
@@ -492,15 +499,13 @@ pub fn estimate_text_suggesting(
     suggest: Option<&crate::suggest::Settings>,
     outcome: &mut Outcome,
 ) {
-    let advice = Advice {
-        suggest: suggest.cloned(),
-        rewrites: crate::rewrite::Scope::NearBudget(
-            suggest.map_or(crate::report::DEFAULT_NEAR_BUDGET_PERCENT, |s| {
-                s.near_budget_percent
-            }),
-        ),
-    };
-    estimate_text_advising(estimators, name, text, &advice, outcome)
+    estimate_text_advising(
+        estimators,
+        name,
+        text,
+        &Advice::suggesting(suggest),
+        outcome,
+    )
 }
 
 /// As [`estimate_text_range`], with the advice asked for ([`estimate_paths_advising`]).

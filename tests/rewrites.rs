@@ -170,8 +170,8 @@ fn rewrite_catalog_over_the_corpus() {
     assert!(offered > 0, "the catalog fires on the corpus");
 }
 
-/// A CRD whose `spec.f` (a list of strings without maxItems) carries `rule`.
-fn widget_crd(rule: &str) -> Value {
+/// The CRD `widgets.example.com` whose `spec` has `properties`.
+fn widgets_crd(properties: Value) -> Value {
     serde_json::json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -184,15 +184,20 @@ fn widget_crd(rule: &str) -> Value {
                 "name": "v1", "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {
                     "type": "object",
-                    "properties": {"spec": {"type": "object", "properties": {"f": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "x-kubernetes-validations": [{"rule": rule}]
-                    }}}}
+                    "properties": {"spec": {"type": "object", "properties": properties}}
                 }}
             }]
         }
     })
+}
+
+/// A CRD whose `spec.f` (a list of strings without maxItems) carries `rule`.
+fn widget_crd(rule: &str) -> Value {
+    widgets_crd(serde_json::json!({"f": {
+        "type": "array",
+        "items": {"type": "string"},
+        "x-kubernetes-validations": [{"rule": rule}]
+    }}))
 }
 
 #[test]
@@ -257,32 +262,16 @@ fn every_output_carries_the_rewrite() {
 /// A CRD with one list rule, on `names` (`maxItems: max_items`) inside each of `groups`
 /// (`maxItems: groups`): its cost follows both.
 fn crd_with_list(groups: u64, max_items: u64) -> Value {
-    serde_json::json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
-                    "type": "object",
-                    "properties": {"groups": {
-                        "type": "array", "maxItems": groups,
-                        "items": {"type": "object", "properties": {"names": {
-                            "type": "array", "maxItems": max_items,
-                            "items": {"type": "string", "maxLength": 64},
-                            "x-kubernetes-validations": [
-                                {"rule": "self.filter(n, n.startsWith('x')).size() > 0"}
-                            ]
-                        }}}
-                    }}
-                }}}}
-            }]
-        }
-    })
+    widgets_crd(serde_json::json!({"groups": {
+        "type": "array", "maxItems": groups,
+        "items": {"type": "object", "properties": {"names": {
+            "type": "array", "maxItems": max_items,
+            "items": {"type": "string", "maxLength": 64},
+            "x-kubernetes-validations": [
+                {"rule": "self.filter(n, n.startsWith('x')).size() > 0"}
+            ]
+        }}}
+    }}))
 }
 
 fn rewrites_of(crd: &Value, scope: celcost::rewrite::Scope) -> (u64, usize) {

@@ -89,8 +89,8 @@ impl Scope {
     /// Parses `off`, `near` (with the run's near-budget percent) or `all`.
     pub fn parse(s: &str, near_budget_percent: f64) -> Option<Scope> {
         match s {
-            "off" | "none" => Some(Scope::Off),
-            "near" | "near-budget" => Some(Scope::NearBudget(near_budget_percent)),
+            "off" => Some(Scope::Off),
+            "near" => Some(Scope::NearBudget(near_budget_percent)),
             "all" => Some(Scope::All),
             _ => None,
         }

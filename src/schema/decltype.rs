@@ -226,10 +226,8 @@ pub fn note_bound_change(path: &[usize], site: usize, from: Option<i64>, to: Opt
         return;
     }
     let mark = |v: Option<i64>| {
-        use std::hash::{BuildHasher, Hasher};
-        let mut h =
-            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-                .build_hasher();
+        use std::hash::Hasher;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
         h.write_usize(site);
         h.write_i64(v.unwrap_or(i64::MIN));
         h.write_u8(u8::from(v.is_some()));
