@@ -7,6 +7,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use tempfile::TempDir;
+
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -22,11 +24,10 @@ fn celcost(args: &[&str]) -> Output {
 
 /// A directory of inputs: a CRD whose rule does not compile (an API server error) in a file
 /// whose name needs escaping, and an alpha MutatingAdmissionPolicy (a note).
-fn inputs() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("celcost-ci-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+fn inputs() -> TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
     std::fs::write(
-        dir.join("bad,rule:x.yaml"),
+        dir.path().join("bad,rule:x.yaml"),
         r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: things.example.com}
@@ -52,7 +53,7 @@ spec:
     )
     .unwrap();
     std::fs::write(
-        dir.join("map.yaml"),
+        dir.path().join("map.yaml"),
         r#"apiVersion: admissionregistration.k8s.io/v1alpha1
 kind: MutatingAdmissionPolicy
 metadata: {name: m}
@@ -75,10 +76,11 @@ spec:
     dir
 }
 
-/// A CRD whose one rule uses the Format library: upstream 1.31 refuses it, 1.32 accepts it.
-fn format_crd() -> PathBuf {
+/// A CRD whose one rule uses the Format library: upstream 1.31 refuses it, 1.32 accepts it. The
+/// file lives as long as the returned directory.
+fn format_crd() -> (TempDir, PathBuf) {
     let dir = inputs();
-    let path = dir.join("format").join("crd.yaml");
+    let path = dir.path().join("format").join("crd.yaml");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(
         &path,
@@ -105,7 +107,7 @@ spec:
 "#,
     )
     .unwrap();
-    path
+    (dir, path)
 }
 
 fn percent_decode(s: &str) -> String {
@@ -248,7 +250,7 @@ fn quoted(message: &str) -> &str {
 #[test]
 fn sarif_is_sarif_2_1_0_and_points_at_the_rules() {
     let dir = inputs();
-    let out = celcost(&["estimate", "-o", "sarif", "examples", dir.to_str().unwrap()]);
+    let out = celcost(&["estimate", "-o", "sarif", "examples", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let log: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     let results = check_sarif(&log);
@@ -341,7 +343,7 @@ fn sarif_is_sarif_2_1_0_and_points_at_the_rules() {
 
 #[test]
 fn sarif_of_a_range_names_the_older_minors_that_reject() {
-    let f = format_crd();
+    let (_dir, f) = format_crd();
     let out = celcost(&[
         "estimate",
         "-o",
@@ -409,7 +411,7 @@ fn github_commands_parse_and_escape() {
         "-o",
         "github",
         "examples",
-        dir.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();

@@ -12,10 +12,9 @@ fn celcost(args: &[&str]) -> Output {
 
 /// A CRD whose one rule uses the Format library: upstream 1.31 gives new expressions no Format
 /// library (refused), 1.32 does.
-fn format_crd() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("celcost-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("crd.yaml");
+fn format_crd() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("crd.yaml");
     std::fs::write(
         &path,
         r#"apiVersion: apiextensions.k8s.io/v1
@@ -41,12 +40,12 @@ spec:
 "#,
     )
     .unwrap();
-    path
+    (dir, path)
 }
 
 #[test]
 fn versions_outside_the_supported_range_exit_2_naming_it() {
-    let f = format_crd();
+    let (_dir, f) = format_crd();
     for bad in [
         "1.29",
         "1.37",
@@ -70,7 +69,7 @@ fn versions_outside_the_supported_range_exit_2_naming_it() {
 
 #[test]
 fn a_range_reports_every_minor_and_exits_with_the_worst() {
-    let f = format_crd();
+    let (_dir, f) = format_crd();
     let f = f.to_str().unwrap();
     let one = celcost(&["estimate", "--kubernetes-version", "1.32", f]);
     assert_eq!(one.status.code(), Some(0));
@@ -139,8 +138,8 @@ fn a_range_reports_every_minor_and_exits_with_the_worst() {
 
 #[test]
 fn diff_shows_what_a_change_does() {
-    let dir = std::env::temp_dir().join(format!("celcost-diff-{}", std::process::id()));
-    let (base, head) = (dir.join("base"), dir.join("head"));
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (base, head) = (dir.path().join("base"), dir.path().join("head"));
     std::fs::create_dir_all(&base).unwrap();
     std::fs::create_dir_all(&head).unwrap();
     let crd = |max_items: u64, extra_rule: bool| {

@@ -327,9 +327,8 @@ spec:
    {"expression": "object.metadata.name.size() \u003c 10"}]}}
 "#
     );
-    let dir = std::env::temp_dir().join(format!("celcost-locations-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("styles.yaml");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("styles.yaml");
     std::fs::write(&path, &text).unwrap();
     let mut tally = Tally::default();
     check_files(&[path], &mut tally);
