@@ -125,7 +125,11 @@ fn harness_led(estimator: Arc<dyn CostEstimator>, leadership: Leadership) -> Har
             estimator,
             recorder,
             metrics,
-            Settings::default(),
+            // Exact retry delays (the jitter has a test of its own).
+            Settings {
+                jitter: false,
+                ..Settings::default()
+            },
             store,
         )
         .with_leadership(leadership),
@@ -240,6 +244,17 @@ impl ApiServer {
             .expect(Method::GET, &format!("{REPORTS_PATH}/crd.{name}"))
             .await;
         match report {
+            Some(r) => call.respond(200, r),
+            None => call.respond(404, &not_found()),
+        }
+    }
+
+    /// GET of a report only.
+    async fn serve_report_get(&mut self, report: &str, stored: Option<&Value>) {
+        let call = self
+            .expect(Method::GET, &format!("{REPORTS_PATH}/{report}"))
+            .await;
+        match stored {
             Some(r) => call.respond(200, r),
             None => call.respond(404, &not_found()),
         }
@@ -614,7 +629,12 @@ async fn conflict_is_retried_with_backoff() {
         let api = &mut h.api;
         let (res, ()) = timed(async {
             tokio::join!(reconcile(meta_of(&target), ctx), async {
-                api.serve_gets(&target, None).await;
+                if attempt == 1 {
+                    api.serve_gets(&target, None).await;
+                } else {
+                    // The retry writes the estimate it kept: no read of the target.
+                    api.serve_report_get("crd.widgets.example.com", None).await;
+                }
                 api.expect(
                     Method::PATCH,
                     &format!("{REPORTS_PATH}/crd.widgets.example.com"),
@@ -638,8 +658,27 @@ async fn conflict_is_retried_with_backoff() {
             .contains("celcost_reconcile_failures_total{kind=\"crd\",error=\"conflict\"} 2")
     );
 
-    // Then it succeeds, and the backoff starts over.
-    timed(create(&mut h, &target)).await;
+    // Then it succeeds (still without reading the target), and the backoff starts over.
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, _) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.serve_report_get("crd.widgets.example.com", None).await;
+            let obj = api.serve_apply("widgets.example.com", "1").await;
+            api.serve_status("widgets.example.com", &obj, "2").await
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    let m = h.metrics();
+    assert!(
+        m.contains("celcost_reconcile_retries_total{kind=\"crd\"} 2"),
+        "{m}"
+    );
+    assert!(
+        m.contains("celcost_target_reads_total{kind=\"crd\"} 1"),
+        "{m}"
+    );
     let err = celcost::controller::Error::Kube(kube::Error::Api(Box::new(
         serde_json::from_value(status_error(409)).unwrap(),
     )));
@@ -731,7 +770,12 @@ async fn forbidden_write_warns_once() {
         let api = &mut h.api;
         let (res, event) = timed(async {
             tokio::join!(reconcile(meta_of(&target), ctx), async {
-                api.serve_gets(&target, None).await;
+                if attempt == 0 {
+                    api.serve_gets(&target, None).await;
+                } else {
+                    // The retry writes the estimate it kept: no read of the target.
+                    api.serve_report_get("crd.widgets.example.com", None).await;
+                }
                 api.expect(
                     Method::PATCH,
                     &format!("{REPORTS_PATH}/crd.widgets.example.com"),
@@ -1409,4 +1453,115 @@ async fn a_term_that_ends_during_a_reconcile_stops_its_writes() {
     .await;
     assert_eq!(res.unwrap(), Action::await_change());
     timed(h.api.expect_silence()).await;
+}
+
+#[tokio::test]
+async fn a_watched_body_spares_the_read_of_the_target() {
+    let mut h = harness();
+    h.reports_listed();
+    let target = crd("widgets.example.com", "uid-1", 1, 1000);
+    // What the target watch holds for its reconcile.
+    h.ctx
+        .pending
+        .put(
+            "widgets.example.com".into(),
+            Some("uid-1".into()),
+            Some(1),
+            serde_json::to_string(&target).unwrap(),
+        )
+        .await;
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, stored) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            // No GET of the target, none of the report (the reports watch has none): the two
+            // writes of a new report only.
+            let obj = api.serve_apply("widgets.example.com", "1").await;
+            api.serve_status("widgets.example.com", &obj, "2").await
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    assert_eq!(condition(&stored, "Ready")["status"], "True");
+    assert!(h.ctx.pending.is_empty());
+    timed(h.api.expect_silence()).await;
+    let m = h.metrics();
+    assert!(
+        m.contains("celcost_watched_bodies_total{kind=\"crd\"} 1"),
+        "{m}"
+    );
+    assert!(!m.contains("celcost_target_reads_total{"), "{m}");
+
+    // A body of an older generation than the watch's metadata is not used: the target is read.
+    h.ctx
+        .pending
+        .put(
+            "widgets.example.com".into(),
+            Some("uid-1".into()),
+            Some(1),
+            serde_json::to_string(&target).unwrap(),
+        )
+        .await;
+    let newer = crd("widgets.example.com", "uid-1", 2, 2000);
+    h.watch_report(&stored);
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, _) = timed(async {
+        tokio::join!(reconcile(meta_of(&newer), ctx), async {
+            api.serve_gets(&newer, Some(&stored)).await;
+            // The report object is as it should be: its status only.
+            api.serve_status("widgets.example.com", &stored, "3").await
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+}
+
+#[tokio::test]
+async fn backoff_grows_to_five_minutes_and_an_unreachable_server_is_retried_within_seconds() {
+    let h = harness();
+    let target = crd("widgets.example.com", "uid-1", 1, 1000);
+    let timeout = celcost::controller::Error::Timeout(Duration::from_secs(10), "patch");
+    let unreachable = celcost::controller::Error::Kube(kube::Error::Service(
+        std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused").into(),
+    ));
+    assert!(timeout.is_transient() && !timeout.is_unreachable());
+    assert!(unreachable.is_unreachable());
+    let failures = |n: u32| {
+        h.ctx.forget(
+            celcost::controller::TargetKind::CustomResourceDefinition,
+            "widgets.example.com",
+        );
+        // n failures in a row so far: what the reconcile counted.
+        for _ in 0..n {
+            h.ctx.note_failure("crd.widgets.example.com");
+        }
+    };
+    for (n, slow, away) in [(1, 1, 1), (3, 4, 4), (6, 32, 5), (9, 256, 5), (12, 300, 5)] {
+        failures(n);
+        assert_eq!(
+            error_policy(meta_of(&target), &timeout, h.ctx.clone()),
+            Action::requeue(Duration::from_secs(slow)),
+            "{n} failures"
+        );
+        assert_eq!(
+            error_policy(meta_of(&target), &unreachable, h.ctx.clone()),
+            Action::requeue(Duration::from_secs(away)),
+            "{n} failures"
+        );
+    }
+}
+
+#[test]
+fn jitter_spreads_retries_between_half_and_all_of_the_backoff() {
+    use celcost::controller::reconcile::{backoff, jittered};
+    let d = backoff(4, Duration::from_secs(1), Duration::from_secs(300));
+    assert_eq!(d, Duration::from_secs(8));
+    assert_eq!(jittered(d, 0.0), Duration::from_secs(4));
+    assert_eq!(jittered(d, 0.5), Duration::from_secs(6));
+    assert!(jittered(d, 0.999) <= d);
+    assert_eq!(
+        backoff(30, Duration::from_secs(1), Duration::from_secs(300)),
+        Duration::from_secs(300)
+    );
 }

@@ -62,6 +62,16 @@ impl Error {
         }
     }
 
+    /// Whether the API server could not be reached at all (no connection, refused, reset):
+    /// asking again costs it nothing, so such failures retry within seconds. Timeouts and
+    /// error answers are an API server at work, and back off further.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            Error::Kube(kube::Error::HyperError(_) | kube::Error::Service(_))
+        )
+    }
+
     /// The wait the API server asked for (a 429's `retryAfterSeconds`), if any.
     pub fn retry_after(&self) -> Option<std::time::Duration> {
         match self {

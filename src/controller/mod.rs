@@ -1,9 +1,11 @@
 //! The operator: watches CustomResourceDefinitions, ValidatingAdmissionPolicies and (where served)
 //! MutatingAdmissionPolicies cluster-wide and writes one `CostReport` per target (see `docs/operator.md`).
 //!
-//! Memory stays flat with the number of targets: the watches keep only object metadata
-//! (`metadata_watcher`), and a reconcile fetches the full target, estimates it and drops it, at
-//! most `--concurrency` at a time per kind.
+//! Memory stays flat with the number of targets: the target watches deliver whole objects in
+//! pages, but each is turned at once into its metadata (kept) and, when it needs an estimate,
+//! its JSON text, held (bounded, with backpressure on the watch) until its reconcile estimates
+//! it and drops it (`reports::pending`); the reports are watched metadata-only. A reconcile
+//! reads the target only when no body is held (a resync, a new leader).
 //!
 //! Read top-down: `run` here wires the watches and controllers. The parts, each importing only
 //! from those listed before it (`tests/layers.rs`):
@@ -37,7 +39,7 @@ use std::time::Duration;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ListParams, PartialObjectMeta};
+use kube::api::{Api, DynamicObject, ListParams, PartialObjectMeta};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -362,6 +364,14 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     let client = kube::Config::infer()
         .await
         .map_err(|e| e.to_string())
+        .map(|mut config| {
+            // No silent retries of 429/503/504 inside the client: the watches' health sees the
+            // API server throttle (and counts it), a watch backs off as asked, and a reconcile
+            // goes to its target's backoff (the others proceed) instead of holding a
+            // concurrency slot through the client's retries.
+            config.default_retry = false;
+            config
+        })
         .and_then(|config| kube::client::ClientBuilder::try_from(config).map_err(|e| e.to_string()))
         .map(|builder| builder.with_layer(&health.answers_layer()).build())
         .map_err(|e| {
@@ -642,17 +652,26 @@ struct CrdLinks {
     events: futures::channel::mpsc::UnboundedReceiver<PartialObjectMeta<CustomResourceDefinition>>,
 }
 
+/// Page size of a target watch's list: the pages hold whole objects (a page of large CRDs is
+/// a few MiB as it is parsed), and each is turned into metadata and a held body before the
+/// next is asked for.
+const TARGET_PAGE_SIZE: u32 = 50;
+
 /// The controller of one kind. Its target events are also sent to `observe`; `crds` makes it
 /// type policies with the cluster's CRDs and follow them.
+///
+/// The targets are watched whole (a reconcile needs the object: reading it again would double
+/// the API server's work), but nothing keeps them whole: each event becomes the target's
+/// metadata, which the store keeps, and, when the target needs an estimate, its JSON text held
+/// in [`Context::pending`] until its reconcile takes it (bounded: the watch waits for room).
+/// The reports are watched metadata-only.
 fn controller_for<K: Target>(
     shared: &Shared,
     observe: Vec<futures::channel::mpsc::UnboundedSender<PartialObjectMeta<K>>>,
     crds: Option<CrdLinks>,
 ) -> Running<K> {
     let kind = K::KIND;
-    // From the watch cache (`resourceVersion=0`) in one response: kube drops
-    // `resourceVersion=0` from paginated lists, and pages are then read from etcd, decoding
-    // every full CRD (seconds per 500 with large CRDs). The cache ignores `limit` anyway.
+    // The reports: from the watch cache (`resourceVersion=0`) in one response, metadata only.
     // Watches ask for bookmarks (the default) and last `timeout` on the server: a watch that
     // stays silent longer than that is restarted (`watch`).
     let wc = watcher::Config {
@@ -662,54 +681,9 @@ fn controller_for<K: Target>(
             .timeout(shared.watch_settings.timeout)
     };
 
-    let mut ctx = Context::new(
-        shared.client.clone(),
-        shared.estimator.clone(),
-        shared.recorder.clone(),
-        shared.metrics.clone(),
-        shared.settings.clone(),
-        reflector::store::<PartialObjectMeta<CostReport>>().0,
-    )
-    .with_budget(shared.budget.clone())
-    .with_leadership(shared.leadership.clone());
-
-    let (targets, targets_writer) = reflector::store::<PartialObjectMeta<K>>();
-    let target_api = Api::<PartialObjectMeta<K>>::all(shared.client.clone());
-    let target_wc = wc.clone();
-    // Deleted targets, seen as deletions or missing from a relist (deleted while the watch was
-    // away): their memo and gauges are forgotten and their reports deleted (by the reaper
-    // below; the garbage collector would, but late after an API server restart).
-    let (gone_tx, gone_rx) = futures::channel::mpsc::unbounded::<String>();
-    let forget_gone: watch::OnGone = {
-        let ctx_forget = ctx.forget_handle();
-        let gone_tx = gone_tx.clone();
-        Box::new(move |name: &str| {
-            ctx_forget(kind, name);
-            let _ = gone_tx.unbounded_send(name.to_string());
-        })
-    };
-    let target_events = watch::resilient(
-        kind.short(),
-        move || watcher(target_api.clone(), target_wc.clone()).boxed(),
-        shared.watch_settings.clone(),
-        shared.health.clone(),
-        Some(forget_gone),
-    )
-    .modify(strip_managed_fields)
-    .reflect(targets_writer)
-    .touched_objects()
-    .inspect(move |event| {
-        if let Ok(obj) = event {
-            for tx in &observe {
-                // The receiver only goes when the operator stops.
-                let _ = tx.unbounded_send(obj.clone());
-            }
-        }
-    });
-
     let (reports, reports_writer): (Store<PartialObjectMeta<CostReport>>, _) = reflector::store();
     let report_api = Api::<PartialObjectMeta<CostReport>>::all(shared.client.clone());
-    let report_wc = wc.labels(&format!(
+    let report_wc = wc.clone().labels(&format!(
         "{}={}",
         reconcile::LABEL_TARGET_KIND,
         kind.short()
@@ -724,13 +698,87 @@ fn controller_for<K: Target>(
     .modify(strip_managed_fields)
     .reflect(reports_writer)
     .touched_objects();
-    ctx.reports = reports.clone();
+
+    let mut ctx = Context::new(
+        shared.client.clone(),
+        shared.estimator.clone(),
+        shared.recorder.clone(),
+        shared.metrics.clone(),
+        shared.settings.clone(),
+        reports.clone(),
+    )
+    .with_budget(shared.budget.clone())
+    .with_leadership(shared.leadership.clone());
+    ctx.pending = Arc::new(reports::pending::Pending::new(
+        shared.settings.pending_bytes,
+    ));
     let mut crd_events = None;
     if let Some(links) = crds {
         ctx = ctx.with_crd_store(links.store);
         crd_events = Some(links.events);
     }
     let ctx = Arc::new(ctx);
+
+    // The targets: whole objects, in pages, turned into metadata (kept) and bodies (held until
+    // reconciled). The store is ready at once, so reconciles start with the first page and
+    // free the room the next pages' bodies wait for.
+    let (targets, mut targets_writer) = reflector::store::<PartialObjectMeta<K>>();
+    targets_writer.apply_watcher_event(&watcher::Event::Init);
+    targets_writer.apply_watcher_event(&watcher::Event::InitDone);
+    let resource = kube::core::ApiResource::erase::<K>(&());
+    let target_api = Api::<DynamicObject>::all_with(shared.client.clone(), &resource);
+    let target_wc = watcher::Config {
+        page_size: Some(TARGET_PAGE_SIZE),
+        ..watcher::Config::default().timeout(shared.watch_settings.timeout)
+    };
+    // Deleted targets, seen as deletions or missing from a relist (deleted while the watch was
+    // away): their memo and gauges are forgotten and their reports deleted (by the reaper
+    // below; the garbage collector would, but late after an API server restart).
+    let (gone_tx, gone_rx) = futures::channel::mpsc::unbounded::<String>();
+    let forget_gone: watch::OnGone = {
+        let ctx_forget = ctx.forget_handle();
+        let gone_tx = gone_tx.clone();
+        Box::new(move |name: &str| {
+            ctx_forget(kind, name);
+            let _ = gone_tx.unbounded_send(name.to_string());
+        })
+    };
+    // Until the first list of the targets is complete, a reconcile request for a target not in
+    // the store (a report's watch triggering its owner) is no sign of a deletion: the target may
+    // be in a later page. Those names are checked when the list ends.
+    let unlisted: Arc<std::sync::Mutex<Option<std::collections::HashSet<String>>>> =
+        Arc::new(std::sync::Mutex::new(Some(Default::default())));
+    let compactor = Compactor::<K> {
+        ctx: ctx.clone(),
+        store: targets.clone(),
+        listing: Arc::default(),
+        unlisted: unlisted.clone(),
+        gone: gone_tx.clone(),
+        _kind: std::marker::PhantomData,
+    };
+    let target_events = watch::resilient(
+        kind.short(),
+        move || watcher(target_api.clone(), target_wc.clone()).boxed(),
+        shared.watch_settings.clone(),
+        shared.health.clone(),
+        Some(forget_gone),
+    )
+    .then(move |event| {
+        let compactor = compactor.clone();
+        async move { compactor.compact(event).await }
+    })
+    .flat_map(futures::stream::iter)
+    .reflect(targets_writer)
+    .touched_objects()
+    .inspect(move |event| {
+        if let Ok(obj) = event {
+            for tx in &observe {
+                // The receiver only goes when the operator stops.
+                let _ = tx.unbounded_send(obj.clone());
+            }
+        }
+    });
+
     let forget = ctx.clone();
     let reaper = {
         let (ctx, targets) = (ctx.clone(), targets.clone());
@@ -752,9 +800,13 @@ fn controller_for<K: Target>(
             futures::future::ready(())
         })
     };
+    // A new term re-checks every target; so does a watch restored after an outage (the
+    // targets whose reconcile failed meanwhile would otherwise wait out their backoff; the
+    // others are current and cost a lookup).
     let mut controller = Controller::for_stream(target_events, targets.clone())
         .owns_stream(report_events)
-        .reconcile_all_on(shared.leadership.acquired());
+        .reconcile_all_on(shared.leadership.acquired())
+        .reconcile_all_on(shared.health.restorations());
     if let Some(events) = crd_events {
         let deps = ctx.clone();
         controller = controller.watches_stream(
@@ -774,6 +826,11 @@ fn controller_for<K: Target>(
             match res {
                 Ok((obj, _)) => debug!(kind = kind.short(), name = %obj.name, "reconciled"),
                 Err(controller::Error::ObjectNotFound(obj)) => {
+                    if let Some(early) = unlisted.lock().expect("unlisted lock").as_mut() {
+                        // Not listed yet (perhaps in a later page): checked at the list's end.
+                        early.insert(obj.name.clone());
+                        return futures::future::ready(());
+                    }
                     // The target was deleted: its report goes with it (garbage collector).
                     debug!(kind = kind.short(), name = %obj.name, "target deleted");
                     forget.forget(kind, &obj.name);
@@ -792,6 +849,134 @@ fn controller_for<K: Target>(
         .map(|_| ())
         .boxed();
     Running { run, targets }
+}
+
+/// Turns a target watch's whole objects into what the operator keeps: the metadata (for the
+/// store and the controller) and, for a target that needs an estimate, its body in
+/// [`Context::pending`]. The store is fed plain `Apply`/`Delete` events (it was made ready
+/// empty): a list's objects are reconcilable as they arrive, and the end of a list deletes
+/// from the store what the list no longer had.
+struct Compactor<K: Target> {
+    ctx: Arc<Context>,
+    store: Store<PartialObjectMeta<K>>,
+    /// The names of the list under way.
+    listing: Arc<std::sync::Mutex<Option<std::collections::HashSet<String>>>>,
+    /// Targets asked for before the first list ended and not found then (`None` after it).
+    unlisted: Arc<std::sync::Mutex<Option<std::collections::HashSet<String>>>>,
+    /// Where deleted targets go (their reports are deleted).
+    gone: futures::channel::mpsc::UnboundedSender<String>,
+    _kind: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<K: Target> Clone for Compactor<K> {
+    fn clone(&self) -> Self {
+        Compactor {
+            ctx: self.ctx.clone(),
+            store: self.store.clone(),
+            listing: self.listing.clone(),
+            unlisted: self.unlisted.clone(),
+            gone: self.gone.clone(),
+            _kind: std::marker::PhantomData,
+        }
+    }
+}
+
+type MetaEvent<K> = Result<watcher::Event<PartialObjectMeta<K>>, watcher::Error>;
+
+impl<K: Target> Compactor<K> {
+    async fn compact(
+        &self,
+        event: Result<watcher::Event<DynamicObject>, watcher::Error>,
+    ) -> Vec<MetaEvent<K>> {
+        let event = match event {
+            Ok(e) => e,
+            Err(e) => return vec![Err(e)],
+        };
+        match event {
+            watcher::Event::Init => {
+                *self.listing.lock().expect("listing lock") = Some(Default::default());
+                Vec::new()
+            }
+            watcher::Event::InitApply(obj) | watcher::Event::Apply(obj) => {
+                let name = obj.name_any();
+                if let Some(l) = self.listing.lock().expect("listing lock").as_mut() {
+                    l.insert(name.clone());
+                }
+                let meta = self.hold(obj).await;
+                vec![Ok(watcher::Event::Apply(meta))]
+            }
+            watcher::Event::Delete(obj) => {
+                self.ctx.pending.remove(&obj.name_any());
+                vec![Ok(watcher::Event::Delete(metadata_of(obj)))]
+            }
+            watcher::Event::InitDone => {
+                let Some(listed) = self.listing.lock().expect("listing lock").take() else {
+                    return Vec::new();
+                };
+                // The first list is complete: what was asked for and is not in it is gone.
+                let early = self.unlisted.lock().expect("unlisted lock").take();
+                for name in early.into_iter().flatten() {
+                    if !listed.contains(&name) {
+                        self.ctx.forget(K::KIND, &name);
+                        let _ = self.gone.unbounded_send(name);
+                    }
+                }
+                self.store
+                    .state()
+                    .into_iter()
+                    .filter(|m| !listed.contains(&m.name_any()))
+                    .map(|m| {
+                        self.ctx.pending.remove(&m.name_any());
+                        Ok(watcher::Event::Delete((*m).clone()))
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The target's metadata; its body is held (waiting for room) when this replica leads and
+    /// the target's report is not known to be current for this generation.
+    async fn hold(&self, mut obj: DynamicObject) -> PartialObjectMeta<K> {
+        obj.metadata.managed_fields = None;
+        let meta = metadata_of::<K>(DynamicObject {
+            types: None,
+            metadata: obj.metadata.clone(),
+            data: serde_json::Value::Null,
+        });
+        let (uid, generation) = (meta.metadata.uid.clone(), meta.metadata.generation);
+        let name = meta.name_any();
+        if !self.ctx.leadership.is_leader()
+            || self
+                .ctx
+                .needs_no_estimate(K::KIND, &name, uid.as_deref(), generation)
+        {
+            self.ctx.pending.remove(&name);
+            return meta;
+        }
+        match serde_json::to_string(&obj) {
+            Ok(text) => {
+                drop(obj);
+                self.ctx.pending.put(name, uid, generation, text).await;
+            }
+            // Cannot happen (it was JSON); the reconcile reads the target instead.
+            Err(e) => debug!(name = %name, error = %e, "cannot serialize a watched target"),
+        }
+        meta
+    }
+}
+
+/// The metadata the store keeps of a watched object (no managedFields, no annotations).
+fn metadata_of<K: Target>(obj: DynamicObject) -> PartialObjectMeta<K> {
+    let mut meta = PartialObjectMeta::<K> {
+        types: Some(kube::core::TypeMeta {
+            api_version: "meta.k8s.io/v1".into(),
+            kind: "PartialObjectMetadata".into(),
+        }),
+        metadata: obj.metadata,
+        _phantom: std::marker::PhantomData,
+    };
+    strip_managed_fields(&mut meta);
+    meta
 }
 
 #[cfg(test)]

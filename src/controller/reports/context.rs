@@ -121,11 +121,17 @@ pub struct Settings {
     pub memory_budget_bytes: usize,
     /// Estimates run at once, over all reconciles.
     pub estimators: usize,
-    /// Longest retry delay after a transient failure (API server down, timeout, conflict): a
-    /// target is back at most this long after its API server (relists trigger it sooner).
+    /// Longest retry delay when the API server cannot be reached at all (no connection): a
+    /// target is back at most this long after its API server (a restored watch triggers it
+    /// sooner). Other failures back off up to `max_backoff`.
     pub max_transient_backoff: Duration,
-    /// Timeout of each API request.
+    /// Timeout of each API request (a write gets more for a large body: [`Context::write_sized`]).
     pub request_timeout: Duration,
+    /// Bytes of the targets' bodies held between their watch and their reconcile.
+    pub pending_bytes: usize,
+    /// Whether retry delays are drawn between half and all of the backoff (off: exactly the
+    /// backoff, for tests).
+    pub jitter: bool,
 }
 
 impl Default for Settings {
@@ -139,6 +145,8 @@ impl Default for Settings {
             estimators: std::thread::available_parallelism().map_or(2, usize::from),
             max_transient_backoff: Duration::from_secs(5),
             request_timeout: Duration::from_secs(10),
+            pending_bytes: 32 << 20,
+            jitter: true,
         }
     }
 }
@@ -155,6 +163,19 @@ pub(super) struct Memo {
     pub(super) deps: Vec<Dep>,
 }
 
+/// A target's estimate whose report was not written (the write failed): the retry writes it
+/// without reading or estimating the target again.
+#[derive(Clone, Debug)]
+pub(super) struct Computed {
+    pub(super) uid: Option<String>,
+    pub(super) generation: Option<i64>,
+    /// The status without its conditions.
+    pub(super) base: crate::controller::resource::CostReportStatus,
+    /// Why there is no estimate: a reason of `status::reason` and a message.
+    pub(super) failure: Option<(&'static str, String)>,
+    pub(super) deps: Vec<Dep>,
+}
+
 /// The state shared by the reconciles of one controller.
 pub struct Context {
     pub client: Client,
@@ -166,12 +187,17 @@ pub struct Context {
     pub reports: Store<PartialObjectMeta<CostReport>>,
     pub(super) memo: Arc<Mutex<HashMap<String, Memo>>>,
     pub(super) failures: Arc<Mutex<HashMap<String, u32>>>,
+    /// Estimates whose write failed, per report name, until their retry.
+    pub(super) unwritten: Arc<Mutex<HashMap<String, Computed>>>,
     /// Memory and CPU bounds (shared by the controllers of all kinds).
     pub(super) budget: Budget,
     /// Policies: the watched CRDs, whose schemas type their estimates.
     pub(super) crds: Option<CrdStore>,
     /// Whether this replica may write (leader election); always, by default.
     pub leadership: Leadership,
+    /// The targets' bodies from their (full-object) watch, until their reconcile takes them;
+    /// empty with a metadata-only feed (the reconcile then reads the target).
+    pub pending: Arc<super::pending::Pending>,
 }
 
 impl Context {
@@ -193,9 +219,11 @@ impl Context {
             reports,
             memo: Arc::default(),
             failures: Arc::default(),
+            unwritten: Arc::default(),
             budget,
             crds: None,
             leadership: Leadership::always(),
+            pending: Arc::default(),
         }
     }
 
@@ -259,6 +287,44 @@ impl Context {
             && deps_current
     }
 
+    /// Whether the last reconcile of the target saw this uid and generation and its report is
+    /// unchanged since: its watch event (CRD status churn, a resync) needs no estimate, so its
+    /// body need not be held.
+    pub fn needs_no_estimate(
+        &self,
+        kind: TargetKind,
+        name: &str,
+        uid: Option<&str>,
+        generation: Option<i64>,
+    ) -> bool {
+        let report_name = kind.report_name(name);
+        let stored = self
+            .memo
+            .lock()
+            .expect("memo lock")
+            .get(&report_name)
+            .cloned();
+        let Some(stored) = stored else {
+            return false;
+        };
+        let watched = self
+            .reports
+            .get(&ObjectRef::new(&report_name))
+            .and_then(|r| r.metadata.resource_version.clone());
+        stored.uid.as_deref() == uid
+            && stored.generation == generation
+            && watched.is_some_and(|rv| stored.report_versions.contains(&rv))
+    }
+
+    /// Counts a failed reconcile of the report's target; the failures in a row so far (its
+    /// backoff's exponent; a success resets it).
+    pub fn note_failure(&self, report_name: &str) -> u32 {
+        let mut f = self.failures.lock().expect("failures lock");
+        let n = f.entry(report_name.to_string()).or_insert(0);
+        *n += 1;
+        *n
+    }
+
     /// Forgets a deleted target: its memo, backoff and gauges.
     pub fn forget(&self, kind: TargetKind, name: &str) {
         (self.forget_handle())(kind, name)
@@ -267,13 +333,20 @@ impl Context {
     /// [`Context::forget`] as a function that outlives a borrow of the context (for the watch
     /// that finds targets deleted while it was away).
     pub fn forget_handle(&self) -> impl Fn(TargetKind, &str) + Send + Sync + 'static {
-        let (memo, failures, metrics) = (
+        let (memo, failures, metrics, pending, unwritten) = (
             self.memo.clone(),
             self.failures.clone(),
             self.metrics.clone(),
+            self.pending.clone(),
+            self.unwritten.clone(),
         );
         move |kind, name| {
             let report_name = kind.report_name(name);
+            pending.remove(name);
+            unwritten
+                .lock()
+                .expect("unwritten lock")
+                .remove(&report_name);
             memo.lock().expect("memo lock").remove(&report_name);
             failures.lock().expect("failures lock").remove(&report_name);
             metrics.forget(&TargetLabels::new(kind, name));
@@ -286,6 +359,8 @@ impl Context {
     pub fn forget_all(&self) {
         self.memo.lock().expect("memo lock").clear();
         self.failures.lock().expect("failures lock").clear();
+        self.pending.clear();
+        self.unwritten.lock().expect("unwritten lock").clear();
         self.metrics.forget_all_targets();
     }
 
@@ -304,6 +379,25 @@ impl Context {
         self.timed(what, fut).await
     }
 
+    /// [`Context::write`] of a request that sends `bytes`: its timeout grows with them (1 s per
+    /// 100 KiB over the request timeout), so a large report on a slow API server is not cut
+    /// off and retried forever.
+    pub(super) async fn write_sized<T>(
+        &self,
+        what: &'static str,
+        bytes: usize,
+        fut: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, Error> {
+        if !self.leadership.is_leader() {
+            return Err(Error::NotLeader(what));
+        }
+        let timeout = sized_timeout(self.settings.request_timeout, bytes);
+        match tokio::time::timeout(timeout, fut).await {
+            Ok(r) => r.map_err(Error::from),
+            Err(_) => Err(Error::Timeout(timeout, what)),
+        }
+    }
+
     /// `fut` (an API request), bounded by the request timeout.
     pub(super) async fn timed<T>(
         &self,
@@ -315,6 +409,11 @@ impl Context {
             Err(_) => Err(Error::Timeout(self.settings.request_timeout, what)),
         }
     }
+}
+
+/// The timeout of a request that sends or receives `bytes`: `base` plus 1 s per 100 KiB.
+pub fn sized_timeout(base: Duration, bytes: usize) -> Duration {
+    base + Duration::from_secs_f64(bytes as f64 / (100.0 * 1024.0))
 }
 
 /// What bounds the operator's memory and CPU whatever the concurrency: bytes of target JSON

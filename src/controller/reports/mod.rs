@@ -1,5 +1,6 @@
 //! Reports: one `CostReport` per target, kept current. [`context`] is what every reconcile
-//! shares; [`reconcile`] fetches a target, estimates it and applies its report; [`schemas`]
+//! shares; [`pending`] holds the targets' bodies from their watch to their reconcile;
+//! [`reconcile`] takes a target's body, estimates it and applies its report; [`schemas`]
 //! reads the CRDs a policy's typed estimate needs; [`status`] turns the estimator's report into
 //! the report's status, [`conditions`] its conditions, [`events`] the transitions worth an event
 //! (all three pure); [`map`] watches MutatingAdmissionPolicies at whichever version the
@@ -9,6 +10,7 @@ pub mod conditions;
 pub mod context;
 pub mod events;
 pub mod map;
+pub mod pending;
 pub mod reconcile;
 pub mod schemas;
 pub mod status;

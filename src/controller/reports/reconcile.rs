@@ -29,7 +29,7 @@ use crate::schema::catalog::SchemaCatalog;
 use super::conditions::{
     Failure, estimation_failed_message, failed_status, is_ready, same_status, with_conditions,
 };
-use super::context::{Context, Dep, Memo, get_json};
+use super::context::{Computed, Context, Dep, Memo, get_json};
 use super::events::transitions;
 use super::schemas::{self, Head};
 use super::status::{estimate_status, reason};
@@ -82,6 +82,15 @@ pub async fn reconcile<K: Target>(
     }
     let labels = Context::kind_labels(kind);
     ctx.metrics.reconciles.get_or_create(&labels).inc();
+    let attempt = ctx
+        .failures
+        .lock()
+        .expect("failures lock")
+        .get(&kind.report_name(&meta.name_any()))
+        .copied();
+    if attempt.is_some() {
+        ctx.metrics.retries.get_or_create(&labels).inc();
+    }
     let started = Instant::now();
     let result = reconcile_inner::<K>(&meta, &ctx).await;
     ctx.metrics
@@ -113,12 +122,7 @@ pub async fn reconcile<K: Target>(
                     error: e.metric_label(),
                 })
                 .inc();
-            let first = {
-                let mut f = ctx.failures.lock().expect("failures lock");
-                let n = f.entry(report_name).or_insert(0);
-                *n += 1;
-                *n == 1
-            };
+            let first = ctx.note_failure(&report_name) == 1;
             // A failure nobody can fix by waiting (RBAC, schema) is worth a Warning, once per
             // run of failures; transient ones (409, 429, 5xx, transport) only hit the metrics.
             if first && !e.is_transient() {
@@ -145,8 +149,11 @@ pub async fn reconcile<K: Target>(
 }
 
 /// Requeue after an API error: what a 429 asks for (`Retry-After`); else per-target
-/// exponential backoff (1 s, 2 s, 4 s, ...), up to 5 s for transient failures (the API server
-/// is away, a conflict) and 5 min for others (RBAC, a rejected report).
+/// exponential backoff with jitter (1 s, 2 s, 4 s, ... up to 5 min, each delay drawn between
+/// half and all of it), reset by a success. A slow or overloaded API server (timeouts, 5xx,
+/// 409) therefore sees each failing target less and less often while the others proceed; an
+/// API server that is away altogether (no connection) costs nothing to ask, and its targets
+/// retry within 5 s; a restored watch retries every failed target at once.
 pub fn error_policy<K: Target>(
     meta: Arc<PartialObjectMeta<K>>,
     error: &Error,
@@ -160,15 +167,20 @@ pub fn error_policy<K: Target>(
         .get(&report_name)
         .copied()
         .unwrap_or(1);
-    let max = if error.is_transient() {
+    let max = if error.is_unreachable() {
         ctx.settings.max_transient_backoff
     } else {
         ctx.settings.max_backoff
     };
-    let delay = error
-        .retry_after()
-        .unwrap_or_else(|| backoff(n, ctx.settings.min_backoff, max));
-    warn!(kind = K::KIND.short(), name = %meta.name_any(), error = %error, retry_in = ?delay, "reconcile failed");
+    let delay = error.retry_after().unwrap_or_else(|| {
+        let full = backoff(n, ctx.settings.min_backoff, max);
+        if ctx.settings.jitter {
+            jittered(full, fastrand::f64())
+        } else {
+            full
+        }
+    });
+    warn!(kind = K::KIND.short(), name = %meta.name_any(), error = %error, attempt = n, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
 }
 
@@ -178,6 +190,12 @@ pub fn backoff(n: u32, min: Duration, max: Duration) -> Duration {
         .checked_shl(n.saturating_sub(1).min(20))
         .unwrap_or(u32::MAX);
     min.saturating_mul(factor).min(max)
+}
+
+/// `delay` scaled into [half, all] of it by `r` in [0, 1): retries of targets that failed
+/// together spread out instead of coming back together.
+pub fn jittered(delay: Duration, r: f64) -> Duration {
+    delay.mul_f64(0.5 + 0.5 * r.clamp(0.0, 1.0))
 }
 
 fn target_ref_of<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
@@ -381,101 +399,199 @@ async fn reconcile_inner<K: Target>(
         report_versions: Vec::new(),
         deps: Vec::new(),
     };
+    // The body the watch delivered, if it is the one the metadata says (or newer).
+    let body = ctx
+        .pending
+        .take(&name)
+        .filter(|b| b.uid == seen.uid && b.generation >= seen.generation);
+    // An estimate of this very generation whose write failed: written without a read or an
+    // estimate.
+    let unwritten = ctx
+        .unwritten
+        .lock()
+        .expect("unwritten lock")
+        .remove(&report_name)
+        .filter(|c| body.is_none() && c.uid == seen.uid && c.generation == seen.generation);
     if ctx.is_current(&report_name, &seen) {
         debug!("report is current");
         return Ok(Action::requeue(ctx.settings.requeue));
     }
 
-    let Some(text) = get_json(ctx, &K::url_path(&(), None), &name).await? else {
-        // Deleted: its report goes too (the garbage collector would, later).
-        debug!("target is gone");
-        delete_orphaned_report(ctx, kind, &name, None).await;
-        return Ok(Action::await_change());
+    let reports: Api<CostReport> = Api::all(ctx.client.clone());
+    let (computed, existing) = match unwritten {
+        Some(c) => {
+            let existing = existing_report(ctx, &reports, &report_name).await;
+            match existing {
+                Ok(e) => (c, e),
+                Err(e) => {
+                    ctx.unwritten
+                        .lock()
+                        .expect("unwritten lock")
+                        .insert(report_name, c);
+                    return Err(e);
+                }
+            }
+        }
+        None => {
+            let text = match body {
+                Some(b) => {
+                    ctx.metrics
+                        .watched_bodies
+                        .get_or_create(&Context::kind_labels(kind))
+                        .inc();
+                    b.text
+                }
+                None => {
+                    ctx.metrics
+                        .target_reads
+                        .get_or_create(&Context::kind_labels(kind))
+                        .inc();
+                    let Some(text) = get_json(ctx, &K::url_path(&(), None), &name).await? else {
+                        // Deleted: its report goes too (the garbage collector would, later).
+                        debug!("target is gone");
+                        delete_orphaned_report(ctx, kind, &name, None).await;
+                        return Ok(Action::await_change());
+                    };
+                    text
+                }
+            };
+            let head = Head::of(&text);
+            let generation = head.metadata.generation;
+            let uid = head.metadata.uid;
+            let Some(uid_str) = uid.clone() else {
+                warn!("target has no uid; skipped");
+                return Ok(Action::await_change());
+            };
+            if generation < seen.generation && uid == seen.uid {
+                // The watch cache is behind the watch that triggered us: read again shortly.
+                debug!(?generation, seen = ?seen.generation, "stale read; retrying");
+                return Ok(Action::requeue(Duration::from_secs(1)));
+            }
+            let (schemas, deps) = policy_schemas(ctx, kind, &text).await?;
+            // Parsed trees are several times the size of their text: wait until they fit.
+            let memory = ctx
+                .budget
+                .reserve(text.len() + schemas.iter().map(String::len).sum::<usize>())
+                .await;
+            let existing = existing_report(ctx, &reports, &report_name).await?;
+            if let Some(e) = existing.as_ref()
+                && e.spec.target_ref.uid != uid_str
+            {
+                // The report of an earlier object of the same name: its targetRef is
+                // immutable, and the garbage collector is about to delete it (its owner is
+                // gone). Its deletion triggers us.
+                info!(report = %report_name, "report belongs to a deleted object of the same name; deleting it");
+                delete_orphaned_report(ctx, kind, &name, Some(uid_str.as_str())).await;
+                return Ok(Action::requeue(Duration::from_secs(1)));
+            }
+            let outcome = estimate(
+                ctx,
+                kind,
+                K::api_version(&()).to_string(),
+                K::kind(&()).to_string(),
+                text,
+                schemas,
+            )
+            .await;
+            drop(memory);
+            ctx.metrics
+                .estimates
+                .get_or_create(&Context::kind_labels(kind))
+                .inc();
+            let version = format!("v{}", ctx.estimator.kubernetes_version());
+            let (base, failure) = match outcome {
+                Outcome::Report(r) => (estimate_status(kind, &r, ctx.settings.status), None),
+                Outcome::Failed(why, msg) => (failed_status(&version), Some((why, msg))),
+            };
+            (
+                Computed {
+                    uid,
+                    generation,
+                    base,
+                    failure,
+                    deps,
+                },
+                existing,
+            )
+        }
     };
-    let head = Head::of(&text);
-    let generation = head.metadata.generation;
-    let uid = head.metadata.uid;
-    let Some(uid_str) = uid.clone() else {
-        warn!("target has no uid; skipped");
-        return Ok(Action::await_change());
-    };
-    if generation < seen.generation && uid == seen.uid {
-        // The watch cache is behind the watch that triggered us: read again shortly.
-        debug!(?generation, seen = ?seen.generation, "stale read; retrying");
-        return Ok(Action::requeue(Duration::from_secs(1)));
+    match write_computed::<K>(ctx, &reports, &name, &report_name, &computed, existing).await {
+        Ok(report_versions) => {
+            let Computed {
+                uid,
+                generation,
+                deps,
+                ..
+            } = computed;
+            ctx.memo.lock().expect("memo lock").insert(
+                report_name,
+                Memo {
+                    uid,
+                    generation,
+                    report_versions,
+                    deps,
+                },
+            );
+        }
+        // A lost lease: the next term re-checks the target from scratch.
+        Err(e @ Error::NotLeader(_)) => return Err(e),
+        Err(e) => {
+            // Kept for the retry: what failed was the write, not the estimate.
+            ctx.unwritten
+                .lock()
+                .expect("unwritten lock")
+                .insert(report_name, computed);
+            return Err(e);
+        }
     }
-    let (schemas, deps) = policy_schemas(ctx, kind, &text).await?;
-    // Parsed trees are several times the size of their text: wait until they fit.
-    let memory = ctx
-        .budget
-        .reserve(text.len() + schemas.iter().map(String::len).sum::<usize>())
-        .await;
+    Ok(Action::requeue(ctx.settings.requeue))
+}
+
+/// Writes the report of `computed` (the report object when it differs, its status when it
+/// differs, events for the transitions) and records the target's metrics; the report's
+/// resourceVersions after it.
+async fn write_computed<K: Target>(
+    ctx: &Context,
+    reports: &Api<CostReport>,
+    name: &str,
+    report_name: &str,
+    computed: &Computed,
+    existing: Option<CostReport>,
+) -> Result<Vec<String>, Error> {
+    let kind = K::KIND;
+    let uid_str = computed.uid.clone().unwrap_or_default();
+    let desired = desired_report::<K>(name, &uid_str);
     let regarding = ObjectReference {
         api_version: Some(K::api_version(&()).to_string()),
         kind: Some(K::kind(&()).to_string()),
-        name: Some(name.clone()),
-        uid: uid.clone(),
+        name: Some(name.to_string()),
+        uid: computed.uid.clone(),
         ..ObjectReference::default()
     };
-
-    let reports: Api<CostReport> = Api::all(ctx.client.clone());
-    let existing = existing_report(ctx, &reports, &report_name).await?;
-    let desired = desired_report::<K>(&name, &uid_str);
-    if let Some(e) = existing.as_ref()
-        && e.spec.target_ref.uid != desired.spec.target_ref.uid
-    {
-        // The report of an earlier object of the same name: its targetRef is immutable, and the
-        // garbage collector is about to delete it (its owner is gone). Its deletion triggers us.
-        info!(report = %report_name, "report belongs to a deleted object of the same name; deleting it");
-        delete_orphaned_report(ctx, kind, &name, Some(uid_str.as_str())).await;
-        return Ok(Action::requeue(Duration::from_secs(1)));
-    }
-
-    let outcome = estimate(
-        ctx,
-        kind,
-        K::api_version(&()).to_string(),
-        K::kind(&()).to_string(),
-        text,
-        schemas,
-    )
-    .await;
-    drop(memory);
-    ctx.metrics
-        .estimates
-        .get_or_create(&Context::kind_labels(kind))
-        .inc();
-    let version = format!("v{}", ctx.estimator.kubernetes_version());
-    let (base, failure) = match &outcome {
-        Outcome::Report(r) => (estimate_status(kind, r, ctx.settings.status), None),
-        Outcome::Failed(why, msg) => (
-            failed_status(&version),
-            Some(Failure {
-                reason: why,
-                message: msg.as_str(),
-            }),
-        ),
-    };
+    let failure = computed.failure.as_ref().map(|(why, msg)| Failure {
+        reason: why,
+        message: msg.as_str(),
+    });
     let prev = existing.as_ref().and_then(|r| r.status.as_ref());
-    let status = with_conditions(base, kind, generation, failure, prev, Timestamp::now());
-
-    let written = apply_report(
-        ctx,
-        &reports,
+    let status = with_conditions(
+        computed.base.clone(),
         kind,
-        &report_name,
-        existing.as_ref(),
-        &desired,
-    )
-    .await?;
+        computed.generation,
+        failure,
+        prev,
+        Timestamp::now(),
+    );
+
+    let written =
+        apply_report(ctx, reports, kind, report_name, existing.as_ref(), &desired).await?;
     let mut report_versions = written.versions;
     if !prev.is_some_and(|p| same_status(p, &status)) {
-        report_versions.extend(write_status(ctx, &reports, kind, &report_name, &status).await?);
+        report_versions.extend(write_status(ctx, reports, kind, report_name, &status).await?);
         // Events only for what changed since the last written status.
         let related = ObjectReference {
             api_version: Some(CostReport::api_version(&()).to_string()),
             kind: Some(CostReport::kind(&()).to_string()),
-            name: Some(report_name.clone()),
+            name: Some(report_name.to_string()),
             uid: written.uid.clone(),
             ..ObjectReference::default()
         };
@@ -483,18 +599,8 @@ async fn reconcile_inner<K: Target>(
     } else {
         debug!("status unchanged; nothing written");
     }
-
-    record_cost_ratios(ctx, kind, &name, &status, failure.is_none());
-    ctx.memo.lock().expect("memo lock").insert(
-        report_name,
-        Memo {
-            uid,
-            generation,
-            report_versions,
-            deps,
-        },
-    );
-    Ok(Action::requeue(ctx.settings.requeue))
+    record_cost_ratios(ctx, kind, name, &status, failure.is_none());
+    Ok(report_versions)
 }
 
 /// Policies: the CRDs their typed estimate reads (and what the report then depends on), when
@@ -587,10 +693,12 @@ async fn write_status(
     // The whole status in one JSON patch `add` (which replaces an existing member): the
     // operator owns all of it, and this costs the API server about half of a server-side
     // apply of the same status, which parses the body as YAML and merges it field by field.
+    let value = serde_json::to_value(status)?;
+    let bytes = serde_json::to_vec(&value).map_or(0, |v| v.len());
     let patch = json_patch::Patch(vec![json_patch::PatchOperation::Add(
         json_patch::AddOperation {
             path: json_patch::jsonptr::PointerBuf::from_tokens(["status"]),
-            value: serde_json::to_value(status)?,
+            value,
         },
     )]);
     let status_params = PatchParams {
@@ -598,8 +706,9 @@ async fn write_status(
         ..PatchParams::default()
     };
     let applied = ctx
-        .write(
+        .write_sized(
             "patch report status",
+            bytes,
             reports.patch_status(report_name, &status_params, &Patch::Json::<()>(patch)),
         )
         .await?;

@@ -55,6 +55,13 @@ pub struct Metrics {
     pub duration: Family<KindLabels, Histogram, fn() -> Histogram>,
     pub writes: Family<KindLabels, Counter>,
     pub estimates: Family<KindLabels, Counter>,
+    /// Reconciles that ran again after a failure of the same target (its backoff).
+    pub retries: Family<KindLabels, Counter>,
+    /// Reads of a target the watch could not spare (no body held for it: a resync, a report
+    /// edited by someone else, a body dropped for memory).
+    pub target_reads: Family<KindLabels, Counter>,
+    /// Targets estimated from the body their watch delivered (no read).
+    pub watched_bodies: Family<KindLabels, Counter>,
     pub rule_ratio: Family<TargetLabels, F64Gauge>,
     pub total_ratio: Family<TargetLabels, F64Gauge>,
     pub estimation_failed: Family<TargetLabels, Gauge>,
@@ -68,6 +75,9 @@ impl Default for Metrics {
             duration: Family::new_with_constructor(duration_histogram),
             writes: Family::default(),
             estimates: Family::default(),
+            retries: Family::default(),
+            target_reads: Family::default(),
+            watched_bodies: Family::default(),
             rule_ratio: Family::default(),
             total_ratio: Family::default(),
             estimation_failed: Family::default(),
@@ -102,6 +112,21 @@ impl Metrics {
             "estimates",
             "Targets estimated (skipped reconciles of unchanged targets are not counted)",
             self.estimates.clone(),
+        );
+        registry.register(
+            "reconcile_retries",
+            "Reconciles of a target that follow a failed one (per-target backoff), per controller",
+            self.retries.clone(),
+        );
+        registry.register(
+            "target_reads",
+            "GETs of a target the watch could not spare (resync of a changed report, body dropped), per controller",
+            self.target_reads.clone(),
+        );
+        registry.register(
+            "watched_bodies",
+            "Targets estimated from the object their watch delivered, without a read, per controller",
+            self.watched_bodies.clone(),
         );
         registry.register(
             "highest_rule_cost_ratio",

@@ -102,9 +102,26 @@ pub struct Health {
     answered: Arc<Mutex<Option<Instant>>>,
     restarts: Family<RestartLabels, Counter>,
     relists: Family<WatchLabels, Counter>,
+    /// Told when a watch is restored after an outage ([`Health::restorations`]).
+    restored: Arc<Mutex<Vec<futures::channel::mpsc::UnboundedSender<()>>>>,
 }
 
 impl Health {
+    /// One item each time a watch is restored after failing: the targets whose reconcile
+    /// failed meanwhile (and wait out their backoff) are worth a try at once.
+    pub fn restorations(&self) -> futures::channel::mpsc::UnboundedReceiver<()> {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        self.restored.lock().expect("health lock").push(tx);
+        rx
+    }
+
+    fn notify_restored(&self) {
+        self.restored
+            .lock()
+            .expect("health lock")
+            .retain(|tx| tx.unbounded_send(()).is_ok());
+    }
+
     /// Registers the metrics: restarts, relists, and the age of each watch's last sync
     /// (computed when scraped).
     pub fn register(self, registry: &mut prometheus_client::registry::Registry) -> Self {
@@ -419,6 +436,7 @@ impl<K: kube::Resource> Running<K> {
             ended
         });
         if let Some((lasted, attempts)) = ended {
+            self.health.notify_restored();
             info!(
                 watch = %self.name,
                 outage_seconds = format!("{:.1}", lasted.as_secs_f64()),
