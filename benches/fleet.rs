@@ -7,7 +7,9 @@
 //! `cargo bench --bench fleet -- 2000 10000 20000` (default 2000). Env: `CELCOST_FLEET_LATENCY_MS`
 //! adds that much latency to every write (a slow API server); `CELCOST_FLEET_FAIL_PERCENT`
 //! answers that share of writes with a 503 (a struggling one); `CELCOST_FLEET_TIMEOUT_SECONDS`
-//! (default 1800) gives up on a run.
+//! (default 1800) gives up on a run; `CELCOST_FLEET_ARGS` adds arguments to the operator's command
+//! line (e.g. `--watch-buffer-mib 4`); `CELCOST_FLEET_WRAP` runs it under a command (e.g.
+//! `heaptrack -o /tmp/fleet`, with the binary built `--features system-allocator`).
 //!
 //! Per size it prints: CRDs, policies, wall time to the last report, the operator's CPU (total
 //! and per target), its peak RSS (VmHWM), the writes (total, most to one report), target reads
@@ -709,7 +711,21 @@ async fn run(corpus: Vec<Value>, n: usize, timeout: Duration) -> Row {
     };
     let log = std::fs::File::create(dir.join("operator.log")).unwrap();
     let started = Instant::now();
-    let mut child: Child = Command::new(env!("CARGO_BIN_EXE_celcost"))
+    // `CELCOST_FLEET_WRAP`: a command the operator runs under (a heap profiler).
+    let wrap: Vec<String> = std::env::var("CELCOST_FLEET_WRAP")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let mut command = match wrap.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(env!("CARGO_BIN_EXE_celcost"));
+            c
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_celcost")),
+    };
+    let mut child: Child = command
         .args([
             "controller",
             "--listen-address",
@@ -721,6 +737,11 @@ async fn run(corpus: Vec<Value>, n: usize, timeout: Duration) -> Row {
             "--leader-elect=false",
             "--webhook=false",
         ])
+        .args(
+            std::env::var("CELCOST_FLEET_ARGS")
+                .unwrap_or_default()
+                .split_whitespace(),
+        )
         .env("KUBECONFIG", &kubeconfig)
         .env(
             "RUST_LOG",

@@ -239,7 +239,7 @@ fn main() -> ExitCode {
             ExitCode::from(code as u8)
         }
         Command::Controller(args) => {
-            limit_malloc_arenas();
+            celcost::budget::return_freed_memory_promptly();
             let rt = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -263,21 +263,6 @@ fn main() -> ExitCode {
             let _ = stdout.write_all(celcost::controller::crd_yaml().as_bytes());
             let _ = stdout.flush();
             ExitCode::SUCCESS
-        }
-    }
-}
-
-/// glibc gives every thread that allocates its own arena (up to 8 per core) and seldom returns
-/// their free memory: the operator's estimate threads then keep the high-water mark of every
-/// CRD they parsed. Two arenas took the scale benchmark's peak from 102-135 MiB to 69 MiB, at
-/// no cost in time. (musl, in the container image, has no per-thread arenas.)
-fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: mallopt only sets an allocator parameter; it is called before any thread
-        // other than the main one exists.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, 2);
         }
     }
 }

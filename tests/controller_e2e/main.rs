@@ -157,7 +157,13 @@ impl Operator {
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join(format!("{name}.log"));
         let out = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_celcost"))
+        // `CELCOST_E2E_OPERATOR`: another build of the binary (e.g. the release one, for the
+        // scale benchmark from a debug test build).
+        let binary = std::env::var_os("CELCOST_E2E_OPERATOR").map_or_else(
+            || PathBuf::from(env!("CARGO_BIN_EXE_celcost")),
+            PathBuf::from,
+        );
+        let child = Command::new(binary)
             .args([
                 "controller",
                 "--listen-address",

@@ -127,7 +127,7 @@ pub struct Settings {
     pub max_transient_backoff: Duration,
     /// Timeout of each API request (a write gets more for a large body: [`Context::write_sized`]).
     pub request_timeout: Duration,
-    /// Bytes of the targets' bodies held between their watch and their reconcile.
+    /// Bytes of the targets' bodies held between their watch and their reconcile (per kind).
     pub pending_bytes: usize,
     /// Whether retry delays are drawn between half and all of the backoff (off: exactly the
     /// backoff, for tests).
@@ -145,7 +145,7 @@ impl Default for Settings {
             estimators: std::thread::available_parallelism().map_or(2, usize::from),
             max_transient_backoff: Duration::from_secs(5),
             request_timeout: Duration::from_secs(10),
-            pending_bytes: 32 << 20,
+            pending_bytes: 8 << 20,
             jitter: true,
         }
     }

@@ -30,7 +30,7 @@ pub struct Pending {
 
 impl Default for Pending {
     fn default() -> Self {
-        Pending::new(32 << 20)
+        Pending::new(8 << 20)
     }
 }
 
