@@ -14,7 +14,9 @@
 //! runtime cost (its static estimate with the default's own sizes, or, with no comprehension,
 //! a bound from the default's size) fits the per-call limit and what is left of the budget.
 //! Otherwise nothing is guessed: the rule is listed in `unevaluated` with why, and counts as
-//! passing. Not evaluated today: two-variable comprehensions over lists, timestamps,
+//! passing. Two-variable comprehensions are evaluated as one-variable ones over the `[index or
+//! key, value]` pairs (`crate::cel::eval::lower_two_variable_comprehensions`), except
+//! `transformList` over a map (its order is Go's map order). Not evaluated today: timestamps,
 //! durations, bytes, Kubernetes library functions, `fieldPath` rules.
 
 use std::collections::HashMap;
@@ -24,7 +26,7 @@ use serde_json::Value;
 
 use crate::cel::cost::{AstNode, Size, estimate};
 use crate::cel::env::{CheckerPanic, Env};
-use crate::cel::eval::{Interpreter, Outcome, Val};
+use crate::cel::eval::{Interpreter, Outcome, Val, lower_two_variable_comprehensions};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::parse::parse_unexpanded;
 use crate::cel::types::Type;
@@ -429,26 +431,16 @@ impl<'e> DefaultRules<'e> {
             .interpreter
             .get_or_insert_with(|| Interpreter::new(self.env.parser));
         crate::budget::charge(v.weight() as u64);
-        // The interpreter binds one iteration variable: `m.all(k, v, p)` over a map is run as
-        // `m.all(k, [m[k]].all(v, p))` (the same truth and errors).
-        let one_var = one_variable_forms(&parsed.expr, &mut |target| {
-            let src = crate::cel::unparse::unparse(target)?;
-            let p = interp.compile(&src).ok()?;
-            matches!(interp.eval(&p, &vars), Outcome::Value(Val::Map(_))).then_some(())
-        });
-        let rewritten;
-        let (expr, source) = match one_var {
-            Some(e) => {
-                rewritten = crate::cel::unparse::unparse(&e)
-                    .ok_or("a two-variable comprehension celcost cannot rewrite")?;
-                (e, rewritten.as_str())
-            }
-            None => (parsed.expr.clone(), source),
-        };
-        if !Interpreter::supports_with_type_tests(&expr) {
+        // Two-variable comprehensions as one-variable ones over `[index or key, value]` pairs.
+        let lowered = lower_two_variable_comprehensions(&parsed.expr)?;
+        let expr = lowered.as_ref().unwrap_or(&parsed.expr);
+        if !Interpreter::supports_with_type_tests(expr) {
             return Err("it calls functions the interpreter does not follow cel-go on".into());
         }
-        let program = interp.compile(source)?;
+        let program = match &lowered {
+            Some(_) => interp.compile_expr(&parsed.expr)?,
+            None => interp.compile(source)?,
+        };
         match interp.eval(&program, &vars) {
             Outcome::Value(v) => Ok(Ok(v)),
             Outcome::Error(e) => match cel_go_error(&e) {
@@ -463,8 +455,13 @@ impl<'e> DefaultRules<'e> {
 }
 
 /// cel-go's words for the evaluation errors of the `cel` crate's interpreter that it words alike
-/// (`no such key: a`, `division by zero`, `modulus by zero`, `index out of bounds: 1`).
+/// (`no such key: a`, `division by zero`, `modulus by zero`, `index out of bounds: 1`, `insert
+/// failed: key k already exists`).
 fn cel_go_error(e: &str) -> Option<String> {
+    if let Some(m) = e.strip_prefix("Error executing function 'celcostMergeMaps': ") {
+        // `transformMapEntry`'s repeated key (`crate::cel::eval`).
+        return Some(m.to_string());
+    }
     if let Some(k) = e.strip_prefix("No such key: ") {
         return Some(format!("no such key: {k}"));
     }
@@ -654,101 +651,4 @@ fn total_size(v: &Value) -> u64 {
         }
         _ => 1,
     }
-}
-
-/// `e` with each two-variable `all`/`exists`/`exists_one` over a map (the maps `is_map` accepts)
-/// as a one-variable one binding the value in a one-element list: `m.all(k, v, p)` →
-/// `m.all(k, [m[k]].all(v, p))`, `exists_one` → `m.exists_one(k, [m[k]].exists(v, p))`.
-/// `None` when there is none to rewrite (or one is over something else).
-fn one_variable_forms(
-    e: &crate::cel::ast::Expr,
-    is_map: &mut dyn FnMut(&crate::cel::ast::Expr) -> Option<()>,
-) -> Option<crate::cel::ast::Expr> {
-    use crate::cel::ast::{Expr, ExprKind};
-    let mut found = false;
-    let mut failed = false;
-    fn go(
-        e: &Expr,
-        is_map: &mut dyn FnMut(&Expr) -> Option<()>,
-        found: &mut bool,
-        failed: &mut bool,
-    ) -> Expr {
-        crate::budget::charge(1);
-        let kind = match &e.kind {
-            ExprKind::Call {
-                function,
-                target: Some(t),
-                args,
-            } if args.len() == 3
-                && matches!(function.as_str(), "all" | "exists" | "exists_one")
-                && matches!(&args[0].kind, ExprKind::Ident(_))
-                && matches!(&args[1].kind, ExprKind::Ident(_)) =>
-            {
-                *found = true;
-                if is_map(t).is_none() {
-                    *failed = true;
-                }
-                let t = go(t, is_map, found, failed);
-                let body = go(&args[2], is_map, found, failed);
-                let at = |kind| Expr { id: 0, kind };
-                let index = at(ExprKind::Call {
-                    function: "_[_]".into(),
-                    target: None,
-                    args: vec![t.clone(), args[0].clone()],
-                });
-                let inner_fn = if function == "exists_one" {
-                    "exists"
-                } else {
-                    function.as_str()
-                };
-                let inner = at(ExprKind::Call {
-                    function: inner_fn.into(),
-                    target: Some(Box::new(at(ExprKind::List {
-                        elements: vec![index],
-                        optional_indices: vec![],
-                    }))),
-                    args: vec![args[1].clone(), body],
-                });
-                ExprKind::Call {
-                    function: function.clone(),
-                    target: Some(Box::new(t)),
-                    args: vec![args[0].clone(), inner],
-                }
-            }
-            ExprKind::Call {
-                function,
-                target,
-                args,
-            } => ExprKind::Call {
-                function: function.clone(),
-                target: target
-                    .as_ref()
-                    .map(|t| Box::new(go(t, is_map, found, failed))),
-                args: args.iter().map(|a| go(a, is_map, found, failed)).collect(),
-            },
-            ExprKind::Select {
-                operand,
-                field,
-                test_only,
-            } => ExprKind::Select {
-                operand: Box::new(go(operand, is_map, found, failed)),
-                field: field.clone(),
-                test_only: *test_only,
-            },
-            ExprKind::List {
-                elements,
-                optional_indices,
-            } => ExprKind::List {
-                elements: elements
-                    .iter()
-                    .map(|x| go(x, is_map, found, failed))
-                    .collect(),
-                optional_indices: optional_indices.clone(),
-            },
-            other => other.clone(),
-        };
-        Expr { id: e.id, kind }
-    }
-    let out = go(e, is_map, &mut found, &mut failed);
-    (found && !failed).then_some(out)
 }

@@ -780,8 +780,10 @@ fn evaluation_errors_and_ratcheting_on_defaults() {
     );
 }
 
-/// Two-variable comprehensions over a map default are evaluated (`all(k, v, …)`,
-/// `exists(k, v, …)`); over a list (the first variable an index) they are not, and say so.
+/// Two-variable comprehensions (cel-go `ext/comprehensions.go`) on defaults: over a map the
+/// variables are key and value; over a list index and element. `transformList` over a map is
+/// not evaluated (its order is Go's map order) and says so; a repeated key of
+/// `transformMapEntry` is `types.InsertMapKeyValue`'s `insert failed: key <k> already exists`.
 #[test]
 fn two_variable_comprehensions_on_defaults() {
     let with = |prop: Value| {
@@ -810,10 +812,45 @@ fn two_variable_comprehensions_on_defaults() {
             "{p}: Invalid value: failed rule: self.exists_one(k, v, v > 0)"
         )]
     );
-    let list = with(
-        json!({"type": "array", "items": {"type": "integer"}, "default": [5],
-        "x-kubernetes-validations": [{"rule": "self.all(i, x, i < x)"}]}),
+    let list = |rule: &str| {
+        with(
+            json!({"type": "array", "maxItems": 4, "items": {"type": "integer"}, "default": [5, 0],
+            "x-kubernetes-validations": [{"rule": rule}]}),
+        )
+    };
+    let r = list("self.all(i, x, i < x)");
+    assert_eq!(
+        r.errors,
+        [format!(
+            "{p}: Invalid value: failed rule: self.all(i, x, i < x)"
+        )]
     );
-    assert!(list.valid);
-    assert_eq!(list.notes.len(), 1, "{:?}", list.notes);
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    for passing in [
+        "self.exists(i, x, i == 1 && x == 0)",
+        "self.existsOne(i, x, x > i)",
+        "self.transformList(i, x, i + x) == [5, 1]",
+        "self.transformList(i, x, x > 0, i) == [0]",
+        "self.transformMap(i, x, x * 2) == {0: 10, 1: 0}",
+    ] {
+        let r = list(passing);
+        assert!(r.valid && r.notes.is_empty(), "{passing}: {r:?}");
+    }
+    let r = list("self.all(i, x, 10 / x > i)");
+    assert_eq!(
+        r.errors,
+        [format!(
+            "{p}: Invalid value: \"array\": division by zero evaluating rule: self.all(i, x, 10 / x > i)"
+        )]
+    );
+    let r = list("self.transformMapEntry(i, x, {'k': x}).size() == 1");
+    assert_eq!(
+        r.errors,
+        [format!(
+            "{p}: Invalid value: \"array\": insert failed: key k already exists evaluating rule: self.transformMapEntry(i, x, {{'k': x}}).size() == 1"
+        )]
+    );
+    let r = map("self.transformList(k, v, v)[0] == 1");
+    assert!(r.valid);
+    assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
 }
