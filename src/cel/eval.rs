@@ -145,6 +145,7 @@ pub const FAITHFUL_FUNCTIONS: &[&str] = &[
     "value",
     "optional.of",
     "optional.none",
+    "isIP",
     ENTRIES,
     LIST_ENTRIES,
     MAP_OF,
@@ -155,9 +156,9 @@ pub const FAITHFUL_FUNCTIONS: &[&str] = &[
 /// expression that compiles upstream names them). `celcostEntries(x)`: the `[key, value]`
 /// (maps) or `[index, element]` (lists) pairs of `x`, in its iteration order.
 const ENTRIES: &str = "celcostEntries";
-/// `celcostEntries` of a list only: over a map, cel-go's order is Go's map order (the API
-/// server's `unstructuredMap.Iterator` ranges over a Go map), which nobody can follow, so a
-/// list made in that order is no certain result.
+/// `celcostEntries` of a list (or of a map of at most one entry) only: over a larger map,
+/// cel-go's order is Go's map order (the API server's `unstructuredMap.Iterator` ranges over a
+/// Go map), which nobody can follow, so a list made in that order is no certain result.
 const LIST_ENTRIES: &str = "celcostListEntries";
 /// The map of a list of `[key, value]` pairs (keys distinct).
 const MAP_OF: &str = "celcostMapOf";
@@ -288,6 +289,7 @@ impl Interpreter {
                     .map_err(|e| ExecutionError::function_error("matches", e))
             },
         );
+        let _ = ctx.add_function("isIP", |s: Arc<String>| is_ip(&s));
         let unfollowable = Arc::new(AtomicBool::new(false));
         let flag = unfollowable.clone();
         let _ = ctx.add_function(ENTRIES, move |x: Value| entries(x, true, &flag));
@@ -298,6 +300,19 @@ impl Interpreter {
         let flag = unfollowable.clone();
         let _ = ctx.add_function(MERGE_MAPS, move |x: Value| merge_maps(x, &flag));
         Session { ctx, unfollowable }
+    }
+}
+
+/// The Kubernetes library's `isIP` (`k8s.io/apiserver/pkg/cel/library/ip.go`: `isIP` →
+/// `parseIPAddr`): Go's `netip.ParseAddr` succeeds, with no zone and no IPv4-mapped IPv6
+/// address. Rust's parser accepts what `netip.ParseAddr` accepts without a zone: four decimal
+/// octets up to 255 with no leading zero; up to eight groups of one to four hex digits, one
+/// `::` standing for at least one zero group, an IPv4 tail in the last 32 bits.
+fn is_ip(s: &str) -> bool {
+    match s.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => true,
+        Ok(std::net::IpAddr::V6(a)) => a.to_ipv4_mapped().is_none(),
+        Err(_) => false,
     }
 }
 
@@ -328,7 +343,7 @@ fn entries(x: Value, maps: bool, flag: &AtomicBool) -> Result<Value, ExecutionEr
                 .map(|(i, v)| pair(Value::Int(i as i64), v.clone()))
                 .collect(),
         ))),
-        Value::Map(m) if maps => Ok(Value::List(Arc::new(
+        Value::Map(m) if maps || m.map.len() <= 1 => Ok(Value::List(Arc::new(
             m.map
                 .iter()
                 .map(|(k, v)| pair(key_value(k), v.clone()))
@@ -752,6 +767,36 @@ mod tests {
         assert!(matches!(run("isURL('x')", &[]), Outcome::Unsupported(_)));
     }
 
+    /// `isIP` as the API server's `parseIPAddr` (Go `netip.ParseAddr`, no zone, no IPv4-mapped
+    /// IPv6): leading zeros in an octet, zones, brackets and `::ffff:a.b.c.d` are not IPs.
+    #[test]
+    fn is_ip_as_netip() {
+        for (ip, want) in [
+            ("10.0.0.1", true),
+            ("0.0.0.0", true),
+            ("::", true),
+            ("fd00::1:2", true),
+            ("::1.2.3.4", true),
+            ("1:2:3:4:5:6:7::", true),
+            ("010.0.0.1", false),
+            ("1.2.3.256", false),
+            ("1.2.3", false),
+            ("::ffff:1.2.3.4", false),
+            ("fe80::1%eth0", false),
+            ("[::1]", false),
+            ("1::2::3", false),
+            ("00000::1", false),
+            ("", false),
+        ] {
+            let v = Val::String(ip.into());
+            assert_eq!(
+                run("isIP(self)", &[("self", &v)]),
+                Outcome::Value(Val::Bool(want)),
+                "{ip}"
+            );
+        }
+    }
+
     #[test]
     fn optionals_and_strings() {
         let v = Val::Map(vec![(s("a"), Val::Int(3))]);
@@ -904,12 +949,21 @@ mod two_variable_tests {
             run("self.transformMapEntry(i, v, {v: i}).size() == 2", &[("self", &names)]),
             Outcome::Error(e) if e.ends_with("insert failed: key a already exists")
         ));
-        // Over a map, transformList's order is Go's map order: not followed.
+        // Over a map, transformList's order is Go's map order: not followed (but one entry has
+        // one order).
         let m = Val::Map(vec![(s("x"), int(1)), (s("y"), int(2))]);
         assert!(matches!(
             run("self.transformList(k, v, v)[0] == 1", &[("self", &m)]),
             Outcome::Unsupported(_)
         ));
+        let one = Val::Map(vec![(s("x"), int(1))]);
+        assert_eq!(
+            run(
+                "self.transformList(k, v, k + string(v)) == ['x1']",
+                &[("self", &one)]
+            ),
+            Outcome::Value(Val::Bool(true))
+        );
         assert_eq!(
             run(
                 "self.transformMap(k, v, v + 1) == {'x': 2, 'y': 3}",
