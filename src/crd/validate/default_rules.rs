@@ -16,8 +16,9 @@
 //! Otherwise nothing is guessed: the rule is listed in `unevaluated` with why, and counts as
 //! passing. Two-variable comprehensions are evaluated as one-variable ones over the `[index or
 //! key, value]` pairs (`crate::cel::eval::lower_two_variable_comprehensions`), except
-//! `transformList` over a map (its order is Go's map order). Not evaluated today: timestamps,
-//! durations, bytes, Kubernetes library functions, `fieldPath` rules.
+//! `transformList` over a map of more than one entry (its order is Go's map order). A failed
+//! rule with a `fieldPath` is reported at that path below the default. Not evaluated today:
+//! timestamps, durations, bytes, Kubernetes library functions other than `isIP`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -271,14 +272,6 @@ impl<'e> DefaultRules<'e> {
                 );
                 continue;
             }
-            if !rule.field_path.is_empty() {
-                self.skip(
-                    fld,
-                    &rule.rule,
-                    "rules with a fieldPath are not evaluated by celcost",
-                );
-                continue;
-            }
             let v = self_val.get_or_insert_with(|| to_val(value, decl)).clone();
             let Some(v) = v else {
                 self.skip(
@@ -328,8 +321,14 @@ impl<'e> DefaultRules<'e> {
             } else {
                 BadValue::any(value.clone())
             };
+            // A failed rule with a valid fieldPath is reported there (`currentFldPath.Child(
+            // compiled.NormalizedRuleFieldPath)`).
+            let at = match super::node::normalized_field_path(&rule.field_path, s) {
+                Some(p) if !rule.field_path.is_empty() && !p.is_empty() => format!("{fld}.{p}"),
+                _ => fld.to_string(),
+            };
             errs.push(field_error_for_reason(
-                fld,
+                &at,
                 bad,
                 &detail,
                 rule.reason.as_deref(),

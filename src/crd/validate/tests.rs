@@ -854,3 +854,39 @@ fn two_variable_comprehensions_on_defaults() {
     assert!(r.valid);
     assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
 }
+
+/// A failed rule with a `fieldPath` is reported at that path below the default
+/// (`validateExpressions`: `currentFldPath.Child(compiled.NormalizedRuleFieldPath)`, the path
+/// `ValidFieldPath` gives: a property a child, a key of additionalProperties an index);
+/// evaluation errors stay at the node.
+#[test]
+fn field_path_rules_on_defaults() {
+    let schema = json!({"type": "object", "properties": {"o": {"type": "object",
+    "default": {"a": "x", "m": {"k": 1}},
+    "properties": {"a": {"type": "string"},
+        "m": {"type": "object", "additionalProperties": {"type": "integer"}}},
+    "x-kubernetes-validations": [
+        {"rule": "self.a != 'x'", "fieldPath": ".a"},
+        {"rule": "self.m.k != 1", "fieldPath": ".m['k']", "message": "k is 1"},
+        {"rule": "self.m.nope == 1", "fieldPath": ".m"}
+    ]}}});
+    let o = "spec.validation.openAPIV3Schema.properties[o].default";
+    for (minor, object) in [(34, "\"object\": "), (36, "")] {
+        let mut errors = Estimator::new(crate::cel::decls::Version::new(1, minor))
+            .estimate(&crd(schema.clone(), false), "test")
+            .unwrap()
+            .errors;
+        errors.sort();
+        assert_eq!(
+            errors,
+            [
+                format!("{o}.a: Invalid value: {object}failed rule: self.a != 'x'"),
+                format!("{o}.m[k]: Invalid value: {object}k is 1"),
+                format!(
+                    "{o}: Invalid value: \"object\": no such key: nope evaluating rule: self.m.nope == 1"
+                ),
+            ],
+            "1.{minor}"
+        );
+    }
+}
