@@ -6,10 +6,12 @@
 //! with no `oldSelf` (ratcheting), where only `optionalOldSelf` rules can fail. All defaults of
 //! a schema share one `RuntimeCELCostBudget`.
 //!
-//! A rule that does not compile is reported as it is there (`<path>: Invalid value: "<type>":
-//! rule compile error: …`), with no evaluation. A rule is evaluated with the `cel` crate's
-//! interpreter (`crate::cel::eval`) only when the outcome is certain: every function it calls
-//! is one the interpreter follows cel-go on, the default's values convert to CEL values, the
+//! The rules are compiled as `NewValidator` compiles them, with `StoredExpressionsEnvLoader`
+//! (`Env::stored_for_minor`: every library of the minor, not only those of its compatibility
+//! version). A rule that does not compile is reported as it is there (`<path>: Invalid value:
+//! "<type>": rule compile error: …`), with no evaluation. A rule is evaluated with the `cel`
+//! crate's interpreter (`crate::cel::eval`) only when the outcome is certain: every function it
+//! calls is one the interpreter follows cel-go on, the default's values convert to CEL values, the
 //! result is a boolean (or an evaluation error cel-go words as celcost can), and a bound of its
 //! runtime cost (its static estimate with the default's own sizes, or, with no comprehension,
 //! a bound from the default's size) fits the per-call limit and what is left of the budget.
@@ -43,6 +45,10 @@ const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 /// The evaluation of the rules on the defaults of one schema root.
 pub struct DefaultRules<'e> {
     env: &'e Env,
+    /// The environment the rules are compiled in: `cel.NewValidator` compiles with
+    /// `StoredExpressionsEnvLoader` (every library of the minor, not only those of its
+    /// compatibility version), made when a schema has rules.
+    stored: Option<Arc<Env>>,
     interpreter: Option<Interpreter>,
     /// What is left of the `RuntimeCELCostBudget` at least (each rule evaluation charged with
     /// its static estimate, which bounds its runtime cost).
@@ -64,6 +70,7 @@ impl<'e> DefaultRules<'e> {
     pub fn new(env: &'e Env) -> Self {
         DefaultRules {
             env,
+            stored: None,
             interpreter: None,
             budget: RUNTIME_COST_BUDGET,
             budget_uncertain: false,
@@ -89,6 +96,14 @@ impl<'e> DefaultRules<'e> {
         b
     }
 
+    /// The stored-expressions environment (the minor's own when no schema had rules yet).
+    fn cel(&self) -> Arc<Env> {
+        match &self.stored {
+            Some(e) => e.clone(),
+            None => Arc::new(Env::stored_for_minor(self.env.minor)),
+        }
+    }
+
     pub fn kubernetes(&self) -> crate::cel::decls::Version {
         self.env.kubernetes
     }
@@ -105,6 +120,9 @@ impl<'e> DefaultRules<'e> {
         let mut errs = Vec::new();
         if !self.has_rules(s) {
             return errs;
+        }
+        if self.stored.is_none() {
+            self.stored = Some(Arc::new(Env::stored_for_minor(self.env.minor)));
         }
         let decl = schema_decl_type(s, is_resource_root, self.env.minor, "selfType");
         let provider = decl
@@ -231,7 +249,7 @@ impl<'e> DefaultRules<'e> {
             if self.second_run && !optional_old_self {
                 continue;
             }
-            let cr = compile_rule(self.env, rule, decl, provider);
+            let cr = compile_rule(&self.cel(), rule, decl, provider);
             if self.second_run && !cr.uses_old_self {
                 continue;
             }
@@ -399,7 +417,8 @@ impl<'e> DefaultRules<'e> {
             ("self".to_string(), decl.cel.clone()),
             ("oldSelf".to_string(), old_self),
         ];
-        let Ok(checked) = self.env.compile(source, &vars, provider) else {
+        let env = self.cel();
+        let Ok(checked) = env.compile(source, &vars, provider) else {
             return u64::MAX;
         };
         let sizes = ValueSizes { root: value };
@@ -407,7 +426,7 @@ impl<'e> DefaultRules<'e> {
             minor: self.env.minor,
             sizes: Some(&sizes),
         };
-        let estimated = estimate(&checked, &embedder, self.env.cost_options()).max;
+        let estimated = estimate(&checked, &embedder, env.cost_options()).max;
         estimated.min(straight_line_bound(checked.expr(), value).unwrap_or(u64::MAX))
     }
 
@@ -421,14 +440,15 @@ impl<'e> DefaultRules<'e> {
         v: &Val,
         old_self: Option<&Val>,
     ) -> Result<Result<Val, String>, String> {
-        let parsed = parse_unexpanded(source, self.env.parser).map_err(|e| e.0)?;
+        let parser = self.cel().parser;
+        let parsed = parse_unexpanded(source, parser).map_err(|e| e.0)?;
         let mut vars: Vec<(&str, &Val)> = vec![("self", v)];
         if let Some(o) = old_self {
             vars.push(("oldSelf", o));
         }
         let interp = self
             .interpreter
-            .get_or_insert_with(|| Interpreter::new(self.env.parser));
+            .get_or_insert_with(|| Interpreter::new(parser));
         crate::budget::charge(v.weight() as u64);
         // Two-variable comprehensions as one-variable ones over `[index or key, value]` pairs.
         let lowered = lower_two_variable_comprehensions(&parsed.expr)?;

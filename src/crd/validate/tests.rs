@@ -890,3 +890,42 @@ fn field_path_rules_on_defaults() {
         );
     }
 }
+
+/// Rules on defaults are compiled as `cel.NewValidator` compiles them, in the stored
+/// expressions environment (`StoredExpressionsEnvLoader`: every library of the minor), not the
+/// new expressions one: on 1.30 (compatibility version 1.29), `isIP` (introduced at 1.30) runs
+/// on a default, while the same rule is a compile error for the CRD itself.
+#[test]
+fn rules_on_defaults_compile_in_the_stored_environment() {
+    let with = |default: &str, minor: u32| {
+        let schema = json!({"type": "object", "properties": {"ip": {"type": "string",
+            "maxLength": 64, "default": default,
+            "x-kubernetes-validations": [{"rule": "self == '' || isIP(self)"}]}}});
+        Estimator::new(crate::cel::decls::Version::new(1, minor))
+            .estimate(&crd(schema, false), "test")
+            .unwrap()
+    };
+    let ip = "spec.validation.openAPIV3Schema.properties[ip]";
+    assert_eq!(
+        with("010.0.0.1", 30).errors,
+        [format!(
+            "{ip}.default: Invalid value: \"string\": failed rule: self == '' || isIP(self)"
+        )]
+    );
+    let passing = with("10.0.0.1", 30);
+    assert_eq!(passing.errors.len(), 1, "{:?}", passing.errors);
+    assert!(
+        passing.errors[0].starts_with(&format!(
+            "{ip}.x-kubernetes-validations[0].rule: Invalid value:"
+        )) && passing.errors[0].contains("undeclared reference to 'isIP'"),
+        "{:?}",
+        passing.errors
+    );
+    assert!(with("10.0.0.1", 36).valid);
+    assert_eq!(
+        with("010.0.0.1", 36).errors,
+        [format!(
+            "{ip}.default: Invalid value: \"010.0.0.1\": failed rule: self == '' || isIP(self)"
+        )]
+    );
+}
