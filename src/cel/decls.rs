@@ -75,6 +75,22 @@ impl Declarations {
         )
     }
 
+    /// The declarations of a Kubernetes minor's environment for stored expressions: every
+    /// library its `base.go` has (each introduced at or before the minor itself).
+    pub fn for_minor_stored(minor: &super::minor::Minor) -> Declarations {
+        Declarations::for_environment(
+            minor.kubernetes,
+            |s| {
+                if minor.has_library(s) {
+                    minor.library_introduced(s)
+                } else {
+                    Some(Version::new(u32::MAX, 0))
+                }
+            },
+            false,
+        )
+    }
+
     /// The libraries present at `version`, with `introduced` overriding the `since` of sections.
     fn for_environment(
         version: Version,

@@ -93,6 +93,23 @@ impl Env {
         }
     }
 
+    /// The environment stored expressions are compiled in by the API server of `minor`
+    /// (`StoredExpressionsEnv`: `filterAndBuildOpts` at the largest compatibility version, so
+    /// every library and option of its `base.go`, each introduced at or before `minor`): the
+    /// one `cel.NewValidator` compiles the rules it evaluates in (`StoredExpressionsEnvLoader`),
+    /// on defaults among others.
+    pub fn stored_for_minor(minor: &'static Minor) -> Env {
+        Env {
+            minor,
+            kubernetes: minor.kubernetes,
+            compatibility: minor.kubernetes,
+            decls: Declarations::for_minor_stored(minor),
+            patch_decls: OnceLock::new(),
+            parser: ParserOptions::for_version(minor.kubernetes),
+            parsed: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// The cost estimator's options in this environment.
     pub fn cost_options(&self) -> CostOptions {
         CostOptions {

@@ -11,6 +11,7 @@
 //! Like `parse.rs`, this file is the only one that knows the `cel` crate's evaluation API.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cel::objects::{Key, Map};
 use cel::{Context, ExecutionError, Value};
@@ -144,7 +145,28 @@ pub const FAITHFUL_FUNCTIONS: &[&str] = &[
     "value",
     "optional.of",
     "optional.none",
+    "isIP",
+    ENTRIES,
+    LIST_ENTRIES,
+    MAP_OF,
+    MERGE_MAPS,
 ];
+
+/// The helpers [`lower_two_variable_comprehensions`] calls (registered in each [`Session`]; no
+/// expression that compiles upstream names them). `celcostEntries(x)`: the `[key, value]`
+/// (maps) or `[index, element]` (lists) pairs of `x`, in its iteration order.
+const ENTRIES: &str = "celcostEntries";
+/// `celcostEntries` of a list (or of a map of at most one entry) only: over a larger map,
+/// cel-go's order is Go's map order (the API server's `unstructuredMap.Iterator` ranges over a
+/// Go map), which nobody can follow, so a list made in that order is no certain result.
+const LIST_ENTRIES: &str = "celcostListEntries";
+/// The map of a list of `[key, value]` pairs (keys distinct).
+const MAP_OF: &str = "celcostMapOf";
+/// The entries of a list of maps inserted in order into an empty map, as cel-go's
+/// `cel.@mapInsert(map, map)` does (`insert failed: key k already exists`).
+const MERGE_MAPS: &str = "celcostMergeMaps";
+/// The variable an entry of `celcostEntries` is bound to.
+const ENTRY_VAR: &str = "celcostEntry";
 
 /// A compiled expression.
 pub struct Program {
@@ -231,6 +253,15 @@ impl Interpreter {
         ok
     }
 
+    /// `e` (as parsed by `parse_unexpanded`) compiled for evaluation, its two-variable
+    /// comprehensions lowered first ([`lower_two_variable_comprehensions`]).
+    pub fn compile_expr(&self, e: &Expr) -> Result<Program, String> {
+        let lowered = lower_two_variable_comprehensions(e)?;
+        let e = lowered.as_ref().unwrap_or(e);
+        let source = super::unparse::unparse(e).ok_or("an expression celcost cannot print")?;
+        self.compile(&source)
+    }
+
     pub fn compile(&self, source: &str) -> Result<Program, String> {
         self.env
             .compile(source)
@@ -258,13 +289,145 @@ impl Interpreter {
                     .map_err(|e| ExecutionError::function_error("matches", e))
             },
         );
-        Session { ctx }
+        let _ = ctx.add_function("isIP", |s: Arc<String>| is_ip(&s));
+        let unfollowable = Arc::new(AtomicBool::new(false));
+        let flag = unfollowable.clone();
+        let _ = ctx.add_function(ENTRIES, move |x: Value| entries(x, true, &flag));
+        let flag = unfollowable.clone();
+        let _ = ctx.add_function(LIST_ENTRIES, move |x: Value| entries(x, false, &flag));
+        let flag = unfollowable.clone();
+        let _ = ctx.add_function(MAP_OF, move |x: Value| map_of(x, &flag));
+        let flag = unfollowable.clone();
+        let _ = ctx.add_function(MERGE_MAPS, move |x: Value| merge_maps(x, &flag));
+        Session { ctx, unfollowable }
     }
+}
+
+/// The Kubernetes library's `isIP` (`k8s.io/apiserver/pkg/cel/library/ip.go`: `isIP` →
+/// `parseIPAddr`): Go's `netip.ParseAddr` succeeds, with no zone and no IPv4-mapped IPv6
+/// address. Rust's parser accepts what `netip.ParseAddr` accepts without a zone: four decimal
+/// octets up to 255 with no leading zero; up to eight groups of one to four hex digits, one
+/// `::` standing for at least one zero group, an IPv4 tail in the last 32 bits.
+fn is_ip(s: &str) -> bool {
+    match s.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => true,
+        Ok(std::net::IpAddr::V6(a)) => a.to_ipv4_mapped().is_none(),
+        Err(_) => false,
+    }
+}
+
+fn key_value(k: &Key) -> Value {
+    match k {
+        Key::Int(i) => Value::Int(*i),
+        Key::Uint(u) => Value::UInt(*u),
+        Key::Bool(b) => Value::Bool(*b),
+        Key::String(s) => Value::String(s.clone()),
+    }
+}
+
+/// A value that is no list or map: the helpers' inputs are the lowering's, so this is a case
+/// celcost does not follow (the flag makes the evaluation [`Outcome::Unsupported`]).
+fn unfollowable(flag: &AtomicBool, what: &str) -> Result<Value, ExecutionError> {
+    flag.store(true, Ordering::Relaxed);
+    Err(ExecutionError::function_error(what, "not followed"))
+}
+
+/// `celcostEntries` / `celcostListEntries`.
+fn entries(x: Value, maps: bool, flag: &AtomicBool) -> Result<Value, ExecutionError> {
+    crate::budget::charge(1);
+    let pair = |k: Value, v: Value| Value::List(Arc::new(vec![k, v]));
+    match x {
+        Value::List(l) => Ok(Value::List(Arc::new(
+            l.iter()
+                .enumerate()
+                .map(|(i, v)| pair(Value::Int(i as i64), v.clone()))
+                .collect(),
+        ))),
+        Value::Map(m) if maps || m.map.len() <= 1 => Ok(Value::List(Arc::new(
+            m.map
+                .iter()
+                .map(|(k, v)| pair(key_value(k), v.clone()))
+                .collect(),
+        ))),
+        _ => unfollowable(flag, ENTRIES),
+    }
+}
+
+fn map_key(v: &Value) -> Option<Key> {
+    Some(match v {
+        Value::Int(i) => Key::Int(*i),
+        Value::UInt(u) => Key::Uint(*u),
+        Value::Bool(b) => Key::Bool(*b),
+        Value::String(s) => Key::String(s.clone()),
+        _ => return None,
+    })
+}
+
+/// `celcostMapOf`: the keys are distinct (a list's indices, a map's keys).
+fn map_of(x: Value, flag: &AtomicBool) -> Result<Value, ExecutionError> {
+    let Value::List(pairs) = x else {
+        return unfollowable(flag, MAP_OF);
+    };
+    let mut map = std::collections::HashMap::new();
+    for p in pairs.iter() {
+        crate::budget::charge(1);
+        let Value::List(kv) = p else {
+            return unfollowable(flag, MAP_OF);
+        };
+        let (Some(k), Some(v)) = (kv.first().and_then(map_key), kv.get(1)) else {
+            return unfollowable(flag, MAP_OF);
+        };
+        map.insert(k, v.clone());
+    }
+    Ok(Value::Map(Map { map: Arc::new(map) }))
+}
+
+/// `celcostMergeMaps`: each map's entries inserted in turn, as `transformMapEntry`'s steps
+/// `cel.@mapInsert(accu, map)` do (cel-go `ext/comprehensions.go`, `types.InsertMapKeyValue`):
+/// a key already there is the error `insert failed: key <k> already exists`. Followed only with
+/// keys of one type (cel-go's keys compare across numeric types) and, at a repeated key, an
+/// inserted map of one entry (the order of a larger one is Go's map order).
+fn merge_maps(x: Value, flag: &AtomicBool) -> Result<Value, ExecutionError> {
+    let Value::List(maps) = x else {
+        return unfollowable(flag, MERGE_MAPS);
+    };
+    let mut out: std::collections::HashMap<Key, Value> = std::collections::HashMap::new();
+    let mut kind: Option<std::mem::Discriminant<Key>> = None;
+    for m in maps.iter() {
+        let Value::Map(m) = m else {
+            return unfollowable(flag, MERGE_MAPS);
+        };
+        for (k, v) in m.map.iter() {
+            crate::budget::charge(1);
+            if *kind.get_or_insert(std::mem::discriminant(k)) != std::mem::discriminant(k) {
+                return unfollowable(flag, MERGE_MAPS);
+            }
+            if out.contains_key(k) {
+                if m.map.len() != 1 {
+                    return unfollowable(flag, MERGE_MAPS);
+                }
+                let shown = match k {
+                    Key::Int(i) => i.to_string(),
+                    Key::Uint(u) => u.to_string(),
+                    Key::Bool(b) => b.to_string(),
+                    Key::String(s) => s.to_string(),
+                };
+                return Err(ExecutionError::function_error(
+                    MERGE_MAPS,
+                    format!("insert failed: key {shown} already exists"),
+                ));
+            }
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(Value::Map(Map { map: Arc::new(out) }))
 }
 
 /// An evaluation context of an [`Interpreter`].
 pub struct Session {
     ctx: Context<'static, 'static>,
+    /// Set by a helper of the lowering that met a case celcost does not follow.
+    unfollowable: Arc<AtomicBool>,
 }
 
 impl Session {
@@ -274,9 +437,13 @@ impl Session {
             self.ctx.add_variable_from_value(*name, to_cel(v));
         }
         let ctx = &self.ctx;
+        let flag = &self.unfollowable;
         programs
             .iter()
             .map(|p| match p.program.execute(ctx) {
+                _ if flag.swap(false, Ordering::Relaxed) => Outcome::Unsupported(
+                    "a two-variable comprehension celcost does not follow here".into(),
+                ),
                 Ok(v) => Outcome::Value(from_cel(&v)),
                 Err(
                     e @ (ExecutionError::UndeclaredReference(_)
@@ -289,6 +456,205 @@ impl Session {
             })
             .collect()
     }
+}
+
+/// `e` (as parsed by `parse_unexpanded`) with each two-variable comprehension (cel-go
+/// `ext/comprehensions.go`: `all`, `exists`, `existsOne`/`exists_one`, `transformList`,
+/// `transformMap`, `transformMapEntry`; the first variable is a list's index or a map's key,
+/// the second the element or value) written with the one-variable macros the interpreter
+/// evaluates, over the pairs `celcostEntries(t)` gives, each pair `e` binding the two
+/// variables as `[e[0]].map(i, [e[1]].map(v, body)[0])[0]` (the body evaluated once, its
+/// value or error unchanged):
+/// - `t.all(i, v, p)` → `celcostEntries(t).all(e, bind(p))`, and so `exists`; `existsOne` →
+///   `exists_one`: the same accumulators, conditions and steps as cel-go's macros;
+/// - `t.transformList(i, v, [f,] x)` → `celcostListEntries(t).map(e, [bind(f),] bind(x))`
+///   (`f ? accu + [x] : accu`, as cel-go's step);
+/// - `t.transformMap(i, v, [f,] x)` → `celcostMapOf(celcostEntries(t).map(e, [bind(f),]
+///   [e[0], bind(x)]))`; `transformMapEntry` → `celcostMergeMaps(… bind(x) …)`.
+///
+/// `Ok(None)` when there is none; `Err` when `e` names the helpers.
+pub fn lower_two_variable_comprehensions(e: &Expr) -> Result<Option<Expr>, String> {
+    let mut reserved = false;
+    e.walk(&mut |x| match &x.kind {
+        ExprKind::Ident(n) | ExprKind::Call { function: n, .. } if n.starts_with("celcost") => {
+            reserved = true
+        }
+        _ => {}
+    });
+    if reserved {
+        return Err("it names celcost's own helpers".into());
+    }
+    let mut found = false;
+    let out = lower(e, &mut found);
+    Ok(found.then_some(out))
+}
+
+fn node(kind: ExprKind) -> Expr {
+    Expr { id: 0, kind }
+}
+
+fn call(function: &str, target: Option<Expr>, args: Vec<Expr>) -> Expr {
+    node(ExprKind::Call {
+        function: function.into(),
+        target: target.map(Box::new),
+        args,
+    })
+}
+
+fn ident(n: &str) -> Expr {
+    node(ExprKind::Ident(n.into()))
+}
+
+fn list(elements: Vec<Expr>) -> Expr {
+    node(ExprKind::List {
+        elements,
+        optional_indices: vec![],
+    })
+}
+
+fn at(x: Expr, i: i64) -> Expr {
+    call(
+        "_[_]",
+        None,
+        vec![x, node(ExprKind::Literal(super::ast::Literal::Int(i)))],
+    )
+}
+
+/// `[e[0]].map(i, [e[1]].map(v, body)[0])[0]`.
+fn bind(i: &Expr, v: &Expr, body: Expr) -> Expr {
+    let entry = ident(ENTRY_VAR);
+    let inner = at(
+        call(
+            "map",
+            Some(list(vec![at(entry.clone(), 1)])),
+            vec![v.clone(), body],
+        ),
+        0,
+    );
+    at(
+        call(
+            "map",
+            Some(list(vec![at(entry, 0)])),
+            vec![i.clone(), inner],
+        ),
+        0,
+    )
+}
+
+fn lower(e: &Expr, found: &mut bool) -> Expr {
+    crate::budget::charge(1);
+    let kind = match &e.kind {
+        ExprKind::Call {
+            function,
+            target: Some(t),
+            args,
+        } if matches!(
+            (function.as_str(), args.len()),
+            ("all" | "exists" | "existsOne" | "exists_one", 3)
+                | (
+                    "transformList" | "transformMap" | "transformMapEntry",
+                    3 | 4
+                )
+        ) && matches!(&args[0].kind, ExprKind::Ident(_))
+            && matches!(&args[1].kind, ExprKind::Ident(_)) =>
+        {
+            *found = true;
+            let t = lower(t, found);
+            let (i, v) = (&args[0], &args[1]);
+            let mut rest: Vec<Expr> = args[2..]
+                .iter()
+                .map(|a| bind(i, v, lower(a, found)))
+                .collect();
+            let over = |helper: &str| call(helper, None, vec![t.clone()]);
+            let var = ident(ENTRY_VAR);
+            return match function.as_str() {
+                "all" | "exists" => call(function, Some(over(ENTRIES)), vec![var, rest.remove(0)]),
+                "existsOne" | "exists_one" => {
+                    call("exists_one", Some(over(ENTRIES)), vec![var, rest.remove(0)])
+                }
+                "transformList" => {
+                    rest.insert(0, var);
+                    call("map", Some(over(LIST_ENTRIES)), rest)
+                }
+                "transformMap" => {
+                    let x = rest.pop().unwrap_or_else(|| ident(ENTRY_VAR));
+                    rest.push(list(vec![at(ident(ENTRY_VAR), 0), x]));
+                    rest.insert(0, var);
+                    call(MAP_OF, None, vec![call("map", Some(over(ENTRIES)), rest)])
+                }
+                _ => {
+                    rest.insert(0, var);
+                    call(
+                        MERGE_MAPS,
+                        None,
+                        vec![call("map", Some(over(ENTRIES)), rest)],
+                    )
+                }
+            };
+        }
+        ExprKind::Literal(_) | ExprKind::Ident(_) => e.kind.clone(),
+        ExprKind::Select {
+            operand,
+            field,
+            test_only,
+        } => ExprKind::Select {
+            operand: Box::new(lower(operand, found)),
+            field: field.clone(),
+            test_only: *test_only,
+        },
+        ExprKind::Call {
+            function,
+            target,
+            args,
+        } => ExprKind::Call {
+            function: function.clone(),
+            target: target.as_ref().map(|t| Box::new(lower(t, found))),
+            args: args.iter().map(|a| lower(a, found)).collect(),
+        },
+        ExprKind::List {
+            elements,
+            optional_indices,
+        } => ExprKind::List {
+            elements: elements.iter().map(|x| lower(x, found)).collect(),
+            optional_indices: optional_indices.clone(),
+        },
+        ExprKind::Map { entries } => ExprKind::Map {
+            entries: entries
+                .iter()
+                .map(|m| super::ast::MapEntry {
+                    id: m.id,
+                    key: lower(&m.key, found),
+                    value: lower(&m.value, found),
+                    optional: m.optional,
+                })
+                .collect(),
+        },
+        ExprKind::Struct { type_name, fields } => ExprKind::Struct {
+            type_name: type_name.clone(),
+            fields: fields
+                .iter()
+                .map(|f| super::ast::StructField {
+                    id: f.id,
+                    name: f.name.clone(),
+                    value: lower(&f.value, found),
+                    optional: f.optional,
+                })
+                .collect(),
+        },
+        ExprKind::Comprehension(c) => {
+            ExprKind::Comprehension(Box::new(super::ast::Comprehension {
+                iter_range: lower(&c.iter_range, found),
+                iter_var: c.iter_var.clone(),
+                iter_var2: c.iter_var2.clone(),
+                accu_var: c.accu_var.clone(),
+                accu_init: lower(&c.accu_init, found),
+                loop_cond: lower(&c.loop_cond, found),
+                loop_step: lower(&c.loop_step, found),
+                result: lower(&c.result, found),
+            }))
+        }
+    };
+    Expr { id: e.id, kind }
 }
 
 fn to_cel(v: &Val) -> Value {
@@ -401,6 +767,36 @@ mod tests {
         assert!(matches!(run("isURL('x')", &[]), Outcome::Unsupported(_)));
     }
 
+    /// `isIP` as the API server's `parseIPAddr` (Go `netip.ParseAddr`, no zone, no IPv4-mapped
+    /// IPv6): leading zeros in an octet, zones, brackets and `::ffff:a.b.c.d` are not IPs.
+    #[test]
+    fn is_ip_as_netip() {
+        for (ip, want) in [
+            ("10.0.0.1", true),
+            ("0.0.0.0", true),
+            ("::", true),
+            ("fd00::1:2", true),
+            ("::1.2.3.4", true),
+            ("1:2:3:4:5:6:7::", true),
+            ("010.0.0.1", false),
+            ("1.2.3.256", false),
+            ("1.2.3", false),
+            ("::ffff:1.2.3.4", false),
+            ("fe80::1%eth0", false),
+            ("[::1]", false),
+            ("1::2::3", false),
+            ("00000::1", false),
+            ("", false),
+        ] {
+            let v = Val::String(ip.into());
+            assert_eq!(
+                run("isIP(self)", &[("self", &v)]),
+                Outcome::Value(Val::Bool(want)),
+                "{ip}"
+            );
+        }
+    }
+
     #[test]
     fn optionals_and_strings() {
         let v = Val::Map(vec![(s("a"), Val::Int(3))]);
@@ -445,5 +841,156 @@ mod type_tests {
             let p = i.compile("type(self) != string").unwrap();
             assert_eq!(i.eval(&p, &[("self", &v)]), Outcome::Value(Val::Bool(int)));
         }
+    }
+}
+
+#[cfg(test)]
+mod two_variable_tests {
+    use super::*;
+    use crate::cel::decls::Version;
+    use crate::cel::parse::parse_unexpanded;
+
+    fn run(src: &str, vars: &[(&str, &Val)]) -> Outcome {
+        let opts = ParserOptions::for_version(Version::new(1, 36));
+        let i = Interpreter::new(opts);
+        let e = parse_unexpanded(src, opts).expect("parses").expr;
+        let lowered = lower_two_variable_comprehensions(&e)
+            .expect("lowers")
+            .expect("has a two-variable comprehension");
+        assert!(Interpreter::supports(&lowered), "{src}");
+        let p = i.compile_expr(&e).expect("compiles");
+        i.eval(&p, vars)
+    }
+
+    fn int(i: i64) -> Val {
+        Val::Int(i)
+    }
+
+    fn s(x: &str) -> Val {
+        Val::String(x.into())
+    }
+
+    /// cel-go `ext/comprehensions.go` (`quantifierAll`, `quantifierExists`,
+    /// `quantifierExistsOne`): over a list the first variable is the index, the second the
+    /// element; `all`/`exists` absorb an element's error when another element decides.
+    #[test]
+    fn quantifiers_over_lists_bind_the_index_first() {
+        let l = Val::List(vec![s("a"), s("b")]);
+        let yes = Outcome::Value(Val::Bool(true));
+        let no = Outcome::Value(Val::Bool(false));
+        assert_eq!(
+            run(
+                "self.all(i, v, i == 0 ? v == 'a' : v == 'b')",
+                &[("self", &l)]
+            ),
+            yes
+        );
+        assert_eq!(run("self.all(i, v, v == 'a')", &[("self", &l)]), no);
+        assert_eq!(
+            run("self.exists(i, v, i == 1 && v == 'b')", &[("self", &l)]),
+            yes
+        );
+        assert_eq!(run("self.existsOne(i, v, i >= 0)", &[("self", &l)]), no);
+        assert_eq!(run("self.exists_one(i, v, i > 0)", &[("self", &l)]), yes);
+        let n = Val::List(vec![int(0), int(1)]);
+        // exists: the error of element 0 is absorbed by the true of element 1.
+        assert_eq!(run("self.exists(i, v, 10 / v > 5)", &[("self", &n)]), yes);
+        // all: element 0's error stays (nothing false after it): the rule's error.
+        assert!(matches!(
+            run("self.all(i, v, 10 / v > 5)", &[("self", &n)]),
+            Outcome::Error(e) if e.starts_with("Division by zero")
+        ));
+        // Nested, the inner one over an element.
+        let nested = Val::List(vec![
+            Val::List(vec![int(0)]),
+            Val::List(vec![int(1), int(1)]),
+        ]);
+        assert_eq!(
+            run(
+                "self.all(i, row, row.all(j, x, x == (i == 0 ? 0 : 1)))",
+                &[("self", &nested)]
+            ),
+            yes
+        );
+    }
+
+    /// `transformList` (`accu + [x]`, with a filter `f ? accu + [x] : accu`), `transformMap`
+    /// (`cel.@mapInsert(accu, i, x)`), `transformMapEntry` (`cel.@mapInsert(accu, x)`, a
+    /// repeated key `insert failed: key <k> already exists`, `types.InsertMapKeyValue`).
+    #[test]
+    fn transforms_over_lists() {
+        let l = Val::List(vec![int(1), int(2), int(3)]);
+        assert_eq!(
+            run("self.transformList(i, v, i * v)", &[("self", &l)]),
+            Outcome::Value(Val::List(vec![int(0), int(2), int(6)]))
+        );
+        assert_eq!(
+            run("self.transformList(i, v, v > 1, i)", &[("self", &l)]),
+            Outcome::Value(Val::List(vec![int(1), int(2)]))
+        );
+        let got = run("self.transformMap(i, v, v * 10)", &[("self", &l)]);
+        let want = Val::Map(vec![
+            (int(0), int(10)),
+            (int(1), int(20)),
+            (int(2), int(30)),
+        ]);
+        assert!(
+            matches!(&got, Outcome::Value(m) if m.same(&want)),
+            "{got:?}"
+        );
+        let got = run("self.transformMap(i, v, v != 2, v)", &[("self", &l)]);
+        let want = Val::Map(vec![(int(0), int(1)), (int(2), int(3))]);
+        assert!(
+            matches!(&got, Outcome::Value(m) if m.same(&want)),
+            "{got:?}"
+        );
+        let names = Val::List(vec![s("a"), s("b"), s("a")]);
+        assert!(matches!(
+            run("self.transformMapEntry(i, v, {v: i}).size() == 2", &[("self", &names)]),
+            Outcome::Error(e) if e.ends_with("insert failed: key a already exists")
+        ));
+        // Over a map, transformList's order is Go's map order: not followed (but one entry has
+        // one order).
+        let m = Val::Map(vec![(s("x"), int(1)), (s("y"), int(2))]);
+        assert!(matches!(
+            run("self.transformList(k, v, v)[0] == 1", &[("self", &m)]),
+            Outcome::Unsupported(_)
+        ));
+        let one = Val::Map(vec![(s("x"), int(1))]);
+        assert_eq!(
+            run(
+                "self.transformList(k, v, k + string(v)) == ['x1']",
+                &[("self", &one)]
+            ),
+            Outcome::Value(Val::Bool(true))
+        );
+        assert_eq!(
+            run(
+                "self.transformMap(k, v, v + 1) == {'x': 2, 'y': 3}",
+                &[("self", &m)]
+            ),
+            Outcome::Value(Val::Bool(true))
+        );
+        assert_eq!(
+            run(
+                "self.all(k, v, k == 'x' ? v == 1 : v == 2)",
+                &[("self", &m)]
+            ),
+            Outcome::Value(Val::Bool(true))
+        );
+    }
+
+    #[test]
+    fn the_helpers_are_not_for_expressions() {
+        let opts = ParserOptions::for_version(Version::new(1, 36));
+        for src in [
+            "celcostEntries(self).size() == 0",
+            "self.all(celcostEntry, v, true)",
+        ] {
+            let e = parse_unexpanded(src, opts).unwrap().expr;
+            assert!(lower_two_variable_comprehensions(&e).is_err(), "{src}");
+        }
+        let e = parse_unexpanded("self.all(x, x > 0)", opts).unwrap().expr;
+        assert_eq!(lower_two_variable_comprehensions(&e), Ok(None));
     }
 }

@@ -6,16 +6,21 @@
 //! with no `oldSelf` (ratcheting), where only `optionalOldSelf` rules can fail. All defaults of
 //! a schema share one `RuntimeCELCostBudget`.
 //!
-//! A rule that does not compile is reported as it is there (`<path>: Invalid value: "<type>":
-//! rule compile error: …`), with no evaluation. A rule is evaluated with the `cel` crate's
-//! interpreter (`crate::cel::eval`) only when the outcome is certain: every function it calls
-//! is one the interpreter follows cel-go on, the default's values convert to CEL values, the
+//! The rules are compiled as `NewValidator` compiles them, with `StoredExpressionsEnvLoader`
+//! (`Env::stored_for_minor`: every library of the minor, not only those of its compatibility
+//! version). A rule that does not compile is reported as it is there (`<path>: Invalid value:
+//! "<type>": rule compile error: …`), with no evaluation. A rule is evaluated with the `cel`
+//! crate's interpreter (`crate::cel::eval`) only when the outcome is certain: every function it
+//! calls is one the interpreter follows cel-go on, the default's values convert to CEL values, the
 //! result is a boolean (or an evaluation error cel-go words as celcost can), and a bound of its
 //! runtime cost (its static estimate with the default's own sizes, or, with no comprehension,
 //! a bound from the default's size) fits the per-call limit and what is left of the budget.
 //! Otherwise nothing is guessed: the rule is listed in `unevaluated` with why, and counts as
-//! passing. Not evaluated today: two-variable comprehensions over lists, timestamps,
-//! durations, bytes, Kubernetes library functions, `fieldPath` rules.
+//! passing. Two-variable comprehensions are evaluated as one-variable ones over the `[index or
+//! key, value]` pairs (`crate::cel::eval::lower_two_variable_comprehensions`), except
+//! `transformList` over a map of more than one entry (its order is Go's map order). A failed
+//! rule with a `fieldPath` is reported at that path below the default. Not evaluated today:
+//! timestamps, durations, bytes, Kubernetes library functions other than `isIP`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -24,7 +29,7 @@ use serde_json::Value;
 
 use crate::cel::cost::{AstNode, Size, estimate};
 use crate::cel::env::{CheckerPanic, Env};
-use crate::cel::eval::{Interpreter, Outcome, Val};
+use crate::cel::eval::{Interpreter, Outcome, Val, lower_two_variable_comprehensions};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::parse::parse_unexpanded;
 use crate::cel::types::Type;
@@ -40,6 +45,10 @@ const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 /// The evaluation of the rules on the defaults of one schema root.
 pub struct DefaultRules<'e> {
     env: &'e Env,
+    /// The environment the rules are compiled in: `cel.NewValidator` compiles with
+    /// `StoredExpressionsEnvLoader` (every library of the minor, not only those of its
+    /// compatibility version), made when a schema has rules.
+    stored: Option<Arc<Env>>,
     interpreter: Option<Interpreter>,
     /// What is left of the `RuntimeCELCostBudget` at least (each rule evaluation charged with
     /// its static estimate, which bounds its runtime cost).
@@ -61,6 +70,7 @@ impl<'e> DefaultRules<'e> {
     pub fn new(env: &'e Env) -> Self {
         DefaultRules {
             env,
+            stored: None,
             interpreter: None,
             budget: RUNTIME_COST_BUDGET,
             budget_uncertain: false,
@@ -86,6 +96,14 @@ impl<'e> DefaultRules<'e> {
         b
     }
 
+    /// The stored-expressions environment (the minor's own when no schema had rules yet).
+    fn cel(&self) -> Arc<Env> {
+        match &self.stored {
+            Some(e) => e.clone(),
+            None => Arc::new(Env::stored_for_minor(self.env.minor)),
+        }
+    }
+
     pub fn kubernetes(&self) -> crate::cel::decls::Version {
         self.env.kubernetes
     }
@@ -102,6 +120,9 @@ impl<'e> DefaultRules<'e> {
         let mut errs = Vec::new();
         if !self.has_rules(s) {
             return errs;
+        }
+        if self.stored.is_none() {
+            self.stored = Some(Arc::new(Env::stored_for_minor(self.env.minor)));
         }
         let decl = schema_decl_type(s, is_resource_root, self.env.minor, "selfType");
         let provider = decl
@@ -228,7 +249,7 @@ impl<'e> DefaultRules<'e> {
             if self.second_run && !optional_old_self {
                 continue;
             }
-            let cr = compile_rule(self.env, rule, decl, provider);
+            let cr = compile_rule(&self.cel(), rule, decl, provider);
             if self.second_run && !cr.uses_old_self {
                 continue;
             }
@@ -266,14 +287,6 @@ impl<'e> DefaultRules<'e> {
                     fld,
                     &rule.rule,
                     "its estimated cost does not rule out the runtime cost limits",
-                );
-                continue;
-            }
-            if !rule.field_path.is_empty() {
-                self.skip(
-                    fld,
-                    &rule.rule,
-                    "rules with a fieldPath are not evaluated by celcost",
                 );
                 continue;
             }
@@ -326,8 +339,14 @@ impl<'e> DefaultRules<'e> {
             } else {
                 BadValue::any(value.clone())
             };
+            // A failed rule with a valid fieldPath is reported there (`currentFldPath.Child(
+            // compiled.NormalizedRuleFieldPath)`).
+            let at = match super::node::normalized_field_path(&rule.field_path, s) {
+                Some(p) if !rule.field_path.is_empty() && !p.is_empty() => format!("{fld}.{p}"),
+                _ => fld.to_string(),
+            };
             errs.push(field_error_for_reason(
-                fld,
+                &at,
                 bad,
                 &detail,
                 rule.reason.as_deref(),
@@ -398,7 +417,8 @@ impl<'e> DefaultRules<'e> {
             ("self".to_string(), decl.cel.clone()),
             ("oldSelf".to_string(), old_self),
         ];
-        let Ok(checked) = self.env.compile(source, &vars, provider) else {
+        let env = self.cel();
+        let Ok(checked) = env.compile(source, &vars, provider) else {
             return u64::MAX;
         };
         let sizes = ValueSizes { root: value };
@@ -406,7 +426,7 @@ impl<'e> DefaultRules<'e> {
             minor: self.env.minor,
             sizes: Some(&sizes),
         };
-        let estimated = estimate(&checked, &embedder, self.env.cost_options()).max;
+        let estimated = estimate(&checked, &embedder, env.cost_options()).max;
         estimated.min(straight_line_bound(checked.expr(), value).unwrap_or(u64::MAX))
     }
 
@@ -420,35 +440,26 @@ impl<'e> DefaultRules<'e> {
         v: &Val,
         old_self: Option<&Val>,
     ) -> Result<Result<Val, String>, String> {
-        let parsed = parse_unexpanded(source, self.env.parser).map_err(|e| e.0)?;
+        let parser = self.cel().parser;
+        let parsed = parse_unexpanded(source, parser).map_err(|e| e.0)?;
         let mut vars: Vec<(&str, &Val)> = vec![("self", v)];
         if let Some(o) = old_self {
             vars.push(("oldSelf", o));
         }
         let interp = self
             .interpreter
-            .get_or_insert_with(|| Interpreter::new(self.env.parser));
+            .get_or_insert_with(|| Interpreter::new(parser));
         crate::budget::charge(v.weight() as u64);
-        // The interpreter binds one iteration variable: `m.all(k, v, p)` over a map is run as
-        // `m.all(k, [m[k]].all(v, p))` (the same truth and errors).
-        let one_var = one_variable_forms(&parsed.expr, &mut |target| {
-            let src = crate::cel::unparse::unparse(target)?;
-            let p = interp.compile(&src).ok()?;
-            matches!(interp.eval(&p, &vars), Outcome::Value(Val::Map(_))).then_some(())
-        });
-        let rewritten;
-        let (expr, source) = match one_var {
-            Some(e) => {
-                rewritten = crate::cel::unparse::unparse(&e)
-                    .ok_or("a two-variable comprehension celcost cannot rewrite")?;
-                (e, rewritten.as_str())
-            }
-            None => (parsed.expr.clone(), source),
-        };
-        if !Interpreter::supports_with_type_tests(&expr) {
+        // Two-variable comprehensions as one-variable ones over `[index or key, value]` pairs.
+        let lowered = lower_two_variable_comprehensions(&parsed.expr)?;
+        let expr = lowered.as_ref().unwrap_or(&parsed.expr);
+        if !Interpreter::supports_with_type_tests(expr) {
             return Err("it calls functions the interpreter does not follow cel-go on".into());
         }
-        let program = interp.compile(source)?;
+        let program = match &lowered {
+            Some(_) => interp.compile_expr(&parsed.expr)?,
+            None => interp.compile(source)?,
+        };
         match interp.eval(&program, &vars) {
             Outcome::Value(v) => Ok(Ok(v)),
             Outcome::Error(e) => match cel_go_error(&e) {
@@ -463,8 +474,13 @@ impl<'e> DefaultRules<'e> {
 }
 
 /// cel-go's words for the evaluation errors of the `cel` crate's interpreter that it words alike
-/// (`no such key: a`, `division by zero`, `modulus by zero`, `index out of bounds: 1`).
+/// (`no such key: a`, `division by zero`, `modulus by zero`, `index out of bounds: 1`, `insert
+/// failed: key k already exists`).
 fn cel_go_error(e: &str) -> Option<String> {
+    if let Some(m) = e.strip_prefix("Error executing function 'celcostMergeMaps': ") {
+        // `transformMapEntry`'s repeated key (`crate::cel::eval`).
+        return Some(m.to_string());
+    }
     if let Some(k) = e.strip_prefix("No such key: ") {
         return Some(format!("no such key: {k}"));
     }
@@ -654,101 +670,4 @@ fn total_size(v: &Value) -> u64 {
         }
         _ => 1,
     }
-}
-
-/// `e` with each two-variable `all`/`exists`/`exists_one` over a map (the maps `is_map` accepts)
-/// as a one-variable one binding the value in a one-element list: `m.all(k, v, p)` →
-/// `m.all(k, [m[k]].all(v, p))`, `exists_one` → `m.exists_one(k, [m[k]].exists(v, p))`.
-/// `None` when there is none to rewrite (or one is over something else).
-fn one_variable_forms(
-    e: &crate::cel::ast::Expr,
-    is_map: &mut dyn FnMut(&crate::cel::ast::Expr) -> Option<()>,
-) -> Option<crate::cel::ast::Expr> {
-    use crate::cel::ast::{Expr, ExprKind};
-    let mut found = false;
-    let mut failed = false;
-    fn go(
-        e: &Expr,
-        is_map: &mut dyn FnMut(&Expr) -> Option<()>,
-        found: &mut bool,
-        failed: &mut bool,
-    ) -> Expr {
-        crate::budget::charge(1);
-        let kind = match &e.kind {
-            ExprKind::Call {
-                function,
-                target: Some(t),
-                args,
-            } if args.len() == 3
-                && matches!(function.as_str(), "all" | "exists" | "exists_one")
-                && matches!(&args[0].kind, ExprKind::Ident(_))
-                && matches!(&args[1].kind, ExprKind::Ident(_)) =>
-            {
-                *found = true;
-                if is_map(t).is_none() {
-                    *failed = true;
-                }
-                let t = go(t, is_map, found, failed);
-                let body = go(&args[2], is_map, found, failed);
-                let at = |kind| Expr { id: 0, kind };
-                let index = at(ExprKind::Call {
-                    function: "_[_]".into(),
-                    target: None,
-                    args: vec![t.clone(), args[0].clone()],
-                });
-                let inner_fn = if function == "exists_one" {
-                    "exists"
-                } else {
-                    function.as_str()
-                };
-                let inner = at(ExprKind::Call {
-                    function: inner_fn.into(),
-                    target: Some(Box::new(at(ExprKind::List {
-                        elements: vec![index],
-                        optional_indices: vec![],
-                    }))),
-                    args: vec![args[1].clone(), body],
-                });
-                ExprKind::Call {
-                    function: function.clone(),
-                    target: Some(Box::new(t)),
-                    args: vec![args[0].clone(), inner],
-                }
-            }
-            ExprKind::Call {
-                function,
-                target,
-                args,
-            } => ExprKind::Call {
-                function: function.clone(),
-                target: target
-                    .as_ref()
-                    .map(|t| Box::new(go(t, is_map, found, failed))),
-                args: args.iter().map(|a| go(a, is_map, found, failed)).collect(),
-            },
-            ExprKind::Select {
-                operand,
-                field,
-                test_only,
-            } => ExprKind::Select {
-                operand: Box::new(go(operand, is_map, found, failed)),
-                field: field.clone(),
-                test_only: *test_only,
-            },
-            ExprKind::List {
-                elements,
-                optional_indices,
-            } => ExprKind::List {
-                elements: elements
-                    .iter()
-                    .map(|x| go(x, is_map, found, failed))
-                    .collect(),
-                optional_indices: optional_indices.clone(),
-            },
-            other => other.clone(),
-        };
-        Expr { id: e.id, kind }
-    }
-    let out = go(e, is_map, &mut found, &mut failed);
-    (found && !failed).then_some(out)
 }

@@ -406,50 +406,58 @@ fn x_validations(s: &Schema, fld: &str, k: Version, errs: &mut Vec<FieldError>) 
 /// `cel.ValidFieldPath(path, schema)` succeeds: `.name` and `['name']` steps through
 /// properties (or any key of additionalProperties).
 fn valid_field_path(path: &str, schema: &Schema) -> bool {
+    normalized_field_path(path, schema).is_some()
+}
+
+/// `cel.ValidFieldPath(path, schema)`'s `field.Path`, as its `String()` prints it (a property a
+/// child, `.a`; a key of additionalProperties an index, `[k]`; the first element with no dot):
+/// the `NormalizedRuleFieldPath` of a rule's compile result. `None` when the path is not valid.
+pub(crate) fn normalized_field_path(path: &str, schema: &Schema) -> Option<String> {
     let tokens = field_path_tokens(path);
     let mut s: Option<&Schema> = Some(schema);
+    let mut out = String::new();
     let mut it = tokens.into_iter();
     while let Some(tok) = it.next() {
         let name = match tok {
             "[" => {
-                let Some(quoted) = it.next() else {
-                    return false;
-                };
+                let quoted = it.next()?;
                 if quoted.len() < 2 || !quoted.starts_with('\'') || !quoted.ends_with('\'') {
-                    return false;
+                    return None;
                 }
-                let Some(name) = unescape_single_quote(&quoted[1..quoted.len() - 1]) else {
-                    return false;
-                };
+                let name = unescape_single_quote(&quoted[1..quoted.len() - 1])?;
                 if it.next() != Some("]") {
-                    return false;
+                    return None;
                 }
                 name
             }
-            "." => {
-                let Some(name) = it.next() else {
-                    return false;
-                };
-                name.to_string()
-            }
-            _ => return false,
+            "." => it.next()?.to_string(),
+            _ => return None,
         };
-        let Some(cur) = s else {
-            // The Go code dereferences a nil schema here (additionalProperties: true).
-            return false;
-        };
+        // The Go code dereferences a nil schema here (additionalProperties: true).
+        let cur = s?;
         s = if !cur.properties.is_empty() {
-            match cur.properties.get(&name) {
-                Some(p) => Some(p),
-                None => return false,
+            let p = cur.properties.get(&name)?;
+            // `Child(name)`: an element with a name, after a dot unless it is the first.
+            if !out.is_empty() && !name.is_empty() {
+                out.push('.');
             }
+            if name.is_empty() {
+                out.push_str("[]");
+            } else {
+                out.push_str(&name);
+            }
+            Some(p)
         } else if cur.additional_properties.is_some() {
+            // `Key(name)`: an index.
+            out.push('[');
+            out.push_str(&name);
+            out.push(']');
             cur.additional_properties_schema()
         } else {
-            return false;
+            return None;
         };
     }
-    true
+    Some(out)
 }
 
 /// The tokens of `ValidFieldPath`'s scanner: `.`, `[`, `]`, single-quoted strings (from a

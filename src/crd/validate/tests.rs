@@ -780,8 +780,10 @@ fn evaluation_errors_and_ratcheting_on_defaults() {
     );
 }
 
-/// Two-variable comprehensions over a map default are evaluated (`all(k, v, …)`,
-/// `exists(k, v, …)`); over a list (the first variable an index) they are not, and say so.
+/// Two-variable comprehensions (cel-go `ext/comprehensions.go`) on defaults: over a map the
+/// variables are key and value; over a list index and element. `transformList` over a map is
+/// not evaluated (its order is Go's map order) and says so; a repeated key of
+/// `transformMapEntry` is `types.InsertMapKeyValue`'s `insert failed: key <k> already exists`.
 #[test]
 fn two_variable_comprehensions_on_defaults() {
     let with = |prop: Value| {
@@ -810,10 +812,120 @@ fn two_variable_comprehensions_on_defaults() {
             "{p}: Invalid value: failed rule: self.exists_one(k, v, v > 0)"
         )]
     );
-    let list = with(
-        json!({"type": "array", "items": {"type": "integer"}, "default": [5],
-        "x-kubernetes-validations": [{"rule": "self.all(i, x, i < x)"}]}),
+    let list = |rule: &str| {
+        with(
+            json!({"type": "array", "maxItems": 4, "items": {"type": "integer"}, "default": [5, 0],
+            "x-kubernetes-validations": [{"rule": rule}]}),
+        )
+    };
+    let r = list("self.all(i, x, i < x)");
+    assert_eq!(
+        r.errors,
+        [format!(
+            "{p}: Invalid value: failed rule: self.all(i, x, i < x)"
+        )]
     );
-    assert!(list.valid);
-    assert_eq!(list.notes.len(), 1, "{:?}", list.notes);
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    for passing in [
+        "self.exists(i, x, i == 1 && x == 0)",
+        "self.existsOne(i, x, x > i)",
+        "self.transformList(i, x, i + x) == [5, 1]",
+        "self.transformList(i, x, x > 0, i) == [0]",
+        "self.transformMap(i, x, x * 2) == {0: 10, 1: 0}",
+    ] {
+        let r = list(passing);
+        assert!(r.valid && r.notes.is_empty(), "{passing}: {r:?}");
+    }
+    let r = list("self.all(i, x, 10 / x > i)");
+    assert_eq!(
+        r.errors,
+        [format!(
+            "{p}: Invalid value: \"array\": division by zero evaluating rule: self.all(i, x, 10 / x > i)"
+        )]
+    );
+    let r = list("self.transformMapEntry(i, x, {'k': x}).size() == 1");
+    assert_eq!(
+        r.errors,
+        [format!(
+            "{p}: Invalid value: \"array\": insert failed: key k already exists evaluating rule: self.transformMapEntry(i, x, {{'k': x}}).size() == 1"
+        )]
+    );
+    let r = map("self.transformList(k, v, v)[0] == 1");
+    assert!(r.valid);
+    assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+}
+
+/// A failed rule with a `fieldPath` is reported at that path below the default
+/// (`validateExpressions`: `currentFldPath.Child(compiled.NormalizedRuleFieldPath)`, the path
+/// `ValidFieldPath` gives: a property a child, a key of additionalProperties an index);
+/// evaluation errors stay at the node.
+#[test]
+fn field_path_rules_on_defaults() {
+    let schema = json!({"type": "object", "properties": {"o": {"type": "object",
+    "default": {"a": "x", "m": {"k": 1}},
+    "properties": {"a": {"type": "string"},
+        "m": {"type": "object", "additionalProperties": {"type": "integer"}}},
+    "x-kubernetes-validations": [
+        {"rule": "self.a != 'x'", "fieldPath": ".a"},
+        {"rule": "self.m.k != 1", "fieldPath": ".m['k']", "message": "k is 1"},
+        {"rule": "self.m.nope == 1", "fieldPath": ".m"}
+    ]}}});
+    let o = "spec.validation.openAPIV3Schema.properties[o].default";
+    for (minor, object) in [(34, "\"object\": "), (36, "")] {
+        let mut errors = Estimator::new(crate::cel::decls::Version::new(1, minor))
+            .estimate(&crd(schema.clone(), false), "test")
+            .unwrap()
+            .errors;
+        errors.sort();
+        assert_eq!(
+            errors,
+            [
+                format!("{o}.a: Invalid value: {object}failed rule: self.a != 'x'"),
+                format!("{o}.m[k]: Invalid value: {object}k is 1"),
+                format!(
+                    "{o}: Invalid value: \"object\": no such key: nope evaluating rule: self.m.nope == 1"
+                ),
+            ],
+            "1.{minor}"
+        );
+    }
+}
+
+/// Rules on defaults are compiled as `cel.NewValidator` compiles them, in the stored
+/// expressions environment (`StoredExpressionsEnvLoader`: every library of the minor), not the
+/// new expressions one: on 1.30 (compatibility version 1.29), `isIP` (introduced at 1.30) runs
+/// on a default, while the same rule is a compile error for the CRD itself.
+#[test]
+fn rules_on_defaults_compile_in_the_stored_environment() {
+    let with = |default: &str, minor: u32| {
+        let schema = json!({"type": "object", "properties": {"ip": {"type": "string",
+            "maxLength": 64, "default": default,
+            "x-kubernetes-validations": [{"rule": "self == '' || isIP(self)"}]}}});
+        Estimator::new(crate::cel::decls::Version::new(1, minor))
+            .estimate(&crd(schema, false), "test")
+            .unwrap()
+    };
+    let ip = "spec.validation.openAPIV3Schema.properties[ip]";
+    assert_eq!(
+        with("010.0.0.1", 30).errors,
+        [format!(
+            "{ip}.default: Invalid value: \"string\": failed rule: self == '' || isIP(self)"
+        )]
+    );
+    let passing = with("10.0.0.1", 30);
+    assert_eq!(passing.errors.len(), 1, "{:?}", passing.errors);
+    assert!(
+        passing.errors[0].starts_with(&format!(
+            "{ip}.x-kubernetes-validations[0].rule: Invalid value:"
+        )) && passing.errors[0].contains("undeclared reference to 'isIP'"),
+        "{:?}",
+        passing.errors
+    );
+    assert!(with("10.0.0.1", 36).valid);
+    assert_eq!(
+        with("010.0.0.1", 36).errors,
+        [format!(
+            "{ip}.default: Invalid value: \"010.0.0.1\": failed rule: self == '' || isIP(self)"
+        )]
+    );
 }
