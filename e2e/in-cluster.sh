@@ -20,7 +20,7 @@ if ! kubectl version --request-timeout=5s >/dev/null 2>&1; then
   exit 0
 fi
 if [ -z "${CELCOST_E2E_IMAGE:-}" ]; then
-  cargo build --release --locked --bin celcost
+  cargo build --release --locked --features system-allocator --bin celcost
   digest=$(sha256sum target/release/celcost | cut -c1-12)
   export CELCOST_E2E_IMAGE=localhost/celcost:e2e-$digest
   hack/image.sh --binary target/release/celcost -o target/celcost-image.tar "$CELCOST_E2E_IMAGE"

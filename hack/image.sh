@@ -29,7 +29,7 @@ done
 name=$1
 
 if [ -z "$binary" ]; then
-  cargo build --release --locked --bin celcost >&2
+  cargo build --release --locked --features system-allocator --bin celcost >&2
   binary=target/release/celcost
 fi
 [ -x "$binary" ] || { echo "hack/image.sh: $binary is not an executable" >&2; exit 2; }

@@ -104,7 +104,10 @@ fn the_daemonless_image_is_the_dockerfiles() {
     assert_eq!(config["config"]["Cmd"], serde_json::json!(["controller"]));
     // The same kind of binary: the Dockerfile builds with cargo on Debian 12 and runs on a
     // glibc base (distroless/cc), as hack/image.sh does here.
-    assert!(dockerfile.contains("cargo build --release --locked --bin celcost"));
+    assert!(
+        dockerfile
+            .contains("cargo build --release --locked --features system-allocator --bin celcost")
+    );
     assert!(dockerfile.contains("FROM rust:1.95-bookworm"));
     assert!(dockerfile.contains("FROM gcr.io/distroless/cc-debian12:nonroot"));
 
