@@ -250,7 +250,13 @@ fn quoted(message: &str) -> &str {
 #[test]
 fn sarif_is_sarif_2_1_0_and_points_at_the_rules() {
     let dir = inputs();
-    let out = celcost(&["estimate", "-o", "sarif", "examples", dir.path().to_str().unwrap()]);
+    let out = celcost(&[
+        "estimate",
+        "-o",
+        "sarif",
+        "examples",
+        dir.path().to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let log: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     let results = check_sarif(&log);
