@@ -3,6 +3,7 @@
 //! Built on `saphyr-parser` events, with limits on nesting and alias expansion so that hostile
 //! input fails with an error instead of exhausting memory.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, Span};
@@ -74,18 +75,23 @@ fn split_documents(text: &str) -> Vec<(usize, &str)> {
     let mut chunks = Vec::new();
     let mut start = 0;
     let mut start_line = 1;
-    let mut pos = 0;
-    for (line_no, line) in (1..).zip(text.split_inclusive('\n')) {
-        let is_sep = line.starts_with("---") && {
-            let rest = line[3..].trim();
-            rest.is_empty() || rest.starts_with('#')
-        };
-        if is_sep {
-            chunks.push((start_line, &text[start..pos]));
-            start = pos + line.len();
-            start_line = line_no + 1;
+    // Only lines that start with `---` can separate documents: found with a substring search
+    // rather than line by line; the lines before each are counted once.
+    let (mut counted_to, mut line_no) = (0, 1);
+    for (at, _) in text.match_indices("---") {
+        if at > 0 && text.as_bytes()[at - 1] != b'\n' {
+            continue;
         }
-        pos += line.len();
+        let end = text[at..].find('\n').map_or(text.len(), |i| at + i + 1);
+        let rest = text[at + 3..end].trim();
+        if !(rest.is_empty() || rest.starts_with('#')) {
+            continue;
+        }
+        line_no += bytecount_newlines(&text[counted_to..at]);
+        counted_to = at;
+        chunks.push((start_line, &text[start..at]));
+        start = end;
+        start_line = line_no + 1;
     }
     chunks.push((start_line, &text[start..]));
     let blank = |c: &str| {
@@ -99,6 +105,10 @@ fn split_documents(text: &str) -> Vec<(usize, &str)> {
         chunks.pop();
     }
     chunks
+}
+
+fn bytecount_newlines(s: &str) -> usize {
+    s.bytes().filter(|&b| b == b'\n').count()
 }
 
 /// A JSON document nested deeper than the YAML scanner goes, read as JSON (to [`MAX_DEPTH`]
@@ -255,12 +265,21 @@ impl<'t> Builder<'t> {
     fn on_event_inner(&mut self, ev: Event<'_>, span: Span) {
         match ev {
             Event::Scalar(text, style, anchor, tag) => {
+                let has_properties = tag.is_some() || anchor != 0;
+                let tag = tag.map(|t| format!("{}{}", t.handle, t.suffix));
+                let v = resolve_scalar(text, style, tag.as_deref());
+                // A mapping's key needs no node of its own in the positions, only its place.
+                let is_key = matches!(self.stack.last(), Some(Frame::Map(_, None, _)));
+                if is_key && anchor == 0 {
+                    if let Some(p) = &mut self.positions {
+                        p.key_scalar(span, style, has_properties);
+                    }
+                    return self.set_key(v);
+                }
                 let node = self
                     .positions
                     .as_mut()
-                    .map(|p| p.scalar(span, style, tag.is_some() || anchor != 0));
-                let tag = tag.map(|t| format!("{}{}", t.handle, t.suffix));
-                let v = resolve_scalar(&text, style, tag.as_deref());
+                    .map(|p| p.scalar(span, style, has_properties));
                 self.push_value(v, anchor, node);
             }
             Event::SequenceStart(anchor, _) => {
@@ -268,7 +287,7 @@ impl<'t> Builder<'t> {
                     return self.fail(format!("YAML nesting is deeper than {MAX_DEPTH} levels"));
                 }
                 if let Some(p) = &mut self.positions {
-                    p.open(span);
+                    p.open(span, true);
                 }
                 self.stack.push(Frame::Seq(Vec::new(), anchor));
             }
@@ -277,7 +296,7 @@ impl<'t> Builder<'t> {
                     return self.fail(format!("YAML nesting is deeper than {MAX_DEPTH} levels"));
                 }
                 if let Some(p) = &mut self.positions {
-                    p.open(span);
+                    p.open(span, false);
                 }
                 self.stack.push(Frame::Map(Map::new(), None, anchor));
             }
@@ -330,10 +349,7 @@ impl<'t> Builder<'t> {
             None => self.root = Some(v),
             Some(Frame::Seq(items, _)) => items.push(v),
             Some(Frame::Map(m, key, _)) => match key.take() {
-                None => match json_key(&v) {
-                    Some(k) => *key = Some(k),
-                    None => self.fail("YAML mapping keys must be scalars".into()),
-                },
+                None => self.set_key(v),
                 Some(k) => {
                     if k == "<<" {
                         // Merge keys: the mapping(s) given are merged without overriding.
@@ -353,6 +369,20 @@ impl<'t> Builder<'t> {
                     }
                 }
             },
+        }
+    }
+}
+
+impl Builder<'_> {
+    /// `v` is the key of the innermost mapping's next entry.
+    fn set_key(&mut self, v: Value) {
+        match json_key(v) {
+            Some(k) => {
+                if let Some(Frame::Map(_, key, _)) = self.stack.last_mut() {
+                    *key = Some(k);
+                }
+            }
+            None => self.fail("YAML mapping keys must be scalars".into()),
         }
     }
 }
@@ -382,9 +412,9 @@ fn count_nodes(v: &Value, cap: usize) -> usize {
 }
 
 /// Non-string keys become their JSON text, as `sigs.k8s.io/yaml` converts them.
-fn json_key(v: &Value) -> Option<String> {
+fn json_key(v: Value) -> Option<String> {
     match v {
-        Value::String(s) => Some(s.clone()),
+        Value::String(s) => Some(s),
         Value::Bool(b) => Some(b.to_string()),
         Value::Number(n) => Some(n.to_string()),
         Value::Null => Some("null".into()),
@@ -393,18 +423,18 @@ fn json_key(v: &Value) -> Option<String> {
 }
 
 /// go-yaml v2's resolution of scalars (YAML 1.1 booleans, octal, `~` nulls, ...).
-fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
+fn resolve_scalar(text: Cow<'_, str>, style: ScalarStyle, tag: Option<&str>) -> Value {
     match tag {
-        Some("!!str") | Some("tag:yaml.org,2002:str") => return Value::String(text.to_string()),
+        Some("!!str") | Some("tag:yaml.org,2002:str") => return Value::String(text.into_owned()),
         Some("!!binary") | Some("tag:yaml.org,2002:binary") => {
-            return Value::String(text.to_string());
+            return Value::String(text.into_owned());
         }
         _ => {}
     }
     if style != ScalarStyle::Plain {
-        return Value::String(text.to_string());
+        return Value::String(text.into_owned());
     }
-    match text {
+    match &*text {
         "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
         "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
             return Value::Bool(true);
@@ -415,13 +445,17 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
         ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF"
         | ".nan" | ".NaN" | ".NAN" => {
             // JSON has no infinities or NaN; sigs.k8s.io/yaml fails on them, keep the text.
-            return Value::String(text.to_string());
+            return Value::String(text.into_owned());
         }
         _ => {}
     }
     let first = text.as_bytes()[0];
     if first.is_ascii_digit() || first == b'-' || first == b'+' || first == b'.' {
-        let plain: String = text.chars().filter(|&c| c != '_').collect();
+        let plain: Cow<'_, str> = if text.contains('_') {
+            Cow::Owned(text.chars().filter(|&c| c != '_').collect())
+        } else {
+            Cow::Borrowed(&*text)
+        };
         if let Some(i) = parse_go_int(&plain) {
             return Value::Number(i);
         }
@@ -432,7 +466,7 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
             return Value::Number(n);
         }
     }
-    Value::String(text.to_string())
+    Value::String(text.into_owned())
 }
 
 /// Go `strconv.ParseInt(s, 0, 64)`, then `ParseUint` (go-yaml v2 tries both).

@@ -32,13 +32,20 @@ pub struct NodeId(u32);
 
 const NONE: u32 = u32::MAX;
 
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Kids {
     Leaf,
-    Seq(Box<[u32]>),
-    /// Sorted by key, one entry per key (as the document's mapping resolves duplicates and
-    /// merge keys).
-    Map(Box<[(Box<str>, u32)]>),
+    /// `count` items from `start` of [`Positions::items`].
+    Seq {
+        start: u32,
+        count: u32,
+    },
+    /// `count` entries from `start` of [`Positions::entries`], sorted by key, one entry per key
+    /// (as the document's mapping resolves duplicates and merge keys).
+    Map {
+        start: u32,
+        count: u32,
+    },
 }
 
 #[derive(Debug)]
@@ -51,11 +58,25 @@ struct Node {
     kids: Kids,
 }
 
+/// A mapping's entry: its key (a range of [`Positions::keys`]) and its value's node.
+#[derive(Clone, Copy, Debug)]
+struct KeyEntry {
+    key_start: u32,
+    key_len: u32,
+    node: u32,
+}
+
 /// The positions of one document's nodes.
 #[derive(Debug, Default)]
 pub struct Positions {
     nodes: Vec<Node>,
     root: Option<u32>,
+    /// The items of every sequence, each sequence's together.
+    items: Vec<u32>,
+    /// The entries of every mapping, each mapping's together and sorted by key.
+    entries: Vec<KeyEntry>,
+    /// The text of every mapping key, one after the other.
+    keys: String,
 }
 
 impl Positions {
@@ -82,6 +103,18 @@ impl Positions {
         }
     }
 
+    fn key(&self, e: &KeyEntry) -> &str {
+        let start = e.key_start as usize;
+        self.keys
+            .get(start..start + e.key_len as usize)
+            .unwrap_or_default()
+    }
+
+    fn slice<T>(v: &[T], start: u32, count: u32) -> &[T] {
+        let start = start as usize;
+        v.get(start..start + count as usize).unwrap_or_default()
+    }
+
     /// Where the node's value starts (for an alias: where the anchored node starts, which is
     /// where its text is).
     pub fn at(&self, n: NodeId) -> Pos {
@@ -100,37 +133,42 @@ impl Positions {
 
     /// The value of `key`, when the node is a mapping that has it.
     pub fn get(&self, n: NodeId, key: &str) -> Option<NodeId> {
-        let Kids::Map(kids) = &self.target(n).kids else {
+        let Kids::Map { start, count } = self.target(n).kids else {
             return None;
         };
-        kids.binary_search_by(|(k, _)| (**k).cmp(key))
+        let kids = Self::slice(&self.entries, start, count);
+        kids.binary_search_by(|e| self.key(e).cmp(key))
             .ok()
-            .map(|i| NodeId(kids[i].1))
+            .map(|i| NodeId(kids[i].node))
     }
 
     /// Item `i`, when the node is a sequence that long.
     pub fn index(&self, n: NodeId, i: usize) -> Option<NodeId> {
-        let Kids::Seq(items) = &self.target(n).kids else {
+        let Kids::Seq { start, count } = self.target(n).kids else {
             return None;
         };
-        items.get(i).map(|&id| NodeId(id))
+        Self::slice(&self.items, start, count)
+            .get(i)
+            .map(|&id| NodeId(id))
     }
 
     /// Whether the node (through an alias) is a sequence.
     pub fn is_seq(&self, n: NodeId) -> bool {
-        matches!(self.target(n).kids, Kids::Seq(_))
+        matches!(self.target(n).kids, Kids::Seq { .. })
     }
 }
 
+#[derive(Clone, Copy)]
 enum Entry {
-    Key(Box<str>, u32),
+    /// A key (a range of [`Positions::keys`]) and its value's node.
+    Key(KeyEntry),
     Merge(u32),
 }
 
 struct Open {
     id: u32,
-    items: Vec<u32>,
-    entries: Vec<Entry>,
+    /// Where this container's items or entries start on the recorder's shared stacks.
+    first: usize,
     /// The position of the key whose value comes next.
     key_at: Option<Pos>,
 }
@@ -139,11 +177,18 @@ struct Open {
 /// [`crate::input`], which tells it where each node goes.
 pub(crate) struct Recorder<'t> {
     text: &'t str,
+    /// The text is ASCII: character indices are byte offsets.
+    ascii: bool,
     line_offset: u32,
-    nodes: Vec<Node>,
+    out: Positions,
     open: Vec<Open>,
+    /// The items of the open sequences, innermost last.
+    open_items: Vec<u32>,
+    /// The entries of the open mappings, innermost last.
+    open_entries: Vec<Entry>,
+    /// Scratch space for sorting one mapping's entries.
+    sorting: Vec<(KeyEntry, (u8, usize))>,
     anchors: HashMap<usize, u32>,
-    root: Option<u32>,
     /// The end of the previous event (a block scalar's indicator is between it and the
     /// scalar's content).
     prev_end: Marker,
@@ -157,21 +202,21 @@ impl<'t> Recorder<'t> {
     pub(crate) fn new(text: &'t str, first_line: usize) -> Self {
         Recorder {
             text,
+            ascii: text.is_ascii(),
             line_offset: u32::try_from(first_line.saturating_sub(1)).unwrap_or(u32::MAX),
-            nodes: Vec::new(),
+            out: Positions::default(),
             open: Vec::new(),
+            open_items: Vec::new(),
+            open_entries: Vec::new(),
+            sorting: Vec::new(),
             anchors: HashMap::new(),
-            root: None,
             prev_end: Marker::default(),
             cursor: (0, 0),
         }
     }
 
     pub(crate) fn finish(self) -> Positions {
-        Positions {
-            nodes: self.nodes,
-            root: self.root,
-        }
+        self.out
     }
 
     /// Every event's span passes here after it was handled.
@@ -189,8 +234,8 @@ impl<'t> Recorder<'t> {
     }
 
     fn push(&mut self, at: Pos, alias_of: u32) -> u32 {
-        let id = u32::try_from(self.nodes.len()).unwrap_or(NONE - 1);
-        self.nodes.push(Node {
+        let id = u32::try_from(self.out.nodes.len()).unwrap_or(NONE - 1);
+        self.out.nodes.push(Node {
             at,
             key_at: None,
             alias_of,
@@ -199,15 +244,29 @@ impl<'t> Recorder<'t> {
         id
     }
 
-    pub(crate) fn scalar(&mut self, span: Span, style: ScalarStyle, has_properties: bool) -> u32 {
+    /// Where a scalar's token is.
+    fn scalar_at(&mut self, span: Span, style: ScalarStyle, has_properties: bool) -> Pos {
         let start = span.start;
-        let at = match style {
+        match style {
             ScalarStyle::Literal | ScalarStyle::Folded => self.block_indicator(start, span.end),
             _ if has_properties => self.after_properties(start, span.end),
             _ => None,
         }
-        .unwrap_or_else(|| self.pos(start.line(), start.col()));
+        .unwrap_or_else(|| self.pos(start.line(), start.col()))
+    }
+
+    pub(crate) fn scalar(&mut self, span: Span, style: ScalarStyle, has_properties: bool) -> u32 {
+        let at = self.scalar_at(span, style, has_properties);
         self.push(at, NONE)
+    }
+
+    /// A scalar that is the key of the innermost mapping's next entry (and has no anchor: no
+    /// alias can refer to it, so it needs no node).
+    pub(crate) fn key_scalar(&mut self, span: Span, style: ScalarStyle, has_properties: bool) {
+        let at = self.scalar_at(span, style, has_properties);
+        if let Some(o) = self.open.last_mut() {
+            o.key_at = Some(at);
+        }
     }
 
     pub(crate) fn alias(&mut self, span: Span, anchor: usize) -> u32 {
@@ -220,13 +279,17 @@ impl<'t> Recorder<'t> {
         self.anchors.insert(anchor, node);
     }
 
-    pub(crate) fn open(&mut self, span: Span) {
+    pub(crate) fn open(&mut self, span: Span, seq: bool) {
         let at = self.pos(span.start.line(), span.start.col());
         let id = self.push(at, NONE);
+        let first = if seq {
+            self.open_items.len()
+        } else {
+            self.open_entries.len()
+        };
         self.open.push(Open {
             id,
-            items: Vec::new(),
-            entries: Vec::new(),
+            first,
             key_at: None,
         });
     }
@@ -237,69 +300,92 @@ impl<'t> Recorder<'t> {
             return self.push(Pos::default(), NONE);
         };
         let kids = if seq {
-            Kids::Seq(o.items.into_boxed_slice())
+            let start = self.out.items.len();
+            let first = o.first.min(self.open_items.len());
+            self.out.items.extend(self.open_items.drain(first..));
+            Kids::Seq {
+                start: u32::try_from(start).unwrap_or(NONE),
+                count: u32::try_from(self.out.items.len() - start).unwrap_or(0),
+            }
         } else {
-            Kids::Map(self.mapping(o.entries))
+            let start = self.out.entries.len();
+            self.mapping(o.first.min(self.open_entries.len()));
+            Kids::Map {
+                start: u32::try_from(start).unwrap_or(NONE),
+                count: u32::try_from(self.out.entries.len() - start).unwrap_or(0),
+            }
         };
-        self.nodes[o.id as usize].kids = kids;
+        if let Some(n) = self.out.nodes.get_mut(o.id as usize) {
+            n.kids = kids;
+        }
         o.id
     }
 
-    /// A mapping's keys as its value has them: the last of duplicate keys wins, merged keys
-    /// (`<<`) never override explicit ones, and the first merged source wins among them.
-    fn mapping(&self, entries: Vec<Entry>) -> Box<[(Box<str>, u32)]> {
-        // (key, rank, node): explicit keys rank by reverse order, merged ones after them.
-        let mut all: Vec<(Box<str>, (u8, usize), u32)> = Vec::with_capacity(entries.len());
-        let explicit = entries.len();
+    /// A mapping's keys (its entries from `first` of the open entries) as its value has them:
+    /// the last of duplicate keys wins, merged keys (`<<`) never override explicit ones, and
+    /// the first merged source wins among them. Appended to the positions' entries.
+    fn mapping(&mut self, first: usize) {
+        // (key, rank): explicit keys rank by reverse order, merged ones after them.
+        let mut all = std::mem::take(&mut self.sorting);
+        all.clear();
+        let explicit = self.open_entries.len() - first;
         let mut merged = 0usize;
-        for (i, e) in entries.into_iter().enumerate() {
+        for (i, e) in self.open_entries.drain(first..).enumerate() {
             match e {
-                Entry::Key(k, id) => all.push((k, (0, explicit - i), id)),
+                Entry::Key(k) => all.push((k, (0, explicit - i))),
                 Entry::Merge(id) => {
-                    let target = self.resolve(id);
-                    let sources: Vec<u32> = match &self.nodes[target as usize].kids {
-                        Kids::Seq(items) => items.iter().map(|&s| self.resolve(s)).collect(),
-                        Kids::Map(_) => vec![target],
-                        Kids::Leaf => vec![],
-                    };
-                    for s in sources {
-                        if let Kids::Map(kids) = &self.nodes[s as usize].kids {
-                            for (k, id) in kids.iter() {
-                                all.push((k.clone(), (1, merged), *id));
+                    let target = resolve(&self.out.nodes, id);
+                    let mut add = |s: u32| {
+                        if let Some(Node {
+                            kids: Kids::Map { start, count },
+                            ..
+                        }) = self.out.nodes.get(s as usize)
+                        {
+                            for k in Positions::slice(&self.out.entries, *start, *count) {
+                                all.push((*k, (1, merged)));
                                 merged += 1;
                             }
                         }
+                    };
+                    match self.out.nodes.get(target as usize).map(|n| n.kids) {
+                        Some(Kids::Seq { start, count }) => {
+                            for &s in Positions::slice(&self.out.items, start, count) {
+                                add(resolve(&self.out.nodes, s));
+                            }
+                        }
+                        Some(Kids::Map { .. }) => add(target),
+                        _ => {}
                     }
                 }
             }
         }
-        all.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-        all.dedup_by(|later, first| later.0 == first.0);
-        all.into_iter().map(|(k, _, id)| (k, id)).collect()
-    }
-
-    fn resolve(&self, id: u32) -> u32 {
-        match self.nodes.get(id as usize) {
-            Some(n) if n.alias_of != NONE => n.alias_of,
-            _ => id,
-        }
+        let keys = &self.out.keys;
+        let text = |k: &KeyEntry| {
+            let start = k.key_start as usize;
+            keys.get(start..start + k.key_len as usize)
+                .unwrap_or_default()
+        };
+        all.sort_by(|a, b| text(&a.0).cmp(text(&b.0)).then(a.1.cmp(&b.1)));
+        all.dedup_by(|later, first| text(&later.0) == text(&first.0));
+        self.out.entries.extend(all.iter().map(|(k, _)| *k));
+        self.sorting = all;
     }
 
     /// The node is the document's root.
     pub(crate) fn root(&mut self, node: u32) {
-        self.root = Some(node);
+        self.out.root = Some(node);
     }
 
     /// The node is the next item of the innermost sequence.
     pub(crate) fn item(&mut self, node: u32) {
-        if let Some(o) = self.open.last_mut() {
-            o.items.push(node);
+        if !self.open.is_empty() {
+            self.open_items.push(node);
         }
     }
 
     /// The node is the key of the innermost mapping's next entry.
     pub(crate) fn key(&mut self, node: u32) {
-        let at = self.nodes.get(node as usize).map(|n| n.at);
+        let at = self.out.nodes.get(node as usize).map(|n| n.at);
         if let Some(o) = self.open.last_mut() {
             o.key_at = at;
         }
@@ -312,17 +398,27 @@ impl<'t> Recorder<'t> {
         };
         let key_at = o.key_at.take();
         if key == "<<" {
-            o.entries.push(Entry::Merge(node));
+            self.open_entries.push(Entry::Merge(node));
         } else {
-            o.entries.push(Entry::Key(key.into(), node));
+            let key_start = u32::try_from(self.out.keys.len()).unwrap_or(NONE);
+            let key_len = u32::try_from(key.len()).unwrap_or(0);
+            self.out.keys.push_str(key);
+            self.open_entries.push(Entry::Key(KeyEntry {
+                key_start,
+                key_len,
+                node,
+            }));
         }
-        if let Some(n) = self.nodes.get_mut(node as usize) {
+        if let Some(n) = self.out.nodes.get_mut(node as usize) {
             n.key_at = key_at;
         }
     }
 
     /// The byte offset of character `index` of the text.
     fn byte_of(&mut self, index: usize) -> usize {
+        if self.ascii {
+            return index.min(self.text.len());
+        }
         if index < self.cursor.0 {
             self.cursor = (0, 0);
         }
@@ -359,6 +455,14 @@ impl<'t> Recorder<'t> {
         let e = self.byte_of(end.index());
         let (found, line, col) = scan(self.text, b, e, start.line(), start.col(), &[]);
         found.map(|_| self.pos(line, col))
+    }
+}
+
+/// An alias's anchored node; any other node itself.
+fn resolve(nodes: &[Node], id: u32) -> u32 {
+    match nodes.get(id as usize) {
+        Some(n) if n.alias_of != NONE => n.alias_of,
+        _ => id,
     }
 }
 
@@ -419,5 +523,41 @@ fn utf8_len(first: u8) -> usize {
         0xf0..=0xff => 4,
         // A continuation byte: only reached on a bad index; move on by one.
         _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::parse_documents_located;
+
+    fn at(line: u32, column: u32) -> Pos {
+        Pos { line, column }
+    }
+
+    #[test]
+    fn merge_keys_duplicates_aliases_and_wide_characters() {
+        let text = "base: &b\n  x: 1\n  w: 2\nm:\n  <<: *b\n  w: 3\n  z: 4\n  z: 5\nü: \"é\"\ns: [a, &k b]\nd: |\n  é\nk: *k\n";
+        let (doc, positions) = parse_documents_located(text).remove(0);
+        assert!(doc.value.is_ok());
+        let p = positions.expect("positions");
+        let root = p.root().expect("a root");
+        let m = p.get(root, "m").expect("m");
+        // Merged from the anchored mapping; explicit keys win over merged ones; the last of
+        // duplicate keys wins.
+        assert_eq!(p.at(p.get(m, "x").unwrap()), at(2, 6));
+        assert_eq!(p.at(p.get(m, "w").unwrap()), at(6, 6));
+        let z = p.get(m, "z").unwrap();
+        assert_eq!((p.at(z), p.key_at(z)), (at(8, 6), Some(at(8, 3))));
+        assert!(p.get(m, "<<").is_none());
+        // Columns count characters.
+        assert_eq!(p.at(p.get(root, "ü").unwrap()), at(9, 4));
+        let s = p.get(root, "s").unwrap();
+        assert!(p.is_seq(s));
+        assert_eq!(p.at(p.index(s, 1).unwrap()), at(10, 11));
+        assert!(p.index(s, 2).is_none());
+        // A block scalar is at its indicator; an alias at its anchored node.
+        assert_eq!(p.at(p.get(root, "d").unwrap()), at(11, 4));
+        assert_eq!(p.at(p.get(root, "k").unwrap()), at(10, 11));
     }
 }
