@@ -54,8 +54,6 @@
 //! `noSuggestion` saying so.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -1299,7 +1297,6 @@ fn suggest_on_this_stack(
     let mut steps_left = limits.steps;
     let mut evals_left = settings.max_evaluations;
     let mut verifications_left = settings.max_verifications;
-    let mut verified = Verified::new();
     let mut roots: Vec<Option<Option<Root>>> = (0..report.schemas.len()).map(|_| None).collect();
     for (si, finding) in findings {
         let schema = &report.schemas[si];
@@ -1328,7 +1325,6 @@ fn suggest_on_this_stack(
                             settings,
                             &mut evals_left,
                             &mut verifications_left,
-                            &mut verified,
                         )
                     })
                 });
@@ -1370,11 +1366,6 @@ fn suggest_on_this_stack(
     report
 }
 
-/// The whole-object estimates of one object's verifications, by the bounds applied (the same
-/// bounds often come up for several findings: a rule and its schema's total, rules on the same
-/// field): the estimate (or why the bounds could not be applied) and the steps it took.
-type Verified = HashMap<String, (Result<Rc<ObjectReport>, String>, u64)>;
-
 /// One finding: search, then verify each candidate on a copy of the object.
 #[allow(clippy::too_many_arguments)]
 fn search_and_verify(
@@ -1387,7 +1378,6 @@ fn search_and_verify(
     settings: &Settings,
     evals_left: &mut usize,
     verifications_left: &mut usize,
-    verified: &mut Verified,
 ) -> Result<Vec<Vec<Suggestion>>, String> {
     let env = estimator.env();
     let schema = &report.schemas[si];
@@ -1528,7 +1518,6 @@ fn search_and_verify(
             &root.pointers,
             &bounds,
             settings,
-            verified,
         ) {
             Ok(after) if settings.fits(after, limit) && after < before => out.push(
                 bounds
@@ -1590,46 +1579,19 @@ fn verify(
     pointers: &[String],
     bounds: &[(&Site, i64)],
     settings: &Settings,
-    verified: &mut Verified,
 ) -> Result<u64, String> {
-    let key = format!(
-        "{pointers:?}{:?}",
-        bounds
-            .iter()
-            .map(|(s, v)| (&s.node, s.keyword, v))
-            .collect::<Vec<_>>()
-    );
-    let after = match verified.get(&key) {
-        Some((after, steps)) => {
-            // The same bounds were estimated for another finding of this object: that estimate,
-            // its steps charged again as if it had run.
-            budget::consume(*steps);
-            after.clone()
+    let mut copy = object.clone();
+    for p in pointers {
+        for (site, v) in bounds {
+            let Some(n) = json_node(&mut copy, p, &site.node) else {
+                return Err(format!("{} is not in the object", schema_path(&site.node)));
+            };
+            if let Some(o) = n.as_object_mut() {
+                o.insert(site.keyword.name().to_string(), Value::from(*v));
+            }
         }
-        None => {
-            let before = budget::steps_left();
-            let after = (|| {
-                let mut copy = object.clone();
-                for p in pointers {
-                    for (site, v) in bounds {
-                        let Some(n) = json_node(&mut copy, p, &site.node) else {
-                            return Err(format!(
-                                "{} is not in the object",
-                                schema_path(&site.node)
-                            ));
-                        };
-                        if let Some(o) = n.as_object_mut() {
-                            o.insert(site.keyword.name().to_string(), Value::from(*v));
-                        }
-                    }
-                }
-                Ok(Rc::new(estimator.estimate_crd(&copy, &report.source)))
-            })();
-            let steps = before.saturating_sub(budget::steps_left());
-            verified.insert(key, (after.clone(), steps));
-            after
-        }
-    }?;
+    }
+    let after = estimator.estimate_crd(&copy, &report.source);
     if let Some(st) = &after.stopped {
         return Err(st.message.clone());
     }
