@@ -643,7 +643,7 @@ struct Shared {
 /// event to its target through them). Labels, annotations, finalizers, managedFields and
 /// timestamps are dropped, and so is the object's type (its store knows it): with 20,000 CRDs
 /// each byte here is 20 KB of the pod's memory.
-fn strip_managed_fields<K: kube::Resource>(obj: &mut PartialObjectMeta<K>) {
+fn keep_what_the_reconciler_reads<K: kube::Resource>(obj: &mut PartialObjectMeta<K>) {
     let m = &mut obj.metadata;
     m.managed_fields = None;
     m.annotations = None;
@@ -711,7 +711,7 @@ fn controller_for<K: Target>(
         shared.health.clone(),
         None,
     )
-    .modify(strip_managed_fields)
+    .modify(keep_what_the_reconciler_reads)
     .reflect(reports_writer)
     .touched_objects();
 
@@ -981,14 +981,14 @@ impl<K: Target> Compactor<K> {
     }
 }
 
-/// The metadata the store keeps of a watched object ([`strip_managed_fields`]).
+/// The metadata the store keeps of a watched object ([`keep_what_the_reconciler_reads`]).
 fn metadata_of<K: Target>(obj: DynamicObject) -> PartialObjectMeta<K> {
     let mut meta = PartialObjectMeta::<K> {
         types: None,
         metadata: obj.metadata,
         _phantom: std::marker::PhantomData,
     };
-    strip_managed_fields(&mut meta);
+    keep_what_the_reconciler_reads(&mut meta);
     meta
 }
 
