@@ -25,11 +25,14 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+#[path = "support/corpus.rs"]
+mod corpus;
+use corpus::corpus_crds;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
@@ -62,52 +65,6 @@ struct Fleet {
     latency: Duration,
     fail_percent: u64,
     requests: AtomicU64,
-}
-
-fn corpus() -> Vec<Value> {
-    let dir = std::env::var("CELCOST_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/crds")
-        });
-    // `$CELCOST_CORPUS` may name the corpus (as for the conformance tests) or its `crds`.
-    let dir = if dir.join("crds").is_dir() {
-        dir.join("crds")
-    } else {
-        dir
-    };
-    let mut files = Vec::new();
-    let mut stack = vec![dir.clone()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
-        for doc in celcost::input::parse_documents(&text) {
-            let Ok(v) = doc.value else { continue };
-            for o in celcost::input::objects_of("", v) {
-                if o.value["kind"] == "CustomResourceDefinition"
-                    && o.value["apiVersion"] == "apiextensions.k8s.io/v1"
-                    && o.value["spec"]["group"].is_string()
-                {
-                    out.push(o.value);
-                }
-            }
-        }
-    }
-    out
 }
 
 impl Fleet {
@@ -812,7 +769,7 @@ fn main() {
         .filter_map(|a| a.parse().ok())
         .collect();
     let sizes = if sizes.is_empty() { vec![2000] } else { sizes };
-    let corpus = corpus();
+    let corpus = corpus_crds();
     if corpus.is_empty() {
         println!("SKIPPED fleet: no corpus CRDs (../shared/corpus/crds or $CELCOST_CORPUS)");
         return;

@@ -240,7 +240,6 @@ fn main() -> ExitCode {
         }
         Command::Controller(args) => {
             celcost::budget::return_freed_memory_promptly();
-            limit_malloc_arenas();
             let rt = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -264,22 +263,6 @@ fn main() -> ExitCode {
             let _ = stdout.write_all(celcost::controller::crd_yaml().as_bytes());
             let _ = stdout.flush();
             ExitCode::SUCCESS
-        }
-    }
-}
-
-/// With the system allocator (`--features system-allocator`, the container image's build):
-/// glibc gives every thread that allocates its own arena (up to 8 per core) and seldom returns
-/// their free memory, so the operator's estimate threads kept the high-water mark of every CRD
-/// they parsed. Two arenas took the scale benchmark's peak from 102-135 MiB to 69 MiB at no cost
-/// in time, and the fleet benchmark's at 20,000 CRDs to 195 MiB (mimalloc: 217 MiB).
-fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: mallopt only sets an allocator parameter; it is called before any thread
-        // other than the main one exists.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, 2);
         }
     }
 }

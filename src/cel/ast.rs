@@ -160,3 +160,41 @@ impl Expr {
         }
     }
 }
+
+/// Builders for synthesized expressions (id 0: they are re-numbered or evaluated, never
+/// reported by id). The interpreter's lowering of two-variable comprehensions and the rewrite
+/// catalogue build with these.
+pub mod build {
+    use super::{Expr, ExprKind, Literal};
+
+    pub fn node(kind: ExprKind) -> Expr {
+        Expr { id: 0, kind }
+    }
+
+    pub fn call(function: &str, target: Option<Expr>, args: Vec<Expr>) -> Expr {
+        node(ExprKind::Call {
+            function: function.into(),
+            target: target.map(Box::new),
+            args,
+        })
+    }
+
+    pub fn ident(name: &str) -> Expr {
+        node(ExprKind::Ident(name.into()))
+    }
+
+    pub fn list(elements: Vec<Expr>) -> Expr {
+        node(ExprKind::List {
+            elements,
+            optional_indices: vec![],
+        })
+    }
+
+    pub fn int(i: i64) -> Expr {
+        node(ExprKind::Literal(Literal::Int(i)))
+    }
+
+    pub fn string(s: &str) -> Expr {
+        node(ExprKind::Literal(Literal::String(s.into())))
+    }
+}

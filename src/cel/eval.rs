@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use cel::objects::{Key, Map};
 use cel::{Context, ExecutionError, Value};
 
+use super::ast::build::{call, ident, int, list};
 use super::ast::{Expr, ExprKind};
 use super::parse::{ParserOptions, interpreter_env};
 
@@ -489,35 +490,8 @@ pub fn lower_two_variable_comprehensions(e: &Expr) -> Result<Option<Expr>, Strin
     Ok(found.then_some(out))
 }
 
-fn node(kind: ExprKind) -> Expr {
-    Expr { id: 0, kind }
-}
-
-fn call(function: &str, target: Option<Expr>, args: Vec<Expr>) -> Expr {
-    node(ExprKind::Call {
-        function: function.into(),
-        target: target.map(Box::new),
-        args,
-    })
-}
-
-fn ident(n: &str) -> Expr {
-    node(ExprKind::Ident(n.into()))
-}
-
-fn list(elements: Vec<Expr>) -> Expr {
-    node(ExprKind::List {
-        elements,
-        optional_indices: vec![],
-    })
-}
-
 fn at(x: Expr, i: i64) -> Expr {
-    call(
-        "_[_]",
-        None,
-        vec![x, node(ExprKind::Literal(super::ast::Literal::Int(i)))],
-    )
+    call("_[_]", None, vec![x, int(i)])
 }
 
 /// `[e[0]].map(i, [e[1]].map(v, body)[0])[0]`.

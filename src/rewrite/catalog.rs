@@ -13,6 +13,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::cel::ast::build::{call, int, node, string};
 use crate::cel::ast::{Expr, ExprKind, Literal, MapEntry, StructField};
 use crate::schema::Schema;
 use crate::schema::decltype::escape;
@@ -164,28 +165,8 @@ pub const EXPRESSION_PATTERNS: &[(Pattern, Transform)] = &[
 // ---------------------------------------------------------------------------------------------
 // Building and reading expressions.
 
-fn mk(kind: ExprKind) -> Expr {
-    Expr { id: 0, kind }
-}
-
-fn call(function: &str, target: Option<Expr>, args: Vec<Expr>) -> Expr {
-    mk(ExprKind::Call {
-        function: function.to_string(),
-        target: target.map(Box::new),
-        args,
-    })
-}
-
 fn not(e: Expr) -> Expr {
     call("!_", None, vec![e])
-}
-
-fn int(i: i64) -> Expr {
-    mk(ExprKind::Literal(Literal::Int(i)))
-}
-
-fn string(s: &str) -> Expr {
-    mk(ExprKind::Literal(Literal::String(s.to_string())))
 }
 
 fn ident_name(e: &Expr) -> Option<&str> {
@@ -410,7 +391,7 @@ fn quantifier(name: &str, range: &Expr, v: &str, p: &Expr) -> Expr {
     call(
         name,
         Some(range.clone()),
-        vec![mk(ExprKind::Ident(v.to_string())), p.clone()],
+        vec![node(ExprKind::Ident(v.to_string())), p.clone()],
     )
 }
 
@@ -661,7 +642,7 @@ fn regex_alternatives_to_in(e: &Expr) -> Option<Expr> {
             None,
             vec![
                 subject.clone(),
-                mk(ExprKind::List {
+                node(ExprKind::List {
                     elements: literals.iter().map(|l| string(l)).collect(),
                     optional_indices: vec![],
                 }),

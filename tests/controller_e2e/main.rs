@@ -29,6 +29,10 @@ use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
+use corpus::corpus_crds;
+
+#[path = "../../benches/support/corpus.rs"]
+mod corpus;
 mod faults;
 mod ha;
 mod hostile;
@@ -1068,49 +1072,6 @@ async fn exits_with_a_hint_without_the_crd() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("kubectl apply"), "{err}");
-}
-
-/// Renamed copies of the corpus CRDs: group `s<i>.<group>`, no conversion webhook, labelled.
-fn corpus_crds() -> Vec<Value> {
-    let dir = std::env::var("CELCOST_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/crds")
-        });
-    // `$CELCOST_CORPUS` may name the corpus (as for the conformance tests) or its `crds`.
-    let dir = if dir.join("crds").is_dir() {
-        dir.join("crds")
-    } else {
-        dir
-    };
-    let mut files = Vec::new();
-    let mut stack = vec![dir.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
-        for doc in celcost::input::parse_documents(&text) {
-            let Ok(v) = doc.value else { continue };
-            for o in celcost::input::objects_of("", v) {
-                if o.value["kind"] == "CustomResourceDefinition"
-                    && o.value["apiVersion"] == "apiextensions.k8s.io/v1"
-                {
-                    out.push(o.value);
-                }
-            }
-        }
-    }
-    out
 }
 
 fn renamed(crd: &Value, i: usize) -> Option<Value> {
