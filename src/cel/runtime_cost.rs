@@ -71,6 +71,7 @@ pub fn count(e: &Expr, vars: &[(&str, &Val)], limit: u64) -> Count {
     let mut c = Counter {
         cost: 0,
         limit,
+        work: 0,
         scope: vars
             .iter()
             .map(|(n, v)| (n.to_string(), Ok((*v).clone())))
@@ -86,9 +87,14 @@ pub fn count(e: &Expr, vars: &[(&str, &Val)], limit: u64) -> Count {
     }
 }
 
+/// The nodes of values one count may make (see [`Counter::eval`]).
+const WORK_CAP: u64 = 4_000_000;
+
 struct Counter {
     cost: u64,
     limit: u64,
+    /// The nodes of the values made so far.
+    work: u64,
     /// Bound names, innermost last.
     scope: Vec<(String, R)>,
 }
@@ -121,9 +127,15 @@ fn equal(a: &Val, b: &Val) -> Option<bool> {
     use Val::*;
     crate::budget::charge(1);
     Some(match (a, b) {
-        (Int(_) | Uint(_) | Double(_), Int(_) | Uint(_) | Double(_)) => {
-            number_cmp(a, b) == Some(std::cmp::Ordering::Equal)
-        }
+        (Int(_) | Uint(_) | Double(_), Int(_) | Uint(_) | Double(_)) => match number_cmp(a, b) {
+            Some(o) => o == std::cmp::Ordering::Equal,
+            None if matches!(a, Double(x) if x.is_nan())
+                || matches!(b, Double(x) if x.is_nan()) =>
+            {
+                false
+            }
+            None => return None,
+        },
         (String(x), String(y)) => x == y,
         (Bool(x), Bool(y)) => x == y,
         (Bytes(x), Bytes(y)) => x == y,
@@ -218,7 +230,24 @@ impl Counter {
             .ok_or(Stop::Unsupported)
     }
 
+    /// [`Counter::eval_node`], the values it makes counted as work: past [`WORK_CAP`] the
+    /// count gives up (values are copied where cel-go shares them, so a large default in a
+    /// comprehension would cost the square of its size).
     fn eval(&mut self, e: &Expr) -> Result<R, Stop> {
+        let r = self.eval_node(e)?;
+        let w = match &r {
+            Ok(v) => v.weight() as u64,
+            Err(()) => 1,
+        };
+        self.work += w;
+        crate::budget::charge(w / 16);
+        if self.work > WORK_CAP {
+            return Err(Stop::Unsupported);
+        }
+        Ok(r)
+    }
+
+    fn eval_node(&mut self, e: &Expr) -> Result<R, Stop> {
         crate::budget::charge(1);
         match &e.kind {
             ExprKind::Literal(l) => Ok(Ok(match l {
@@ -404,6 +433,13 @@ impl Counter {
         }
         let cost = call_cost(function, &vals)?;
         self.add(cost)?;
+        if function == "@not_strictly_false" {
+            // Non-strict: true for anything but false (errors included).
+            return ok(Val::Bool(!matches!(
+                vals.as_slice(),
+                [Ok(Val::Bool(false))]
+            )));
+        }
         if vals.iter().any(|v| v.is_err()) {
             // cel-go passes the first error on (`orValue` and the like included).
             return Ok(Err(()));
@@ -734,5 +770,26 @@ mod tests {
             cost("duration('1s') < duration('2s')", &[]),
             Count::Unsupported
         );
+    }
+
+    /// A large default in a comprehension (copied at every `self`) ends the count quickly,
+    /// with no answer rather than a long one.
+    #[test]
+    fn large_values_end_the_count() {
+        let m = Val::Map(
+            (0..50_000)
+                .map(|i| (s(&format!("k{i}")), Val::Int(1)))
+                .collect(),
+        );
+        let v = Val::Map(vec![(s("m"), m)]);
+        let e = parse(
+            "self.?m.orValue({}).all(k, self.m[k] > 0)",
+            ParserOptions::for_version(Version::new(1, 36)),
+        )
+        .unwrap()
+        .expr;
+        let started = std::time::Instant::now();
+        assert_eq!(count(&e, &[("self", &v)], 1_000_000), Count::Unsupported);
+        assert!(started.elapsed().as_secs() < 20);
     }
 }

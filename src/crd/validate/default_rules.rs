@@ -51,6 +51,10 @@ use crate::schema::{AdditionalProperties, Schema, ValidationRule};
 /// `celconfig.MaxEvaluatedMessageExpressionSizeBytes`.
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
+/// Static estimates from which a rule's runtime cost is counted even when the estimate fits (a
+/// count takes work; below this, what it could save of the budget is small).
+const COUNT_FROM: u64 = 10_000;
+
 /// The evaluation of the rules on the defaults of one schema root.
 pub struct DefaultRules<'e> {
     env: &'e Env,
@@ -299,9 +303,13 @@ impl<'e> DefaultRules<'e> {
                     (true, true, true) => Some(Val::Optional(None)),
                 }
             });
+            // Counted where the static estimate does not fit, or is large enough that a tighter
+            // bound may leave the rules after it more of the budget.
             let counted = match &v {
-                Some(v) => self.count(&rule.rule, v, old_self.as_ref(), limit),
-                None => Count::Unsupported,
+                Some(v) if static_cost > limit || static_cost >= COUNT_FROM => {
+                    self.count(&rule.rule, v, old_self.as_ref(), limit)
+                }
+                _ => Count::Unsupported,
             };
             if static_cost > limit && !matches!(counted, Count::Counted(_)) {
                 self.budget = self.budget.saturating_sub(static_cost);
