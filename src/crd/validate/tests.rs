@@ -965,6 +965,17 @@ fn rules_with_unbounded_estimates_are_counted_at_runtime() {
         passing.errors,
         [format!("{o}: Invalid value: failed rule: has(self.s)")]
     );
+    // A messageExpression with no static bound is counted the same way.
+    let schema = json!({"type": "object", "properties": {"p": {"type": "object",
+        "properties": {"m": {"type": "object", "additionalProperties": {"type": "integer"}}},
+        "default": {"m": {"a": 1, "b": 0}},
+        "x-kubernetes-validations": [{"rule": rule,
+            "messageExpression": "'bad: ' + self.?m.orValue({}).filter(k, self.m[k] == 0)[0]"}]}}});
+    let r = Estimator::default()
+        .estimate(&crd(schema, false), "test")
+        .unwrap();
+    assert_eq!(r.errors, [format!("{o}: Invalid value: bad: b")]);
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
     let two = with(
         json!({"m": {"a": 1, "b": 0}}),
         "self.?m.orValue({}).all(k, v, v > 0)",
