@@ -9,7 +9,8 @@
 //! expression node:
 //! - a literal 0 (`InterpretableConst`); an identifier or a field selection (also `has()`) 1
 //!   (`SelectAndIdentCost`; cel-go counts an attribute's qualifiers once each, sometimes less);
-//! - `_[_]`, `_?._`, `_[?_]` 1 (a qualifier) and their operands;
+//! - `_[_]`, `_?._`, `_[?_]` 1 (a qualifier) and their operands; a field selection or one of
+//!   these on what is no identifier or qualified one 1 more (cel-go's relative attribute);
 //! - a list 10, a map 30 (`ListCreateBaseCost`, `MapCreateBaseCost`; cel-go's optimizer, when
 //!   on, folds constant ones to 0);
 //! - `_&&_`, `_||_` nothing of their own and every operand (cel-go stops at the first deciding
@@ -269,7 +270,7 @@ impl Counter {
                 test_only,
             } => {
                 let o = self.eval(operand)?;
-                self.add(1)?;
+                self.add(qualifier_cost(operand))?;
                 let Ok(o) = o else { return Ok(Err(())) };
                 let Val::Map(m) = &o else {
                     return Err(Stop::Unsupported);
@@ -406,6 +407,13 @@ impl Counter {
                 }
                 return Ok(Err(()));
             }
+            // A qualifier: counted as one (`call_cost`) and, on what is no attribute, one more
+            // for the relative attribute.
+            "_[_]" | "_?._" | "_[?_]"
+                if args.len() == 2 && target.is_none() && qualifier_cost(&args[0]) > 1 =>
+            {
+                self.add(1)?;
+            }
             "_?_:_" if args.len() == 3 => {
                 let cond = self.eval(&args[0])?;
                 let before = self.cost;
@@ -446,6 +454,20 @@ impl Counter {
         }
         let vals: Vec<Val> = vals.into_iter().map(|v| v.unwrap_or(Val::Null)).collect();
         apply(function, &vals)
+    }
+}
+
+/// The cost of a qualifier (a field, an index) of `operand`: 1 (`SelectAndIdentCost`, a
+/// `ConstantQualifier` or the attribute of a computed one), and 1 more when `operand` is no
+/// attribute (an identifier or a qualified one), which cel-go plans as a relative attribute
+/// (`RelativeAttribute`, observed as an `InterpretableAttribute` of its own).
+fn qualifier_cost(operand: &Expr) -> u64 {
+    match &operand.kind {
+        ExprKind::Ident(_) | ExprKind::Select { .. } => 1,
+        ExprKind::Call {
+            function, target, ..
+        } if target.is_none() && matches!(function.as_str(), "_[_]" | "_?._" | "_[?_]") => 1,
+        _ => 2,
     }
 }
 
@@ -722,6 +744,10 @@ mod tests {
     /// is more, never less.
     #[test]
     fn more_where_cel_go_stops_early() {
+        // A qualifier of what is no attribute: cel-go's relative attribute and its qualifier.
+        assert_eq!(counted("[1, 2][0]", &[]).0, 12);
+        // Two maps (60), the relative attribute and two qualifiers.
+        assert_eq!(counted("{'a': {'b': 1}}.a.b", &[]).0, 63);
         // cel-go: 0 (`true ||` decides); counted: the `1 < 2` too.
         assert_eq!(counted("true || 1 < 2", &[]).0, 1);
         // cel-go: 0; counted: the costlier branch.
