@@ -309,7 +309,7 @@ impl Interpreter {
 /// address. Rust's parser accepts what `netip.ParseAddr` accepts without a zone: four decimal
 /// octets up to 255 with no leading zero; up to eight groups of one to four hex digits, one
 /// `::` standing for at least one zero group, an IPv4 tail in the last 32 bits.
-fn is_ip(s: &str) -> bool {
+pub(crate) fn is_ip(s: &str) -> bool {
     match s.parse::<std::net::IpAddr>() {
         Ok(std::net::IpAddr::V4(_)) => true,
         Ok(std::net::IpAddr::V6(a)) => a.to_ipv4_mapped().is_none(),

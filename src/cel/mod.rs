@@ -11,6 +11,7 @@ mod expecting;
 pub mod k8s_cost;
 pub mod minor;
 pub mod parse;
+pub mod runtime_cost;
 pub mod types;
 pub mod unparse;
 pub mod version;

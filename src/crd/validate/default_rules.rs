@@ -13,10 +13,18 @@
 //! crate's interpreter (`crate::cel::eval`) only when the outcome is certain: every function it
 //! calls is one the interpreter follows cel-go on, the default's values convert to CEL values, the
 //! result is a boolean (or an evaluation error cel-go words as celcost can), and a bound of its
-//! runtime cost (its static estimate with the default's own sizes, or, with no comprehension,
-//! a bound from the default's size) fits the per-call limit and what is left of the budget.
-//! Otherwise nothing is guessed: the rule is listed in `unevaluated` with why, and counts as
-//! passing. Two-variable comprehensions are evaluated as one-variable ones over the `[index or
+//! runtime cost fits the per-call limit and what is left of the budget. The bound is the smaller
+//! of its static estimate with the default's own sizes (or, with no comprehension, a bound from
+//! the default's size) and its runtime cost counted on the default as cel-go's cost tracker
+//! counts it, or more (`crate::cel::runtime_cost`: used only when its evaluator follows every
+//! function of the rule and agrees with the interpreter's outcome). So a comprehension over
+//! `self.?m.orValue({})`, which cel-go's estimate cannot bound, is evaluated on a small default
+//! as upstream evaluates it; the bound is what is taken from the budget. A count over the limit
+//! is never reported as upstream's `operation cancelled: actual cost limit exceeded` (the count
+//! may be more than cel-go's): as any rule with no bound that fits, it is listed in
+//! `unevaluated` with why, counts as passing, and the rules after it are not evaluated (the
+//! budget left is no longer known). Nothing is guessed: a rule not evaluated is listed in
+//! `unevaluated` with why, and counts as passing. Two-variable comprehensions are evaluated as one-variable ones over the `[index or
 //! key, value]` pairs (`crate::cel::eval::lower_two_variable_comprehensions`), except
 //! `transformList` over a map of more than one entry (its order is Go's map order). A failed
 //! rule with a `fieldPath` is reported at that path below the default. Not evaluated today:
@@ -31,7 +39,8 @@ use crate::cel::cost::{AstNode, Size, estimate};
 use crate::cel::env::{CheckerPanic, Env};
 use crate::cel::eval::{Interpreter, Outcome, Val, lower_two_variable_comprehensions};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
-use crate::cel::parse::parse_unexpanded;
+use crate::cel::parse::{parse, parse_unexpanded};
+use crate::cel::runtime_cost::{self, Count};
 use crate::cel::types::Type;
 use crate::crd::compile_rule;
 use crate::crd::fielderr::{BadValue, ErrorType, FieldError, failed_rules_show_the_value};
@@ -42,6 +51,10 @@ use crate::schema::{AdditionalProperties, Schema, ValidationRule};
 /// `celconfig.MaxEvaluatedMessageExpressionSizeBytes`.
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
+/// Static estimates from which a rule's runtime cost is counted even when the estimate fits (a
+/// count takes work; below this, what it could save of the budget is small).
+const COUNT_FROM: u64 = 10_000;
+
 /// The evaluation of the rules on the defaults of one schema root.
 pub struct DefaultRules<'e> {
     env: &'e Env,
@@ -50,8 +63,8 @@ pub struct DefaultRules<'e> {
     /// compatibility version), made when a schema has rules.
     stored: Option<Arc<Env>>,
     interpreter: Option<Interpreter>,
-    /// What is left of the `RuntimeCELCostBudget` at least (each rule evaluation charged with
-    /// its static estimate, which bounds its runtime cost).
+    /// What is left of the `RuntimeCELCostBudget` at least (each rule evaluation charged with a
+    /// bound of its runtime cost: its static estimate or its counted runtime cost).
     budget: u64,
     /// A rule may have run out of the budget: the rules after it are not evaluated.
     budget_uncertain: bool,
@@ -276,12 +289,30 @@ impl<'e> DefaultRules<'e> {
                 );
                 continue;
             }
-            // Spent whatever the outcome (upstream evaluates it); the static estimate with the
-            // default's own sizes bounds it.
-            let cost = self.bound(&rule.rule, optional_old_self, decl, provider, value);
-            let affordable = cost <= PER_CALL_LIMIT && cost <= self.budget;
-            self.budget = self.budget.saturating_sub(cost);
-            if !affordable {
+            // Spent whatever the outcome (upstream evaluates it): the static estimate with the
+            // default's own sizes bounds it, and so does the runtime count (when it follows the
+            // rule and agrees with the interpreter's outcome); the smaller one is spent.
+            let limit = PER_CALL_LIMIT.min(self.budget);
+            let static_cost = self.bound(&rule.rule, optional_old_self, decl, provider, value);
+            let v = self_val.get_or_insert_with(|| to_val(value, decl)).clone();
+            let old_self = v.as_ref().and_then(|v| {
+                match (cr.uses_old_self, optional_old_self, self.second_run) {
+                    (false, _, _) => None,
+                    (true, false, _) => Some(v.clone()),
+                    (true, true, false) => Some(Val::Optional(Some(Box::new(v.clone())))),
+                    (true, true, true) => Some(Val::Optional(None)),
+                }
+            });
+            // Counted where the static estimate does not fit, or is large enough that a tighter
+            // bound may leave the rules after it more of the budget.
+            let counted = match &v {
+                Some(v) if static_cost > limit || static_cost >= COUNT_FROM => {
+                    self.count(&rule.rule, v, old_self.as_ref(), limit)
+                }
+                _ => Count::Unsupported,
+            };
+            if static_cost > limit && !matches!(counted, Count::Counted(_)) {
+                self.budget = self.budget.saturating_sub(static_cost);
                 self.budget_uncertain = true;
                 self.skip(
                     fld,
@@ -290,8 +321,8 @@ impl<'e> DefaultRules<'e> {
                 );
                 continue;
             }
-            let v = self_val.get_or_insert_with(|| to_val(value, decl)).clone();
             let Some(v) = v else {
+                self.budget = self.budget.saturating_sub(static_cost);
                 self.skip(
                     fld,
                     &rule.rule,
@@ -299,13 +330,32 @@ impl<'e> DefaultRules<'e> {
                 );
                 continue;
             };
-            let old_self = match (cr.uses_old_self, optional_old_self, self.second_run) {
-                (false, _, _) => None,
-                (true, false, _) => Some(v.clone()),
-                (true, true, false) => Some(Val::Optional(Some(Box::new(v.clone())))),
-                (true, true, true) => Some(Val::Optional(None)),
+            let result = self.eval(&rule.rule, &v, old_self.as_ref());
+            // The runtime count, when the interpreter agrees with its outcome.
+            let runtime = match (&counted, &result) {
+                (Count::Counted(c), Ok(Ok(Val::Bool(b)))) if c.outcome == Ok(Val::Bool(*b)) => {
+                    Some(c.cost)
+                }
+                (Count::Counted(c), Ok(Err(_))) if c.outcome.is_err() => Some(c.cost),
+                _ => None,
             };
-            let passed = match self.eval(&rule.rule, &v, old_self.as_ref()) {
+            match runtime {
+                Some(c) => self.budget = self.budget.saturating_sub(c.min(static_cost)),
+                None if static_cost <= limit => {
+                    self.budget = self.budget.saturating_sub(static_cost)
+                }
+                None => {
+                    self.budget = self.budget.saturating_sub(static_cost);
+                    self.budget_uncertain = true;
+                    self.skip(
+                        fld,
+                        &rule.rule,
+                        "its estimated cost does not rule out the runtime cost limits, and celcost cannot count its runtime cost",
+                    );
+                    continue;
+                }
+            }
+            let passed = match result {
                 Ok(Ok(Val::Bool(b))) => b,
                 Ok(Err(e)) => {
                     // `<error> evaluating rule: <rule>`, with the schema type on every minor.
@@ -361,9 +411,19 @@ impl<'e> DefaultRules<'e> {
         if rule.message_expression.is_empty() {
             return fallback;
         }
-        let affordable = cost.filter(|c| *c <= PER_CALL_LIMIT && *c <= self.budget);
-        self.budget = self.budget.saturating_sub(cost.unwrap_or(0));
-        let Some(_) = affordable else {
+        let limit = PER_CALL_LIMIT.min(self.budget);
+        let static_cost = cost.unwrap_or(u64::MAX);
+        // Counted when the static estimate does not fit (see `rules`).
+        let counted = if static_cost > limit {
+            match self.count(&rule.message_expression, v, None, limit) {
+                Count::Counted(c) => Some(c),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        if static_cost > limit && counted.is_none() {
+            self.budget = self.budget.saturating_sub(static_cost);
             self.budget_uncertain = true;
             self.skip(
                 fld,
@@ -371,8 +431,30 @@ impl<'e> DefaultRules<'e> {
                 "messageExpression not evaluated (its estimated cost does not rule out the runtime cost limits); the message shown is the rule's",
             );
             return fallback;
-        };
-        match self.eval(&rule.message_expression, v, None) {
+        }
+        let result = self.eval(&rule.message_expression, v, None);
+        match &counted {
+            None => self.budget = self.budget.saturating_sub(static_cost),
+            Some(c) => {
+                let agrees = match &result {
+                    Ok(Ok(Val::String(m))) => c.outcome == Ok(Val::String(m.clone())),
+                    Ok(Err(_)) => c.outcome.is_err(),
+                    _ => false,
+                };
+                if !agrees {
+                    self.budget = self.budget.saturating_sub(static_cost);
+                    self.budget_uncertain = true;
+                    self.skip(
+                        fld,
+                        &rule.message_expression,
+                        "messageExpression not evaluated (its estimated cost does not rule out the runtime cost limits, and celcost cannot count its runtime cost); the message shown is the rule's",
+                    );
+                    return fallback;
+                }
+                self.budget = self.budget.saturating_sub(c.cost);
+            }
+        }
+        match result {
             Ok(Ok(Val::String(m))) => {
                 let m = m.trim();
                 if m.is_empty() || m.len() > MAX_MESSAGE_BYTES || m.contains('\n') {
@@ -428,6 +510,20 @@ impl<'e> DefaultRules<'e> {
         };
         let estimated = estimate(&checked, &embedder, env.cost_options()).max;
         estimated.min(straight_line_bound(checked.expr(), value).unwrap_or(u64::MAX))
+    }
+
+    /// The runtime cost of `source` on `v` counted as cel-go counts it, or more
+    /// ([`crate::cel::runtime_cost`]), up to `limit`.
+    fn count(&self, source: &str, v: &Val, old_self: Option<&Val>, limit: u64) -> Count {
+        let Ok(parsed) = parse(source, self.cel().parser) else {
+            return Count::Unsupported;
+        };
+        crate::budget::charge(v.weight() as u64);
+        let mut vars: Vec<(&str, &Val)> = vec![("self", v)];
+        if let Some(o) = old_self {
+            vars.push(("oldSelf", o));
+        }
+        runtime_cost::count(&parsed.expr, &vars, limit)
     }
 
     /// Evaluates `source` with `self` (and `oldSelf`) bound to `v`, when the interpreter follows

@@ -929,3 +929,80 @@ fn rules_on_defaults_compile_in_the_stored_environment() {
         )]
     );
 }
+
+/// A comprehension over `self.?m.orValue({})` has no static bound (cel-go's estimate of
+/// `orValue` is unbounded), but its runtime cost on a small default is small: it is counted
+/// (`crate::cel::runtime_cost`) and the rule evaluated, failing or passing as upstream; the rules
+/// after it run too. A count over the per-call limit leaves it unevaluated, and the rules after
+/// it with it (the budget is no longer certain).
+#[test]
+fn rules_with_unbounded_estimates_are_counted_at_runtime() {
+    let o = "spec.validation.openAPIV3Schema.properties[p].default";
+    let with = |default: Value, rule: &str| {
+        let schema = json!({"type": "object", "properties": {"p": {"type": "object",
+            "properties": {"m": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "s": {"type": "string"}},
+            "default": default,
+            "x-kubernetes-validations": [{"rule": rule}, {"rule": "has(self.s)"}]}}});
+        Estimator::default()
+            .estimate(&crd(schema, false), "test")
+            .unwrap()
+    };
+    let rule = "self.?m.orValue({}).all(k, self.m[k] > 0)";
+    let failing = with(json!({"m": {"a": 1, "b": 0}}), rule);
+    assert_eq!(
+        failing.errors,
+        [
+            format!("{o}: Invalid value: failed rule: {rule}"),
+            format!("{o}: Invalid value: failed rule: has(self.s)"),
+        ],
+        "{:?}",
+        failing.notes
+    );
+    assert!(failing.notes.is_empty(), "{:?}", failing.notes);
+    let passing = with(json!({"m": {"a": 1}}), rule);
+    assert_eq!(
+        passing.errors,
+        [format!("{o}: Invalid value: failed rule: has(self.s)")]
+    );
+    // A messageExpression with no static bound is counted the same way.
+    let schema = json!({"type": "object", "properties": {"p": {"type": "object",
+        "properties": {"m": {"type": "object", "additionalProperties": {"type": "integer"}}},
+        "default": {"m": {"a": 1, "b": 0}},
+        "x-kubernetes-validations": [{"rule": rule,
+            "messageExpression": "'bad: ' + self.?m.orValue({}).filter(k, self.m[k] == 0)[0]"}]}}});
+    let r = Estimator::default()
+        .estimate(&crd(schema, false), "test")
+        .unwrap();
+    assert_eq!(r.errors, [format!("{o}: Invalid value: bad: b")]);
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    let two = with(
+        json!({"m": {"a": 1, "b": 0}}),
+        "self.?m.orValue({}).all(k, v, v > 0)",
+    );
+    assert_eq!(two.errors.len(), 2, "{:?}", two.errors);
+    // 12 keys × `contains` of a 3000-character string in itself (300 · 300) go over 1,000,000.
+    let keys: serde_json::Map<String, Value> =
+        (0..12).map(|i| (format!("k{i}"), json!(1))).collect();
+    let over = with(
+        json!({"m": keys, "s": "a".repeat(3000)}),
+        "self.?m.orValue({}).all(k, self.s.contains(self.s))",
+    );
+    // The default counts as passing: the schema's own cost errors stand.
+    assert!(
+        over.errors.iter().all(|e| e.contains("Forbidden")),
+        "{:?}",
+        over.errors
+    );
+    assert_eq!(over.notes.len(), 2, "{:?}", over.notes);
+    assert!(
+        over.notes[0].contains("its estimated cost does not rule out the runtime cost limits"),
+        "{:?}",
+        over.notes
+    );
+    assert!(
+        over.notes[1].contains("the rules before it may have spent the runtime cost budget"),
+        "{:?}",
+        over.notes
+    );
+}
