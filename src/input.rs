@@ -75,11 +75,13 @@ fn split_documents(text: &str) -> Vec<(usize, &str)> {
     let mut chunks = Vec::new();
     let mut start = 0;
     let mut start_line = 1;
-    // Only lines that start with `---` can separate documents: found with a substring search
-    // rather than line by line; the lines before each are counted once.
+    // Only lines that start with `---` can separate documents: the line starts are found with
+    // a newline search (memchr), each checked for `---`; the lines before each separator are
+    // counted once.
     let (mut counted_to, mut line_no) = (0, 1);
-    for (at, _) in text.match_indices("---") {
-        if at > 0 && text.as_bytes()[at - 1] != b'\n' {
+    let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1));
+    for at in line_starts {
+        if !text.as_bytes()[at..].starts_with(b"---") {
             continue;
         }
         let end = text[at..].find('\n').map_or(text.len(), |i| at + i + 1);

@@ -8,7 +8,7 @@ use super::cost::CostOptions;
 use super::decls::{Declarations, Version};
 use super::minor::{Distribution, Minor};
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::ast::ParsedExpr;
 use super::parse::{ParserOptions, SyntaxErrors, display_error, parse};
@@ -27,8 +27,9 @@ pub struct Env {
     patch_decls: OnceLock<Declarations>,
     pub parser: ParserOptions,
     /// Parsed expressions by source: real manifests repeat rules (per-version schemas, shared
-    /// idioms such as `self == oldSelf`), and parsing is the dearest step of a compile.
-    parsed: Mutex<HashMap<String, Result<ParsedExpr, SyntaxErrors>>>,
+    /// idioms such as `self == oldSelf`), and parsing is the dearest step of a compile. Shared
+    /// with the environments of other minors that parse alike ([`Env::share_parses_with`]).
+    parsed: Arc<Mutex<HashMap<String, Result<ParsedExpr, SyntaxErrors>>>>,
 }
 
 /// Entries kept in the parse cache before it is cleared.
@@ -89,7 +90,7 @@ impl Env {
             decls: Declarations::for_minor(minor, false),
             patch_decls: OnceLock::new(),
             parser: ParserOptions::for_version(minor.compatibility),
-            parsed: Mutex::new(HashMap::new()),
+            parsed: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -106,7 +107,7 @@ impl Env {
             decls: Declarations::for_minor_stored(minor),
             patch_decls: OnceLock::new(),
             parser: ParserOptions::for_version(minor.kubernetes),
-            parsed: Mutex::new(HashMap::new()),
+            parsed: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -115,6 +116,15 @@ impl Env {
         CostOptions {
             presence_test_cost: 0,
             algorithm: self.minor.cost_algorithm,
+        }
+    }
+
+    /// Parses through `other`'s cache from now on when both parse alike (the same parser
+    /// options: a parse depends on nothing else), as the minors of a range do: each distinct
+    /// text is then parsed once for all of them.
+    pub fn share_parses_with(&mut self, other: &Env) {
+        if self.parser == other.parser {
+            self.parsed = other.parsed.clone();
         }
     }
 

@@ -157,6 +157,11 @@ pub fn unescape(name: &str) -> String {
     {
         return inner.to_string();
     }
+    // Every escape is spelled with `__`; a name without it (nor a NUL, which the last step
+    // turns into `__`) is its own unescaped form: most names, on a path asked for per AST node.
+    if !name.as_bytes().windows(2).any(|w| w == b"__") && !name.contains('\u{0}') {
+        return name.to_string();
+    }
     name.replace("__underscores__", "\u{0}")
         .replace("__dot__", ".")
         .replace("__dash__", "-")
