@@ -21,14 +21,14 @@
 //! `self.?m.orValue({})`, which cel-go's estimate cannot bound, is evaluated on a small default
 //! as upstream evaluates it; the bound is what is taken from the budget. A count over the limit
 //! is never reported as upstream's `operation cancelled: actual cost limit exceeded` (the count
-//! may be more than cel-go's): as any rule with no bound that fits, it is listed in
-//! `unevaluated` with why, counts as passing, and the rules after it are not evaluated (the
-//! budget left is no longer known). Nothing is guessed: a rule not evaluated is listed in
-//! `unevaluated` with why, and counts as passing. Two-variable comprehensions are evaluated as one-variable ones over the `[index or
-//! key, value]` pairs (`crate::cel::eval::lower_two_variable_comprehensions`), except
-//! `transformList` over a map of more than one entry (its order is Go's map order). A failed
-//! rule with a `fieldPath` is reported at that path below the default. Not evaluated today:
-//! timestamps, durations, bytes, Kubernetes library functions other than `isIP`.
+//! may be more than cel-go's), and the rules after such a rule are not evaluated (the budget
+//! left is no longer known). Nothing is guessed: a rule not evaluated is listed in
+//! `unevaluated` with why, and counts as passing. Two-variable comprehensions are evaluated as
+//! one-variable ones over the `[index or key, value]` pairs
+//! (`crate::cel::eval::lower_two_variable_comprehensions`), except `transformList` over a map
+//! of more than one entry (its order is Go's map order). A failed rule with a `fieldPath` is
+//! reported at that path below the default. Not evaluated today: timestamps, durations, bytes,
+//! Kubernetes library functions other than `isIP`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
