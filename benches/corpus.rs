@@ -75,11 +75,7 @@ fn main() {
             .sum();
         summary = (outcome.reports.len(), rules, outcome.input_errors.len());
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
-    };
-    let (wall, cpu) = (median(&mut walls.clone()), median(&mut cpus));
+    let (wall, cpu) = (median(&walls), median(&cpus));
     let bytes: u64 = walk(&dir)
         .iter()
         .filter_map(|p| std::fs::metadata(p).ok())
@@ -96,7 +92,7 @@ fn main() {
         "wall: median {:.3} s over {} runs (min {:.3} s, max {:.3} s); CPU median {:.2} s",
         wall,
         walls.len(),
-        walls.iter().cloned().fold(f64::MAX, f64::min),
+        min(&walls),
         walls.iter().cloned().fold(0.0, f64::max),
         cpu
     );
@@ -121,38 +117,59 @@ fn main() {
 /// suggested bounds and cheaper rules at the default near-budget threshold, and the JSON; a
 /// fresh estimator each run, the same threads as the CLI.
 fn cli_default(dir: &Path, iterations: usize) {
-    use celcost::cli::{Advice, Minors, estimate_paths_advising, render_json};
+    use celcost::cli::{Advice, render_json};
     let catalog = SchemaCatalog::new();
     let advice = Advice::suggesting(Some(&celcost::suggest::Settings::new(
         celcost::report::DEFAULT_NEAR_BUDGET_PERCENT,
     )));
     let (mut walls, mut cpus) = (Vec::new(), Vec::new());
     for _ in 0..iterations.max(1) {
-        let estimator = Estimator::default();
+        let (wall, cpu, outcome) = timed_advising(dir, &catalog, &advice);
         let cpu0 = cpu_seconds().unwrap_or(0.0);
         let t = Instant::now();
-        let outcome = estimate_paths_advising(
-            Minors::One(&estimator),
-            std::slice::from_ref(&dir.to_path_buf()),
-            &catalog,
-            &advice,
-        );
         std::hint::black_box(render_json(&outcome.reports));
-        walls.push(t.elapsed().as_secs_f64());
-        cpus.push(cpu_seconds().unwrap_or(0.0) - cpu0);
+        walls.push(wall + t.elapsed().as_secs_f64());
+        cpus.push(cpu + cpu_seconds().unwrap_or(0.0) - cpu0);
     }
-    let min = |v: &[f64]| v.iter().cloned().fold(f64::MAX, f64::min);
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
-    };
     println!(
         "cli default (estimate --output json: suggestions and rewrites near budget): wall median {:.3} s (min {:.3} s), CPU median {:.2} s (min {:.2} s; the target: at most 1 s)",
-        median(&mut walls.clone()),
+        median(&walls),
         min(&walls),
-        median(&mut cpus.clone()),
+        median(&cpus),
         min(&cpus)
     );
+}
+
+/// One run of the CLI's code path over `dir` with `advice` and a fresh estimator (no parse
+/// cache carried over): its wall time, CPU time (the process's) and outcome.
+fn timed_advising(
+    dir: &Path,
+    catalog: &SchemaCatalog,
+    advice: &celcost::cli::Advice,
+) -> (f64, f64, celcost::cli::Outcome) {
+    use celcost::cli::{Minors, estimate_paths_advising};
+    let estimator = Estimator::default();
+    let cpu0 = cpu_seconds().unwrap_or(0.0);
+    let t = Instant::now();
+    let outcome = estimate_paths_advising(
+        Minors::One(&estimator),
+        std::slice::from_ref(&dir.to_path_buf()),
+        catalog,
+        advice,
+    );
+    let wall = t.elapsed().as_secs_f64();
+    (wall, cpu_seconds().unwrap_or(0.0) - cpu0, outcome)
+}
+
+/// The median of `v` (the upper one of an even count).
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn min(v: &[f64]) -> f64 {
+    v.iter().cloned().fold(f64::MAX, f64::min)
 }
 
 /// What offering cheaper rules adds to estimating the corpus's CRDs, for the CLI's default
@@ -208,7 +225,7 @@ fn rewrites_share(dir: &Path) {
 /// the near-budget thresholds 30% and 80% (the default), the same estimator and threads, runs
 /// interleaved, no rewrites; prints both medians and their ratio (the budget: at most 2x).
 fn suggestions(dir: &Path, iterations: usize) {
-    use celcost::cli::{Advice, Minors, estimate_paths_advising};
+    use celcost::cli::Advice;
     use celcost::rewrite::Scope;
     let catalog = SchemaCatalog::new();
     for percent in [30.0, 80.0] {
@@ -217,19 +234,11 @@ fn suggestions(dir: &Path, iterations: usize) {
         let mut found = (0usize, 0usize, 0usize);
         for _ in 0..iterations.max(1) {
             for suggest in [false, true] {
-                let estimator = Estimator::default();
                 let advice = Advice {
                     suggest: suggest.then_some(settings),
                     rewrites: Scope::Off,
                 };
-                let t = Instant::now();
-                let outcome = estimate_paths_advising(
-                    Minors::One(&estimator),
-                    std::slice::from_ref(&dir.to_path_buf()),
-                    &catalog,
-                    &advice,
-                );
-                let secs = t.elapsed().as_secs_f64();
+                let (secs, _, outcome) = timed_advising(dir, &catalog, &advice);
                 if suggest {
                     with.push(secs);
                     let schemas = outcome.reports.iter().flat_map(|r| r.schemas.iter());
@@ -249,11 +258,7 @@ fn suggestions(dir: &Path, iterations: usize) {
                 }
             }
         }
-        let median = |v: &mut Vec<f64>| {
-            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            v[v.len() / 2]
-        };
-        let (p, w) = (median(&mut plain), median(&mut with));
+        let (p, w) = (median(&plain), median(&with));
         println!(
             "suggestions (near budget at {percent}%): estimate only median {p:.3} s, estimate + suggestions median {w:.3} s = {:.2}x ({} findings with suggestions, {} bounds, {} with none)",
             w / p,
