@@ -10,7 +10,9 @@
 //! - an input of at most [`SMALL_INPUT`] bytes does not go over the work budget (the budget is
 //!   for hostile inputs of megabytes; a small input over it is a blow-up);
 //! - every input error and report names its source;
-//! - every output renders, and the JSON output parses back into the reports.
+//! - every output renders, and the JSON output parses back into the reports;
+//! - `crd_document` and `policy_document`: the fast YAML reader reads every document it takes
+//!   as the general parser does ([`crate::input::check_fast_reader`]).
 
 use std::sync::OnceLock;
 
@@ -80,6 +82,7 @@ pub fn crd_document(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    crate::input::check_fast_reader(text);
     let outcome = estimate_text(text);
     check(&outcome, data.len());
 }
@@ -91,6 +94,7 @@ pub fn policy_document(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    crate::input::check_fast_reader(text);
     let mut all = String::with_capacity(WIDGETS_CRD.len() + text.len() + 8);
     all.push_str(WIDGETS_CRD);
     all.push_str("\n---\n");

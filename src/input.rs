@@ -11,6 +11,8 @@ use serde_json::{Map, Number, Value};
 
 use crate::positions::{Positions, Recorder};
 
+mod fast;
+
 /// Containers nested deeper than this are refused.
 pub const MAX_DEPTH: usize = 10_000;
 /// Aliases may not expand a document to more than this many nodes beyond what it spells out.
@@ -67,6 +69,17 @@ pub fn parse_documents_located(text: &str) -> Vec<(Document, Option<Positions>)>
         ));
     }
     docs
+}
+
+/// For the fuzz targets ([`crate::fuzzing`]): every document of `text` that the fast reader
+/// takes, it reads as the general parser does (values and positions); panics when not.
+pub fn check_fast_reader(text: &str) {
+    if text.as_bytes().contains(&0) {
+        return;
+    }
+    for (first_line, chunk) in split_documents(text) {
+        fast::agrees(chunk, first_line);
+    }
 }
 
 /// Chunks between `---` separator lines, with the line number each starts at. A leading
@@ -154,6 +167,18 @@ fn parse_one(text: &str, first_line: usize) -> Result<Value, String> {
 }
 
 fn parse_one_located(
+    text: &str,
+    first_line: usize,
+    located: bool,
+) -> (Result<Value, String>, Option<Positions>) {
+    if let Some((value, positions)) = fast::read(text, first_line, located) {
+        return (Ok(value), positions);
+    }
+    parse_general(text, first_line, located)
+}
+
+/// Any YAML, with the general parser.
+fn parse_general(
     text: &str,
     first_line: usize,
     located: bool,

@@ -260,6 +260,21 @@ impl<'t> Recorder<'t> {
         self.push(at, NONE)
     }
 
+    /// A scalar whose token is at `line` (1-based) and `col` (0-based), as the parser counts:
+    /// for readers that know where the token is.
+    pub(crate) fn scalar_at_position(&mut self, line: usize, col: usize) -> u32 {
+        let at = self.pos(line, col);
+        self.push(at, NONE)
+    }
+
+    /// As [`Self::key_scalar`], the key's token at `line` and `col`.
+    pub(crate) fn key_at_position(&mut self, line: usize, col: usize) {
+        let at = self.pos(line, col);
+        if let Some(o) = self.open.last_mut() {
+            o.key_at = Some(at);
+        }
+    }
+
     /// A scalar that is the key of the innermost mapping's next entry (and has no anchor: no
     /// alias can refer to it, so it needs no node).
     pub(crate) fn key_scalar(&mut self, span: Span, style: ScalarStyle, has_properties: bool) {
@@ -280,7 +295,12 @@ impl<'t> Recorder<'t> {
     }
 
     pub(crate) fn open(&mut self, span: Span, seq: bool) {
-        let at = self.pos(span.start.line(), span.start.col());
+        self.open_at_position(span.start.line(), span.start.col(), seq);
+    }
+
+    /// As [`Self::open`], the collection marked at `line` and `col`.
+    pub(crate) fn open_at_position(&mut self, line: usize, col: usize, seq: bool) {
+        let at = self.pos(line, col);
         let id = self.push(at, NONE);
         let first = if seq {
             self.open_items.len()
