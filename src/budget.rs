@@ -133,6 +133,23 @@ pub fn charge(n: u64) {
     }
 }
 
+/// Takes `n` steps from the running meter without stopping it, as a nested [`run`] takes its
+/// steps when it ends: work done once and reused counts as if it had been done again.
+pub fn consume(n: u64) {
+    if ACTIVE.with(Cell::get) {
+        STEPS_LEFT.with(|c| c.set(c.get().saturating_sub(n)));
+    }
+}
+
+/// The steps the running meter has left; 0 without one.
+pub fn steps_left() -> u64 {
+    if ACTIVE.with(Cell::get) {
+        STEPS_LEFT.with(Cell::get)
+    } else {
+        0
+    }
+}
+
 /// Says where the running estimate is (a field path), for the stop message.
 pub fn at(place: &str) {
     if ACTIVE.with(Cell::get) {

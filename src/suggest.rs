@@ -54,6 +54,8 @@
 //! `noSuggestion` saying so.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -1297,6 +1299,7 @@ fn suggest_on_this_stack(
     let mut steps_left = limits.steps;
     let mut evals_left = settings.max_evaluations;
     let mut verifications_left = settings.max_verifications;
+    let mut verified = Verified::default();
     let mut roots: Vec<Option<Option<Root>>> = (0..report.schemas.len()).map(|_| None).collect();
     for (si, finding) in findings {
         let schema = &report.schemas[si];
@@ -1325,6 +1328,7 @@ fn suggest_on_this_stack(
                             settings,
                             &mut evals_left,
                             &mut verifications_left,
+                            &mut verified,
                         )
                     })
                 });
@@ -1366,6 +1370,47 @@ fn suggest_on_this_stack(
     report
 }
 
+/// Verified bounds kept per object at most (more verifications than that forget them all).
+const MAX_VERIFIED: usize = 64;
+
+/// The whole-object estimates of one object's verifications, by the bounds applied: a rule and
+/// its schema's total, or rules on the same field, often verify the same bounds. A key is the
+/// schema and one number per bound (its site interned here), not the sites' paths.
+#[derive(Default)]
+struct Verified {
+    /// Site nodes by path.
+    nodes: HashMap<Vec<Step>, u32>,
+    /// The estimate (or why the bounds could not be applied) and the steps it took.
+    done: HashMap<VerifiedKey, (Result<Rc<ObjectReport>, String>, u64)>,
+}
+
+/// A schema (its index) and its bounds: (node, keyword, value).
+type VerifiedKey = (usize, Vec<(u32, Keyword, i64)>);
+
+impl Verified {
+    fn key(&mut self, si: usize, bounds: &[(&Site, i64)]) -> VerifiedKey {
+        if self.done.len() >= MAX_VERIFIED {
+            self.done.clear();
+            self.nodes.clear();
+        }
+        let ids = bounds
+            .iter()
+            .map(|(s, v)| {
+                let node = match self.nodes.get(s.node.as_slice()) {
+                    Some(&n) => n,
+                    None => {
+                        let n = self.nodes.len() as u32;
+                        self.nodes.insert(s.node.clone(), n);
+                        n
+                    }
+                };
+                (node, s.keyword, *v)
+            })
+            .collect();
+        (si, ids)
+    }
+}
+
 /// One finding: search, then verify each candidate on a copy of the object.
 #[allow(clippy::too_many_arguments)]
 fn search_and_verify(
@@ -1378,6 +1423,7 @@ fn search_and_verify(
     settings: &Settings,
     evals_left: &mut usize,
     verifications_left: &mut usize,
+    verified: &mut Verified,
 ) -> Result<Vec<Vec<Suggestion>>, String> {
     let env = estimator.env();
     let schema = &report.schemas[si];
@@ -1518,6 +1564,7 @@ fn search_and_verify(
             &root.pointers,
             &bounds,
             settings,
+            verified,
         ) {
             Ok(after) if settings.fits(after, limit) && after < before => out.push(
                 bounds
@@ -1579,19 +1626,26 @@ fn verify(
     pointers: &[String],
     bounds: &[(&Site, i64)],
     settings: &Settings,
+    verified: &mut Verified,
 ) -> Result<u64, String> {
-    let mut copy = object.clone();
-    for p in pointers {
-        for (site, v) in bounds {
-            let Some(n) = json_node(&mut copy, p, &site.node) else {
-                return Err(format!("{} is not in the object", schema_path(&site.node)));
-            };
-            if let Some(o) = n.as_object_mut() {
-                o.insert(site.keyword.name().to_string(), Value::from(*v));
-            }
+    let key = verified.key(si, bounds);
+    let after = match verified.done.get(&key) {
+        Some((after, steps)) => {
+            // The same bounds were estimated for another finding of this object: that estimate,
+            // its steps taken again as if it had run (the budgets, so the outputs, are as
+            // without it).
+            budget::consume(*steps);
+            after.clone()
         }
-    }
-    let after = estimator.estimate_crd(&copy, &report.source);
+        None => {
+            let before = budget::steps_left();
+            let after = apply_bounds(object, pointers, bounds)
+                .map(|copy| Rc::new(estimator.estimate_crd(&copy, &report.source)));
+            let steps = before.saturating_sub(budget::steps_left());
+            verified.done.insert(key, (after.clone(), steps));
+            after
+        }
+    }?;
     if let Some(st) = &after.stopped {
         return Err(st.message.clone());
     }
@@ -1666,6 +1720,26 @@ fn verify(
                 .ok_or_else(|| "the rule is not estimated any more".to_string())
         }
     }
+}
+
+/// A copy of the object with the bounds set on every version's schema.
+fn apply_bounds(
+    object: &Value,
+    pointers: &[String],
+    bounds: &[(&Site, i64)],
+) -> Result<Value, String> {
+    let mut copy = object.clone();
+    for p in pointers {
+        for (site, v) in bounds {
+            let Some(n) = json_node(&mut copy, p, &site.node) else {
+                return Err(format!("{} is not in the object", schema_path(&site.node)));
+            };
+            if let Some(o) = n.as_object_mut() {
+                o.insert(site.keyword.name().to_string(), Value::from(*v));
+            }
+        }
+    }
+    Ok(copy)
 }
 
 fn json_node<'v>(object: &'v mut Value, pointer: &str, path: &[Step]) -> Option<&'v mut Value> {
