@@ -270,6 +270,11 @@ impl<'t> Recorder<'t> {
     /// As [`Self::key_scalar`], the key's token at `line` and `col`.
     pub(crate) fn key_at_position(&mut self, line: usize, col: usize) {
         let at = self.pos(line, col);
+        self.key_at(at);
+    }
+
+    /// The innermost mapping's next entry has its key at `at`.
+    fn key_at(&mut self, at: Pos) {
         if let Some(o) = self.open.last_mut() {
             o.key_at = Some(at);
         }
@@ -279,9 +284,7 @@ impl<'t> Recorder<'t> {
     /// alias can refer to it, so it needs no node).
     pub(crate) fn key_scalar(&mut self, span: Span, style: ScalarStyle, has_properties: bool) {
         let at = self.scalar_at(span, style, has_properties);
-        if let Some(o) = self.open.last_mut() {
-            o.key_at = Some(at);
-        }
+        self.key_at(at);
     }
 
     pub(crate) fn alias(&mut self, span: Span, anchor: usize) -> u32 {

@@ -169,13 +169,23 @@ impl<'t> Reader<'t> {
     /// The node whose first token is byte `at` of line `li`, inside a block indented `parent`;
     /// `map_ok`: a block mapping may start here (at a line's start or after `- `).
     fn node(&mut self, li: usize, at: usize, parent: isize, map_ok: bool) -> Fast<Read> {
+        self.nested(|r| r.node_inner(li, at, parent, map_ok))
+    }
+
+    /// `read` one level deeper; `None` past [`MAX_NESTING`].
+    fn nested(&mut self, read: impl FnOnce(&mut Self) -> Fast<Read>) -> Fast<Read> {
         self.depth += 1;
         if self.depth > MAX_NESTING {
             return None;
         }
-        let read = self.node_inner(li, at, parent, map_ok);
+        let out = read(self);
         self.depth -= 1;
-        read
+        out
+    }
+
+    /// A block sequence entry's `-` is byte `at` of line `li` (a space or the line's end after).
+    fn is_entry(&self, li: usize, at: usize) -> bool {
+        self.bytes()[at] == b'-' && self.ends_token(li, at + 1)
     }
 
     fn node_inner(&mut self, li: usize, at: usize, parent: isize, map_ok: bool) -> Fast<Read> {
@@ -593,7 +603,7 @@ impl<'t> Reader<'t> {
                     li = nl;
                     at = self.lines[nl].start + m;
                     let b = self.bytes();
-                    if b[at] == b'-' && self.ends_token(nl, at + 1) {
+                    if self.is_entry(nl, at) {
                         return None;
                     }
                     colon = match b[at] {
@@ -629,17 +639,9 @@ impl<'t> Reader<'t> {
         match self.next_content(li + 1) {
             Some(nl) if self.lines[nl].indent > m => self.block_node(nl, m as isize),
             Some(nl)
-                if self.lines[nl].indent == m
-                    && b[self.lines[nl].start + m] == b'-'
-                    && self.ends_token(nl, self.lines[nl].start + m + 1) =>
+                if self.lines[nl].indent == m && self.is_entry(nl, self.lines[nl].start + m) =>
             {
-                self.depth += 1;
-                if self.depth > MAX_NESTING {
-                    return None;
-                }
-                let read = self.sequence(nl, self.lines[nl].start + m, true);
-                self.depth -= 1;
-                read
+                self.nested(|r| r.sequence(nl, r.lines[nl].start + m, true))
             }
             _ => {
                 // An empty value is null, placed at its `:`.
@@ -701,7 +703,7 @@ impl<'t> Reader<'t> {
             match self.next_content(after) {
                 Some(nl) if self.lines[nl].indent == s => {
                     let dash = self.lines[nl].start + s;
-                    if self.bytes()[dash] != b'-' || !self.ends_token(nl, dash + 1) {
+                    if !self.is_entry(nl, dash) {
                         if indentless {
                             break after;
                         }
