@@ -8,10 +8,10 @@ use super::cost::CostOptions;
 use super::decls::{Declarations, Version};
 use super::minor::{Distribution, Minor};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use super::ast::ParsedExpr;
-use super::parse::{ParserOptions, SyntaxErrors, display_error, parse};
+use super::parse::{ParserOptions, SyntaxErrors, display_error, parse, parse_noting_gated_macros};
 use super::types::{Kind, Type};
 
 /// The environment of one Kubernetes version. `compatibility` is the CEL compatibility version
@@ -26,14 +26,36 @@ pub struct Env {
     /// (`HasPatchTypes`: `jsonpatch.escapeKey`), made when first needed.
     patch_decls: OnceLock<Declarations>,
     pub parser: ParserOptions,
-    /// Parsed expressions by source: real manifests repeat rules (per-version schemas, shared
-    /// idioms such as `self == oldSelf`), and parsing is the dearest step of a compile. Shared
-    /// with the environments of other minors that parse alike ([`Env::share_parses_with`]).
-    parsed: Arc<Mutex<HashMap<String, Result<ParsedExpr, SyntaxErrors>>>>,
 }
 
 /// Entries kept in the parse cache before it is cleared.
 const PARSE_CACHE_LIMIT: usize = 16_384;
+
+/// Parsed expressions by source, for every environment of the process: real manifests repeat
+/// rules (per-version schemas, shared idioms such as `self == oldSelf`), every minor of a range
+/// compiles the same texts, and parsing is the dearest step of a compile. A parse depends on
+/// the text and the parser options only, and most texts parse the same with every options of
+/// the same `optional_syntax` ([`parse_noting_gated_macros`]): those are kept once for all.
+struct ParseCache {
+    entries: HashMap<(String, bool), Parses>,
+}
+
+/// The parses of one text (with one `optional_syntax`).
+enum Parses {
+    /// The same with every parser options.
+    Any(Result<ParsedExpr, SyntaxErrors>),
+    /// The text calls a macro some options do not have: a parse per options.
+    ByOptions(Vec<(ParserOptions, Result<ParsedExpr, SyntaxErrors>)>),
+}
+
+fn parse_cache() -> &'static Mutex<ParseCache> {
+    static CACHE: OnceLock<Mutex<ParseCache>> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        Mutex::new(ParseCache {
+            entries: HashMap::new(),
+        })
+    })
+}
 
 /// A compile failure, formatted like cel-go's `Issues.String()`; or, with a [`CheckerPanic`],
 /// an expression the API server's own compiler panics on (the text then says so).
@@ -90,7 +112,6 @@ impl Env {
             decls: Declarations::for_minor(minor, false),
             patch_decls: OnceLock::new(),
             parser: ParserOptions::for_version(minor.compatibility),
-            parsed: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -107,7 +128,6 @@ impl Env {
             decls: Declarations::for_minor_stored(minor),
             patch_decls: OnceLock::new(),
             parser: ParserOptions::for_version(minor.kubernetes),
-            parsed: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -119,30 +139,64 @@ impl Env {
         }
     }
 
-    /// Parses through `other`'s cache from now on when both parse alike (the same parser
-    /// options: a parse depends on nothing else), as the minors of a range do: each distinct
-    /// text is then parsed once for all of them.
-    pub fn share_parses_with(&mut self, other: &Env) {
-        if self.parser == other.parser {
-            self.parsed = other.parsed.clone();
-        }
-    }
-
     fn parse_cached(&self, source: &str) -> Result<ParsedExpr, SyntaxErrors> {
-        if let Some(hit) = self
-            .parsed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(source)
+        let opts = self.parser;
+        let key = (source.to_string(), opts.optional_syntax);
+        let known = {
+            let cache = parse_cache().lock().unwrap_or_else(|p| p.into_inner());
+            match cache.entries.get(&key) {
+                Some(Parses::Any(r)) => return r.clone(),
+                Some(Parses::ByOptions(v)) => {
+                    if let Some((_, r)) = v.iter().find(|(o, _)| *o == opts) {
+                        return r.clone();
+                    }
+                    true
+                }
+                None => false,
+            }
+        };
+        // A new text is parsed with every gated macro on: a parse that meets none of them
+        // holds for every options.
+        let widest = ParserOptions {
+            optional_syntax: opts.optional_syntax,
+            two_var_comprehensions: true,
+            lists_sort_by: true,
+        };
+        let mut parses = Vec::new();
+        if !known {
+            let (result, any) = parse_noting_gated_macros(source, widest);
+            if any {
+                let mut cache = parse_cache().lock().unwrap_or_else(|p| p.into_inner());
+                if cache.entries.len() >= PARSE_CACHE_LIMIT {
+                    cache.entries.clear();
+                }
+                cache.entries.insert(key, Parses::Any(result.clone()));
+                return result;
+            }
+            parses.push((widest, result));
+        }
+        if opts != widest || known {
+            parses.push((opts, parse(source, opts)));
+        }
+        let result = parses
+            .last()
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| parse(source, opts));
+        let mut cache = parse_cache().lock().unwrap_or_else(|p| p.into_inner());
+        if cache.entries.len() >= PARSE_CACHE_LIMIT {
+            cache.entries.clear();
+        }
+        if let Parses::ByOptions(v) = cache
+            .entries
+            .entry(key)
+            .or_insert_with(|| Parses::ByOptions(Vec::new()))
         {
-            return hit.clone();
+            for (o, r) in parses {
+                if !v.iter().any(|(x, _)| *x == o) {
+                    v.push((o, r));
+                }
+            }
         }
-        let result = parse(source, self.parser);
-        let mut cache = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.len() >= PARSE_CACHE_LIMIT {
-            cache.clear();
-        }
-        cache.insert(source.to_string(), result.clone());
         result
     }
 
@@ -877,6 +931,55 @@ mod tests {
                 "{}",
                 minor.label()
             );
+        }
+    }
+
+    /// The parse cache is shared by every environment, whatever its parser options: a text that
+    /// calls a macro only some options have is parsed per options, whichever minor asks first;
+    /// other texts once for all.
+    #[test]
+    fn parses_are_shared_only_where_options_cannot_tell() {
+        use super::super::checker::NoTypes;
+        use super::super::minor::KUBERNETES;
+        use super::super::parse::parse_noting_gated_macros;
+        let widest = ParserOptions::for_version(Version::new(1, 36));
+        let gated = |s: &str| !parse_noting_gated_macros(s, widest).1;
+        assert!(!gated("self.all(x, x > 0) && self.exists(x, x == 1)"));
+        assert!(!gated("self.map(x, x + 1).filter(x, x > 2).size() == 0"));
+        assert!(gated("self.all(i, x, x > i)"));
+        assert!(gated("self.exists_one(i, x, x > i)"));
+        assert!(gated("self.transformList(i, x, x + i) == []"));
+        assert!(gated("self.sortBy(x, -x) == self"));
+        // A gated macro the macro declines, or fails on, still counts.
+        assert!(gated("self.all(1, x, x > 0)"));
+        assert!(!gated("self.all(x, x > 0"));
+
+        let vars = vec![(
+            "self".to_string(),
+            Type::List(std::sync::Arc::new(Type::Int)),
+        )];
+        let compiles = |minor: usize, source: &str| {
+            Env::for_minor(&KUBERNETES[minor])
+                .compile(source, &vars, &NoTypes)
+                .is_ok()
+        };
+        // 1.30-1.32 have no two-variable `all` (a call of an undeclared `all`), 1.33+ do; asked
+        // in both orders, with texts no other test parses.
+        let two_var = "self.all(i, x, x >= i + 17)";
+        assert!(!compiles(0, two_var));
+        assert!(compiles(3, two_var));
+        assert!(!compiles(2, two_var));
+        let two_var = "self.all(i, x, x >= i + 18)";
+        assert!(compiles(6, two_var));
+        assert!(!compiles(1, two_var));
+        // `sortBy` from 1.35 (compatibility 1.34) only.
+        let sort_by = "self.sortBy(x, x + 19) == self";
+        assert!(compiles(5, sort_by));
+        assert!(!compiles(4, sort_by));
+        assert!(compiles(6, sort_by));
+        // Everything else is one parse for every minor.
+        for minor in 0..KUBERNETES.len() {
+            assert!(compiles(minor, "self.all(x, x >= 20)"));
         }
     }
 

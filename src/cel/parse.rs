@@ -69,6 +69,26 @@ pub fn parse(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxErro
     Ok(parsed)
 }
 
+/// Parses `source` with `opts`, and says whether the result holds for every parser options
+/// with the same `optional_syntax`: true unless the parse met a call of a macro that only some
+/// options have (the two-variable comprehensions, `sortBy`). Those are the only differences
+/// between options of the same `optional_syntax`: every other call parses the same with each,
+/// and a call that matches one of those macros invokes it (even one the macro declines or
+/// fails), which is what is watched.
+pub fn parse_noting_gated_macros(
+    source: &str,
+    opts: ParserOptions,
+) -> (Result<ParsedExpr, SyntaxErrors>, bool) {
+    GATED_MACRO_MET.with(|c| c.set(false));
+    let parsed = parse(source, opts);
+    (parsed, !GATED_MACRO_MET.with(|c| c.replace(false)))
+}
+
+/// Notes that a parse met a macro some parser options do not have.
+fn met_gated_macro() {
+    GATED_MACRO_MET.with(|c| c.set(true));
+}
+
 fn recursion_error() -> SyntaxErrors {
     SyntaxErrors(format!(
         "ERROR: <input>:-1:0: expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"
@@ -414,6 +434,9 @@ impl ByteToCodePoint {
 }
 
 thread_local! {
+    /// Whether the running parse met a macro that only some parser options have
+    /// ([`parse_noting_gated_macros`]).
+    static GATED_MACRO_MET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The nodes a macro expansion copied ([`copy`]), by the copy's id: cel-go's `Copy` places a
     /// copy where its original is in the source, the `cel` crate's helper where the macro is.
     static COPIES: std::cell::RefCell<HashMap<u64, u64>> = std::cell::RefCell::new(HashMap::new());
@@ -579,33 +602,43 @@ fn add_macros(mut env: cel::Env, opts: ParserOptions) -> cel::Env {
     add(Macro::receiver("filter", 2, filter_macro));
     if opts.two_var_comprehensions {
         add(Macro::receiver("all", 3, |h, t, a| {
+            met_gated_macro();
             quantifier2(Quant::All, h, t, a)
         }));
         add(Macro::receiver("exists", 3, |h, t, a| {
+            met_gated_macro();
             quantifier2(Quant::Exists, h, t, a)
         }));
         add(Macro::receiver("existsOne", 3, |h, t, a| {
+            met_gated_macro();
             quantifier2(Quant::ExistsOne, h, t, a)
         }));
         add(Macro::receiver("exists_one", 3, |h, t, a| {
+            met_gated_macro();
             quantifier2(Quant::ExistsOne, h, t, a)
         }));
         add(Macro::receiver("transformList", 3, |h, t, a| {
+            met_gated_macro();
             transform(Transform::List, h, t, a)
         }));
         add(Macro::receiver("transformList", 4, |h, t, a| {
+            met_gated_macro();
             transform(Transform::List, h, t, a)
         }));
         add(Macro::receiver("transformMap", 3, |h, t, a| {
+            met_gated_macro();
             transform(Transform::Map, h, t, a)
         }));
         add(Macro::receiver("transformMap", 4, |h, t, a| {
+            met_gated_macro();
             transform(Transform::Map, h, t, a)
         }));
         add(Macro::receiver("transformMapEntry", 3, |h, t, a| {
+            met_gated_macro();
             transform(Transform::MapEntry, h, t, a)
         }));
         add(Macro::receiver("transformMapEntry", 4, |h, t, a| {
+            met_gated_macro();
             transform(Transform::MapEntry, h, t, a)
         }));
     }
@@ -618,7 +651,10 @@ fn add_macros(mut env: cel::Env, opts: ParserOptions) -> cel::Env {
         }));
     }
     if opts.lists_sort_by {
-        add(Macro::receiver("sortBy", 2, sort_by));
+        add(Macro::receiver("sortBy", 2, |h, t, a| {
+            met_gated_macro();
+            sort_by(h, t, a)
+        }));
     }
     env
 }

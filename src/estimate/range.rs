@@ -205,14 +205,7 @@ pub struct RangeEstimator {
 }
 
 impl RangeEstimator {
-    pub fn new(mut estimators: Vec<Estimator>) -> Self {
-        // Minors that parse alike share their parses (most of the range does).
-        for i in 1..estimators.len() {
-            let (before, rest) = estimators.split_at_mut(i);
-            if let Some(same) = before.iter().find(|e| e.env.parser == rest[0].env.parser) {
-                rest[0].env.share_parses_with(&same.env);
-            }
-        }
+    pub fn new(estimators: Vec<Estimator>) -> Self {
         RangeEstimator {
             estimators,
             differences: Mutex::new(HashMap::new()),
