@@ -37,7 +37,14 @@ const PARSE_CACHE_LIMIT: usize = 16_384;
 /// the text and the parser options only, and most texts parse the same with every options of
 /// the same `optional_syntax` ([`parse_noting_gated_macros`]): those are kept once for all.
 struct ParseCache {
-    entries: HashMap<(String, bool), Parses>,
+    /// Without and with `optional_syntax`.
+    entries: [HashMap<String, Parses>; 2],
+}
+
+impl ParseCache {
+    fn len(&self) -> usize {
+        self.entries[0].len() + self.entries[1].len()
+    }
 }
 
 /// The parses of one text (with one `optional_syntax`).
@@ -52,7 +59,7 @@ fn parse_cache() -> &'static Mutex<ParseCache> {
     static CACHE: OnceLock<Mutex<ParseCache>> = OnceLock::new();
     CACHE.get_or_init(|| {
         Mutex::new(ParseCache {
-            entries: HashMap::new(),
+            entries: [HashMap::new(), HashMap::new()],
         })
     })
 }
@@ -141,10 +148,10 @@ impl Env {
 
     fn parse_cached(&self, source: &str) -> Result<ParsedExpr, SyntaxErrors> {
         let opts = self.parser;
-        let key = (source.to_string(), opts.optional_syntax);
+        let table = usize::from(opts.optional_syntax);
         let known = {
             let cache = parse_cache().lock().unwrap_or_else(|p| p.into_inner());
-            match cache.entries.get(&key) {
+            match cache.entries[table].get(source) {
                 Some(Parses::Any(r)) => return r.clone(),
                 Some(Parses::ByOptions(v)) => {
                     if let Some((_, r)) = v.iter().find(|(o, _)| *o == opts) {
@@ -167,10 +174,10 @@ impl Env {
             let (result, any) = parse_noting_gated_macros(source, widest);
             if any {
                 let mut cache = parse_cache().lock().unwrap_or_else(|p| p.into_inner());
-                if cache.entries.len() >= PARSE_CACHE_LIMIT {
-                    cache.entries.clear();
+                if cache.len() >= PARSE_CACHE_LIMIT {
+                    cache.entries = [HashMap::new(), HashMap::new()];
                 }
-                cache.entries.insert(key, Parses::Any(result.clone()));
+                cache.entries[table].insert(source.to_string(), Parses::Any(result.clone()));
                 return result;
             }
             parses.push((widest, result));
@@ -183,12 +190,11 @@ impl Env {
             .map(|(_, r)| r.clone())
             .unwrap_or_else(|| parse(source, opts));
         let mut cache = parse_cache().lock().unwrap_or_else(|p| p.into_inner());
-        if cache.entries.len() >= PARSE_CACHE_LIMIT {
-            cache.entries.clear();
+        if cache.len() >= PARSE_CACHE_LIMIT {
+            cache.entries = [HashMap::new(), HashMap::new()];
         }
-        if let Parses::ByOptions(v) = cache
-            .entries
-            .entry(key)
+        if let Parses::ByOptions(v) = cache.entries[table]
+            .entry(source.to_string())
             .or_insert_with(|| Parses::ByOptions(Vec::new()))
         {
             for (o, r) in parses {
