@@ -11,7 +11,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use super::ast::ParsedExpr;
-use super::parse::{ParserOptions, SyntaxErrors, display_error, parse, parse_noting_gated_macros};
+use super::parse::{
+    ParserOptions, SyntaxErrors, display_error, parse_noting_gated_macros, parse_uncharged,
+};
 use super::types::{Kind, Type};
 
 /// The environment of one Kubernetes version. `compatibility` is the CEL compatibility version
@@ -146,7 +148,11 @@ impl Env {
         }
     }
 
+    /// Parses through the cache. Every call is charged as one parse, found or done, so that an
+    /// estimate's work (and where its budget stops it) does not depend on what was parsed
+    /// before it, by this object or any other.
     fn parse_cached(&self, source: &str) -> Result<ParsedExpr, SyntaxErrors> {
+        crate::budget::charge(source.len() as u64);
         let opts = self.parser;
         let table = usize::from(opts.optional_syntax);
         let known = {
@@ -183,12 +189,12 @@ impl Env {
             parses.push((widest, result));
         }
         if opts != widest || known {
-            parses.push((opts, parse(source, opts)));
+            parses.push((opts, parse_uncharged(source, opts)));
         }
         let result = parses
             .last()
             .map(|(_, r)| r.clone())
-            .unwrap_or_else(|| parse(source, opts));
+            .unwrap_or_else(|| parse_uncharged(source, opts));
         let mut cache = parse_cache().lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= PARSE_CACHE_LIMIT {
             cache.entries = [HashMap::new(), HashMap::new()];
@@ -986,6 +992,37 @@ mod tests {
         // Everything else is one parse for every minor.
         for minor in 0..KUBERNETES.len() {
             assert!(compiles(minor, "self.all(x, x >= 20)"));
+        }
+    }
+
+    /// A parse found in the cache is charged as a parse: an estimate's work does not depend on
+    /// what was parsed before it (in this process, for any minor).
+    #[test]
+    fn a_cached_parse_is_charged_as_one() {
+        use super::super::checker::NoTypes;
+        use super::super::minor::KUBERNETES;
+        use crate::budget::{Limits, run_measured};
+        let vars = vec![(
+            "self".to_string(),
+            Type::List(std::sync::Arc::new(Type::Int)),
+        )];
+        let steps = |minor: usize, source: &str| {
+            let env = Env::for_minor(&KUBERNETES[minor]);
+            let limits = Limits {
+                steps: 1_000_000,
+                bytes: usize::MAX,
+            };
+            let (r, usage) = run_measured(limits, || env.compile(source, &vars, &NoTypes));
+            assert!(r.is_ok_and(|c| c.is_ok()), "{source}");
+            usage.steps
+        };
+        for text in ["self.all(x, x > 22)", "self.all(i, x, x > i + 22)"] {
+            // Parsed for 1.36, then found for 1.36; parsed again (the second text) or found
+            // (the first) for 1.33.
+            let first = steps(6, text);
+            assert!(first >= text.len() as u64);
+            assert_eq!(steps(6, text), first, "{text}");
+            assert_eq!(steps(3, text), first, "{text}");
         }
     }
 

@@ -45,9 +45,19 @@ impl ParserOptions {
     }
 }
 
-/// Parses `source` into our AST.
+/// Parses `source` into our AST, charging the work budget for it.
 pub fn parse(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxErrors> {
     crate::budget::charge(source.len() as u64);
+    parse_uncharged(source, opts)
+}
+
+/// [`parse`] without the charge, for a caller that charges every parse it is asked for,
+/// done or found in a cache (`Env`'s: so that what an estimate is charged does not depend on
+/// what was parsed before it).
+pub(crate) fn parse_uncharged(
+    source: &str,
+    opts: ParserOptions,
+) -> Result<ParsedExpr, SyntaxErrors> {
     let code_points = source.chars().count();
     if code_points > EXPRESSION_SIZE_CODE_POINT_LIMIT {
         return Err(SyntaxErrors(format!(
@@ -74,13 +84,13 @@ pub fn parse(source: &str, opts: ParserOptions) -> Result<ParsedExpr, SyntaxErro
 /// options have (the two-variable comprehensions, `sortBy`). Those are the only differences
 /// between options of the same `optional_syntax`: every other call parses the same with each,
 /// and a call that matches one of those macros invokes it (even one the macro declines or
-/// fails), which is what is watched.
+/// fails), which is what is watched. Charges nothing (see [`parse_uncharged`]).
 pub fn parse_noting_gated_macros(
     source: &str,
     opts: ParserOptions,
 ) -> (Result<ParsedExpr, SyntaxErrors>, bool) {
     GATED_MACRO_MET.with(|c| c.set(false));
-    let parsed = parse(source, opts);
+    let parsed = parse_uncharged(source, opts);
     (parsed, !GATED_MACRO_MET.with(|c| c.replace(false)))
 }
 
