@@ -44,8 +44,29 @@ struct ParseCache {
 }
 
 impl ParseCache {
-    fn len(&self) -> usize {
-        self.entries[0].len() + self.entries[1].len()
+    /// Keeps `result` as `source`'s parse with `opts`, or with every options (`None`).
+    fn keep(
+        &mut self,
+        source: &str,
+        optional_syntax: bool,
+        opts: Option<ParserOptions>,
+        result: &Result<ParsedExpr, SyntaxErrors>,
+    ) {
+        if self.entries[0].len() + self.entries[1].len() >= PARSE_CACHE_LIMIT {
+            self.entries = [HashMap::new(), HashMap::new()];
+        }
+        let table = &mut self.entries[usize::from(optional_syntax)];
+        let Some(opts) = opts else {
+            table.insert(source.to_string(), Parses::Any(result.clone()));
+            return;
+        };
+        if let Parses::ByOptions(v) = table
+            .entry(source.to_string())
+            .or_insert_with(|| Parses::ByOptions(Vec::new()))
+            && !v.iter().any(|(o, _)| *o == opts)
+        {
+            v.push((opts, result.clone()));
+        }
     }
 }
 
@@ -154,61 +175,28 @@ impl Env {
     fn parse_cached(&self, source: &str) -> Result<ParsedExpr, SyntaxErrors> {
         crate::budget::charge(source.len() as u64);
         let opts = self.parser;
-        let table = usize::from(opts.optional_syntax);
-        let known = {
-            let cache = parse_cache().lock().unwrap_or_else(|p| p.into_inner());
-            match cache.entries[table].get(source) {
-                Some(Parses::Any(r)) => return r.clone(),
-                Some(Parses::ByOptions(v)) => {
-                    if let Some((_, r)) = v.iter().find(|(o, _)| *o == opts) {
-                        return r.clone();
-                    }
-                    true
-                }
-                None => false,
-            }
+        let cache = || parse_cache().lock().unwrap_or_else(|p| p.into_inner());
+        let known = match cache().entries[usize::from(opts.optional_syntax)].get(source) {
+            Some(Parses::Any(r)) => return r.clone(),
+            Some(Parses::ByOptions(v)) => match v.iter().find(|(o, _)| *o == opts) {
+                Some((_, r)) => return r.clone(),
+                None => true,
+            },
+            None => false,
         };
         // A new text is parsed with every gated macro on: a parse that meets none of them
         // holds for every options.
-        let widest = ParserOptions {
-            optional_syntax: opts.optional_syntax,
-            two_var_comprehensions: true,
-            lists_sort_by: true,
-        };
-        let mut parses = Vec::new();
         if !known {
+            let widest = opts.with_every_macro();
             let (result, any) = parse_noting_gated_macros(source, widest);
-            if any {
-                let mut cache = parse_cache().lock().unwrap_or_else(|p| p.into_inner());
-                if cache.len() >= PARSE_CACHE_LIMIT {
-                    cache.entries = [HashMap::new(), HashMap::new()];
-                }
-                cache.entries[table].insert(source.to_string(), Parses::Any(result.clone()));
+            let for_opts = (!any).then_some(widest);
+            cache().keep(source, opts.optional_syntax, for_opts, &result);
+            if any || opts == widest {
                 return result;
             }
-            parses.push((widest, result));
         }
-        if opts != widest || known {
-            parses.push((opts, parse_uncharged(source, opts)));
-        }
-        let result = parses
-            .last()
-            .map(|(_, r)| r.clone())
-            .unwrap_or_else(|| parse_uncharged(source, opts));
-        let mut cache = parse_cache().lock().unwrap_or_else(|p| p.into_inner());
-        if cache.len() >= PARSE_CACHE_LIMIT {
-            cache.entries = [HashMap::new(), HashMap::new()];
-        }
-        if let Parses::ByOptions(v) = cache.entries[table]
-            .entry(source.to_string())
-            .or_insert_with(|| Parses::ByOptions(Vec::new()))
-        {
-            for (o, r) in parses {
-                if !v.iter().any(|(x, _)| *x == o) {
-                    v.push((o, r));
-                }
-            }
-        }
+        let result = parse_uncharged(source, opts);
+        cache().keep(source, opts.optional_syntax, Some(opts), &result);
         result
     }
 
@@ -954,7 +942,8 @@ mod tests {
         use super::super::checker::NoTypes;
         use super::super::minor::KUBERNETES;
         use super::super::parse::parse_noting_gated_macros;
-        let widest = ParserOptions::for_version(Version::new(1, 36));
+        let widest = ParserOptions::for_version(Version::new(1, 30)).with_every_macro();
+        assert_eq!(widest, ParserOptions::for_version(Version::new(1, 36)));
         let gated = |s: &str| !parse_noting_gated_macros(s, widest).1;
         assert!(!gated("self.all(x, x > 0) && self.exists(x, x == 1)"));
         assert!(!gated("self.map(x, x + 1).filter(x, x > 2).size() == 0"));

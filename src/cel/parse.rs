@@ -43,6 +43,16 @@ impl ParserOptions {
             lists_sort_by: v >= Version::new(1, 34),
         }
     }
+
+    /// These options with every gated macro on (the two-variable comprehensions, `sortBy`):
+    /// the parse [`parse_noting_gated_macros`] can tell holds for every options.
+    pub fn with_every_macro(self) -> Self {
+        ParserOptions {
+            optional_syntax: self.optional_syntax,
+            two_var_comprehensions: true,
+            lists_sort_by: true,
+        }
+    }
 }
 
 /// Parses `source` into our AST, charging the work budget for it.
@@ -85,7 +95,7 @@ pub(crate) fn parse_uncharged(
 /// between options of the same `optional_syntax`: every other call parses the same with each,
 /// and a call that matches one of those macros invokes it (even one the macro declines or
 /// fails), which is what is watched. Charges nothing (see [`parse_uncharged`]).
-pub fn parse_noting_gated_macros(
+pub(crate) fn parse_noting_gated_macros(
     source: &str,
     opts: ParserOptions,
 ) -> (Result<ParsedExpr, SyntaxErrors>, bool) {
