@@ -165,17 +165,42 @@ async fn ensure_installed(client: &Client, image: &str) -> String {
         "--timeout=300s",
     ]);
     assert!(ok, "rollout status:\n{o}\n{e}");
-    eventually(
-        "two Ready replicas and a leader",
-        Duration::from_secs(180),
-        || async {
-            let pods = ready_pods(client).await;
-            let holder = leader(client).await?;
-            (pods.len() == 2 && pods.iter().any(|p| p.name_any() == holder)).then_some(())
-        },
-    )
-    .await;
+    let timeout = Duration::from_secs(180);
+    let start = Instant::now();
+    loop {
+        let pods = ready_pods(client).await;
+        let holder = leader(client).await;
+        if pods.len() == 2 && pods.iter().any(|p| Some(p.name_any()) == holder) {
+            break;
+        }
+        if start.elapsed() > timeout {
+            let ready: Vec<String> = pods.iter().map(|p| p.name_any()).collect();
+            panic!(
+                "timed out after {timeout:?}: two Ready replicas and a leader (Ready: {ready:?}, \
+                 Lease holder: {holder:?})\n{}",
+                install_state()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     format!("{out}{err}")
+}
+
+/// What a failed install looks like: the pods, the Lease, the namespace's events and the pods'
+/// logs.
+fn install_state() -> String {
+    let mut state = String::new();
+    for args in [
+        &["-n", NS, "get", "pods", "-o", "wide"][..],
+        &["-n", NS, "get", "lease", "celcost", "-o", "yaml"],
+        &["-n", NS, "get", "events", "--sort-by=.lastTimestamp"],
+    ] {
+        let (_, out, err) = kubectl(args);
+        state.push_str(&format!("$ kubectl {}\n{out}{err}\n", args.join(" ")));
+    }
+    state.push_str("the pods' logs:\n");
+    state.push_str(&pod_logs());
+    state
 }
 
 /// Each test's start: the suite's lock, a client, the image, and the operator installed.
