@@ -141,6 +141,27 @@ pub fn consume(n: u64) {
     }
 }
 
+/// Bytes this thread holds (allocated and not yet freed), where allocations are counted.
+pub fn live_bytes() -> isize {
+    LIVE.with(Cell::get)
+}
+
+/// Counts `bytes` that the running estimate reuses from an earlier one as if it held them
+/// itself: its byte limit comes down by as much (with [`consume`] for the steps, work done once
+/// and reused counts as if it had been done again). Without a running meter it does nothing.
+pub fn hold(bytes: isize) {
+    if !ACTIVE.with(Cell::get) || bytes <= 0 {
+        return;
+    }
+    let limit = LIVE_LIMIT.with(|c| {
+        c.set(c.get().saturating_sub(bytes));
+        c.get()
+    });
+    if LIVE.with(Cell::get) > limit {
+        MEMORY_OVER.with(|m| m.set(true));
+    }
+}
+
 /// The steps the running meter has left; 0 without one.
 pub fn steps_left() -> u64 {
     if ACTIVE.with(Cell::get) {

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::estimate::Estimator;
 use crate::estimate::TargetKind;
 use crate::estimate::range::RangeEstimator;
+use crate::estimate::{Estimator, Shared};
 use crate::input::{objects_of, parse_documents, parse_documents_located};
 use crate::locate::ObjectSource;
 use crate::report::ObjectReport;
@@ -190,10 +190,10 @@ impl<'a> Minors<'a> {
     fn estimate(
         self,
         v: &serde_json::Value,
-        f: impl Fn(&Estimator) -> Option<ObjectReport>,
+        f: impl Fn(&Estimator, &Shared<'_>) -> Option<ObjectReport>,
     ) -> Option<ObjectReport> {
         match self {
-            Minors::One(e) => f(e),
+            Minors::One(e) => f(e, &Shared::new(v)),
             Minors::Range(r) => r.estimate_each(v, f).map(ranged),
         }
     }
@@ -312,7 +312,9 @@ pub fn estimate_paths_advising(
         })
         .collect();
     let mut estimated = parallel(&policies, threads, |(source, value, located)| {
-        let mut r = estimators.estimate(value, |e| e.estimate_with(value, source, &catalog));
+        let mut r = estimators.estimate(value, |e, shared| {
+            e.estimate_shared(shared, source, &catalog)
+        });
         if let (Some(r), Some(l)) = (&mut r, located) {
             l.attach(r);
         }
@@ -443,7 +445,9 @@ fn first_pass_text(
                                 out.crds.push((o.source.clone(), defines));
                             }
                             let mut report = estimators
-                                .estimate(&o.value, |e| Some(e.estimate_crd(&o.value, &o.source)))
+                                .estimate(&o.value, |e, shared| {
+                                    Some(e.estimate_crd_shared(shared, &o.source))
+                                })
                                 .unwrap_or_default();
                             if let Some(e) = estimators.newest() {
                                 if let Some(settings) = &advice.suggest {
@@ -531,8 +535,9 @@ pub fn estimate_text_advising(
                 value,
                 located,
             } => {
-                let mut r =
-                    estimators.estimate(&value, |e| e.estimate_with(&value, &source, &catalog));
+                let mut r = estimators.estimate(&value, |e, shared| {
+                    e.estimate_shared(shared, &source, &catalog)
+                });
                 if let (Some(r), Some(l)) = (&mut r, &located) {
                     l.attach(r);
                 }

@@ -288,7 +288,13 @@ fn conformance(minors: &[u32], shared: bool) {
             let Ok(v) = doc.value else { continue };
             for o in objects_of(&format!("{rel}#{}", doc.index), v) {
                 let reports: Option<Vec<ObjectReport>> = match &range {
-                    Some(r) => r.estimate_each(&o.value, |e| e.estimate(&o.value, &o.source)),
+                    Some(r) => r.estimate_each(&o.value, |e, s| {
+                        e.estimate_shared(
+                            s,
+                            &o.source,
+                            &celcost::schema::catalog::SchemaCatalog::new(),
+                        )
+                    }),
                     None => singles
                         .iter()
                         .map(|e| e.estimate(&o.value, &o.source))

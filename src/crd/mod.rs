@@ -49,8 +49,57 @@ impl crate::report::ObjectReport {
     }
 }
 
+/// What of a CRD every Kubernetes minor reads and checks alike: its schema roots and the checks
+/// that involve no CEL. The minors of a range make it once
+/// ([`crate::estimate::Shared`]).
+pub struct Prepared<'a> {
+    roots: Result<Vec<PreparedRoot<'a>>, SchemaReadError>,
+    /// The object-level checks ([`validate::validate_crd_spec`]).
+    spec_errors: Vec<FieldError>,
+}
+
+struct PreparedRoot<'a> {
+    root: SchemaRoot<'a>,
+    structure: validate::StructuralChecks,
+}
+
+impl<'a> Prepared<'a> {
+    pub fn new(crd: &'a Value) -> Prepared<'a> {
+        let roots = schema_roots(crd).map(|roots| {
+            roots
+                .into_iter()
+                .map(|root| {
+                    crate::budget::at(&root.field_path);
+                    let structure = validate::validate_structure(
+                        &root.schema,
+                        root.raw,
+                        &root.field_path,
+                        root.status_enabled,
+                    );
+                    PreparedRoot { root, structure }
+                })
+                .collect()
+        });
+        let spec_errors = match roots {
+            Ok(_) => validate::validate_crd_spec(crd),
+            Err(_) => Vec::new(),
+        };
+        Prepared { roots, spec_errors }
+    }
+}
+
 /// Estimates one CRD object (apiextensions.k8s.io/v1, as JSON).
 pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
+    estimate_prepared(env, crd, source, &Prepared::new(crd))
+}
+
+/// As [`estimate_crd`], with what every minor makes alike already made.
+pub fn estimate_prepared(
+    env: &Env,
+    crd: &Value,
+    source: &str,
+    prepared: &Prepared<'_>,
+) -> ObjectReport {
     let name = crd
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -69,7 +118,7 @@ pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
         ..Default::default()
     };
     let mut errors: Vec<FieldError> = Vec::new();
-    let roots = match schema_roots(crd) {
+    let roots = match &prepared.roots {
         Ok(r) => r,
         Err(e) => {
             errors.push(FieldError::invalid(
@@ -82,10 +131,10 @@ pub fn estimate_crd(env: &Env, crd: &Value, source: &str) -> ObjectReport {
             return report;
         }
     };
-    errors.extend(validate::validate_crd_spec(crd));
+    errors.extend(prepared.spec_errors.iter().cloned());
     let mut panic = None;
     for root in roots {
-        let out = estimate_schema(env, &root);
+        let out = estimate_schema(env, root);
         errors.extend(out.errors);
         report.schemas.push(out.report);
         report.notes.extend(out.notes);
@@ -212,11 +261,12 @@ struct Walk<'e> {
 }
 
 /// Estimates one schema root.
-fn estimate_schema(env: &Env, root: &SchemaRoot<'_>) -> SchemaOutcome {
+fn estimate_schema(env: &Env, prepared: &PreparedRoot<'_>) -> SchemaOutcome {
+    let root = &prepared.root;
     crate::budget::at(&root.field_path);
     let mut errors = Vec::new();
     let s = &root.schema;
-    let checks = validate::validate_root(s, root.raw, &root.field_path, root.status_enabled, env);
+    let checks = validate::validate_root(s, &root.field_path, &prepared.structure, env);
     let cel_enabled = checks.cel_enabled;
     errors.extend(checks.errors);
     let notes: Vec<String> = checks

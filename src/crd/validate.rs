@@ -97,40 +97,66 @@ const ALLOWED_AT_ROOT_WITH_STATUS: [&str; 22] = [
     "XValidations",
 ];
 
-/// `validateCustomResourceDefinitionValidation` up to the node walk: the root restrictions, then
-/// `NewStructural`, `ValidateStructural` and `ValidateDefaults`, each only if the previous
-/// passed; CEL runs only if all of them pass.
-pub fn validate_root(
+/// The checks of [`validate_root`] that involve no CEL, so that every Kubernetes minor makes
+/// them alike: the root restrictions, then `NewStructural` and `ValidateStructural`, each only
+/// if the previous passed.
+#[derive(Debug)]
+pub struct StructuralChecks {
+    pub errors: Vec<FieldError>,
+    /// `NewStructural`'s error (see [`RootChecks::conversion_error`]).
+    pub conversion_error: Option<FieldError>,
+    /// Whether the schema is structural: its defaults are validated next.
+    pub structural: bool,
+}
+
+/// The first part of `validateCustomResourceDefinitionValidation`: see [`StructuralChecks`].
+pub fn validate_structure(
     s: &Schema,
     raw: &Value,
     fld: &str,
     status_enabled: bool,
-    env: &crate::cel::env::Env,
-) -> RootChecks {
-    let mut errors = Vec::new();
+) -> StructuralChecks {
+    let mut checks = StructuralChecks {
+        errors: Vec::new(),
+        conversion_error: None,
+        structural: false,
+    };
     if status_enabled {
-        errors.extend(status_root_error(s, raw, fld));
+        checks.errors.extend(status_root_error(s, raw, fld));
     }
     if s.nullable {
-        errors.push(FieldError::forbidden(
+        checks.errors.push(FieldError::forbidden(
             &format!("{fld}.nullable"),
             "nullable cannot be true at the root",
         ));
     }
-    let mut checks = RootChecks {
-        errors,
-        cel_enabled: false,
-        conversion_error: None,
-        unevaluated_default_rules: Vec::new(),
-        panic: None,
-    };
     if let Some(e) = structural::conversion_error(s) {
         checks.conversion_error = Some(FieldError::invalid(fld, BadValue::Str(String::new()), e));
         return checks;
     }
     let structural_errors = structural::validate_structural(s, fld);
-    if !structural_errors.is_empty() {
-        checks.errors.extend(structural_errors);
+    checks.structural = structural_errors.is_empty();
+    checks.errors.extend(structural_errors);
+    checks
+}
+
+/// `validateCustomResourceDefinitionValidation` up to the node walk: the checks of
+/// [`validate_structure`] (made once for every minor), then `ValidateDefaults` if they passed;
+/// CEL runs only if all of them pass.
+pub fn validate_root(
+    s: &Schema,
+    fld: &str,
+    structure: &StructuralChecks,
+    env: &crate::cel::env::Env,
+) -> RootChecks {
+    let mut checks = RootChecks {
+        errors: structure.errors.clone(),
+        cel_enabled: false,
+        conversion_error: structure.conversion_error.clone(),
+        unevaluated_default_rules: Vec::new(),
+        panic: None,
+    };
+    if !structure.structural {
         return checks;
     }
     let defaults = defaults::validate_defaults(s, fld, env);

@@ -4,13 +4,15 @@
 
 pub mod range;
 
+use std::cell::OnceCell;
+
 use serde_json::Value;
 
 use crate::budget::{self, Limits, Stopped};
 use crate::cel::decls::Version;
 use crate::cel::env::Env;
 use crate::cel::minor::Minor;
-use crate::crd::estimate_crd;
+use crate::crd::{Prepared, estimate_prepared};
 use crate::report::{EstimateStopped, INTERNAL_ERROR, ObjectReport, WORK_BUDGET_EXCEEDED};
 use crate::schema::catalog::SchemaCatalog;
 
@@ -50,6 +52,59 @@ impl TargetKind {
                 | "admissionregistration.k8s.io/v1alpha1",
             ) => Some(TargetKind::MutatingAdmissionPolicy),
             _ => None,
+        }
+    }
+}
+
+/// One object, and what the estimators of a range share of its estimates: work no minor does
+/// differently ([`Prepared`] for a CRD), made by the first estimate that needs it and charged to
+/// every estimate as if made again (its steps and the bytes it holds), so that each estimate
+/// stops, or not, where it would alone.
+pub struct Shared<'v> {
+    object: &'v Value,
+    crd: OnceCell<Metered<Prepared<'v>>>,
+}
+
+/// Something made once, and what making it took of the work budget.
+struct Metered<T> {
+    value: T,
+    steps: u64,
+    bytes: isize,
+}
+
+impl<'v> Shared<'v> {
+    pub fn new(object: &'v Value) -> Self {
+        Shared {
+            object,
+            crd: OnceCell::new(),
+        }
+    }
+
+    pub fn object(&self) -> &'v Value {
+        self.object
+    }
+
+    /// `f` of the object's [`Prepared`] CRD, made now unless an earlier estimate made it.
+    fn with_crd<R>(&self, f: impl FnOnce(&Prepared<'v>) -> R) -> R {
+        if let Some(m) = self.crd.get()
+            && budget::steps_left() >= m.steps
+        {
+            budget::consume(m.steps);
+            budget::hold(m.bytes);
+            return f(&m.value);
+        }
+        let (steps, bytes) = (budget::steps_left(), budget::live_bytes());
+        let value = Prepared::new(self.object);
+        let made = Metered {
+            value,
+            steps: steps - budget::steps_left(),
+            bytes: budget::live_bytes() - bytes,
+        };
+        match self.crd.get() {
+            // Made again because this estimate has fewer steps left than making it took: it
+            // stopped making it, or made it within its limits.
+            Some(_) => f(&made.value),
+            None => f(&self.crd.get_or_init(|| made).value),
         }
     }
 }
@@ -171,8 +226,19 @@ impl Estimator {
         source: &str,
         catalog: &SchemaCatalog,
     ) -> Option<ObjectReport> {
+        self.estimate_shared(&Shared::new(v), source, catalog)
+    }
+
+    /// As [`Estimator::estimate_with`], for one of the estimates of a range ([`Shared`]).
+    pub fn estimate_shared(
+        &self,
+        shared: &Shared<'_>,
+        source: &str,
+        catalog: &SchemaCatalog,
+    ) -> Option<ObjectReport> {
+        let v = shared.object();
         match TargetKind::of(v)? {
-            TargetKind::CustomResourceDefinition => Some(self.estimate_crd(v, source)),
+            TargetKind::CustomResourceDefinition => Some(self.estimate_crd_shared(shared, source)),
             TargetKind::ValidatingAdmissionPolicy => {
                 Some(self.estimate_vap_with(v, source, catalog))
             }
@@ -181,8 +247,14 @@ impl Estimator {
     }
 
     pub fn estimate_crd(&self, v: &Value, source: &str) -> ObjectReport {
+        self.estimate_crd_shared(&Shared::new(v), source)
+    }
+
+    /// As [`Estimator::estimate_crd`], for one of the estimates of a range ([`Shared`]).
+    pub fn estimate_crd_shared(&self, shared: &Shared<'_>, source: &str) -> ObjectReport {
+        let v = shared.object();
         self.guarded(v, source, "CustomResourceDefinition", || {
-            estimate_crd(&self.env, v, source)
+            shared.with_crd(|prepared| estimate_prepared(&self.env, v, source, prepared))
         })
     }
 

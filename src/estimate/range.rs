@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::Estimator;
+use super::{Estimator, Shared};
 use crate::cel::decls::{Declarations, Version};
 use crate::cel::minor::Minor;
 use crate::report::ObjectReport;
@@ -229,15 +229,17 @@ impl RangeEstimator {
             .clone()
     }
 
-    /// One report per minor, oldest first; `None` when the kind is not estimable.
+    /// One report per minor, oldest first; `None` when the kind is not estimable. `estimate`
+    /// makes one minor's report, sharing with the others what they make alike ([`Shared`] of `v`).
     pub fn estimate_each(
         &self,
         v: &Value,
-        estimate: impl Fn(&Estimator) -> Option<ObjectReport>,
+        estimate: impl Fn(&Estimator, &Shared<'_>) -> Option<ObjectReport>,
     ) -> Option<Vec<ObjectReport>> {
         let n = self.estimators.len();
+        let object = Shared::new(v);
         if n == 1 {
-            return Some(vec![estimate(&self.estimators[0])?]);
+            return Some(vec![estimate(&self.estimators[0], &object)?]);
         }
         let profile = Profile::of(v);
         let mut out: Vec<ObjectReport> = Vec::with_capacity(n);
@@ -261,7 +263,7 @@ impl RangeEstimator {
                     out.push(copy);
                 }
                 None => {
-                    out.push(estimate(&self.estimators[i])?);
+                    out.push(estimate(&self.estimators[i], &object)?);
                     representative = Some(i);
                 }
             }
