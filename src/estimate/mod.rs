@@ -86,26 +86,23 @@ impl<'v> Shared<'v> {
 
     /// `f` of the object's [`Prepared`] CRD, made now unless an earlier estimate made it.
     fn with_crd<R>(&self, f: impl FnOnce(&Prepared<'v>) -> R) -> R {
-        if let Some(m) = self.crd.get()
-            && budget::steps_left() >= m.steps
-        {
-            budget::consume(m.steps);
-            budget::hold(m.bytes);
-            return f(&m.value);
+        if let Some(m) = self.crd.get() {
+            if budget::steps_left() >= m.steps {
+                budget::consume(m.steps);
+                budget::hold(m.bytes);
+                return f(&m.value);
+            }
+            // Fewer steps left than making it took: made again, to stop where it would alone.
+            return f(&Prepared::new(self.object));
         }
         let (steps, bytes) = (budget::steps_left(), budget::live_bytes());
         let value = Prepared::new(self.object);
-        let made = Metered {
+        let made = self.crd.get_or_init(|| Metered {
             value,
             steps: steps - budget::steps_left(),
             bytes: budget::live_bytes() - bytes,
-        };
-        match self.crd.get() {
-            // Made again because this estimate has fewer steps left than making it took: it
-            // stopped making it, or made it within its limits.
-            Some(_) => f(&made.value),
-            None => f(&self.crd.get_or_init(|| made).value),
-        }
+        });
+        f(&made.value)
     }
 }
 
