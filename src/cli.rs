@@ -187,14 +187,16 @@ impl<'a> Minors<'a> {
     }
 
     /// An object's report: one minor's, or the newest's carrying the range's matrix.
+    /// `catalog` holds the schemas `f` types a policy over.
     fn estimate(
         self,
         v: &serde_json::Value,
+        catalog: &SchemaCatalog,
         f: impl Fn(&Estimator, &Shared<'_>) -> Option<ObjectReport>,
     ) -> Option<ObjectReport> {
         match self {
             Minors::One(e) => f(e, &Shared::new(v)),
-            Minors::Range(r) => r.estimate_each(v, f).map(ranged),
+            Minors::Range(r) => r.estimate_each(v, catalog, f).map(ranged),
         }
     }
 }
@@ -312,7 +314,7 @@ pub fn estimate_paths_advising(
         })
         .collect();
     let mut estimated = parallel(&policies, threads, |(source, value, located)| {
-        let mut r = estimators.estimate(value, |e, shared| {
+        let mut r = estimators.estimate(value, &catalog, |e, shared| {
             e.estimate_shared(shared, source, &catalog)
         });
         if let (Some(r), Some(l)) = (&mut r, located) {
@@ -445,7 +447,7 @@ fn first_pass_text(
                                 out.crds.push((o.source.clone(), defines));
                             }
                             let mut report = estimators
-                                .estimate(&o.value, |e, shared| {
+                                .estimate(&o.value, SchemaCatalog::builtin(), |e, shared| {
                                     Some(e.estimate_crd_shared(shared, &o.source))
                                 })
                                 .unwrap_or_default();
@@ -535,7 +537,7 @@ pub fn estimate_text_advising(
                 value,
                 located,
             } => {
-                let mut r = estimators.estimate(&value, |e, shared| {
+                let mut r = estimators.estimate(&value, &catalog, |e, shared| {
                     e.estimate_shared(shared, &source, &catalog)
                 });
                 if let (Some(r), Some(l)) = (&mut r, &located) {

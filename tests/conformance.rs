@@ -276,6 +276,7 @@ fn conformance(minors: &[u32], shared: bool) {
         files_under(&corpus.join(sub), &mut files);
     }
     let mut tallies: Vec<Tallies> = minors.iter().map(|_| Tallies::default()).collect();
+    let catalog = celcost::schema::catalog::SchemaCatalog::new();
     for file in &files {
         let rel = file
             .strip_prefix(&corpus)
@@ -288,12 +289,8 @@ fn conformance(minors: &[u32], shared: bool) {
             let Ok(v) = doc.value else { continue };
             for o in objects_of(&format!("{rel}#{}", doc.index), v) {
                 let reports: Option<Vec<ObjectReport>> = match &range {
-                    Some(r) => r.estimate_each(&o.value, |e, s| {
-                        e.estimate_shared(
-                            s,
-                            &o.source,
-                            &celcost::schema::catalog::SchemaCatalog::new(),
-                        )
+                    Some(r) => r.estimate_each(&o.value, &catalog, |e, s| {
+                        e.estimate_shared(s, &o.source, &catalog)
                     }),
                     None => singles
                         .iter()

@@ -30,43 +30,71 @@ fn shared_estimates_equal_each_minors_own() {
         .unwrap_or(400);
     let mut compared = 0usize;
     let mut shared = 0usize;
-    let catalog = SchemaCatalog::new();
+    let mut typed_over_crds = 0usize;
     for d in [Distribution::Kubernetes, Distribution::OpenShift] {
         let singles = estimators(d);
         let range = RangeEstimator::new(estimators(d));
         for seed in 0..cases {
             let (_, text) = fuzzer.case(seed);
-            for doc in parse_documents(&text) {
-                let Ok(v) = doc.value else { continue };
-                for o in objects_of("gen.yaml", v) {
-                    let Some(ranged) = range
-                        .estimate_each(&o.value, |e, s| e.estimate_shared(s, &o.source, &catalog))
-                    else {
-                        continue;
-                    };
-                    for (e, r) in singles.iter().zip(&ranged) {
-                        let own = e.estimate(&o.value, &o.source).unwrap();
-                        compared += 1;
-                        assert_eq!(
-                            serde_json::to_value(&own).unwrap(),
-                            serde_json::to_value(r).unwrap(),
-                            "seed {seed}, {d:?} 1.{}: the shared report differs from the minor's own\n{text}",
-                            e.kubernetes_version().minor
-                        );
-                    }
-                    shared += ranged
-                        .windows(2)
-                        .filter(|w| {
-                            serde_json::to_value(&w[0].schemas).ok()
-                                == serde_json::to_value(&w[1].schemas).ok()
-                        })
-                        .count();
+            let objects: Vec<_> = parse_documents(&text)
+                .into_iter()
+                .filter_map(|doc| doc.value.ok())
+                .flat_map(|v| objects_of("gen.yaml", v))
+                .collect();
+            // Policies are typed over the CRDs of their input, as the CLI types them.
+            let mut catalog = SchemaCatalog::new();
+            for o in &objects {
+                if o.value.get("kind").and_then(|k| k.as_str()) == Some("CustomResourceDefinition")
+                {
+                    catalog.add_crd(o.value.clone());
                 }
+            }
+            for o in &objects {
+                let Some(ranged) = range.estimate_each(&o.value, &catalog, |e, s| {
+                    e.estimate_shared(s, &o.source, &catalog)
+                }) else {
+                    continue;
+                };
+                typed_over_crds += ranged
+                    .iter()
+                    .flat_map(|r| &r.expressions)
+                    .filter(|x| {
+                        x.typed
+                            .as_ref()
+                            .is_some_and(|t| t.against.iter().any(|a| a.starts_with("fuzz.")))
+                    })
+                    .count();
+                for (e, r) in singles.iter().zip(&ranged) {
+                    let own = e
+                        .estimate_shared(&Shared::new(&o.value), &o.source, &catalog)
+                        .unwrap();
+                    compared += 1;
+                    assert_eq!(
+                        serde_json::to_value(&own).unwrap(),
+                        serde_json::to_value(r).unwrap(),
+                        "seed {seed}, {d:?} 1.{}: the shared report differs from the minor's own\n{text}",
+                        e.kubernetes_version().minor
+                    );
+                }
+                shared += ranged
+                    .windows(2)
+                    .filter(|w| {
+                        serde_json::to_value(&w[0].schemas).ok()
+                            == serde_json::to_value(&w[1].schemas).ok()
+                    })
+                    .count();
             }
         }
     }
-    println!("{compared} minor reports compared; {shared} consecutive pairs alike");
+    println!(
+        "{compared} minor reports compared; {shared} consecutive pairs alike; \
+         {typed_over_crds} typed estimates over a generated CRD"
+    );
     assert!(compared > 1000, "too few cases: {compared}");
+    assert!(
+        typed_over_crds > 100,
+        "too few policies typed over a CRD: {typed_over_crds}"
+    );
 }
 
 /// What one minor makes for the others of a range ([`Shared`]) is charged to each as if made
@@ -127,4 +155,101 @@ fn shared_work_is_charged_to_every_minor() {
         crds > 50 && stopped > 50,
         "too few cases: {crds} CRDs, {stopped} stopped"
     );
+}
+
+/// A policy typed over a CRD is estimated again by every minor that converts the CRD's schema
+/// differently (`int-or-string` bounded by `maxLength` from 1.34; a resource root's
+/// `additionalProperties` kept from 1.31), though its CEL is the same for them: the range's
+/// report of each minor is that minor's own.
+#[test]
+fn policies_typed_over_a_crd_follow_each_minors_schema_conversion() {
+    let crd = |node: &str| {
+        serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com",
+                "scope": "Namespaced",
+                "names": {"kind": "Widget", "plural": "widgets"},
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {"spec": serde_json::from_str::<serde_json::Value>(node).unwrap()}
+                    }}
+                }]
+            }
+        })
+    };
+    let policy = |expression: &str| {
+        serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "widgets"},
+            "spec": {
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": ["example.com"], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["widgets"]
+                }]},
+                "validations": [{"expression": expression}]
+            }
+        })
+    };
+    let cases = [
+        // Sized by maxLength from 1.34, by the request size before.
+        (
+            r#"{"type": "object", "properties": {"items": {"type": "array", "maxItems": 100,
+                "items": {"x-kubernetes-int-or-string": true, "maxLength": 10}}}}"#,
+            "object.spec.items.all(i, string(i).matches('^[a-z]+$'))",
+            (33, 34),
+        ),
+        // An embedded resource's additionalProperties are dropped by 1.30's copy of it.
+        (
+            r#"{"type": "object", "properties": {"inner": {"type": "object",
+                "x-kubernetes-embedded-resource": true,
+                "additionalProperties": {"type": "string", "maxLength": 5}, "maxProperties": 20}}}"#,
+            "object.spec.inner.all(k, k.size() < 8)",
+            (30, 31),
+        ),
+    ];
+    let singles = estimators(Distribution::Kubernetes);
+    let range = RangeEstimator::new(estimators(Distribution::Kubernetes));
+    for (node, expression, (before, after)) in cases {
+        let mut catalog = SchemaCatalog::new();
+        catalog.add_crd(crd(node));
+        let vap = policy(expression);
+        let ranged = range
+            .estimate_each(&vap, &catalog, |e, s| e.estimate_shared(s, "vap", &catalog))
+            .unwrap();
+        let typed_cost = |r: &celcost::report::ObjectReport| {
+            serde_json::to_value(&r.expressions[0].typed).unwrap()
+        };
+        let own: Vec<_> = singles
+            .iter()
+            .map(|e| {
+                e.estimate_shared(&Shared::new(&vap), "vap", &catalog)
+                    .unwrap()
+            })
+            .collect();
+        let at = |m: u32| {
+            singles
+                .iter()
+                .position(|e| e.kubernetes_version().minor == m)
+                .unwrap()
+        };
+        assert_ne!(
+            typed_cost(&own[at(before)]),
+            typed_cost(&own[at(after)]),
+            "{expression}: 1.{before} and 1.{after} should type it differently"
+        );
+        for ((e, own), r) in singles.iter().zip(&own).zip(&ranged) {
+            assert_eq!(
+                serde_json::to_value(own).unwrap(),
+                serde_json::to_value(r).unwrap(),
+                "{expression}, 1.{}: the range's report differs from the minor's own",
+                e.kubernetes_version().minor
+            );
+        }
+    }
 }

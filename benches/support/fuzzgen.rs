@@ -461,6 +461,9 @@ impl Fuzzer {
             "" => {
                 if r.chance(50) {
                     fields.push(r#""x-kubernetes-int-or-string": true"#.into());
+                    if r.chance(30) {
+                        fields.push(format!(r#""maxLength": {}"#, self.bound(r)));
+                    }
                 } else {
                     fields.push(r#""x-kubernetes-preserve-unknown-fields": true"#.into());
                 }

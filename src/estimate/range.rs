@@ -11,6 +11,7 @@ use super::{Estimator, Shared};
 use crate::cel::decls::{Declarations, Version};
 use crate::cel::minor::Minor;
 use crate::report::ObjectReport;
+use crate::schema::catalog::SchemaCatalog;
 
 /// What differs between two minors' rules, as far as an object can tell.
 #[derive(Debug, Default)]
@@ -145,13 +146,24 @@ struct Profile {
 }
 
 impl Profile {
-    fn of(v: &Value) -> Profile {
+    /// The profile of `v`; a policy's includes what its typed roots (from `catalog`) read of a
+    /// minor.
+    fn of(v: &Value, catalog: &SchemaCatalog) -> Profile {
+        let kind = v.get("kind").and_then(Value::as_str);
         let mut p = Profile {
-            served_by_minor: v.get("kind").and_then(Value::as_str)
-                == Some("MutatingAdmissionPolicy"),
+            served_by_minor: kind == Some("MutatingAdmissionPolicy"),
             ..Profile::default()
         };
         p.walk(v, true);
+        if matches!(
+            kind,
+            Some("ValidatingAdmissionPolicy" | "MutatingAdmissionPolicy")
+        ) {
+            let reads =
+                crate::vap::conversion_reads(v.get("spec").unwrap_or(&Value::Null), catalog);
+            p.int_or_string_with_max_length |= reads.int_or_string_max_length;
+            p.resource_with_additional_properties |= reads.resource_additional_properties;
+        }
         p
     }
 
@@ -188,11 +200,73 @@ impl Profile {
     }
 }
 
-/// The identifier-like words of a text.
-fn identifier_tokens(s: &str) -> impl Iterator<Item = String> + '_ {
-    s.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
+/// The identifier-like words of a CEL text, outside its string and bytes literals and comments:
+/// what is in a literal names nothing a minor declares (`'… in range'` calls no `range`). A text
+/// whose literals cannot be told apart (an unterminated one, an unknown prefix) gives every word.
+fn identifier_tokens(s: &str) -> Vec<String> {
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    match code_outside_literals(s) {
+        Some(code) => words(&code),
+        None => words(s),
+    }
+}
+
+/// `s` with every string or bytes literal and comment replaced by a space (cel-go's lexer: `'…'`,
+/// `"…"`, triple-quoted forms, the `r`/`b` prefixes, escapes outside raw literals, `//` to the
+/// end of the line), or `None` where that cannot be told.
+fn code_outside_literals(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                out.push(' ');
+            }
+            q @ (b'\'' | b'"') => {
+                let prefix_len = out
+                    .chars()
+                    .rev()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .map(char::len_utf8)
+                    .sum::<usize>();
+                let raw = match &out[out.len() - prefix_len..] {
+                    "" | "b" | "B" => false,
+                    "r" | "R" | "br" | "bR" | "Br" | "BR" => true,
+                    _ => return None,
+                };
+                let triple = b[i..].starts_with(&[q, q, q]);
+                i += if triple { 3 } else { 1 };
+                loop {
+                    match b.get(i)? {
+                        &c if c == q && (!triple || b[i..].starts_with(&[q, q, q])) => {
+                            i += if triple { 3 } else { 1 };
+                            break;
+                        }
+                        b'\n' | b'\r' if !triple => return None,
+                        b'\\' if !raw => i += 2,
+                        _ => i += 1,
+                    }
+                }
+                out.push(' ');
+            }
+            _ => {
+                // A character boundary: literals and comments end on ASCII bytes.
+                let c = s.get(i..)?.chars().next()?;
+                out.push(c);
+                i += c.len_utf8();
+            }
+        }
+    }
+    Some(out)
 }
 
 /// Estimators of a range of minors (oldest first) that estimate each object once per group of
@@ -230,10 +304,12 @@ impl RangeEstimator {
     }
 
     /// One report per minor, oldest first; `None` when the kind is not estimable. `estimate`
-    /// makes one minor's report, sharing with the others what they make alike ([`Shared`] of `v`).
+    /// makes one minor's report, sharing with the others what they make alike ([`Shared`] of `v`);
+    /// `catalog` holds the schemas it types a policy over.
     pub fn estimate_each(
         &self,
         v: &Value,
+        catalog: &SchemaCatalog,
         estimate: impl Fn(&Estimator, &Shared<'_>) -> Option<ObjectReport>,
     ) -> Option<Vec<ObjectReport>> {
         let n = self.estimators.len();
@@ -241,7 +317,7 @@ impl RangeEstimator {
         if n == 1 {
             return Some(vec![estimate(&self.estimators[0], &object)?]);
         }
-        let profile = Profile::of(v);
+        let profile = Profile::of(v, catalog);
         let mut out: Vec<ObjectReport> = Vec::with_capacity(n);
         // The index of the minor whose report the last ones copy.
         let mut representative: Option<usize> = None;
@@ -280,4 +356,52 @@ fn shareable(r: &ObjectReport, from: Version, to: Version) -> bool {
         && r.notes.is_empty()
         && (r.errors.is_empty()
             || crate::crd::fielderr::wording(from) == crate::crd::fielderr::wording(to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(s: &str) -> Vec<String> {
+        let mut t = identifier_tokens(s);
+        t.sort();
+        t
+    }
+
+    #[test]
+    fn literals_and_comments_name_nothing() {
+        assert_eq!(
+            tokens(r#"self.a + 'in range' + "x.url()" // comment's words"#),
+            ["a", "self"]
+        );
+        assert_eq!(tokens(r#"b'sortBy' == r"\d" && c"#), ["b", "c", "r"]);
+        // An escaped quote does not end a literal; in a raw one, a backslash escapes nothing.
+        assert_eq!(tokens(r#"'it\'s format' + x"#), ["x"]);
+        assert_eq!(tokens(r#"r'\' + format(x)"#), ["format", "r", "x"]);
+        assert_eq!(
+            tokens("'''multi\nline ' quote''' + \"\"\"also \" here\"\"\".size()"),
+            ["size"]
+        );
+        assert_eq!(tokens("'naïve' + é"), ["é"]);
+    }
+
+    #[test]
+    fn unreadable_literals_give_every_word() {
+        // Unterminated, a line break in a one-line literal, an unknown prefix, a dangling escape.
+        for s in ["x + 'open url", "'a\nb' + url", "url'x' + y", "'\\"] {
+            assert_eq!(
+                tokens(s),
+                {
+                    let mut all: Vec<String> = s
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .filter(|w| !w.is_empty())
+                        .map(str::to_string)
+                        .collect();
+                    all.sort();
+                    all
+                },
+                "{s:?}"
+            );
+        }
+    }
 }

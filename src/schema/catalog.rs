@@ -14,8 +14,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::{Map, Value, json};
 
 use super::Schema;
-use super::decltype::{DeclType, DeclTypeProvider, escape, schema_decl_type};
-use crate::cel::decls::Version;
+use super::decltype::{
+    ConversionFlavor, ConversionReads, DeclType, DeclTypeProvider, escape, schema_decl_type,
+};
 use crate::cel::minor::Minor;
 
 /// A resource as admission rules name it (`resourceRules[].apiGroups/apiVersions/resources`).
@@ -93,14 +94,16 @@ enum Source {
 }
 
 /// One resource (or param kind) of a catalog. Its schema is read on first use; its typed form
-/// is kept per Kubernetes version.
+/// is kept per way of converting it (minors that convert it alike share one).
 pub struct CatalogEntry {
     pub gvr: GroupVersionResource,
     pub kind: String,
     pub origin: SchemaOrigin,
     source: Source,
     schema: OnceLock<Option<Arc<Schema>>>,
-    typed: Mutex<Vec<(Version, Option<Arc<TypedRoot>>)>>,
+    reads: OnceLock<ConversionReads>,
+    /// By [`ConversionReads::flavor`].
+    typed: Mutex<Vec<(ConversionFlavor, Option<Arc<TypedRoot>>)>>,
 }
 
 impl fmt::Debug for CatalogEntry {
@@ -121,6 +124,7 @@ impl CatalogEntry {
             origin,
             source,
             schema: OnceLock::new(),
+            reads: OnceLock::new(),
             typed: Mutex::new(Vec::new()),
         }
     }
@@ -151,12 +155,22 @@ impl CatalogEntry {
             .clone()
     }
 
+    /// Which minor-dependent conversion rules the typed root reads: minors that agree on them
+    /// get the same [`Self::typed_root`].
+    pub fn conversion_reads(&self) -> ConversionReads {
+        *self.reads.get_or_init(|| {
+            self.schema()
+                .map_or_else(ConversionReads::default, |s| ConversionReads::of(&s))
+        })
+    }
+
     /// The CEL type of the resource's root for `object`/`oldObject`/`params` (k8s.io/apiserver
     /// `common.SchemaDeclType(schema, isResourceRoot=true)`, as policy type checking builds it).
     pub fn typed_root(&self, minor: &'static Minor) -> Option<Arc<TypedRoot>> {
-        let version = minor.kubernetes;
+        // One per flavor: minors that convert this schema alike share it.
+        let flavor = self.conversion_reads().flavor(minor);
         let mut cache = self.typed.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, t)) = cache.iter().find(|(v, _)| *v == version) {
+        if let Some((_, t)) = cache.iter().find(|(f, _)| *f == flavor) {
             return t.clone();
         }
         let name = format!("{}.{}", type_prefix(&self.gvr), self.kind);
@@ -164,7 +178,7 @@ impl CatalogEntry {
             .schema()
             .and_then(|s| TypedRoot::new(&s, &name, minor, self.gvr.to_string()))
             .map(Arc::new);
-        cache.push((version, t.clone()));
+        cache.push((flavor, t.clone()));
         t
     }
 }
@@ -862,6 +876,51 @@ mod tests {
         ));
         c.remove_crd("widgets.example.com");
         assert!(c.is_empty());
+    }
+
+    /// Minors that convert a schema alike share its typed root; the others each have their own.
+    #[test]
+    fn typed_roots_are_shared_by_minors_that_convert_alike() {
+        use crate::cel::decls::Version;
+        use crate::cel::minor::{Distribution, Minor};
+        let crd = |spec: Value| {
+            json!({
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": "widgets.example.com"},
+                "spec": {
+                    "group": "example.com",
+                    "names": {"plural": "widgets", "kind": "Widget"},
+                    "versions": [{"name": "v1", "served": true, "schema": {"openAPIV3Schema": {
+                        "type": "object", "properties": {"spec": spec}}}}]
+                }
+            })
+        };
+        let minor =
+            |m| Minor::of_distribution(Version::new(1, m), Distribution::Kubernetes).unwrap();
+        let port = |c: &SchemaCatalog, m| {
+            let e = c.kind("example.com/v1", "Widget").unwrap();
+            let root = e.typed_root(minor(m)).unwrap();
+            (field(&root.decl, &["spec", "port"]).max_elements, root)
+        };
+        // int-or-string bounded by maxLength from 1.34 (4 bytes a character).
+        let mut c = SchemaCatalog::without_builtins();
+        c.add_crd(crd(json!({"type": "object", "properties": {
+            "port": {"x-kubernetes-int-or-string": true, "maxLength": 10}}})));
+        let (m33, r33) = port(&c, 33);
+        let (m34, r34) = port(&c, 34);
+        let (_, r36) = port(&c, 36);
+        assert_eq!(m34, 40);
+        assert!(m33 > m34, "{m33}");
+        assert!(!Arc::ptr_eq(&r33, &r34));
+        assert!(Arc::ptr_eq(&r34, &r36));
+        // Without maxLength the two convert alike.
+        let mut c = SchemaCatalog::without_builtins();
+        c.add_crd(crd(json!({"type": "object", "properties": {
+            "port": {"x-kubernetes-int-or-string": true}}})));
+        assert!(Arc::ptr_eq(&port(&c, 33).1, &port(&c, 34).1));
+        // Reserved words as field names resolve differently from compatibility 1.31 (1.32).
+        assert!(!Arc::ptr_eq(&port(&c, 31).1, &port(&c, 32).1));
     }
 
     #[test]

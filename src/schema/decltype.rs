@@ -248,6 +248,60 @@ pub fn note_bound_change(path: &[usize], site: usize, from: Option<i64>, to: Opt
     });
 }
 
+/// Which of a minor's conversion rules can change a schema's DeclType (see [`convert`]): the
+/// minors that agree on the rules a schema reads convert it alike. Over-approximated: every node
+/// below the root is looked at, whether or not CEL sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConversionReads {
+    /// An `x-kubernetes-int-or-string` node with `maxLength`
+    /// ([`Minor::int_or_string_max_length`]).
+    pub int_or_string_max_length: bool,
+    /// A resource root (the root, or an `x-kubernetes-embedded-resource` node) with
+    /// `additionalProperties` ([`Minor::type_meta_keeps_additional_properties`]).
+    pub resource_additional_properties: bool,
+}
+
+/// What of a minor converting a schema depends on ([`ConversionReads::flavor`]).
+pub type ConversionFlavor = [bool; 4];
+
+impl ConversionReads {
+    /// What converting the resource root `root` reads of a minor.
+    pub fn of(root: &Schema) -> Self {
+        let mut reads = ConversionReads::default();
+        let mut stack = vec![(root, true)];
+        while let Some((s, resource_root)) = stack.pop() {
+            reads.int_or_string_max_length |= s.x_int_or_string && s.max_length.is_some();
+            let ap = s.additional_properties_schema();
+            reads.resource_additional_properties |= resource_root && ap.is_some();
+            stack.extend(ap.map(|a| (a, a.x_embedded_resource)));
+            stack.extend(s.items.as_deref().map(|i| (i, i.x_embedded_resource)));
+            stack.extend(s.properties.values().map(|p| (p, p.x_embedded_resource)));
+        }
+        reads
+    }
+
+    /// What of `minor` converting a schema with these reads ([`schema_decl_type`]) and resolving
+    /// its object types ([`DeclTypeProvider::new`]) depends on: minors with the same flavor type
+    /// the schema alike.
+    pub fn flavor(self, minor: &Minor) -> ConversionFlavor {
+        [
+            self.int_or_string_max_length && minor.int_or_string_max_length,
+            self.resource_additional_properties && minor.type_meta_keeps_additional_properties,
+            keywords_as_field_names(minor.compatibility),
+            object_meta_max_lengths(minor.compatibility),
+        ]
+    }
+
+    pub fn union(self, other: Self) -> Self {
+        ConversionReads {
+            int_or_string_max_length: self.int_or_string_max_length
+                || other.int_or_string_max_length,
+            resource_additional_properties: self.resource_additional_properties
+                || other.resource_additional_properties,
+        }
+    }
+}
+
 /// Converts a schema to its DeclType (`SchemaDeclType`), or `None` when the node is not visible
 /// to CEL. `name` names object types (`name.field` below).
 pub fn schema_decl_type(
@@ -452,6 +506,16 @@ fn zero_if_negative(v: i64) -> i64 {
     v.max(0)
 }
 
+/// Compatibility 1.37 bounds `metadata.name` and `generateName` of a resource root.
+fn object_meta_max_lengths(compatibility: Version) -> bool {
+    compatibility >= Version::new(1, 37)
+}
+
+/// Compatibility 1.31 finds a field named by a CEL reserved word as its escaped name.
+fn keywords_as_field_names(compatibility: Version) -> bool {
+    compatibility >= Version::new(1, 31)
+}
+
 /// apiextensions `model.WithTypeAndObjectMeta`: `kind`, `apiVersion` and a `metadata` with only
 /// `name` and `generateName` at resource roots, unless the schema declares them all. Returns the
 /// replacement properties (in a schema of their own), or `None` when the schema is kept as is.
@@ -479,7 +543,7 @@ fn object_meta_overrides(s: &Schema, version: Version) -> Option<Schema> {
     r.properties.insert("apiVersion".into(), string.clone());
     let mut name = string.clone();
     let mut generate_name = string;
-    if version >= Version::new(1, 37) {
+    if object_meta_max_lengths(version) {
         let declared = |f: &str| {
             meta.and_then(|m| m.properties.get(f))
                 .and_then(|p| p.max_length)
@@ -559,7 +623,7 @@ impl DeclTypeProvider {
         }
         DeclTypeProvider {
             objects,
-            keywords_as_field_names: version >= Version::new(1, 31),
+            keywords_as_field_names: keywords_as_field_names(version),
         }
     }
 }

@@ -20,7 +20,7 @@ mod types;
 
 pub use mutating::{MapApiVersion, estimate_map, estimate_map_with, map_api_version};
 
-pub use typed::{SchemaNeeds, matched_resources, param_kind, schema_needs};
+pub use typed::{SchemaNeeds, conversion_reads, matched_resources, param_kind, schema_needs};
 
 use std::collections::{BTreeSet, HashMap};
 

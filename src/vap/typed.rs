@@ -34,7 +34,7 @@ use crate::cel::minor::Minor;
 use crate::cel::types::{Kind, Type};
 use crate::report::{PolicyTyping, TypedEstimate, TypedSchema};
 use crate::schema::catalog::{CatalogEntry, GroupVersionResource, SchemaCatalog, TypedRoot};
-use crate::schema::decltype::unescape;
+use crate::schema::decltype::{ConversionReads, unescape};
 
 /// The schemas a policy's typed estimates use.
 pub(super) struct Typing {
@@ -164,6 +164,22 @@ pub fn schema_needs(vap: &Value) -> SchemaNeeds {
             .then(|| (group.to_string(), version.to_string(), kind))
     });
     SchemaNeeds { crds, param_kind }
+}
+
+/// What the typed roots of the policy spec `spec` read of a minor ([`resolve`]'s schemas: the
+/// matched resources, the param kind and Namespace): minors that agree on it type the policy
+/// alike.
+pub fn conversion_reads(spec: &Value, catalog: &SchemaCatalog) -> ConversionReads {
+    let targets = matched_resources(spec).0;
+    let targets = targets.iter().filter_map(|gvr| catalog.resource(gvr));
+    let params = param_kind(spec).and_then(|(api, kind)| catalog.kind(&api, &kind));
+    let namespace = catalog.resource(&GroupVersionResource::new("", "v1", "namespaces"));
+    targets
+        .chain(params)
+        .chain(namespace)
+        .fold(ConversionReads::default(), |r, e| {
+            r.union(e.conversion_reads())
+        })
 }
 
 pub(super) fn resolve(spec: &Value, catalog: &SchemaCatalog, env: &Env) -> Typing {
