@@ -6,8 +6,9 @@
 //! kept; `CELCOST_SCALING_ONLY=<substring>` for some families). The exponent is
 //! log(x(8n) / x(n)) / log 8: 1 for linear growth, about 1.1–1.2 for n·log n at these sizes, 2
 //! for quadratic. A family whose time or memory exponent is above 1.25 is marked SUPERLINEAR.
-//! One thread: the estimate of one input, as the CLI's path runs it (YAML, estimate, report).
-//! Prints numbers; asserts nothing.
+//! One thread: the estimate of one input, as `celcost estimate`'s default path runs it (YAML,
+//! estimate, suggested bounds and cheaper rules near the budget, locations, the JSON report).
+//! Prints numbers; asserts nothing (`tests/scaling.rs` checks the same families' counted work).
 
 #[path = "support/families.rs"]
 mod families;
@@ -17,7 +18,8 @@ use std::time::Instant;
 
 use celcost::Estimator;
 use celcost::budget::{CountingAllocator, Limits, run_measured};
-use celcost::cli::{Outcome, estimate_paths, estimate_text};
+use celcost::cli::{Advice, Minors, Outcome, estimate_paths_advising, estimate_text_advising};
+use celcost::schema::catalog::SchemaCatalog;
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -41,11 +43,21 @@ fn measure(
         steps: u64::MAX,
         bytes: usize::MAX,
     };
+    let advice = Advice::suggesting(Some(&celcost::suggest::Settings::default()));
+    // Nothing parsed by an earlier run is found again.
+    celcost::cel::env::clear_parse_cache();
     if docs.len() == 1 {
         let t = Instant::now();
         let (outcome, usage) = run_measured(unlimited, || {
             let mut o = Outcome::default();
-            estimate_text(estimator, "generated.yaml", &docs[0], &mut o);
+            estimate_text_advising(
+                Minors::One(estimator),
+                "generated.yaml",
+                &docs[0],
+                &advice,
+                &mut o,
+            );
+            let _ = celcost::cli::render_json(&o.reports);
             o
         });
         let secs = t.elapsed().as_secs_f64();
@@ -63,7 +75,14 @@ fn measure(
         }
         let t = Instant::now();
         let (outcome, usage) = run_measured(unlimited, || {
-            estimate_paths(estimator, &[PathBuf::from(dir)])
+            let o = estimate_paths_advising(
+                Minors::One(estimator),
+                &[PathBuf::from(dir)],
+                &SchemaCatalog::new(),
+                &advice,
+            );
+            let _ = celcost::cli::render_json(&o.reports);
+            o
         });
         let secs = t.elapsed().as_secs_f64();
         (

@@ -75,6 +75,7 @@ use crate::report::{
 };
 use crate::schema::decltype::{
     DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES, RuleSizes, escape, schema_decl_type,
+    unescape,
 };
 use crate::schema::{AdditionalProperties, Schema};
 
@@ -82,6 +83,12 @@ use crate::schema::{AdditionalProperties, Schema};
 pub const MAX_SUGGESTIONS: usize = 3;
 /// Units combined at most in one suggestion (the biggest drivers).
 const MAX_COMBINED_UNITS: usize = 8;
+/// Units a search weighs one by one at most. Each unit takes its own probes (alone, with the
+/// others at their smallest, dropped, raised), and each probe costs as much as the rules it
+/// re-estimates, which read every unit: over this many, the work would grow as the square of
+/// what a rule reads. Beyond it, every unit gets the largest common value that fits (a few
+/// probes). The public corpus's largest search has 49 units.
+const MAX_WEIGHED_UNITS: usize = 64;
 /// Rules of a schema whose cost a total's search follows (the costliest); the others count as
 /// fixed.
 const MAX_TOTAL_RULES: usize = 256;
@@ -263,10 +270,12 @@ fn child_mut<'s>(s: &'s mut Schema, step: &Step) -> Option<&'s mut Schema> {
 }
 
 fn node<'s>(root: &'s Schema, path: &[Step]) -> Option<&'s Schema> {
+    budget::charge(path.len() as u64);
     path.iter().try_fold(root, child)
 }
 
 fn node_mut<'s>(root: &'s mut Schema, path: &[Step]) -> Option<&'s mut Schema> {
+    budget::charge(path.len() as u64);
     path.iter().try_fold(root, child_mut)
 }
 
@@ -583,6 +592,8 @@ impl RuleModel {
         root: &Schema,
         record: Option<&RefCell<Vec<Read>>>,
     ) -> Option<RuleCost> {
+        // The walks down to the node (its type, its cardinality).
+        budget::charge(self.node.len() as u64);
         let (_, decl) = node_decl(env, root, &self.node, self.convert_at)?;
         let fallback = MAX_REQUEST_SIZE_BYTES as u64 / (decl.min_serialized_size as u64 + 1);
         let sizes = Sizes {
@@ -696,6 +707,12 @@ struct Search<'a> {
     evals_left: &'a mut usize,
     /// Per site, the addresses of its node and its ancestors ([`node_addresses`]).
     addresses: Vec<Vec<usize>>,
+    /// Per site, the value set on the schema now (`None`: its own). A probe changes only the
+    /// sites whose value differs from the last probe's, and probes follow each other in an
+    /// order that changes few ([`Search::run`]): setting every site of a probe again, each by
+    /// a walk from the root and a note to each ancestor, took d² per probe of a rule d lists
+    /// deep, so d³ for its search.
+    applied: Vec<Option<i64>>,
 }
 
 /// A search's answer: suggestions (unverified), or why there are none.
@@ -714,6 +731,31 @@ impl Search<'_> {
         Ok(self.fits(c))
     }
 
+    /// Sets the sites to `values` (`None`: as they are) on the schema, changing only those whose
+    /// value differs from what is set now.
+    fn apply(&mut self, values: &[Option<i64>]) {
+        budget::charge(values.len() as u64);
+        for (i, v) in values.iter().enumerate() {
+            let was = self.applied[i];
+            if was == *v {
+                continue;
+            }
+            let site = &self.sites[i];
+            if let Some(n) = node_mut(self.root, &site.node) {
+                let (from, to) = (was.or(site.current), v.or(site.current));
+                site.keyword.set(n, to);
+                crate::schema::decltype::note_bound_change(&self.addresses[i], i, from, to);
+            }
+            self.applied[i] = *v;
+        }
+    }
+
+    /// The schema as it was before the search.
+    fn restore(&mut self) {
+        let none = vec![None; self.sites.len()];
+        self.apply(&none);
+    }
+
     /// The finding's cost with the sites set to `values` (`None`: as they are).
     fn cost(&mut self, values: &[Option<i64>]) -> Result<u64, Stop> {
         if *self.evals_left == 0 {
@@ -721,15 +763,7 @@ impl Search<'_> {
         }
         *self.evals_left -= 1;
         budget::charge(1);
-        for (i, (site, v)) in self.sites.iter().zip(values).enumerate() {
-            if let Some(v) = v
-                && let Some(n) = node_mut(self.root, &site.node)
-            {
-                site.keyword.set(n, Some(*v));
-                let path = &self.addresses[i];
-                crate::schema::decltype::note_bound_change(path, i, site.current, Some(*v));
-            }
-        }
+        self.apply(values);
         let mut total = self.fixed;
         let mut judged = 0;
         for (m, deps) in self.models.iter().zip(&self.depends) {
@@ -741,15 +775,6 @@ impl Search<'_> {
             };
             total = total.saturating_add(c.total_part());
             judged = judged.max(c.judged());
-        }
-        for (i, (site, v)) in self.sites.iter().zip(values).enumerate() {
-            if v.is_some()
-                && let Some(n) = node_mut(self.root, &site.node)
-            {
-                site.keyword.set(n, site.current);
-                let path = &self.addresses[i];
-                crate::schema::decltype::note_bound_change(path, i, *v, site.current);
-            }
         }
         Ok(match self.target {
             Target::Rule => judged,
@@ -784,20 +809,42 @@ impl Search<'_> {
                 self.no_bound_helps(&units, base, lowest, notes),
             ));
         }
+        if units.len() > MAX_WEIGHED_UNITS {
+            let every: Vec<usize> = (0..units.len()).collect();
+            return Ok(match self.common_value(&units, &every)? {
+                Some((values, _)) => Answer::Groups(vec![Group {
+                    bounds: values
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, v)| v.map(|v| (i, v)))
+                        .collect(),
+                }]),
+                None => Answer::None(self.no_bound_helps(&units, base, lowest, notes)),
+            });
+        }
         // Each unit: its cost alone at its smallest value (the biggest driver lowers most), and
-        // whether it matters once everything else is at its smallest.
+        // whether it matters once everything else is at its smallest. One pass for each, so
+        // that a probe changes only two units from the one before.
         let mut alone = Vec::new();
-        let mut relevant = Vec::new();
+        let mut v = none.clone();
         for (ui, u) in units.iter().enumerate() {
-            let mut v = none.clone();
-            self.at_lo(&[u], &mut v);
+            for &i in u {
+                v[i] = Some(self.sites[i].lo);
+            }
             alone.push((self.cost(&v)?, ui));
-            let mut w = all_lo.clone();
+            for &i in u {
+                v[i] = None;
+            }
+        }
+        let mut relevant = vec![false; units.len()];
+        let mut w = all_lo.clone();
+        for (ui, u) in units.iter().enumerate() {
             for &i in u {
                 w[i] = None;
             }
-            if self.cost(&w)? != lowest {
-                relevant.push(ui);
+            relevant[ui] = self.cost(&w)? != lowest;
+            for &i in u {
+                w[i] = all_lo[i];
             }
         }
         alone.sort();
@@ -816,7 +863,7 @@ impl Search<'_> {
         let mut together: Vec<usize> = order
             .iter()
             .copied()
-            .filter(|ui| relevant.contains(ui))
+            .filter(|&ui| relevant[ui])
             .take(MAX_COMBINED_UNITS)
             .collect();
         if together.len() >= 2 {
@@ -850,42 +897,9 @@ impl Search<'_> {
     /// The bounds of `chosen` units (in driver order): the largest common value, then the
     /// bounds not needed dropped, then each raised to its largest fitting value.
     fn shape(&mut self, units: &[Vec<usize>], chosen: &[usize]) -> Result<Option<Group>, Stop> {
-        let n = self.sites.len();
-        let mut members: Vec<usize> = Vec::new();
-        for &ui in chosen {
-            for &i in &units[ui] {
-                if !members.contains(&i) {
-                    members.push(i);
-                }
-            }
-        }
-        if members.is_empty() {
-            return Ok(None);
-        }
-        let assign = |sites: &[Site], c: i64| -> Vec<Option<i64>> {
-            let mut v = vec![None; n];
-            for &i in &members {
-                let s = &sites[i];
-                if s.current.is_none_or(|cur| c < cur) {
-                    v[i] = Some(s.cap.map_or(c, |cap| c.min(cap)).max(s.lo));
-                }
-            }
-            v
-        };
-        let min_lo = members.iter().map(|&i| self.sites[i].lo).min().unwrap_or(1);
-        let mut cands: Vec<i64> = series_125().into_iter().filter(|&v| v > min_lo).collect();
-        cands.extend(members.iter().map(|&i| self.sites[i].lo));
-        cands.push(min_lo);
-        cands.sort_unstable();
-        cands.dedup();
-        let Some(c) = largest_fitting(&cands, |c| {
-            let v = assign(&self.sites, c);
-            Ok(v.iter().any(Option::is_some) && self.fits_at(&v)?)
-        })?
-        else {
+        let Some((mut values, members)) = self.common_value(units, chosen)? else {
             return Ok(None);
         };
-        let mut values = assign(&self.sites, c);
         // Drop what is not needed, the smallest drivers first.
         if chosen.len() > 1 {
             for &ui in chosen.iter().rev() {
@@ -919,6 +933,56 @@ impl Search<'_> {
             .filter_map(|(i, v)| v.map(|v| (i, v)))
             .collect();
         Ok((!bounds.is_empty()).then_some(Group { bounds }))
+    }
+
+    /// The sites of `chosen` units at the largest common value that fits (each left where it
+    /// is when lower, and within its smallest sensible value and cap), and the sites in them;
+    /// `None` when no value fits.
+    #[allow(clippy::type_complexity)]
+    fn common_value(
+        &mut self,
+        units: &[Vec<usize>],
+        chosen: &[usize],
+    ) -> Result<Option<(Vec<Option<i64>>, Vec<usize>)>, Stop> {
+        let n = self.sites.len();
+        let mut members: Vec<usize> = Vec::new();
+        let mut member = vec![false; n];
+        for &ui in chosen {
+            for &i in &units[ui] {
+                if !member[i] {
+                    member[i] = true;
+                    members.push(i);
+                }
+            }
+        }
+        if members.is_empty() {
+            return Ok(None);
+        }
+        budget::charge(members.len() as u64);
+        let assign = |sites: &[Site], c: i64| -> Vec<Option<i64>> {
+            let mut v = vec![None; n];
+            for &i in &members {
+                let s = &sites[i];
+                if s.current.is_none_or(|cur| c < cur) {
+                    v[i] = Some(s.cap.map_or(c, |cap| c.min(cap)).max(s.lo));
+                }
+            }
+            v
+        };
+        let min_lo = members.iter().map(|&i| self.sites[i].lo).min().unwrap_or(1);
+        let mut cands: Vec<i64> = series_125().into_iter().filter(|&v| v > min_lo).collect();
+        cands.extend(members.iter().map(|&i| self.sites[i].lo));
+        cands.push(min_lo);
+        cands.sort_unstable();
+        cands.dedup();
+        let Some(c) = largest_fitting(&cands, |c| {
+            let v = assign(&self.sites, c);
+            Ok(v.iter().any(Option::is_some) && self.fits_at(&v)?)
+        })?
+        else {
+            return Ok(None);
+        };
+        Ok(Some((assign(&self.sites, c), members)))
     }
 
     fn what(&self) -> &'static str {
@@ -1032,6 +1096,13 @@ fn some_of(items: &[String], n: usize) -> String {
 // ---------------------------------------------------------------------------------------------
 // Discovering sites.
 
+/// The sites of a search, and each one's index by its node (address) and keyword.
+#[derive(Default)]
+struct Sites {
+    sites: Vec<Site>,
+    index: HashMap<(usize, Keyword), usize>,
+}
+
 /// The sites of one rule, added to `sites` (deduplicated); returns their indices and the
 /// notes about what cannot change.
 fn rule_sites(
@@ -1039,20 +1110,22 @@ fn rule_sites(
     root: &Schema,
     model: &RuleModel,
     reads: &[Read],
-    sites: &mut Vec<Site>,
+    sites: &mut Sites,
     notes: &mut Vec<String>,
 ) -> Vec<usize> {
     let mut out = Vec::new();
-    let mut add = |sites: &mut Vec<Site>, path: &[Step], k: Keyword, cardinality: bool| {
-        let Some(s) = node(root, path) else { return };
-        let idx = match sites.iter().position(|x| x.node == path && x.keyword == k) {
-            Some(i) => {
-                sites[i].cardinality |= cardinality;
+    let mut mine = std::collections::HashSet::new();
+    let mut add = |sites: &mut Sites, s: &Schema, path: &[Step], k: Keyword, cardinality: bool| {
+        let at = (s as *const Schema as usize, k);
+        let idx = match sites.index.get(&at) {
+            Some(&i) => {
+                sites.sites[i].cardinality |= cardinality;
                 i
             }
             None => {
                 let lo = smallest_sensible(s, k);
-                sites.push(Site {
+                let sites_now = &mut sites.sites;
+                sites_now.push(Site {
                     node: path.to_vec(),
                     keyword: k,
                     current: k.get(s),
@@ -1065,16 +1138,24 @@ fn rule_sites(
                         .map(|c| c.max(lo)),
                     cardinality,
                 });
-                sites.len() - 1
+                sites.index.insert(at, sites_now.len() - 1);
+                sites_now.len() - 1
             }
         };
-        if !out.contains(&idx) {
+        if mine.insert(idx) {
             out.push(idx);
         }
     };
-    for i in 0..model.node.len() {
-        if let Some(k) = node(root, &model.node[..i]).and_then(cardinality_keyword) {
-            add(sites, &model.node[..i], k, true);
+    // The ancestors, in one walk down.
+    let mut s = root;
+    for (i, step) in model.node.iter().enumerate() {
+        budget::charge(1);
+        if let Some(k) = cardinality_keyword(s) {
+            add(sites, s, &model.node[..i], k, true);
+        }
+        match child(s, step) {
+            Some(c) => s = c,
+            None => break,
         }
     }
     for r in reads {
@@ -1094,7 +1175,7 @@ fn rule_sites(
                     continue;
                 }
                 if let Some(k) = size_keyword(s) {
-                    add(sites, &path, k, false);
+                    add(sites, s, &path, k, false);
                 }
             }
             Ok(None) => {}
@@ -1151,11 +1232,7 @@ fn read_steps(
             "@keys" => return Ok(None),
             "@items" => Step::Items,
             "@values" => Step::Values,
-            name => match s
-                .properties
-                .keys()
-                .find(|p| escape(p).as_deref() == Some(name))
-            {
+            name => match property_named(s, name) {
                 Some(p) => Step::Prop(p.clone()),
                 None => {
                     let rest = crate::schema::decltype::display_path(
@@ -1183,6 +1260,16 @@ fn read_steps(
     Ok(Some(path))
 }
 
+/// The property of `s` whose CEL name (escaped) is `name`: looked up by its unescaped form,
+/// the properties searched one by one only when that misses.
+fn property_named<'s>(s: &'s Schema, name: &str) -> Option<&'s String> {
+    let is = |p: &String| escape(p).as_deref() == Some(name);
+    match s.properties.get_key_value(unescape(name).as_str()) {
+        Some((p, _)) if is(p) => Some(p),
+        _ => s.properties.keys().find(|p| is(p)),
+    }
+}
+
 /// The units of a set of sites: every ancestor without a bound that sets a rule's cardinality
 /// in one (they change nothing until all are bounded), every other site on its own. Sites
 /// already as low as they sensibly go are left out.
@@ -1198,6 +1285,8 @@ fn units_of(sites: &[Site], groups: &[Vec<usize>]) -> Vec<Vec<usize>> {
             units.push(unbounded);
         }
     }
+    // (A site on its own is in no unit above, which are of sites without a bound.)
+    let mut alone = vec![false; sites.len()];
     for g in groups {
         for &i in g {
             let s = &sites[i];
@@ -1207,7 +1296,8 @@ fn units_of(sites: &[Site], groups: &[Vec<usize>]) -> Vec<Vec<usize>> {
             if s.cardinality && s.current.is_none() {
                 continue;
             }
-            if !units.iter().any(|u| u == &vec![i]) {
+            if !alone[i] {
+                alone[i] = true;
                 units.push(vec![i]);
             }
         }
@@ -1335,7 +1425,12 @@ fn suggest_on_this_stack(
                 steps_left = steps_left.saturating_sub(usage.steps);
                 match res {
                     Ok(a) => a,
-                    Err(stop) => Err(format!("no suggestion: the search stopped: {stop}")),
+                    Err(stop) => {
+                        // Stopped mid-search: the schema may hold a probe's bounds; read again
+                        // for the next finding.
+                        roots[si] = None;
+                        Err(format!("no suggestion: the search stopped: {stop}"))
+                    }
                 }
             }
         };
@@ -1444,7 +1539,7 @@ fn search_and_verify(
     };
     let mut models = Vec::new();
     let mut depends = Vec::new();
-    let mut sites = Vec::new();
+    let mut found = Sites::default();
     let mut notes = Vec::new();
     let mut fixed = schema.total_cost;
     let mut unit_groups = Vec::new();
@@ -1485,12 +1580,13 @@ fn search_and_verify(
             &root.schema,
             &m,
             &reads.into_inner(),
-            &mut sites,
+            &mut found,
             &mut notes,
         );
         unit_groups.push(own);
         models.push(m);
     }
+    let sites = found.sites;
     // A model depends on every site on its node's way from the root and below it.
     for m in &models {
         depends.push(
@@ -1518,6 +1614,7 @@ fn search_and_verify(
         .iter()
         .map(|s: &Site| node_addresses(&root.schema, &s.node))
         .collect();
+    let n_sites = sites.len();
     let mut search = Search {
         env,
         root: &mut root.schema,
@@ -1530,10 +1627,16 @@ fn search_and_verify(
         depends,
         fixed,
         evals_left,
+        applied: vec![None; n_sites],
     };
     // Only the sites' bounds change during the search: a subtree is converted again only for
     // bounds below it it has not been converted with.
-    let answer = match crate::schema::decltype::with_conversion_memo(|| search.run(units, &notes)) {
+    let answer = crate::schema::decltype::with_conversion_memo(|| {
+        let answer = search.run(units, &notes);
+        search.restore();
+        answer
+    });
+    let answer = match answer {
         Ok(a) => a,
         Err(Stop::Evaluations) => {
             return Err(format!(

@@ -49,7 +49,7 @@ pub fn all() -> Vec<Family> {
         },
         Family {
             name: "nesting depth (comprehensions)",
-            base: 6,
+            base: 8,
             make: |n| vec![nested_comprehensions(n)],
         },
         Family {
@@ -96,6 +96,53 @@ pub fn all() -> Vec<Family> {
             name: "schema depth (one rule at the root)",
             base: 100,
             make: |n| vec![crd_depth(n, false)],
+        },
+        Family {
+            name: "list nesting (maxItems 2 a level, a rule at the bottom)",
+            base: 25,
+            make: |n| vec![crd_nested(n, Nesting::Lists)],
+        },
+        Family {
+            name: "map nesting (maxProperties 2 a level, a rule at the bottom)",
+            base: 25,
+            make: |n| vec![crd_nested(n, Nesting::Maps)],
+        },
+        Family {
+            name: "object nesting (a costly rule at the bottom)",
+            base: 25,
+            make: |n| vec![crd_nested(n, Nesting::Objects)],
+        },
+        Family {
+            name: "schema width (a costly rule reading two of n fields)",
+            base: 250,
+            make: |n| vec![crd_width_costly(n)],
+        },
+        Family {
+            name: "rule reads (a costly rule reading n unbounded fields)",
+            base: 80,
+            make: |n| vec![crd_reads(n)],
+        },
+        Family {
+            name: "rules per node (each costly, under a list)",
+            base: 25,
+            make: |n| vec![crd_rules_per_node(n)],
+        },
+        Family {
+            name: "expression length (costly || terms)",
+            base: 100,
+            make: |n| vec![crd_costly_terms(n)],
+        },
+        Family {
+            name: "objects per file (each with a costly rule)",
+            base: 10,
+            make: |n| {
+                vec![
+                    (0..n)
+                        .map(costly_crd_named)
+                        .collect::<Vec<_>>()
+                        .join("\n---\n"),
+                ]
+            },
         },
         Family {
             name: "enum size",
@@ -364,4 +411,109 @@ pub fn policy_typed_reads(n: usize) -> String {
         r#"{apiGroups: ["test.example.com"], apiVersions: ["v1"], operations: ["CREATE"], resources: ["gens"]}"#,
     );
     format!("{crd}\n---\n{policy}")
+}
+
+/// CRD number `i` (a distinct name and group) with a rule over the per-rule limit: suggested
+/// bounds are searched for it (and cheaper rules offered) by default.
+pub fn costly_crd_named(i: usize) -> String {
+    crd_costly_terms(3)
+        .replace("gens.test.example.com", &format!("gens.t{i}.example.com"))
+        .replace(
+            r#""group": "test.example.com""#,
+            &format!(r#""group": "t{i}.example.com""#),
+        )
+}
+
+/// What a nested schema nests.
+#[derive(Clone, Copy, Debug)]
+pub enum Nesting {
+    /// `type: array`, `maxItems: 2` at every level.
+    Lists,
+    /// `type: object`, `maxProperties: 2`, `additionalProperties` at every level.
+    Maps,
+    /// `type: object` with one property at every level.
+    Objects,
+}
+
+/// `spec` nesting `n` levels of `kind` down to a leaf with one rule: for lists and maps, a
+/// bounded string whose rule's cardinality (2^n) puts it over the limit; for objects, an
+/// unbounded list of unbounded strings read by a costly rule. Every one gets suggested bounds.
+pub fn crd_nested(n: usize, kind: Nesting) -> String {
+    let mut schema = match kind {
+        Nesting::Lists | Nesting::Maps => {
+            r#"{"type": "string", "maxLength": 8, "x-kubernetes-validations": [{"rule": "self.size() < 5"}]}"#
+                .to_string()
+        }
+        Nesting::Objects => format!(
+            r#"{{"type": "array", "items": {{"type": "string"}}, "x-kubernetes-validations": [{{"rule": {}}}]}}"#,
+            yaml_str("self.all(x, self.all(y, x.matches(y)))")
+        ),
+    };
+    for _ in 0..n {
+        schema = match kind {
+            Nesting::Lists => format!(r#"{{"type": "array", "maxItems": 2, "items": {schema}}}"#),
+            Nesting::Maps => format!(
+                r#"{{"type": "object", "maxProperties": 2, "additionalProperties": {schema}}}"#
+            ),
+            Nesting::Objects => format!(r#"{{"type": "object", "properties": {{"c": {schema}}}}}"#),
+        };
+    }
+    crd(&schema)
+}
+
+/// `n` unbounded string properties and, on the object, a costly rule reading two of them.
+pub fn crd_width_costly(n: usize) -> String {
+    let props: Vec<String> = (0..n)
+        .map(|i| format!(r#""p{i}": {{"type": "string"}}"#))
+        .collect();
+    crd(&format!(
+        r#"{{"type": "object", "x-kubernetes-validations": [{{"rule": "self.p0.matches(self.p1)"}}], "properties": {{{}}}}}"#,
+        props.join(", ")
+    ))
+}
+
+/// An unbounded list of objects of `n` unbounded string properties, all read by one rule on the
+/// items (a site each), over the limit.
+pub fn crd_reads(n: usize) -> String {
+    let props: Vec<String> = (0..n)
+        .map(|i| format!(r#""p{i}": {{"type": "string"}}"#))
+        .collect();
+    let rule = (0..n)
+        .map(|i| format!("self.p{i}.matches('^a+$')"))
+        .collect::<Vec<_>>()
+        .join(" && ");
+    crd(&format!(
+        r#"{{"type": "array", "items": {{"type": "object", "x-kubernetes-validations": [{{"rule": {}}}], "properties": {{{}}}}}}}"#,
+        yaml_str(&rule),
+        props.join(", ")
+    ))
+}
+
+/// An unbounded list of objects with an unbounded string, whose items carry `n` rules, each
+/// over the per-rule limit.
+pub fn crd_rules_per_node(n: usize) -> String {
+    let rules: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"rule": {}}}"#,
+                yaml_str(&format!("self.s.contains('x{i}')"))
+            )
+        })
+        .collect();
+    crd(&format!(
+        r#"{{"type": "array", "items": {{"type": "object", "x-kubernetes-validations": [{}], "properties": {{"s": {{"type": "string"}}}}}}}}"#,
+        rules.join(", ")
+    ))
+}
+
+/// `self.u == 'x0' || ...` over an unbounded string, under a list: over the limit.
+pub fn crd_costly_terms(n: usize) -> String {
+    let rule = (0..n)
+        .map(|i| format!("self.u == 'x{i}'"))
+        .collect::<Vec<_>>()
+        .join(" || ");
+    crd(&format!(
+        r#"{{"type": "array", "items": {{"type": "object", "x-kubernetes-validations": [{{"rule": {}}}], "properties": {{"u": {{"type": "string"}}}}}}}}"#,
+        yaml_str(&rule)
+    ))
 }

@@ -193,8 +193,45 @@ pub fn display_path(path: &[std::rc::Rc<str>]) -> String {
 /// told of: zero for a node nothing below changed, the same again once a change is undone).
 #[derive(Default)]
 struct ConversionMemo {
-    signatures: HashMap<usize, u64>,
-    done: HashMap<(usize, bool, u64), Option<Arc<DeclType>>>,
+    signatures: HashMap<usize, u64, NumberHash>,
+    done: HashMap<(usize, bool, u64), Option<Arc<DeclType>>, NumberHash>,
+}
+
+/// A hash of a few numbers (addresses, flags, signatures) by multiplying, as rustc's `FxHasher`
+/// does: a change of a bound notes it to each ancestor of its node, and SipHash made that most
+/// of the suggested bounds' search.
+#[derive(Clone, Copy, Default)]
+struct NumberHash;
+
+#[derive(Default)]
+struct NumberHasher(u64);
+
+impl std::hash::BuildHasher for NumberHash {
+    type Hasher = NumberHasher;
+    fn build_hasher(&self) -> NumberHasher {
+        NumberHasher(0)
+    }
+}
+
+impl std::hash::Hasher for NumberHasher {
+    fn finish(&self) -> u64 {
+        // The low bits pick the bucket: bring the product's well-mixed high bits there.
+        self.0.rotate_left(26)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0xf135_7aea_2e62_a9c5);
+    }
 }
 
 /// Conversions [`with_conversion_memo`] keeps at most.
@@ -230,6 +267,7 @@ pub fn note_bound_change(path: &[usize], site: usize, from: Option<i64>, to: Opt
     if from == to {
         return;
     }
+    crate::budget::charge(path.len() as u64);
     let mark = |v: Option<i64>| {
         use std::hash::Hasher;
         let mut h = std::collections::hash_map::DefaultHasher::new();
