@@ -120,6 +120,8 @@ fn parse_versions(s: &str) -> Result<Versions, String> {
 }
 
 fn main() -> ExitCode {
+    // Before any thread starts (the operator's settings replace these).
+    celcost::budget::keep_resident_memory_near_the_heap();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

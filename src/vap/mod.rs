@@ -171,14 +171,13 @@ pub fn estimate_vap_with(
     };
     let k = env.kubernetes;
     let mut errors: Vec<FieldError> = meta::validate_object_meta(vap.get("metadata"), k);
-    let spec = vap.get("spec").cloned().unwrap_or(Value::Null);
+    let spec = vap.get("spec").unwrap_or(&Value::Null);
     errors.extend(meta::validate_spec(&spec, k));
     let has_params = spec.get("paramKind").is_some_and(|p| !p.is_null());
-    let list = |k: &str| {
+    let list = |k: &str| -> &[Value] {
         spec.get(k)
             .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
+            .map_or(&[], Vec::as_slice)
     };
     let variables = list("variables");
     let composition = !variables.is_empty();

@@ -149,15 +149,14 @@ pub fn estimate_map_with(
     };
     let mut errors: Vec<FieldError> =
         meta::validate_object_meta(map.get("metadata"), env.kubernetes);
-    let spec = map.get("spec").cloned().unwrap_or(Value::Null);
+    let spec = map.get("spec").unwrap_or(&Value::Null);
     errors.extend(meta::validate_spec(&spec, env.kubernetes));
     errors.extend(meta::validate_mutating_spec(&spec));
     let has_params = spec.get("paramKind").is_some_and(|p| !p.is_null());
-    let list = |k: &str| {
+    let list = |k: &str| -> &[Value] {
         spec.get(k)
             .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
+            .map_or(&[], Vec::as_slice)
     };
     let mut types = PolicyTypes::new();
     let mut expressions: Vec<Compiled> = Vec::new();
