@@ -9,11 +9,14 @@
 //! answers that share of writes with a 503 (a struggling one); `CELCOST_FLEET_TIMEOUT_SECONDS`
 //! (default 1800) gives up on a run; `CELCOST_FLEET_ARGS` adds arguments to the operator's command
 //! line (e.g. `--watch-buffer-mib 4`); `CELCOST_FLEET_WRAP` runs it under a command (e.g.
-//! `heaptrack -o /tmp/fleet`, with the binary built `--features system-allocator`).
+//! `heaptrack -o /tmp/fleet`, with the binary built `--features system-allocator`);
+//! `CELCOST_FLEET_LOG` sets its `RUST_LOG` (default `info`), and `CELCOST_FLEET_KEEP_LOG` keeps
+//! its log (otherwise kept only when a report is missing).
 //!
 //! Per size it prints: CRDs, policies, wall time to the last report, the operator's CPU (total
 //! and per target), its peak RSS (VmHWM), the writes (total, most to one report), target reads
-//! (GETs of a target the watch did not spare), retries (reconciles after a failure). Prints
+//! (GETs of a CRD or policy: the CRDs policies are typed over, and targets the watch did not
+//! spare), the writes the fake failed and the retries (reconciles after a failure). Prints
 //! numbers; asserts nothing.
 //!
 //! The fake serves what the operator asks for: paginated lists (`limit`/`continue`) and watches
@@ -64,6 +67,8 @@ struct Fleet {
     report_events: tokio::sync::broadcast::Sender<(String, Value)>,
     latency: Duration,
     fail_percent: u64,
+    /// Writes answered with a 503 (`fail_percent`).
+    failed_writes: AtomicU64,
     requests: AtomicU64,
 }
 
@@ -480,6 +485,7 @@ async fn report_request(
         tokio::time::sleep(fleet.latency).await;
     }
     if fleet.fail_percent > 0 && fastrand::u64(0..100) < fleet.fail_percent {
+        fleet.failed_writes.fetch_add(1, Ordering::Relaxed);
         return status(503, "ServiceUnavailable", "fake: overloaded");
     }
     let input: Value = match serde_json::from_slice(body) {
@@ -611,6 +617,7 @@ struct Row {
     writes: u64,
     max_writes: u32,
     target_gets: u64,
+    failed_writes: u64,
     retries: f64,
     events: u64,
     missing: u64,
@@ -640,6 +647,7 @@ async fn run(corpus: Vec<Value>, n: usize, timeout: Duration) -> Row {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(0),
+        failed_writes: AtomicU64::new(0),
         requests: AtomicU64::new(0),
     });
     let app = axum::Router::new()
@@ -738,6 +746,14 @@ async fn run(corpus: Vec<Value>, n: usize, timeout: Duration) -> Row {
     // Let the last writes' events come back, then read the operator's counters.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let retries = metric(metrics_addr, "celcost_reconcile_retries_total");
+    // Stopped as a pod is (SIGTERM, then SIGKILL after 10 s): what it prints on the way out
+    // (`MIMALLOC_SHOW_STATS=1`) goes to its log.
+    // SAFETY: signals the child this function started.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    let stop = Instant::now();
+    while stop.elapsed() < Duration::from_secs(10) && matches!(child.try_wait(), Ok(None)) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let _ = child.kill();
     let _ = child.wait();
     server.abort();
@@ -751,11 +767,12 @@ async fn run(corpus: Vec<Value>, n: usize, timeout: Duration) -> Row {
         writes: writes.values().map(|&w| u64::from(w)).sum(),
         max_writes: writes.values().copied().max().unwrap_or(0),
         target_gets: fleet.target_gets.load(Ordering::Relaxed),
+        failed_writes: fleet.failed_writes.load(Ordering::Relaxed),
         retries,
         events: fleet.events.load(Ordering::Relaxed),
         missing: targets - fleet.done.load(Ordering::SeqCst).min(targets),
     };
-    if row.missing == 0 {
+    if row.missing == 0 && std::env::var_os("CELCOST_FLEET_KEEP_LOG").is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     } else {
         eprintln!("operator log kept: {}", dir.join("operator.log").display());
@@ -805,15 +822,15 @@ fn main() {
     }
     println!();
     println!(
-        "| CRDs | policies | wall s | operator CPU s | CPU ms/target | peak RSS MiB | writes | writes/report max | GETs of CRDs/policies | retries | events | missing |"
+        "| CRDs | policies | wall s | operator CPU s | CPU ms/target | peak RSS MiB | writes | writes/report max | GETs of CRDs/policies | failed writes | retries | events | missing |"
     );
     println!(
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
     for r in rows {
         let t = (r.crds + r.vaps).max(1) as f64;
         println!(
-            "| {} | {} | {:.1} | {:.1} | {:.2} | {:.1} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {:.1} | {:.1} | {:.2} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
             r.crds,
             r.vaps,
             r.wall,
@@ -823,6 +840,7 @@ fn main() {
             r.writes,
             r.max_writes,
             r.target_gets,
+            r.failed_writes,
             r.retries,
             r.events,
             r.missing

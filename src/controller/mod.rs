@@ -39,13 +39,14 @@ use std::time::Duration;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DynamicObject, ListParams, PartialObjectMeta};
+use kube::api::{Api, ListParams, PartialObjectMeta};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
+use serve::watch::WatchedObject;
 use tracing::{debug, info, warn};
 
 use crate::cel::decls::Version;
@@ -82,12 +83,12 @@ pub struct ControllerArgs {
     pub concurrency: u16,
     /// MiB of target JSON (CRDs, policies) parsed and estimated at once, over all reconciles;
     /// the operator's memory grows with it (about 6 times this, plus the watched metadata).
-    #[arg(long, env = "CELCOST_MEMORY_BUDGET_MIB", default_value_t = 8,
+    #[arg(long, env = "CELCOST_MEMORY_BUDGET_MIB", default_value_t = 4,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub memory_budget_mib: u16,
     /// MiB of watched target JSON held per kind between its watch and its reconcile (the
     /// watch waits for room): it keeps the estimators busy, and more only costs memory.
-    #[arg(long, env = "CELCOST_WATCH_BUFFER_MIB", default_value_t = 8,
+    #[arg(long, env = "CELCOST_WATCH_BUFFER_MIB", default_value_t = 4,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub watch_buffer_mib: u16,
     /// Kubernetes minor whose API server the estimates follow (1.30 to 1.36); default: the
@@ -578,6 +579,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         Some(CrdLinks {
             store: crds.targets.clone(),
             events,
+            listed: crds.listed.clone(),
         })
     };
     let mut policy_ctrls: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
@@ -660,12 +662,16 @@ struct Running<K: Target> {
     run: futures::future::BoxFuture<'static, ()>,
     /// The watched targets.
     targets: Store<PartialObjectMeta<K>>,
+    /// Whether the targets' first list is complete.
+    listed: tokio::sync::watch::Receiver<bool>,
 }
 
 /// How the policy controller follows the CRDs.
 struct CrdLinks {
     store: context::CrdStore,
     events: futures::channel::mpsc::UnboundedReceiver<PartialObjectMeta<CustomResourceDefinition>>,
+    /// Whether the CRDs' first list is complete.
+    listed: tokio::sync::watch::Receiver<bool>,
 }
 
 /// Page size of a target watch's list: the pages hold whole objects (a page of large CRDs is
@@ -729,9 +735,13 @@ fn controller_for<K: Target>(
         shared.settings.pending_bytes,
     ));
     let mut crd_events = None;
+    let mut crds_listed = None;
     if let Some(links) = crds {
-        ctx = ctx.with_crd_store(links.store);
+        ctx = ctx
+            .with_crd_store(links.store)
+            .with_crds_listed(links.listed.clone());
         crd_events = Some(links.events);
+        crds_listed = Some(links.listed);
     }
     let ctx = Arc::new(ctx);
 
@@ -742,7 +752,7 @@ fn controller_for<K: Target>(
     targets_writer.apply_watcher_event(&watcher::Event::Init);
     targets_writer.apply_watcher_event(&watcher::Event::InitDone);
     let resource = kube::core::ApiResource::erase::<K>(&());
-    let target_api = Api::<DynamicObject>::all_with(shared.client.clone(), &resource);
+    let target_api = Api::<WatchedObject>::all_with(shared.client.clone(), &resource);
     let target_wc = watcher::Config {
         page_size: Some(TARGET_PAGE_SIZE),
         ..watcher::Config::default().timeout(shared.watch_settings.timeout)
@@ -764,12 +774,14 @@ fn controller_for<K: Target>(
     // be in a later page. Those names are checked when the list ends.
     let unlisted: Arc<std::sync::Mutex<Option<std::collections::HashSet<String>>>> =
         Arc::new(std::sync::Mutex::new(Some(Default::default())));
+    let (listed_tx, listed) = tokio::sync::watch::channel(false);
     let compactor = Compactor::<K> {
         ctx: ctx.clone(),
         store: targets.clone(),
         listing: Arc::default(),
         unlisted: unlisted.clone(),
         gone: gone_tx.clone(),
+        listed: listed_tx,
         _kind: std::marker::PhantomData,
     };
     let target_events = watch::resilient(
@@ -819,10 +831,29 @@ fn controller_for<K: Target>(
     // A new term re-checks every target; so does a watch restored after an outage (the
     // targets whose reconcile failed meanwhile would otherwise wait out their backoff; the
     // others are current and cost a lookup).
+    // The periodic re-check of every target (`--resync-seconds`) is one trigger for all of them,
+    // not a requeue per target: the controller's scheduler kept a timer entry and two copies of
+    // the target's reference (name, uid, resourceVersion) for each, about 0.6 KiB per target.
+    let resync = {
+        let period = shared.settings.requeue;
+        futures::stream::unfold((), move |()| async move {
+            tokio::time::sleep(period).await;
+            Some(((), ()))
+        })
+    };
     let mut controller = Controller::for_stream(target_events, targets.clone())
         .owns_stream(report_events)
         .reconcile_all_on(shared.leadership.acquired())
-        .reconcile_all_on(shared.health.restorations());
+        .reconcile_all_on(shared.health.restorations())
+        .reconcile_all_on(resync);
+    if let Some(mut listed) = crds_listed {
+        // The CRDs' first list is complete: every policy is checked again, so that one whose
+        // CRD was read before the store had it and is not in the list (deleted meanwhile) is
+        // estimated again; the others are current and cost a lookup.
+        controller = controller.reconcile_all_on(futures::stream::once(async move {
+            let _ = listed.wait_for(|l| *l).await;
+        }));
+    }
     if let Some(events) = crd_events {
         let deps = ctx.clone();
         controller = controller.watches_stream(
@@ -864,7 +895,11 @@ fn controller_for<K: Target>(
     let run = futures::future::select(Box::pin(run), Box::pin(reaper))
         .map(|_| ())
         .boxed();
-    Running { run, targets }
+    Running {
+        run,
+        targets,
+        listed,
+    }
 }
 
 /// Turns a target watch's whole objects into what the operator keeps: the metadata (for the
@@ -881,6 +916,8 @@ struct Compactor<K: Target> {
     unlisted: Arc<std::sync::Mutex<Option<std::collections::HashSet<String>>>>,
     /// Where deleted targets go (their reports are deleted).
     gone: futures::channel::mpsc::UnboundedSender<String>,
+    /// Set when the first list is complete.
+    listed: tokio::sync::watch::Sender<bool>,
     _kind: std::marker::PhantomData<fn() -> K>,
 }
 
@@ -892,6 +929,7 @@ impl<K: Target> Clone for Compactor<K> {
             listing: self.listing.clone(),
             unlisted: self.unlisted.clone(),
             gone: self.gone.clone(),
+            listed: self.listed.clone(),
             _kind: std::marker::PhantomData,
         }
     }
@@ -902,7 +940,7 @@ type MetaEvent<K> = Result<watcher::Event<PartialObjectMeta<K>>, watcher::Error>
 impl<K: Target> Compactor<K> {
     async fn compact(
         &self,
-        event: Result<watcher::Event<DynamicObject>, watcher::Error>,
+        event: Result<watcher::Event<WatchedObject>, watcher::Error>,
     ) -> Vec<MetaEvent<K>> {
         let event = match event {
             Ok(e) => e,
@@ -923,9 +961,10 @@ impl<K: Target> Compactor<K> {
             }
             watcher::Event::Delete(obj) => {
                 self.ctx.pending.remove(&obj.name_any());
-                vec![Ok(watcher::Event::Delete(metadata_of(obj)))]
+                vec![Ok(watcher::Event::Delete(metadata_of(obj.metadata)))]
             }
             watcher::Event::InitDone => {
+                self.listed.send_replace(true);
                 let Some(listed) = self.listing.lock().expect("listing lock").take() else {
                     return Vec::new();
                 };
@@ -952,13 +991,9 @@ impl<K: Target> Compactor<K> {
 
     /// The target's metadata; its body is held (waiting for room) when this replica leads and
     /// the target's report is not known to be current for this generation.
-    async fn hold(&self, mut obj: DynamicObject) -> PartialObjectMeta<K> {
-        obj.metadata.managed_fields = None;
-        let meta = metadata_of::<K>(DynamicObject {
-            types: None,
-            metadata: obj.metadata.clone(),
-            data: serde_json::Value::Null,
-        });
+    async fn hold(&self, obj: WatchedObject) -> PartialObjectMeta<K> {
+        let WatchedObject { metadata, text } = obj;
+        let meta = metadata_of::<K>(metadata);
         let (uid, generation) = (meta.metadata.uid.clone(), meta.metadata.generation);
         let name = meta.name_any();
         if !self.ctx.leadership.is_leader()
@@ -969,23 +1004,16 @@ impl<K: Target> Compactor<K> {
             self.ctx.pending.remove(&name);
             return meta;
         }
-        match serde_json::to_string(&obj) {
-            Ok(text) => {
-                drop(obj);
-                self.ctx.pending.put(name, uid, generation, text).await;
-            }
-            // Cannot happen (it was JSON); the reconcile reads the target instead.
-            Err(e) => debug!(name = %name, error = %e, "cannot serialize a watched target"),
-        }
+        self.ctx.pending.put(name, uid, generation, text).await;
         meta
     }
 }
 
 /// The metadata the store keeps of a watched object ([`keep_what_the_reconciler_reads`]).
-fn metadata_of<K: Target>(obj: DynamicObject) -> PartialObjectMeta<K> {
+fn metadata_of<K: Target>(metadata: kube::api::ObjectMeta) -> PartialObjectMeta<K> {
     let mut meta = PartialObjectMeta::<K> {
         types: None,
-        metadata: obj.metadata,
+        metadata,
         _phantom: std::marker::PhantomData,
     };
     keep_what_the_reconciler_reads(&mut meta);

@@ -111,7 +111,8 @@ impl CostEstimator for WithNextMinor {
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub status: StatusSettings,
-    /// Periodic re-check of every target (a no-op when nothing changed).
+    /// Periodic re-check of every target (a no-op when nothing changed): one trigger for all
+    /// targets (the controller's), not a requeue of each.
     pub requeue: Duration,
     /// First and longest delay of the per-target retry backoff after API errors.
     pub min_backoff: Duration,
@@ -141,11 +142,11 @@ impl Default for Settings {
             requeue: Duration::from_secs(3600),
             min_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(300),
-            memory_budget_bytes: 8 << 20,
+            memory_budget_bytes: 4 << 20,
             estimators: std::thread::available_parallelism().map_or(2, usize::from),
             max_transient_backoff: Duration::from_secs(5),
             request_timeout: Duration::from_secs(10),
-            pending_bytes: 8 << 20,
+            pending_bytes: 4 << 20,
             jitter: true,
         }
     }
@@ -193,6 +194,8 @@ pub struct Context {
     pub(super) budget: Budget,
     /// Policies: the watched CRDs, whose schemas type their estimates.
     pub(super) crds: Option<CrdStore>,
+    /// Whether the CRD watch's first list is complete (`None`: counted as complete).
+    pub(super) crds_listed: Option<tokio::sync::watch::Receiver<bool>>,
     /// Whether this replica may write (leader election); always, by default.
     pub leadership: Leadership,
     /// The targets' bodies from their (full-object) watch, until their reconcile takes them;
@@ -222,6 +225,7 @@ impl Context {
             unwritten: Arc::default(),
             budget,
             crds: None,
+            crds_listed: None,
             leadership: Leadership::always(),
             pending: Arc::default(),
         }
@@ -238,6 +242,17 @@ impl Context {
     /// schemas only.
     pub fn with_crd_store(mut self, crds: CrdStore) -> Self {
         self.crds = Some(crds);
+        self
+    }
+
+    /// Says when the CRD store's first list is complete. Until then, a CRD a policy's estimate
+    /// read but the store does not have yet is still to come in a later page, not gone: the
+    /// policy's report stays current (the CRD's arrival re-checks it, and so does the list's
+    /// end). Without it, each write of a policy's report (apply, status), coming back through
+    /// the reports watch during a cold start, read the policy and its CRDs again and estimated
+    /// it again: three GETs per policy where one is needed.
+    pub fn with_crds_listed(mut self, listed: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.crds_listed = Some(listed);
         self
     }
 
@@ -277,8 +292,9 @@ impl Context {
             .reports
             .get(&ObjectRef::new(report_name))
             .and_then(|r| r.metadata.resource_version.clone());
+        let listed = self.crds_listed.as_ref().is_none_or(|l| *l.borrow());
         let deps_current = match self.crds.as_ref() {
-            Some(crds) => stored.deps.iter().all(|d| d.is_current(crds)),
+            Some(crds) => stored.deps.iter().all(|d| d.is_current_while(crds, listed)),
             None => true,
         };
         stored.uid == memo.uid
@@ -496,6 +512,13 @@ pub enum Dep {
 impl Dep {
     /// Whether the CRDs are still as they were (per the watched metadata).
     pub fn is_current(&self, crds: &CrdStore) -> bool {
+        self.is_current_while(crds, true)
+    }
+
+    /// [`Dep::is_current`], with the store's first list complete (`listed`) or not: before, a
+    /// CRD that was read but is not in the store yet counts as unchanged (it comes in a later
+    /// page).
+    pub fn is_current_while(&self, crds: &CrdStore, listed: bool) -> bool {
         match self {
             Dep::Crd { name, seen } => {
                 let now = crds.get(&ObjectRef::new(name)).and_then(|m| {
@@ -504,7 +527,7 @@ impl Dep {
                         .clone()
                         .map(|uid| (uid, m.metadata.generation))
                 });
-                now == *seen
+                now == *seen || (now.is_none() && seen.is_some() && !listed)
             }
             Dep::Group { group, names } => crds_of_group(crds, group) == *names,
         }
@@ -604,5 +627,15 @@ mod tests {
         )));
         writer.apply_watcher_event(&watcher::Event::Apply(meta("widgets.example.com", "u3", 1)));
         assert!(!crd.is_current(&store));
+
+        // Before the store's first list is complete, a CRD read but not listed yet is current;
+        // one listed with another generation is not, and neither is a missing one afterwards.
+        let later = Dep::Crd {
+            name: "later.example.com".into(),
+            seen: Some(("u4".into(), Some(1))),
+        };
+        assert!(later.is_current_while(&store, false) && !later.is_current(&store));
+        assert!(!crd.is_current_while(&store, false));
+        assert!(!missing.is_current_while(&store, false));
     }
 }

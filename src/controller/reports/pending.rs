@@ -30,7 +30,7 @@ pub struct Pending {
 
 impl Default for Pending {
     fn default() -> Self {
-        Pending::new(8 << 20)
+        Pending::new(4 << 20)
     }
 }
 

@@ -414,7 +414,7 @@ async fn reconcile_inner<K: Target>(
         .filter(|c| body.is_none() && c.uid == seen.uid && c.generation == seen.generation);
     if ctx.is_current(&report_name, &seen) {
         debug!("report is current");
-        return Ok(Action::requeue(ctx.settings.requeue));
+        return Ok(Action::await_change());
     }
 
     let reports: Api<CostReport> = Api::all(ctx.client.clone());
@@ -544,7 +544,8 @@ async fn reconcile_inner<K: Target>(
             return Err(e);
         }
     }
-    Ok(Action::requeue(ctx.settings.requeue))
+    // The periodic re-check comes from the controller's resync trigger (`controller_for`).
+    Ok(Action::await_change())
 }
 
 /// Writes the report of `computed` (the report object when it differs, its status when it

@@ -549,6 +549,219 @@ where
     {}
 }
 
+/// A watched object as the operator holds it between its watch and its reconcile: the
+/// metadata, and the object's JSON text without `managedFields`, made in one pass over the
+/// watch's stream. Watching `DynamicObject`s built each object's tree (several times its text)
+/// and wrote it out again as text: for 20,000 CRDs of 65 KiB, 1.3 GB of short-lived small
+/// allocations on the async workers, among the long-lived metadata of every target, which kept
+/// half-used allocator pages resident.
+#[derive(Clone, Debug)]
+pub struct WatchedObject {
+    pub metadata: kube::api::ObjectMeta,
+    /// `{...}`: the object as the API server sent it, but `metadata` written from
+    /// [`WatchedObject::metadata`] (which has no `managedFields`).
+    pub text: String,
+}
+
+impl kube::Resource for WatchedObject {
+    type DynamicType = kube::api::ApiResource;
+    type Scope = kube::core::DynamicResourceScope;
+
+    fn group(dt: &kube::api::ApiResource) -> std::borrow::Cow<'_, str> {
+        dt.group.as_str().into()
+    }
+
+    fn version(dt: &kube::api::ApiResource) -> std::borrow::Cow<'_, str> {
+        dt.version.as_str().into()
+    }
+
+    fn kind(dt: &kube::api::ApiResource) -> std::borrow::Cow<'_, str> {
+        dt.kind.as_str().into()
+    }
+
+    fn api_version(dt: &kube::api::ApiResource) -> std::borrow::Cow<'_, str> {
+        dt.api_version.as_str().into()
+    }
+
+    fn plural(dt: &kube::api::ApiResource) -> std::borrow::Cow<'_, str> {
+        dt.plural.as_str().into()
+    }
+
+    fn meta(&self) -> &kube::api::ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut kube::api::ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for WatchedObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut out = Vec::new();
+        let metadata = d.deserialize_map(TopLevel { out: &mut out })?;
+        let text = String::from_utf8(out).map_err(serde::de::Error::custom)?;
+        Ok(WatchedObject { metadata, text })
+    }
+}
+
+/// The object's members written as JSON to `out` as they are read; its `metadata` read
+/// (without `managedFields`) and written from what was read.
+struct TopLevel<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl<'de> serde::de::Visitor<'de> for TopLevel<'_> {
+    type Value = kube::api::ObjectMeta;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        let mut metadata = None;
+        self.out.push(b'{');
+        let mut first = true;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "metadata" {
+                let mut m: kube::api::ObjectMeta = map.next_value()?;
+                m.managed_fields = None;
+                if !first {
+                    self.out.push(b',');
+                }
+                serde_json::to_writer(&mut *self.out, "metadata").map_err(A::Error::custom)?;
+                self.out.push(b':');
+                serde_json::to_writer(&mut *self.out, &m).map_err(A::Error::custom)?;
+                metadata = Some(m);
+            } else {
+                if !first {
+                    self.out.push(b',');
+                }
+                serde_json::to_writer(&mut *self.out, key.as_ref()).map_err(A::Error::custom)?;
+                self.out.push(b':');
+                map.next_value_seed(Json {
+                    out: &mut *self.out,
+                })?;
+            }
+            first = false;
+        }
+        self.out.push(b'}');
+        Ok(metadata.unwrap_or_default())
+    }
+}
+
+/// A JSON value written to `out` as it is read, as `serde_json` writes a `Value`.
+struct Json<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Json<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Json<'_> {
+    fn write<T: serde::Serialize + ?Sized, E: serde::de::Error>(self, v: &T) -> Result<(), E> {
+        serde_json::to_writer(self.out, v).map_err(E::custom)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Json<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<(), E> {
+        self.write(&v)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<(), E> {
+        self.write(&v)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<(), E> {
+        self.write(&v)
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<(), E> {
+        // As `serde_json::Value` keeps it: a number, or null where JSON has none.
+        self.write(&serde_json::Number::from_f64(v))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
+        self.write(v)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
+        self.visit_unit()
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.out.push(b'[');
+        let mut first = true;
+        loop {
+            let mark = self.out.len();
+            if !first {
+                self.out.push(b',');
+            }
+            let more = seq
+                .next_element_seed(Json {
+                    out: &mut *self.out,
+                })?
+                .is_some();
+            if !more {
+                self.out.truncate(mark);
+                break;
+            }
+            first = false;
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.out.push(b'{');
+        let mut first = true;
+        loop {
+            let mark = self.out.len();
+            if !first {
+                self.out.push(b',');
+            }
+            let more = map
+                .next_key_seed(Json {
+                    out: &mut *self.out,
+                })?
+                .is_some();
+            if !more {
+                self.out.truncate(mark);
+                break;
+            }
+            self.out.push(b':');
+            map.next_value_seed(Json {
+                out: &mut *self.out,
+            })?;
+            first = false;
+        }
+        self.out.push(b'}');
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -623,5 +836,73 @@ mod tests {
         assert!(delays[9] >= Duration::from_secs(1));
         b.reset();
         assert!(b.next_delay() <= Duration::from_millis(200));
+    }
+
+    /// A CRD as the API server sends it: managed fields, numbers of every kind, escapes,
+    /// empty and nested containers.
+    fn crd_json() -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {
+                "name": "widgets.example.com", "uid": "u-1", "generation": 3,
+                "resourceVersion": "42", "labels": {"a": "b"},
+                "managedFields": [{"manager": "kubectl", "operation": "Apply",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]
+            },
+            "spec": {
+                "group": "example.com",
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {
+                    "openAPIV3Schema": {"type": "object", "properties": {"n": {
+                        "type": "number", "default": 1.5, "maximum": -2, "minimum": 18446744073709551615u64,
+                        "enum": [0.1, 1e300, -0.0, null, "\u{e9}\"\\\n\t\u{1}", [], {}],
+                        "x-kubernetes-validations": [{"rule": "self < 10.0"}]
+                    }}}
+                }}]
+            },
+            "status": {"conditions": []}
+        })
+    }
+
+    #[test]
+    fn watched_objects_are_their_json_without_managed_fields() {
+        let original = crd_json();
+        let mut expected = original.clone();
+        expected["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        let mut meta: kube::api::ObjectMeta =
+            serde_json::from_value(original["metadata"].clone()).unwrap();
+        meta.managed_fields = None;
+        let check = |w: &WatchedObject| {
+            assert_eq!(w.metadata, meta);
+            let back: serde_json::Value = serde_json::from_str(&w.text).unwrap();
+            assert_eq!(back, expected, "{}", w.text);
+            // Written as serde_json writes the value, members in their order.
+            let mut as_value = back.clone();
+            as_value["metadata"] = serde_json::to_value(&meta).unwrap();
+            assert_eq!(w.text, serde_json::to_string(&as_value).unwrap());
+        };
+        // Read from text, as a list's item and as a watch event (whose object serde buffers
+        // when `object` comes before `type`).
+        let text = serde_json::to_string(&original).unwrap();
+        check(&serde_json::from_str::<WatchedObject>(&text).unwrap());
+        let list = format!(
+            r#"{{"apiVersion": "v1", "kind": "List", "metadata": {{}}, "items": [{text}]}}"#
+        );
+        let list: kube::core::ObjectList<WatchedObject> = serde_json::from_str(&list).unwrap();
+        check(&list.items[0]);
+        for event in [
+            format!(r#"{{"type": "ADDED", "object": {text}}}"#),
+            format!(r#"{{"object": {text}, "type": "MODIFIED"}}"#),
+        ] {
+            match serde_json::from_str::<kube::core::WatchEvent<WatchedObject>>(&event).unwrap() {
+                kube::core::WatchEvent::Added(w) | kube::core::WatchEvent::Modified(w) => check(&w),
+                e => panic!("{e:?}"),
+            }
+        }
+        // Not an object: an error, not a panic.
+        assert!(serde_json::from_str::<WatchedObject>("[1]").is_err());
     }
 }
