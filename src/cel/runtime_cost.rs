@@ -35,6 +35,7 @@
 
 use super::ast::{Expr, ExprKind, Literal};
 use super::eval::Val;
+use super::minor::Minor;
 
 /// A value or a cel-go evaluation error.
 type R = Result<Val, ()>;
@@ -67,11 +68,33 @@ pub enum Count {
     Unsupported,
 }
 
-/// Counts the runtime cost of `e` (macro-expanded) with the variables bound, up to `limit`.
-pub fn count(e: &Expr, vars: &[(&str, &Val)], limit: u64) -> Count {
+/// What of a minor's cel-go the count follows where cel-go's `costCall` changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rules {
+    /// The global `matches(s, re)` counts as `s.matches(re)` (cel-go v0.29,
+    /// [`Minor::global_matches_cost`]); before, 1 like any call.
+    pub global_matches: bool,
+    /// `startsWith` / `endsWith` count the argument's size (cel-go v0.29,
+    /// [`Minor::affix_runtime_cost_by_argument`]); before, the receiver's.
+    pub affix_by_argument: bool,
+}
+
+impl Rules {
+    pub fn of(minor: &Minor) -> Rules {
+        Rules {
+            global_matches: minor.global_matches_cost,
+            affix_by_argument: minor.affix_runtime_cost_by_argument,
+        }
+    }
+}
+
+/// Counts the runtime cost of `e` (macro-expanded) with the variables bound, up to `limit`,
+/// as the cel-go of `rules` counts it.
+pub fn count(e: &Expr, vars: &[(&str, &Val)], limit: u64, rules: Rules) -> Count {
     let mut c = Counter {
         cost: 0,
         limit,
+        rules,
         work: 0,
         scope: vars
             .iter()
@@ -94,6 +117,7 @@ const WORK_CAP: u64 = 4_000_000;
 struct Counter {
     cost: u64,
     limit: u64,
+    rules: Rules,
     /// The nodes of the values made so far.
     work: u64,
     /// Bound names, innermost last.
@@ -439,7 +463,7 @@ impl Counter {
         for a in args {
             vals.push(self.eval(a)?);
         }
-        let cost = call_cost(function, &vals)?;
+        let cost = call_cost(function, target.is_some(), &vals, self.rules)?;
         self.add(cost)?;
         if function == "@not_strictly_false" {
             // Non-strict: true for anything but false (errors included).
@@ -471,10 +495,17 @@ fn qualifier_cost(operand: &Expr) -> u64 {
     }
 }
 
-/// `CallCost` of the Kubernetes library, else cel-go's `costCall`, at least 1.
-fn call_cost(function: &str, a: &[R]) -> Result<u64, Stop> {
+/// `CallCost` of the Kubernetes library, else cel-go's `costCall` (as of `rules`), at least 1.
+/// `member`: a receiver call, whose receiver is `a[0]`.
+fn call_cost(function: &str, member: bool, a: &[R], rules: Rules) -> Result<u64, Stop> {
     let s = |i: usize| a.get(i).map(size).unwrap_or(1) as f64;
     let cost = match function {
+        // cel-go v0.29 counts the prefix or suffix; before, the receiver.
+        "startsWith" | "endsWith" if member && rules.affix_by_argument && a.len() == 2 => {
+            ceil(s(1) * 0.1)
+        }
+        // The global form: no case in cel-go's `costCall` before v0.29.
+        "matches" if !member && !rules.global_matches => 1,
         "_==_" | "_!=_" if a.len() == 2 => ceil(s(0).min(s(1)) * 0.1),
         "_<_" | "_<=_" | "_>_" | "_>=_" if a.len() == 2 && is_text(&a[0]) && is_text(&a[1]) => {
             ceil(s(0).min(s(1)) * 0.1)
@@ -673,7 +704,7 @@ mod tests {
         let e = parse(src, ParserOptions::for_version(Version::new(1, 36)))
             .expect("parses")
             .expr;
-        count(&e, vars, u64::MAX)
+        count(&e, vars, u64::MAX, Rules::default())
     }
 
     fn counted(src: &str, vars: &[(&str, &Val)]) -> (u64, Result<Val, ()>) {
@@ -740,6 +771,46 @@ mod tests {
         );
     }
 
+    /// cel-go v0.29 (Kubernetes 1.37) counts `startsWith` / `endsWith` by the argument, and the
+    /// global `matches` as the receiver form: apiextensions-apiserver b51744f36's
+    /// `TestCelCostStability` (`self.val1.startsWith('Rook')` 4 → 3, `!…startsWith('knight')`
+    /// 5 → 4 on "Rook takes 👑") and `TestDefaultValidationWithCostBudget`'s default
+    /// "kube-everything" (the prefix 'kube' made long enough to still cost what it did).
+    #[test]
+    fn affixes_and_global_matches_by_minor() {
+        let v36 = Rules::of(crate::cel::minor::Minor::of(Version::new(1, 36)).unwrap());
+        let v37 = Rules::of(crate::cel::minor::Minor::of(Version::new(1, 37)).unwrap());
+        let at = |src: &str, vars: &[(&str, &Val)], rules: Rules| {
+            let e = parse(src, ParserOptions::for_version(Version::new(1, 36)))
+                .unwrap()
+                .expr;
+            match count(&e, vars, u64::MAX, rules) {
+                Count::Counted(c) => c.cost,
+                other => panic!("{src}: {other:?}"),
+            }
+        };
+        let self_ = Val::Map(vec![(s("val1"), s("Rook takes 👑"))]);
+        let vars = [("self", &self_)];
+        for (src, before, after) in [
+            ("self.val1.startsWith('Rook')", 4, 3),
+            ("!self.val1.startsWith('knight')", 5, 4),
+            ("self.val1.endsWith('👑')", 4, 3),
+        ] {
+            assert_eq!(at(src, &vars, v36), before, "1.36 {src}");
+            assert_eq!(at(src, &vars, v37), after, "1.37 {src}");
+        }
+        let kube = s("kube-everything");
+        let vars = [("self", &kube)];
+        assert_eq!(at("self.startsWith('kube')", &vars, v36), 3);
+        assert_eq!(at("self.startsWith('kube')", &vars, v37), 2);
+        assert_eq!(at("self.startsWith('kube-everyt')", &vars, v37), 3);
+        let long = Val::String("x".repeat(500));
+        let vars = [("input", &long)];
+        assert_eq!(at("matches(input, '[0-9]')", &vars, v36), 2);
+        assert_eq!(at("matches(input, '[0-9]')", &vars, v37), 103);
+        assert_eq!(at("input.matches('[0-9]')", &vars, v36), 103);
+    }
+
     /// Where cel-go does less (short-circuits, one branch of a ternary, early exits), the count
     /// is more, never less.
     #[test]
@@ -790,7 +861,10 @@ mod tests {
         let e = parse(rule, ParserOptions::for_version(Version::new(1, 36)))
             .unwrap()
             .expr;
-        assert_eq!(count(&e, &[("self", &with)], 20), Count::Over);
+        assert_eq!(
+            count(&e, &[("self", &with)], 20, Rules::default()),
+            Count::Over
+        );
         // What the counter does not follow.
         assert_eq!(
             cost("duration('1s') < duration('2s')", &[]),
@@ -815,7 +889,10 @@ mod tests {
         .unwrap()
         .expr;
         let started = std::time::Instant::now();
-        assert_eq!(count(&e, &[("self", &v)], 1_000_000), Count::Unsupported);
+        assert_eq!(
+            count(&e, &[("self", &v)], 1_000_000, Rules::default()),
+            Count::Unsupported
+        );
         assert!(started.elapsed().as_secs() < 20);
     }
 }

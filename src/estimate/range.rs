@@ -30,6 +30,10 @@ struct Differences {
     keywords_as_field_names: bool,
     type_meta_additional_properties: bool,
     int_or_string_max_length: bool,
+    global_matches: bool,
+    affix_runtime_cost: bool,
+    object_meta_names: bool,
+    ident_escape: bool,
 }
 
 impl Differences {
@@ -45,24 +49,31 @@ impl Differences {
         let mut add = |name: &str| {
             names.extend(name.split('.').map(str::to_string));
         };
-        for (n, f) in &da.functions {
-            if db.functions.get(n) != Some(f) {
-                add(n);
+        // And the stored-expressions environments (rules on defaults compile there).
+        let stored = (
+            Declarations::for_minor_stored(ma),
+            Declarations::for_minor_stored(mb),
+        );
+        for (da, db) in [(&da, &db), (&stored.0, &stored.1)] {
+            for (n, f) in &da.functions {
+                if db.functions.get(n) != Some(f) {
+                    add(n);
+                }
             }
-        }
-        for n in db.functions.keys() {
-            if !da.functions.contains_key(n) {
-                add(n);
+            for n in db.functions.keys() {
+                if !da.functions.contains_key(n) {
+                    add(n);
+                }
             }
-        }
-        for (n, t) in &da.idents {
-            if db.idents.get(n) != Some(t) {
-                add(n);
+            for (n, t) in &da.idents {
+                if db.idents.get(n) != Some(t) {
+                    add(n);
+                }
             }
-        }
-        for n in db.idents.keys() {
-            if !da.idents.contains_key(n) {
-                add(n);
+            for n in db.idents.keys() {
+                if !da.idents.contains_key(n) {
+                    add(n);
+                }
             }
         }
         let keywords = |m: &Minor| m.compatibility >= Version::new(1, 31);
@@ -80,6 +91,11 @@ impl Differences {
             type_meta_additional_properties: ma.type_meta_keeps_additional_properties
                 != mb.type_meta_keeps_additional_properties,
             int_or_string_max_length: ma.int_or_string_max_length != mb.int_or_string_max_length,
+            global_matches: ma.global_matches_cost != mb.global_matches_cost,
+            affix_runtime_cost: ma.affix_runtime_cost_by_argument
+                != mb.affix_runtime_cost_by_argument,
+            object_meta_names: ma.object_meta_name_max_length != mb.object_meta_name_max_length,
+            ident_escape: ea.parser.ident_escape_syntax != eb.parser.ident_escape_syntax,
         }
     }
 
@@ -98,7 +114,13 @@ impl Differences {
             || self.url_result_size && any(&["url"])
             || self.keywords_as_field_names && selects_reserved_word(p)
             || self.type_meta_additional_properties && p.resource_with_additional_properties
-            || self.int_or_string_max_length && p.int_or_string_with_max_length)
+            || self.int_or_string_max_length && p.int_or_string_with_max_length
+            || self.global_matches && any(&["matches"])
+            // Counted where a rule is evaluated on a default.
+            || self.affix_runtime_cost && any(&["startsWith", "endsWith"])
+            // A CRD's rules at a resource root reach `metadata.name` / `generateName` by name.
+            || self.object_meta_names && any(&["metadata", "name", "generateName"])
+            || self.ident_escape && p.backtick)
     }
 }
 
@@ -143,6 +165,8 @@ struct Profile {
     served_by_minor: bool,
     int_or_string_with_max_length: bool,
     resource_with_additional_properties: bool,
+    /// A backtick in some CEL text (a quoted name, or in a literal).
+    backtick: bool,
 }
 
 impl Profile {
@@ -188,6 +212,7 @@ impl Profile {
                             Value::String(s),
                         ) => {
                             self.has_cel = true;
+                            self.backtick |= s.contains('`');
                             self.tokens.extend(identifier_tokens(s));
                         }
                         _ => self.walk(x, k == "openAPIV3Schema"),

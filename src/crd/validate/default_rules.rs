@@ -523,7 +523,12 @@ impl<'e> DefaultRules<'e> {
         if let Some(o) = old_self {
             vars.push(("oldSelf", o));
         }
-        runtime_cost::count(&parsed.expr, &vars, limit)
+        runtime_cost::count(
+            &parsed.expr,
+            &vars,
+            limit,
+            runtime_cost::Rules::of(self.env.minor),
+        )
     }
 
     /// Evaluates `source` with `self` (and `oldSelf`) bound to `v`, when the interpreter follows
