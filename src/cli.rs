@@ -186,6 +186,26 @@ impl<'a> Minors<'a> {
         }
     }
 
+    /// [`Minors::estimate`], and the reports of the range's other minors (oldest first; none
+    /// for one minor).
+    fn estimate_keeping_older(
+        self,
+        v: &serde_json::Value,
+        catalog: &SchemaCatalog,
+        f: impl Fn(&Estimator, &Shared<'_>) -> Option<ObjectReport>,
+    ) -> Option<(ObjectReport, Vec<ObjectReport>)> {
+        match self {
+            Minors::One(e) => f(e, &Shared::new(v)).map(|r| (r, Vec::new())),
+            Minors::Range(r) => r.estimate_each(v, catalog, f).map(|mut reports| {
+                if reports.len() == 1 {
+                    (reports.pop().unwrap_or_default(), Vec::new())
+                } else {
+                    crate::report::versions::combine_keeping(reports)
+                }
+            }),
+        }
+    }
+
     /// An object's report: one minor's, or the newest's carrying the range's matrix.
     /// `catalog` holds the schemas `f` types a policy over.
     fn estimate(
@@ -199,6 +219,27 @@ impl<'a> Minors<'a> {
             Minors::Range(r) => r.estimate_each(v, catalog, f).map(ranged),
         }
     }
+}
+
+/// Says, in the reports of a minor whose rules stand in for another build's (OpenShift's 1.37:
+/// upstream's, [`crate::cel::minor::Minor::stand_in_note`]), that they do; returns the notes
+/// (once each), for the caller to warn with. Range reports are the newest minor's.
+pub fn note_stand_ins(
+    reports: &mut [ObjectReport],
+    minors: &[&crate::cel::minor::Minor],
+) -> Vec<String> {
+    let notes: Vec<(String, String)> = minors
+        .iter()
+        .filter_map(|m| m.stand_in_note().map(|n| (format!("v{}", m.kubernetes), n)))
+        .collect();
+    for r in reports.iter_mut() {
+        for (version, note) in &notes {
+            if &r.kubernetes_version == version && !r.notes.contains(note) {
+                r.notes.push(note.clone());
+            }
+        }
+    }
+    notes.into_iter().map(|(_, n)| n).collect()
 }
 
 /// As [`estimate_paths`], each object with every estimator (one per Kubernetes minor, oldest
@@ -446,14 +487,26 @@ fn first_pass_text(
                             if !defines.is_empty() {
                                 out.crds.push((o.source.clone(), defines));
                             }
-                            let mut report = estimators
-                                .estimate(&o.value, SchemaCatalog::builtin(), |e, shared| {
-                                    Some(e.estimate_crd_shared(shared, &o.source))
-                                })
+                            let (mut report, older) = estimators
+                                .estimate_keeping_older(
+                                    &o.value,
+                                    SchemaCatalog::builtin(),
+                                    |e, shared| Some(e.estimate_crd_shared(shared, &o.source)),
+                                )
                                 .unwrap_or_default();
                             if let Some(e) = estimators.newest() {
                                 if let Some(settings) = &advice.suggest {
-                                    report = crate::suggest::suggest(e, &o.value, report, settings);
+                                    // Over a range, bounds that fit every minor of it.
+                                    let others: Vec<(&Estimator, &ObjectReport)> = match estimators
+                                    {
+                                        Minors::Range(r) => {
+                                            r.estimators().iter().zip(older.iter()).collect()
+                                        }
+                                        Minors::One(_) => Vec::new(),
+                                    };
+                                    report = crate::suggest::suggest_across(
+                                        e, &others, &o.value, report, settings,
+                                    );
                                 }
                                 e.offer_rewrites_in(&o.value, &mut report, advice.rewrites);
                             }

@@ -46,8 +46,8 @@ enum Command {
         /// Output format.
         #[arg(long, short, value_enum, default_value = "table")]
         output: OutputFormat,
-        /// Kubernetes minor whose API server to follow: `1.N` (1.30 to 1.36), a range
-        /// `1.30..1.36` or `all` (each object estimated for every minor of the range; the exit
+        /// Kubernetes minor whose API server to follow: `1.N` (1.30 to 1.37), a range
+        /// `1.30..1.37` or `all` (each object estimated for every minor of the range; the exit
         /// status follows the worst).
         #[arg(long, default_value = "1.36", value_parser = parse_versions)]
         kubernetes_version: Versions,
@@ -93,7 +93,7 @@ enum Command {
         /// Output format (markdown: a pull-request comment).
         #[arg(long, short, value_enum, default_value = "table")]
         output: OutputFormat,
-        /// Kubernetes minor whose API server to follow (1.30 to 1.36).
+        /// Kubernetes minor whose API server to follow (1.30 to 1.37).
         #[arg(long, default_value = "1.36", value_parser = celcost::cel::minor::parse_version)]
         kubernetes_version: Version,
         /// Whose build of that minor: `kubernetes` or `openshift`.
@@ -143,10 +143,13 @@ fn main() -> ExitCode {
                 steps: max_steps,
                 bytes: usize::try_from(max_memory_mib << 20).unwrap_or(usize::MAX),
             };
-            let estimators: Vec<Estimator> = kubernetes_version
+            let minors: Vec<&'static Minor> = kubernetes_version
                 .0
                 .iter()
                 .filter_map(|v| Minor::of_distribution(*v, distribution))
+                .collect();
+            let estimators: Vec<Estimator> = minors
+                .iter()
                 .map(|m| Estimator::for_minor(m).with_limits(limits))
                 .collect();
             let advice = Advice {
@@ -155,12 +158,15 @@ fn main() -> ExitCode {
                     .unwrap_or_default(),
             };
             let catalog = SchemaCatalog::new();
-            let outcome = if estimators.len() == 1 {
+            let mut outcome = if estimators.len() == 1 {
                 estimate_paths_advising(Minors::One(&estimators[0]), &paths, &catalog, &advice)
             } else {
                 let range = RangeEstimator::new(estimators);
                 estimate_paths_advising(Minors::Range(&range), &paths, &catalog, &advice)
             };
+            for note in celcost::cli::note_stand_ins(&mut outcome.reports, &minors) {
+                eprintln!("warning: {note}");
+            }
             for s in &outcome.skipped {
                 eprintln!("{s}");
             }
@@ -207,6 +213,9 @@ fn main() -> ExitCode {
             let Some(minor) = Minor::of_distribution(kubernetes_version, distribution) else {
                 return ExitCode::from(2);
             };
+            if let Some(note) = minor.stand_in_note() {
+                eprintln!("warning: {note}");
+            }
             let estimator = Estimator::for_minor(minor);
             let before = estimate_paths(&estimator, std::slice::from_ref(&base));
             let after = estimate_paths(&estimator, std::slice::from_ref(&head));

@@ -1565,3 +1565,87 @@ fn jitter_spreads_retries_between_half_and_all_of_the_backoff() {
         Duration::from_secs(300)
     );
 }
+
+/// Upgrade day, before it happens (issue 30): on a 1.36 cluster, a CRD that 1.37's API server
+/// refuses (`tests/data/upgrade-1.37`: a global `matches` on an unbounded duration under a list of
+/// 16) gets `UpgradeSafe=False` naming the rule, its 1.37 cost and factor and a bound that fits
+/// both minors, a Warning event `RejectedByNextVersion`, and `celcost_next_version_rejects` 1.
+#[tokio::test]
+async fn on_1_36_a_crd_that_1_37_rejects_is_flagged() {
+    use celcost::cel::minor::Minor;
+    use celcost::controller::WithNextMinor;
+    let estimator = Arc::new(WithNextMinor {
+        current: Estimator::for_minor(Minor::of(Version::new(1, 36)).unwrap()),
+        next: Some(Estimator::for_minor(
+            Minor::of(Version::new(1, 37)).unwrap(),
+        )),
+        suggest: Some(celcost::suggest::Settings::default()),
+    });
+    let mut h = harness_with(estimator);
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/upgrade-1.37/backendtimeoutpolicies.yaml"),
+    )
+    .unwrap();
+    let mut target: Value = celcost::input::parse_documents(&text)
+        .into_iter()
+        .next()
+        .unwrap()
+        .value
+        .unwrap();
+    target["metadata"]["uid"] = json!("uid-gw");
+    target["metadata"]["generation"] = json!(1);
+    target["metadata"]["resourceVersion"] = json!("100");
+    let name = "backendtimeoutpolicies.gateway.example.io";
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, (stored, (ty, reason, ev))) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.serve_gets(&target, None).await;
+            let obj = api.serve_apply(name, "1").await;
+            let stored = api.serve_status(name, &obj, "2").await;
+            (stored, api.serve_event().await)
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    // Accepted by the cluster's 1.36.
+    assert_eq!(stored["status"]["kubernetesVersion"], "v1.36");
+    assert_eq!(stored["status"]["valid"], true);
+    assert_eq!(condition(&stored, "WithinBudget")["status"], "True");
+    let up = condition(&stored, "UpgradeSafe");
+    assert_eq!(up["status"], "False");
+    assert_eq!(up["reason"], "RejectedByNextVersion");
+    let msg = up["message"].as_str().unwrap();
+    for part in [
+        "Kubernetes v1.37 would reject the object",
+        "^.spec.rules[*].request [0]",
+        "matches(self, '^([0-9]{1,5}(h|m|s|ms)){1,4}$')",
+        "40,265,360",
+        "on v1.37",
+        "exceeds budget by factor of 4.0x",
+        "a bound that fits v1.36 and v1.37: ",
+    ] {
+        assert!(msg.contains(part), "{part:?} not in {msg}");
+    }
+    let next = &stored["status"]["nextVersion"];
+    assert_eq!(next["kubernetesVersion"], "v1.37");
+    assert_eq!(next["valid"], false);
+    // The event, a warning.
+    assert_eq!(
+        (ty.as_str(), reason.as_str()),
+        ("Warning", "RejectedByNextVersion")
+    );
+    let note = ev["note"].as_str().unwrap();
+    assert!(note.starts_with("Upgrade: "), "{note}");
+    assert!(note.contains("factor of 4.0x"), "{note}");
+    // The metric alerting reads.
+    let m = h.metrics();
+    assert!(
+        m.contains(&format!(
+            "celcost_next_version_rejects{{kind=\"crd\",name=\"{name}\"}} 1"
+        )),
+        "{m}"
+    );
+    timed(h.api.expect_silence()).await;
+}

@@ -106,8 +106,8 @@ pub struct CheckerPanic {
 }
 
 impl CheckerPanic {
-    /// cel-go's `homogeneousAggregateLiteralValidator` (every cel-go of Kubernetes 1.29-1.36:
-    /// v0.17.8 to v0.26.0) takes `Parameters()[0]` of the type of each optional entry of a
+    /// cel-go's `homogeneousAggregateLiteralValidator` (every cel-go of Kubernetes 1.29-1.37:
+    /// v0.17.8 to v0.29.2; v0.31.0's is the same) takes `Parameters()[0]` of the type of each optional entry of a
     /// list or map literal, which the checker lets be `dyn` (`{?'k': dyn(v)}`,
     /// `[?object.x[?0]]`): Go's index out of range.
     pub const HOMOGENEOUS_OPTIONAL_DYN: CheckerPanic = CheckerPanic {

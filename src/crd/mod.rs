@@ -363,14 +363,7 @@ struct SchemaOutcome {
 
 /// `getCostErrorMessage`.
 pub fn cost_error_message(name: &str, cost: u64, limit: u64) -> String {
-    let x = cost as f64 / limit as f64;
-    let factor = if x > 100.0 {
-        "more than 100x".to_string()
-    } else if x < 1.5 {
-        format!("{x:.6}x")
-    } else {
-        format!("{x:.1}x")
-    };
+    let factor = crate::report::format::budget_factor(cost, limit);
     format!(
         "{name} exceeds budget by factor of {factor} (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
     )

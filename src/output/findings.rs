@@ -107,6 +107,9 @@ kinds! {
     OLDER_VERSION_REJECTS = "celcost/older-version-rejects", "OlderVersionRejects", Error,
         "An older Kubernetes minor of the range rejects what the newest accepts",
         "With --kubernetes-version A..B: a rule, total or policy expression is over its limit or does not compile on an older minor of the range, while the newest accepts it.";
+    NEWER_VERSION_REJECTS = "celcost/newer-version-rejects", "NewerVersionRejects", Error,
+        "A newer Kubernetes minor of the range rejects what an older one accepts",
+        "With --kubernetes-version A..B (upgrade day, before it happens): accepted by one minor, rejected by the next, because a rule, total or policy expression goes over its limit or stops compiling there. After the upgrade the API server refuses the object on create, and every update that changes its schema.";
     OBJECT_NOTE = "celcost/note", "Note", Note,
         "A note on the object",
         "Something that matters about the object beyond the verdict, e.g. an API version the API server serves only when the cluster enables it.";
@@ -803,6 +806,63 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             ),
             units.get(&ch.unit).copied().flatten(),
         ));
+    }
+    // Upgrade day: accepted by one minor, rejected by the next.
+    for (a, b) in crate::report::versions::accepted_then_rejected(m) {
+        let (an, bn) = (a.trim_start_matches('v'), b.trim_start_matches('v'));
+        let why = crate::report::versions::newly_failing(m, a, b);
+        if why.is_empty() {
+            out.push(c.finding(
+                NEWER_VERSION_REJECTS,
+                NEWER_VERSION_REJECTS.level,
+                format!("celcost: accepted by {an}, rejected by {bn}"),
+                format!(
+                    "{}: accepted by Kubernetes {an}, rejected by {bn}; run celcost with --kubernetes-version {bn} for the errors.",
+                    c.object()
+                ),
+                None,
+            ));
+        }
+        for ch in why {
+            let before = crate::report::versions::value_at(m, ch, a);
+            let Some(after) = crate::report::versions::value_at(m, ch, b) else {
+                continue;
+            };
+            let was = match before {
+                Some(s) => match (s.cost, &s.compile_error) {
+                    (Some(cost), None) => format!(
+                        "{} = {} of {}",
+                        num(cost),
+                        percent(cost, s.limit),
+                        num(s.limit)
+                    ),
+                    _ => "absent".into(),
+                },
+                None => "absent".into(),
+            };
+            let now = match (&after.compile_error, after.cost) {
+                (Some(e), _) => format!("does not compile ({})", one_line(e, 160)),
+                (None, Some(cost)) => format!(
+                    "{} = {} of {} (over the limit; exceeds budget by factor of {})",
+                    num(cost),
+                    percent(cost, after.limit),
+                    num(after.limit),
+                    crate::report::format::budget_factor(cost, after.limit)
+                ),
+                (None, None) => "over the limit".into(),
+            };
+            out.push(c.finding(
+                NEWER_VERSION_REJECTS,
+                NEWER_VERSION_REJECTS.level,
+                format!("celcost: accepted by {an}, rejected by {bn}: {}", ch.unit),
+                format!(
+                    "{}: accepted by Kubernetes {an}, rejected by {bn}: {} — {was} on {an}; {now} on {bn}.",
+                    c.object(),
+                    ch.unit
+                ),
+                units.get(&ch.unit).copied().flatten(),
+            ));
+        }
     }
     let stopped: Vec<&str> = m
         .verdicts

@@ -65,6 +65,10 @@ pub struct Metrics {
     pub rule_ratio: Family<TargetLabels, F64Gauge>,
     pub total_ratio: Family<TargetLabels, F64Gauge>,
     pub estimation_failed: Family<TargetLabels, Gauge>,
+    /// 1 while the next minor's API server would reject a target this minor accepts
+    /// (`UpgradeSafe=False`, `RejectedByNextVersion`), 0 while it accepts it; absent when the
+    /// next minor is unknown.
+    pub next_version_rejects: Family<TargetLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -81,6 +85,7 @@ impl Default for Metrics {
             rule_ratio: Family::default(),
             total_ratio: Family::default(),
             estimation_failed: Family::default(),
+            next_version_rejects: Family::default(),
         }
     }
 }
@@ -143,6 +148,11 @@ impl Metrics {
             "1 while a target has no estimate (its report is Ready=False)",
             self.estimation_failed.clone(),
         );
+        registry.register(
+            "next_version_rejects",
+            "1 while the next Kubernetes minor's API server would reject a target that this minor accepts (UpgradeSafe=False, reason RejectedByNextVersion), 0 while it accepts it",
+            self.next_version_rejects.clone(),
+        );
         registry.register_collector(Box::new(ProcessMemory));
         self
     }
@@ -152,6 +162,7 @@ impl Metrics {
         self.rule_ratio.clear();
         self.total_ratio.clear();
         self.estimation_failed.clear();
+        self.next_version_rejects.clear();
     }
 
     /// Forgets a target's gauges (deleted target).
@@ -159,6 +170,7 @@ impl Metrics {
         self.rule_ratio.remove(labels);
         self.total_ratio.remove(labels);
         self.estimation_failed.remove(labels);
+        self.next_version_rejects.remove(labels);
     }
 }
 
