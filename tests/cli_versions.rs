@@ -48,7 +48,7 @@ fn versions_outside_the_supported_range_exit_2_naming_it() {
     let (_dir, f) = format_crd();
     for bad in [
         "1.29",
-        "1.37",
+        "1.38",
         "one.two",
         "1.31.2",
         "1.35..1.31",
@@ -58,7 +58,7 @@ fn versions_outside_the_supported_range_exit_2_naming_it() {
         assert_eq!(out.status.code(), Some(2), "{bad}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("1.30 to 1.36") || err.contains("invalid") || err.contains("empty"),
+            err.contains("1.30 to 1.37") || err.contains("invalid") || err.contains("empty"),
             "{bad}: {err}"
         );
         assert!(out.stdout.is_empty(), "{bad}: nothing estimated");
