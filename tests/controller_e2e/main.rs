@@ -775,6 +775,104 @@ async fn versions_and_mutating_policies() {
     .await;
 }
 
+/// Upgrade day, before it happens (issue 30): on a 1.36 API server, which accepts it, a CRD that
+/// 1.37 refuses (`tests/data/upgrade-1.37/backendtimeoutpolicies.yaml`: a global `matches` on
+/// an unbounded duration under a list of 16, 40,265,360 on 1.37) gets `UpgradeSafe=False`
+/// (`RejectedByNextVersion`) naming the rule, its 1.37 cost and factor and a bound that fits
+/// both minors, a Warning event, and `celcost_next_version_rejects` 1.
+#[tokio::test]
+#[ignore = "needs a cluster: KUBECONFIG"]
+async fn a_crd_that_the_next_minor_rejects_is_flagged_before_the_upgrade() {
+    let _serial = SERIAL.lock().await;
+    let test = "a_crd_that_the_next_minor_rejects_is_flagged_before_the_upgrade";
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    let info = client.apiserver_version().await.unwrap();
+    if model_version(&info.major, &info.minor) != celcost::cel::decls::Version::new(1, 36) {
+        skip(
+            test,
+            &format!("needs a 1.36 API server, not {}", info.git_version),
+        );
+        return;
+    }
+    install_crd(&client).await;
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/upgrade-1.37/backendtimeoutpolicies.yaml"),
+    )
+    .unwrap();
+    let mut crd: Value = serde_yaml_ng::from_str(&text).unwrap();
+    let group = format!("upgrade-{}.e2e.celcost.io", suffix());
+    let name = format!("backendtimeoutpolicies.{group}");
+    crd["metadata"]["name"] = json!(name);
+    crd["spec"]["group"] = json!(group);
+    // The real 1.36 API server accepts it.
+    create_crd(&client, &crd).await;
+    let mut op = Operator::start("upgrade-day", &[]);
+    op.wait_ready(Duration::from_secs(60)).await;
+    let report_name = format!("crd.{name}");
+    let r = report_for(&client, &report_name, 1).await;
+    let status = r.status.as_ref().unwrap();
+    assert_eq!(status.kubernetes_version, "v1.36");
+    assert_eq!(status.valid, Some(true));
+    assert_eq!(
+        condition(&r, "UpgradeSafe"),
+        ("False", "RejectedByNextVersion")
+    );
+    let message = r
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "UpgradeSafe")
+        .unwrap()
+        .message
+        .clone();
+    for part in [
+        "Kubernetes v1.37 would reject the object",
+        "^.spec.rules[*].request [0]",
+        "40,265,360",
+        "exceeds budget by factor of 4.0x",
+        "a bound that fits v1.36 and v1.37: ",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
+    let next = status.next_version.as_ref().unwrap();
+    assert_eq!(
+        (next.kubernetes_version.as_str(), next.valid),
+        ("v1.37", false)
+    );
+    let event = eventually(
+        "the RejectedByNextVersion event",
+        Duration::from_secs(60),
+        || async {
+            events_about(&client, &name)
+                .await
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("RejectedByNextVersion"))
+        },
+    )
+    .await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert!(
+        event
+            .note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("factor of 4.0x"),
+        "{event:?}"
+    );
+    assert_eq!(
+        op.metric_with("celcost_next_version_rejects", &format!("name=\"{name}\"")),
+        1.0
+    );
+    println!("{report_name}: UpgradeSafe=False: {message}");
+    drop(op);
+    delete_crd(&client, &name).await;
+}
+
 /// The typed estimate of the one expression of `policy`, given the cluster's CRDs `crds`.
 fn typed_max_cost(
     client_version: celcost::cel::decls::Version,
