@@ -229,8 +229,8 @@ pub fn value_at<'a>(
     let at = pos(version)?;
     c.steps
         .iter()
-        .filter(|s| pos(&s.kubernetes_version).is_some_and(|p| p <= at))
-        .last()
+        .rev()
+        .find(|s| pos(&s.kubernetes_version).is_some_and(|p| p <= at))
 }
 
 /// Whether a step is a rejection: over its limit, or not compiling.
