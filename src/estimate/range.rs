@@ -115,11 +115,10 @@ impl Differences {
             || self.keywords_as_field_names && selects_reserved_word(p)
             || self.type_meta_additional_properties && p.resource_with_additional_properties
             || self.int_or_string_max_length && p.int_or_string_with_max_length
-            || self.global_matches && any(&["matches"])
-            // Counted where a rule is evaluated on a default.
-            || self.affix_runtime_cost && any(&["startsWith", "endsWith"])
-            // A CRD's rules at a resource root reach `metadata.name` / `generateName` by name.
-            || self.object_meta_names && any(&["metadata", "name", "generateName"])
+            || self.global_matches && p.global_matches
+            // Counted only where a rule is evaluated on a default.
+            || self.affix_runtime_cost && p.has_default && any(&["startsWith", "endsWith"])
+            || self.object_meta_names && p.root_rule_reads_metadata
             || self.ident_escape && p.backtick)
     }
 }
@@ -167,6 +166,15 @@ struct Profile {
     resource_with_additional_properties: bool,
     /// A backtick in some CEL text (a quoted name, or in a literal).
     backtick: bool,
+    /// A call of the global `matches(s, re)` (the word not after a `.`).
+    global_matches: bool,
+    /// A schema node with a `default` (its rules are evaluated on it, their runtime cost
+    /// counted).
+    has_default: bool,
+    /// A CRD rule or messageExpression on a resource root (the root, or an
+    /// `x-kubernetes-embedded-resource` node), the only ones whose `self` has `metadata`, that
+    /// names it.
+    root_rule_reads_metadata: bool,
 }
 
 impl Profile {
@@ -194,6 +202,20 @@ impl Profile {
     fn walk(&mut self, v: &Value, resource_root: bool) {
         match v {
             Value::Object(m) => {
+                if m.contains_key("default") {
+                    self.has_default = true;
+                }
+                let root = resource_root
+                    || m.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true));
+                if root && let Some(Value::Array(rules)) = m.get("x-kubernetes-validations") {
+                    self.root_rule_reads_metadata |= rules.iter().any(|r| {
+                        ["rule", "messageExpression"].iter().any(|k| {
+                            r.get(*k).and_then(Value::as_str).is_some_and(|s| {
+                                identifier_tokens(s).iter().any(|t| t == "metadata")
+                            })
+                        })
+                    });
+                }
                 if m.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
                     && m.contains_key("maxLength")
                 {
@@ -213,6 +235,7 @@ impl Profile {
                         ) => {
                             self.has_cel = true;
                             self.backtick |= s.contains('`');
+                            self.global_matches |= calls_global(s, "matches");
                             self.tokens.extend(identifier_tokens(s));
                         }
                         _ => self.walk(x, k == "openAPIV3Schema"),
@@ -223,6 +246,23 @@ impl Profile {
             _ => {}
         }
     }
+}
+
+/// Whether a CEL text calls `name` as a global function: the word outside literals and comments,
+/// not after a `.` (a receiver call) — or the text's literals cannot be told apart.
+fn calls_global(s: &str, name: &str) -> bool {
+    if !s.contains(name) {
+        return false;
+    }
+    let Some(code) = code_outside_literals(s) else {
+        return true;
+    };
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(name).any(|(i, _)| {
+        let before = code[..i].trim_end();
+        let after = &code[i + name.len()..];
+        !before.ends_with(word) && !before.ends_with('.') && !after.starts_with(word)
+    })
 }
 
 /// The identifier-like words of a CEL text, outside its string and bytes literals and comments:
@@ -408,6 +448,19 @@ mod tests {
             ["size"]
         );
         assert_eq!(tokens("'naïve' + é"), ["é"]);
+    }
+
+    #[test]
+    fn global_calls_are_told_from_receiver_calls() {
+        assert!(calls_global("matches(self, '^a$')", "matches"));
+        assert!(calls_global("!matches (self.x, 'b')", "matches"));
+        assert!(calls_global("self.a.all(x, matches(x, 'c'))", "matches"));
+        assert!(!calls_global("self.matches('^a$')", "matches"));
+        assert!(!calls_global("self . matches('^a$')", "matches"));
+        assert!(!calls_global("self.x == 'matches(y)'", "matches"));
+        assert!(!calls_global("self.rematches == 1", "matches"));
+        // Unreadable literals: assumed.
+        assert!(calls_global("'open matches(x", "matches"));
     }
 
     #[test]
