@@ -156,6 +156,10 @@ pub const FAITHFUL_FUNCTIONS: &[&str] = &[
     "isIP",
     "format",
     FORMAT,
+    "celcostString",
+    "celcostBool",
+    "celcostUint",
+    "celcostDouble",
     "url",
     "isURL",
     "getScheme",
@@ -186,6 +190,23 @@ const MERGE_MAPS: &str = "celcostMergeMaps";
 /// `<string>.format(<list>)` as cel-go evaluates it ([`format`]): the interpreter's own `format`
 /// is no cel-go's, so [`lower_for_interpreter`] calls this instead.
 const FORMAT: &str = "celcostFormat";
+/// cel-go's conversions where the interpreter's differ (`string(1e6)` is `1e+06`, `uint('+5')`,
+/// `bool('T')`, `double('1e400')`): [`lower_for_interpreter`] calls these instead.
+const CONVERSIONS: &[(&str, &str)] = &[
+    ("string", "celcostString"),
+    ("bool", "celcostBool"),
+    ("uint", "celcostUint"),
+    ("double", "celcostDouble"),
+];
+
+/// The helper of a conversion the interpreter does not do as cel-go.
+fn conversion(function: &str) -> Option<&'static str> {
+    CONVERSIONS
+        .iter()
+        .find(|(f, _)| *f == function)
+        .map(|(_, h)| *h)
+}
+
 /// The variable an entry of `celcostEntries` is bound to.
 const ENTRY_VAR: &str = "celcostEntry";
 
@@ -285,10 +306,14 @@ impl Interpreter {
         self.compile_lowered(&source)
     }
 
-    /// `source` compiled for evaluation; when it may call `format`, parsed and lowered first
-    /// ([`Interpreter::compile_expr`]), so that cel-go's `format` runs, not the interpreter's.
+    /// `source` compiled for evaluation; when it may call `format` or a conversion, parsed and
+    /// lowered first ([`Interpreter::compile_expr`]), so that cel-go's run, not the
+    /// interpreter's.
     pub fn compile(&self, source: &str) -> Result<Program, String> {
-        if source.contains("format") {
+        if ["format", "string", "bool", "uint", "double"]
+            .iter()
+            .any(|f| source.contains(f))
+        {
             let parsed = parse_unexpanded(source, self.opts).map_err(|e| e.0)?;
             return self.compile_expr(&parsed.expr);
         }
@@ -325,6 +350,7 @@ impl Interpreter {
         let _ = ctx.add_function("isIP", |s: Arc<String>| is_ip(&s));
         let unfollowable = Arc::new(Flag::default());
         add_url_library(&mut ctx, &unfollowable);
+        add_conversions(&mut ctx, &unfollowable);
         let flag = unfollowable.clone();
         let _ = ctx.add_function(FORMAT, move |f: Arc<String>, args: Value| {
             let Value::List(args) = args else {
@@ -389,6 +415,138 @@ impl Eq for UrlValue {}
 impl cel::objects::Opaque for UrlValue {
     fn runtime_type_name(&self) -> &str {
         "kubernetes.URL"
+    }
+}
+
+/// cel-go's `string`, `bool`, `uint` and `double` of the values the interpreter holds
+/// (`ConvertToType` of `common/types`, v0.17.8 to v0.26.0 alike): `string` of a double is Go's
+/// `%g`; strings convert as Go's `strconv.ParseBool`, `ParseUint` (base 10, no sign) and
+/// `ParseFloat` (decimal; hexadecimal not followed), their failures `type conversion error from
+/// 'string' to '<type>'`; a double out of a uint's range and a negative int are `unsigned
+/// integer overflow`; bytes that are no UTF-8, `invalid UTF-8 in bytes, cannot convert to
+/// string`.
+fn add_conversions(ctx: &mut Context<'static, 'static>, flag: &Arc<Flag>) {
+    let from_string = |to: &str| format!("type conversion error from 'string' to '{to}'");
+    let f = flag.clone();
+    let _ = ctx.add_function("celcostString", move |v: Value| {
+        let err = |m: &str| Err(ExecutionError::function_error("celcostString", m));
+        Ok(Value::String(Arc::new(match v {
+            Value::String(s) => return Ok(Value::String(s)),
+            Value::Int(i) => i.to_string(),
+            Value::UInt(u) => u.to_string(),
+            Value::Float(d) => super::gofmt::go_float(d),
+            Value::Bool(b) => b.to_string(),
+            Value::Bytes(b) => match std::str::from_utf8(&b) {
+                Ok(s) => s.to_string(),
+                Err(_) => return err("invalid UTF-8 in bytes, cannot convert to string"),
+            },
+            _ => return self::unfollowable(&f, "celcostString"),
+        })))
+    });
+    let f = flag.clone();
+    let _ = ctx.add_function("celcostBool", move |v: Value| match v {
+        Value::Bool(b) => Ok(Value::Bool(b)),
+        Value::String(s) => match s.as_str() {
+            "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Value::Bool(true)),
+            "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(Value::Bool(false)),
+            _ => Err(ExecutionError::function_error(
+                "celcostBool",
+                from_string("bool"),
+            )),
+        },
+        _ => self::unfollowable(&f, "celcostBool"),
+    });
+    let f = flag.clone();
+    let _ = ctx.add_function("celcostUint", move |v: Value| {
+        let overflow = || {
+            Err(ExecutionError::function_error(
+                "celcostUint",
+                "unsigned integer overflow",
+            ))
+        };
+        match v {
+            Value::UInt(u) => Ok(Value::UInt(u)),
+            Value::Int(i) => u64::try_from(i).map_or_else(|_| overflow(), |u| Ok(Value::UInt(u))),
+            // `doubleToUint64Checked`: [0, 2^64), truncated.
+            Value::Float(d) if (0.0..18_446_744_073_709_551_616.0).contains(&d) => {
+                Ok(Value::UInt(d as u64))
+            }
+            Value::Float(_) => overflow(),
+            Value::String(s) if !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()) => s
+                .parse::<u64>()
+                .map(Value::UInt)
+                .map_err(|_| ExecutionError::function_error("celcostUint", from_string("uint"))),
+            Value::String(_) => Err(ExecutionError::function_error(
+                "celcostUint",
+                from_string("uint"),
+            )),
+            _ => self::unfollowable(&f, "celcostUint"),
+        }
+    });
+    let f = flag.clone();
+    let _ = ctx.add_function("celcostDouble", move |v: Value| match v {
+        Value::Float(d) => Ok(Value::Float(d)),
+        Value::Int(i) => Ok(Value::Float(i as f64)),
+        Value::UInt(u) => Ok(Value::Float(u as f64)),
+        Value::String(s) => match go_parse_float(&s) {
+            Some(Ok(d)) => Ok(Value::Float(d)),
+            Some(Err(())) => Err(ExecutionError::function_error(
+                "celcostDouble",
+                from_string("double"),
+            )),
+            None => self::unfollowable(&f, "celcostDouble"),
+        },
+        _ => self::unfollowable(&f, "celcostDouble"),
+    });
+}
+
+/// Go's `strconv.ParseFloat(s, 64)`: `Some(Ok(x))`, `Some(Err(()))` where it fails (a syntax
+/// error, or a finite number out of range), `None` for hexadecimal numbers (not followed).
+/// It accepts `[+-]` digits with an optional `.` (at least one digit) and an optional exponent,
+/// and, in any case, `[+-]inf`, `[+-]infinity` and `nan`; Rust's parser rounds the same way.
+fn go_parse_float(s: &str) -> Option<Result<f64, ()>> {
+    let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if unsigned.eq_ignore_ascii_case("inf") || unsigned.eq_ignore_ascii_case("infinity") {
+        return Some(Ok(if s.starts_with('-') {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        }));
+    }
+    if s.eq_ignore_ascii_case("nan") {
+        return Some(Ok(f64::NAN));
+    }
+    let b = unsigned.as_bytes();
+    if b.len() >= 2 && b[0] == b'0' && matches!(b[1], b'x' | b'X') {
+        return None;
+    }
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i - start
+    };
+    let mut i = 0;
+    let mut n = digits(&mut i);
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        n += digits(&mut i);
+    }
+    let mut ok = n > 0;
+    if ok && i < b.len() && matches!(b[i], b'e' | b'E') {
+        i += 1;
+        if i < b.len() && matches!(b[i], b'+' | b'-') {
+            i += 1;
+        }
+        ok = digits(&mut i) > 0;
+    }
+    if !ok || i != b.len() {
+        return Some(Err(()));
+    }
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() => Some(Ok(x)),
+        _ => Some(Err(())),
     }
 }
 
@@ -474,7 +632,15 @@ pub enum GoError {
 /// celcost implements as cel-go does (`format`, `url`).
 pub fn cel_go_error(e: &str) -> GoError {
     use GoError::*;
-    for f in [MERGE_MAPS, FORMAT, "url"] {
+    for f in [
+        MERGE_MAPS,
+        FORMAT,
+        "url",
+        "celcostString",
+        "celcostBool",
+        "celcostUint",
+        "celcostDouble",
+    ] {
         if let Some(m) = e
             .strip_prefix("Error executing function '")
             .and_then(|r| r.strip_prefix(f))
@@ -575,6 +741,9 @@ fn unfollowable(flag: &Flag, what: &str) -> Result<Value, ExecutionError> {
         "url" | "isURL" | "getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath"
         | "getQuery" => {
             "a URL that Go's net/url versions parse differently, or that unescapes to no UTF-8"
+        }
+        "celcostString" | "celcostBool" | "celcostUint" | "celcostDouble" => {
+            "a conversion celcost does not follow (a hexadecimal number, a value of another type)"
         }
         _ => "a two-variable comprehension celcost does not follow here",
     });
@@ -778,6 +947,18 @@ fn lower(e: &Expr, found: &mut bool) -> Expr {
                 function: FORMAT.to_string(),
                 target: None,
                 args: vec![lower(t, found), lower(&args[0], found)],
+            }
+        }
+        ExprKind::Call {
+            function,
+            target: None,
+            args,
+        } if args.len() == 1 && conversion(function).is_some() => {
+            *found = true;
+            ExprKind::Call {
+                function: conversion(function).unwrap_or_default().to_string(),
+                target: None,
+                args: vec![lower(&args[0], found)],
             }
         }
         ExprKind::Call {
@@ -1087,6 +1268,107 @@ mod tests {
                 "{unfollowed}"
             );
         }
+    }
+
+    /// cel-go's conversions (`common/types` `ConvertToType`), where the interpreter's own differ:
+    /// `string` of a double as Go's `%g`, strings as Go's `strconv` parses them.
+    #[test]
+    fn conversions_as_cel_go() {
+        for (src, want) in [
+            ("string(1e6)", s("1e+06")),
+            ("string(123456789.0)", s("1.23456789e+08")),
+            ("string(0.1)", s("0.1")),
+            ("string(1e-7)", s("1e-07")),
+            ("string(-0.0)", s("-0")),
+            ("string(1.0/0.0)", s("+Inf")),
+            ("string(b'abc')", s("abc")),
+            ("string(7u)", s("7")),
+            ("string(-7)", s("-7")),
+            ("string(true)", s("true")),
+            ("bool('T')", Val::Bool(true)),
+            ("bool('F')", Val::Bool(false)),
+            ("bool('True')", Val::Bool(true)),
+            ("uint('18446744073709551615')", Val::Uint(u64::MAX)),
+            ("uint(-0.0)", Val::Uint(0)),
+            ("uint(2.9)", Val::Uint(2)),
+            ("double('Infinity') > 0.0", Val::Bool(true)),
+            ("double('-inf') < 0.0", Val::Bool(true)),
+            ("double('.5')", Val::Double(0.5)),
+            ("double('5.')", Val::Double(5.0)),
+            ("double('1E3')", Val::Double(1000.0)),
+            ("double(3)", Val::Double(3.0)),
+            ("double('NaN') != double('NaN')", Val::Bool(true)),
+            ("'%s'.format([string(1e6)])", s("1e+06")),
+        ] {
+            assert_eq!(run(src, &[]), Outcome::Value(want), "{src}");
+        }
+        for (src, want) in [
+            (
+                "bool('yes')",
+                "type conversion error from 'string' to 'bool'",
+            ),
+            (
+                "uint('+5')",
+                "type conversion error from 'string' to 'uint'",
+            ),
+            (
+                "uint('1e3')",
+                "type conversion error from 'string' to 'uint'",
+            ),
+            (
+                "uint('18446744073709551616')",
+                "type conversion error from 'string' to 'uint'",
+            ),
+            ("uint(-1)", "unsigned integer overflow"),
+            ("uint(1.8446744073709552e19)", "unsigned integer overflow"),
+            ("uint(double('NaN'))", "unsigned integer overflow"),
+            (
+                "double('1e400')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "double('+nan')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "double('1_0')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "double(' 5')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "double('infin')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "double('1e')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "double('.')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "string(b'\\xff')",
+                "invalid UTF-8 in bytes, cannot convert to string",
+            ),
+        ] {
+            let Outcome::Error(e) = run(src, &[]) else {
+                panic!("{src}: {:?}", run(src, &[]))
+            };
+            assert_eq!(cel_go_error(&e), GoError::Worded(want.into()), "{src}");
+        }
+        assert!(matches!(
+            run("double('0x1p-2')", &[]),
+            Outcome::Unsupported(_)
+        ));
+        // `type(x) == string` is no conversion.
+        assert_eq!(
+            run("type(self) == string", &[("self", &s("x"))]),
+            Outcome::Value(Val::Bool(true))
+        );
     }
 
     /// The interpreter's errors that cel-go words alike, in cel-go's words.

@@ -679,6 +679,8 @@ fn apply(function: &str, v: &[Val]) -> Result<R, Stop> {
         ("int", [String(s)]) => s.parse::<i64>().map_or_else(|_| error(), |i| ok(Int(i))),
         ("uint", [Uint(u)]) => ok(Uint(*u)),
         ("uint", [Int(i)]) => u64::try_from(*i).map_or_else(|_| error(), |u| ok(Uint(u))),
+        // Go's `ParseUint` takes no sign.
+        ("uint", [String(s)]) if s.starts_with('+') => error(),
         ("uint", [String(s)]) => s.parse::<u64>().map_or_else(|_| error(), |u| ok(Uint(u))),
         ("double", [Double(d)]) => ok(Double(*d)),
         ("double", [Int(i)]) => ok(Double(*i as f64)),

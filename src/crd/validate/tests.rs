@@ -1288,3 +1288,63 @@ fn url_rules_counted_at_runtime_on_defaults() {
         assert!(r.notes.is_empty(), "1.{minor}: {:?}", r.notes);
     }
 }
+
+/// Conversions on defaults as cel-go converts (the API server 1.36.2's answers): `string` of a
+/// double is Go's `%g`, strings parse as Go's `strconv` parses them.
+#[test]
+fn conversions_on_defaults() {
+    for (schema, rule, message, shown) in [
+        (
+            json!({"type": "number", "default": 1000000.0}),
+            "false",
+            "string(self)",
+            "1000000: 1e+06",
+        ),
+        (
+            json!({"type": "string", "default": "Infinity"}),
+            "double(self) < 0.0",
+            "string(double(self))",
+            "\"Infinity\": +Inf",
+        ),
+        (
+            json!({"type": "string", "default": "+5"}),
+            "uint(self) > 0u",
+            "",
+            "\"string\": type conversion error from 'string' to 'uint' evaluating rule: uint(self) > 0u",
+        ),
+        (
+            json!({"type": "string", "default": "1e400"}),
+            "double(self) > 0.0",
+            "",
+            "\"string\": type conversion error from 'string' to 'double' evaluating rule: double(self) > 0.0",
+        ),
+        (
+            json!({"type": "string", "default": "yes"}),
+            "bool(self)",
+            "",
+            "\"string\": type conversion error from 'string' to 'bool' evaluating rule: bool(self)",
+        ),
+    ] {
+        let mut schema = schema;
+        schema["x-kubernetes-validations"] = json!([{"rule": rule, "messageExpression": message}]);
+        let r = estimate_at(36, &defaulted_with(schema));
+        assert_eq!(
+            r.errors,
+            [format!("{P}.default: Invalid value: {shown}")],
+            "{rule}"
+        );
+        assert!(r.notes.is_empty(), "{rule}: {:?}", r.notes);
+    }
+    // `bool('T')` is true.
+    let r = estimate_at(
+        36,
+        &defaulted_with(json!({"type": "string", "default": "T",
+        "x-kubernetes-validations": [{"rule": "bool(self)"}]})),
+    );
+    assert!(
+        r.errors.iter().all(|e| e.contains("Forbidden")),
+        "{:?}",
+        r.errors
+    );
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+}
