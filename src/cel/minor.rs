@@ -123,6 +123,11 @@ pub struct Minor {
     /// only with `cel.EnableIdentifierEscapeSyntax()`, which Kubernetes does not set, so a
     /// backtick was a syntax error.
     pub ident_escape_syntax: bool,
+    /// On UPDATE of a CRD, a messageExpression is compiled in the stored-expressions
+    /// environment when the stored object has the same text as a *rule* (of an entry with a
+    /// messageExpression): apiextensions `findPreexistingExpressionsInSchema` inserted `v.Rule`
+    /// into the messageExpression set until 5d129eee2 (1.31) made it `v.MessageExpression`.
+    pub stored_message_expressions_by_rule: bool,
 }
 
 const fn v(minor: u32) -> Version {
@@ -155,6 +160,7 @@ const K1_30: Minor = Minor {
     affix_runtime_cost_by_argument: false,
     object_meta_name_max_length: false,
     ident_escape_syntax: false,
+    stored_message_expressions_by_rule: true,
 };
 
 const K1_31: Minor = Minor {
@@ -166,6 +172,7 @@ const K1_31: Minor = Minor {
     format_string_validator: true,
     type_meta_keeps_additional_properties: true,
     optional_type_name: super::types::OPTIONAL_TYPE,
+    stored_message_expressions_by_rule: false,
     ..K1_30
 };
 

@@ -37,6 +37,7 @@ mod faults;
 mod ha;
 mod hostile;
 mod in_cluster;
+mod update;
 mod webhook;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -387,10 +388,12 @@ fn condition<'a>(r: &'a CostReport, type_: &str) -> (&'a str, &'a str) {
     (c.status.as_str(), c.reason.as_str())
 }
 
-/// Waits until the operator has estimated every CRD of the cluster and its writes have stopped
-/// for 2 s; returns the number of CRDs.
+/// Waits until the operator has estimated every CRD of the cluster, every test CRD not being
+/// deleted has its report at its generation, and the operator's writes have stopped for 2 s;
+/// returns the number of CRDs.
 async fn all_estimated(client: &Client, op: &Operator) -> usize {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let reports: Api<CostReport> = Api::all(client.clone());
     let targets = crds
         .list_metadata(&ListParams::default())
         .await
@@ -401,6 +404,36 @@ async fn all_estimated(client: &Client, op: &Operator) -> usize {
         "every target estimated",
         Duration::from_secs(180),
         || async { (op.metric("celcost_estimates_total") >= targets as f64).then_some(()) },
+    )
+    .await;
+    // A count of estimates can be reached while a write is still waiting out a backoff: the
+    // reports themselves must show every test CRD (those `test_crd` makes, which the tests
+    // change) at its generation.
+    let ours = ListParams::default().labels("celcost.io/e2e=true");
+    eventually(
+        "every test CRD's report at its generation",
+        Duration::from_secs(180),
+        || async {
+            let generations: std::collections::HashMap<String, i64> = reports
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .filter_map(|r| {
+                    let g = r.status.as_ref()?.observed_generation?;
+                    Some((r.name_any(), g))
+                })
+                .collect();
+            let live = crds.list_metadata(&ours).await.ok()?.items;
+            live.iter()
+                .filter(|c| c.metadata.deletion_timestamp.is_none())
+                .all(|c| {
+                    generations.get(&format!("crd.{}", c.name_any()))
+                        == c.metadata.generation.as_ref()
+                })
+                .then_some(())
+        },
     )
     .await;
     let mut writes = op.metric("celcost_report_writes_total");

@@ -54,7 +54,8 @@ impl CostEstimator for Estimator {
         object: &serde_json::Value,
         catalog: &SchemaCatalog,
     ) -> Option<ObjectReport> {
-        Estimator::estimate_with(self, object, "cluster", catalog)
+        let report = Estimator::estimate_with(self, object, "cluster", catalog)?;
+        Some(self.with_stored_outlook(object, report))
     }
 
     fn kubernetes_version(&self) -> Version {
@@ -104,6 +105,8 @@ impl CostEstimator for WithNextMinor {
             current =
                 crate::suggest::suggest_across(&self.current, &others, object, current, settings);
         }
+        // The cluster stores and serves the object: which updates of it this minor accepts.
+        current = self.current.with_stored_outlook(object, current);
         match next {
             Some((_, next)) => Some(crate::report::versions::with_next(current, next)),
             None => Some(current),
