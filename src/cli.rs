@@ -594,8 +594,18 @@ fn first_pass_text(
                                         }
                                         Minors::One(_) => Vec::new(),
                                     };
-                                    report = crate::suggest::suggest_across(
-                                        e, &others, &o.value, report, settings,
+                                    let alike =
+                                        |a: &Estimator, b: &Estimator, v: &serde_json::Value| {
+                                            matches!(estimators, Minors::Range(r)
+                                            if r.estimate_alike(a, b, v, SchemaCatalog::builtin()))
+                                        };
+                                    report = crate::suggest::suggest_across_with(
+                                        e,
+                                        &others,
+                                        Some(&alike),
+                                        &o.value,
+                                        report,
+                                        settings,
                                     );
                                 }
                                 e.offer_rewrites_in(&o.value, &mut report, advice.rewrites);

@@ -1285,8 +1285,25 @@ pub fn suggest_across(
     report: ObjectReport,
     settings: &Settings,
 ) -> ObjectReport {
+    suggest_across_with(estimator, others, None, object, report, settings)
+}
+
+/// Whether two minors estimate an object (a copy with bounds applied) alike: a verification on
+/// the second is then the first's.
+pub type Alike<'a> = &'a (dyn Fn(&Estimator, &Estimator, &Value) -> bool + Sync);
+
+/// [`suggest_across`], skipping the verifications `alike` says would repeat another's (a range's
+/// minors that cannot differ on the object: `RangeEstimator::estimate_alike`).
+pub fn suggest_across_with(
+    estimator: &Estimator,
+    others: &[(&Estimator, &ObjectReport)],
+    alike: Option<Alike<'_>>,
+    object: &Value,
+    report: ObjectReport,
+    settings: &Settings,
+) -> ObjectReport {
     stacker::grow(SEARCH_STACK, || {
-        suggest_across_on_this_stack(estimator, others, object, report, settings)
+        suggest_across_on_this_stack(estimator, others, alike, object, report, settings)
     })
 }
 
@@ -1296,7 +1313,7 @@ fn suggest_on_this_stack(
     report: ObjectReport,
     settings: &Settings,
 ) -> ObjectReport {
-    suggest_across_on_this_stack(estimator, &[], object, report, settings)
+    suggest_across_on_this_stack(estimator, &[], None, object, report, settings)
 }
 
 /// The findings of a report: every rule and total not below the threshold.
@@ -1340,17 +1357,21 @@ fn same_finding(
     }
 }
 
-/// Another minor a suggestion must fit: its estimator, its own report of the object, and the
-/// whole estimates its verifications made.
+/// Another minor a suggestion must fit: its estimator, its own report of the object, the
+/// whole estimates its verifications made, and whether it estimates a copy as the searched
+/// minor does.
 struct Other<'e> {
     estimator: &'e Estimator,
     base: &'e ObjectReport,
     verified: Verified,
+    alike: Option<Alike<'e>>,
+    searched: &'e Estimator,
 }
 
 fn suggest_across_on_this_stack(
     estimator: &Estimator,
     others: &[(&Estimator, &ObjectReport)],
+    alike: Option<Alike<'_>>,
     object: &Value,
     mut report: ObjectReport,
     settings: &Settings,
@@ -1381,7 +1402,9 @@ fn suggest_across_on_this_stack(
     if findings.is_empty() && elsewhere.is_empty() {
         return report;
     }
-    let answers = search_findings(estimator, &others, object, &report, findings, settings);
+    let answers = search_findings(
+        estimator, &others, alike, object, &report, findings, settings,
+    );
     apply_answers(&mut report, answers);
     // Each other minor's findings, searched with its estimator and verified on every minor.
     for (oi, (e, r)) in others.iter().enumerate() {
@@ -1401,7 +1424,7 @@ fn suggest_across_on_this_stack(
                 .filter(|(j, _)| *j != oi)
                 .map(|(_, x)| *x),
         );
-        let answers = search_findings(e, &rest, object, r, mine, settings);
+        let answers = search_findings(e, &rest, alike, object, r, mine, settings);
         let moved: Vec<(usize, Finding, Answered)> = answers
             .into_iter()
             .filter_map(|(si, f, a)| {
@@ -1437,6 +1460,7 @@ fn apply_answers(report: &mut ObjectReport, answers: Vec<(usize, Finding, Answer
 fn search_findings(
     estimator: &Estimator,
     others: &[(&Estimator, &ObjectReport)],
+    alike: Option<Alike<'_>>,
     object: &Value,
     report: &ObjectReport,
     findings: Vec<(usize, Finding)>,
@@ -1452,6 +1476,8 @@ fn search_findings(
             estimator: e,
             base: r,
             verified: Verified::default(),
+            alike,
+            searched: estimator,
         })
         .collect();
     let limits = estimator.limits();
@@ -1783,6 +1809,13 @@ fn fits_elsewhere(
         let Some((osi, of)) = same_finding(report, finding, o.base) else {
             continue;
         };
+        // A minor that estimates the bounded copy as the searched one does: the same answer.
+        if let Some(alike) = o.alike
+            && apply_bounds(object, pointers, bounds)
+                .is_ok_and(|copy| alike(o.searched, o.estimator, &copy))
+        {
+            continue;
+        }
         if *verifications_left == 0 {
             return Err("the search's verifications for this object are spent".into());
         }

@@ -234,3 +234,63 @@ fn openshift_1_37_is_upstreams_and_says_so() {
     ]);
     assert!(!String::from_utf8_lossy(&o.stderr).contains("not shipped"));
 }
+
+/// Through the CLI's path (`--kubernetes-version 1.30..1.37`, where minors that cannot differ
+/// on an object share one verification): every first suggestion, applied, makes the object
+/// accepted on every minor of the range.
+#[test]
+fn the_clis_range_suggestions_fit_every_minor() {
+    use celcost::cli::{Advice, Minors, estimate_paths_advising};
+    use celcost::schema::catalog::SchemaCatalog;
+    use celcost::versions::RangeEstimator;
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["backendtimeoutpolicies.yaml", "retrypolicies.yaml"] {
+        std::fs::copy(fixtures().join(f), dir.path().join(f)).unwrap();
+    }
+    // A rule only 1.30..1.36 put over the limit (an unbounded `metadata.name` before 1.37).
+    let routes = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "routes.gateway.example.io"},
+        "spec": {"group": "gateway.example.io", "scope": "Namespaced",
+            "names": {"plural": "routes", "kind": "Route"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "x-kubernetes-validations": [{"rule": "self.spec.hosts.all(h, h.endsWith(self.metadata.name))"}],
+                "properties": {"spec": {"type": "object", "properties": {"hosts": {
+                    "type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 64}}}}}}}}]}
+    });
+    std::fs::write(
+        dir.path().join("routes.json"),
+        serde_json::to_string(&routes).unwrap(),
+    )
+    .unwrap();
+    let minors: Vec<&'static Minor> = (30..=37)
+        .map(|m| Minor::of(Version::new(1, m)).unwrap())
+        .collect();
+    let range = RangeEstimator::new(minors.iter().map(|m| Estimator::for_minor(m)).collect());
+    let advice = Advice::suggesting(Some(&Settings::default()));
+    let out = estimate_paths_advising(
+        Minors::Range(&range),
+        &[dir.path().to_path_buf()],
+        &SchemaCatalog::new(),
+        &advice,
+    );
+    assert_eq!(out.reports.len(), 3);
+    for r in &out.reports {
+        let file = r.source.split('#').next().unwrap();
+        let text = std::fs::read_to_string(file).unwrap();
+        let object = parse_documents(&text).remove(0).value.unwrap();
+        let fixed = apply_first_suggestions(&object, r);
+        assert_ne!(fixed, object, "{}: no suggestion", r.name);
+        for m in &minors {
+            let after = Estimator::for_minor(m).estimate(&fixed, "t").unwrap();
+            assert!(
+                after.valid,
+                "{} on {}: {:?}",
+                r.name,
+                m.label(),
+                after.errors
+            );
+        }
+    }
+}

@@ -368,6 +368,26 @@ impl RangeEstimator {
             .clone()
     }
 
+    /// Whether the estimators `a` and `b` (two of the range's) give `v` the same estimate but for
+    /// the words of errors: the range would share one report between them.
+    pub fn estimate_alike(
+        &self,
+        a: &Estimator,
+        b: &Estimator,
+        v: &Value,
+        catalog: &SchemaCatalog,
+    ) -> bool {
+        let index = |e: &Estimator| self.estimators.iter().position(|x| std::ptr::eq(x, e));
+        let (Some(i), Some(j)) = (index(a), index(b)) else {
+            return false;
+        };
+        if i == j {
+            return true;
+        }
+        let profile = Profile::of(v, catalog);
+        !profile.served_by_minor && self.differences(i.min(j), i.max(j)).irrelevant_to(&profile)
+    }
+
     /// One report per minor, oldest first; `None` when the kind is not estimable. `estimate`
     /// makes one minor's report, sharing with the others what they make alike ([`Shared`] of `v`);
     /// `catalog` holds the schemas it types a policy over.
