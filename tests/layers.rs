@@ -22,7 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("objects", &["crd", "vap"]),
     // Pure: no advice, no rendering.
     ("estimate", &["estimate", "diff", "locate"]),
-    ("advice", &["suggest", "rewrite"]),
+    ("advice", &["suggest", "rewrite", "fix"]),
     ("output", &["output"]),
     ("front ends", &["cli", "controller", "fuzzing"]),
 ];
