@@ -137,7 +137,8 @@ pub fn run_fix(
             Ok(()) => {
                 run.stdout.push_str(&summary);
                 for f in &outcome.files {
-                    run.stdout.push_str(&format!("wrote {}\n", f.path.display()));
+                    run.stdout
+                        .push_str(&format!("wrote {}\n", f.path.display()));
                 }
                 // What was written, read again: a second run changes nothing.
                 let again = crate::fix::fix_paths(estimators, paths, options);

@@ -42,9 +42,7 @@ use crate::input::{objects_of, parse_documents, parse_documents_located};
 use crate::locate::ObjectSource;
 use crate::positions::{NodeId, Positions};
 use crate::report::format::num;
-use crate::report::{
-    ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, suggestion_groups,
-};
+use crate::report::{ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, suggestion_groups};
 use crate::suggest::{Keyword, Settings, suggest};
 
 /// Rounds of suggest-and-apply per object at most (a range's minors can ask for more than one).
@@ -188,7 +186,11 @@ impl FixOutcome {
     pub fn diff(&self) -> String {
         let mut out = String::new();
         for f in &self.files {
-            out.push_str(&udiff::unified(&f.path.display().to_string(), &f.before, &f.after));
+            out.push_str(&udiff::unified(
+                &f.path.display().to_string(),
+                &f.before,
+                &f.after,
+            ));
         }
         out
     }
@@ -228,11 +230,9 @@ impl FixOutcome {
                         share(a),
                         num(c.limit)
                     )),
-                    None => out.push_str(&format!(
-                        "  cost: {}: {} → (gone)\n",
-                        c.what,
-                        num(c.before)
-                    )),
+                    None => {
+                        out.push_str(&format!("  cost: {}: {} → (gone)\n", c.what, num(c.before)))
+                    }
                 }
             }
             for l in &o.left {
@@ -420,21 +420,35 @@ fn apply_bound(object: &mut Value, b: &Bound) {
 /// with a field or type to carry them); `Err` says why not.
 pub type Placer<'a> = dyn FnMut(&Bound) -> Result<(), String> + 'a;
 
+/// What [`plan_bounds`] found for one object.
+#[derive(Clone, Debug, Default)]
+pub struct Planned {
+    /// The bounds to set (each lower than what the object has, or new).
+    pub bounds: Vec<Bound>,
+    /// Findings none of whose alternatives could be placed: each alternative and why not.
+    pub refused: Vec<String>,
+    /// Alternatives passed over for one placed after them, and why.
+    pub notes: Vec<String>,
+}
+
 /// The bounds that bring the object's findings on every minor below the threshold, found as
-/// the module's documentation says; with the findings no bound helps (their reasons) and the
-/// bounds that could not be placed.
+/// the module's documentation says; with the findings whose bounds could not be placed.
 pub fn plan_bounds(
     estimators: &[Estimator],
     object: &Value,
     source: &str,
     settings: &Settings,
     place: &mut Placer<'_>,
-) -> Result<(Vec<Bound>, Vec<String>), String> {
+) -> Result<Planned, String> {
     let mut current = object.clone();
     let mut wanted: Vec<Bound> = Vec::new();
     let mut refused: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     for _ in 0..MAX_ROUNDS {
         let mut changed = false;
+        // Only the last round's findings count: an earlier one may be fixed by bounds placed
+        // for others since.
+        refused.clear();
         for e in estimators {
             let report = e.estimate_crd(&current, source);
             if let Some(st) = &report.stopped {
@@ -494,6 +508,13 @@ pub fn plan_bounds(
                 }
                 match chosen {
                     Some(bounds) => {
+                        // An alternative after others that could not be placed: why.
+                        for w in why_not {
+                            let n = format!("an alternative not taken: {w}");
+                            if !notes.contains(&n) {
+                                notes.push(n);
+                            }
+                        }
                         for b in bounds {
                             match wanted.iter_mut().find(|w| {
                                 w.roots == b.roots && w.steps == b.steps && w.keyword == b.keyword
@@ -528,7 +549,11 @@ pub fn plan_bounds(
     }
     // A bound that is not below what the object has already is no change.
     wanted.retain(|b| b.current.is_none_or(|c| b.value < c));
-    Ok((wanted, refused))
+    Ok(Planned {
+        bounds: wanted,
+        refused,
+        notes,
+    })
 }
 
 /// The object's JSON pointer in its document: `` for the document, `/items/i` for a List's item.
@@ -639,12 +664,7 @@ fn compare(
     for (e, a) in estimators.iter().zip(after) {
         for (_, (what, cost, limit)) in findings(a, settings) {
             left.entry(what).or_insert_with(|| {
-                format!(
-                    "{} of {} on {}",
-                    num(cost),
-                    num(limit),
-                    e.minor().label()
-                )
+                format!("{} of {} on {}", num(cost), num(limit), e.minor().label())
             });
         }
     }
@@ -797,8 +817,7 @@ fn fix_file(
                     }
                 },
             };
-            if go.is_some() && go_root.is_none() && fix.refused.is_empty() && generated(&o.value)
-            {
+            if go.is_some() && go_root.is_none() && fix.refused.is_empty() && generated(&o.value) {
                 fix.refused.push(format!(
                     "{}: generated by controller-gen, but no Go root type of group {} and kind {} is in the --go packages (a YAML edit would be lost at the next generation)",
                     o.source,
@@ -829,7 +848,11 @@ fn fix_file(
                 &options.settings,
                 &mut |_| Ok(()),
             );
-            let (bounds, refused) = match planned {
+            let Planned {
+                bounds,
+                refused,
+                notes,
+            } = match planned {
                 Ok(x) => x,
                 Err(stop) => {
                     outcome.stopped.push(format!("{}: {stop}", o.source));
@@ -837,6 +860,7 @@ fn fix_file(
                 }
             };
             fix.refused = refused;
+            fix.notes = notes;
             let pointer = object_pointer(&doc_source, &o.source);
             let located = positions
                 .clone()
@@ -854,7 +878,8 @@ fn fix_file(
                 for r in &b.roots {
                     let node = located_node(&src.positions, src.node, r, &b.steps);
                     let Some(node) = node else {
-                        fix.refused.push(format!("{}: not found in the file", b.describe()));
+                        fix.refused
+                            .push(format!("{}: not found in the file", b.describe()));
                         ok = false;
                         break;
                     };

@@ -64,7 +64,9 @@ impl<'t> Lines<'t> {
     pub fn line(&self, l: usize) -> &'t str {
         let s = self.start(l);
         let e = self.starts.get(l).copied().unwrap_or(self.text.len());
-        self.text[s..e].trim_end_matches('\n').trim_end_matches('\r')
+        self.text[s..e]
+            .trim_end_matches('\n')
+            .trim_end_matches('\r')
     }
 
     /// The line break the text uses after line `l` (`\r\n` or `\n`).
@@ -174,7 +176,9 @@ pub fn bound_edit(
             }));
         };
         let q = quote(first);
-        let k = lines.offset(first).ok_or("a key is not where the reader put it")?;
+        let k = lines
+            .offset(first)
+            .ok_or("a key is not where the reader put it")?;
         let brace_line = text[..at].matches('\n').count() + 1;
         let text = if first.line as usize == brace_line {
             format!("{q}{keyword}{q}: {value}, ")
@@ -199,7 +203,9 @@ pub fn bound_edit(
     if let Some(&(name, pos)) = keys.iter().find(|(k, _)| *k > keyword) {
         let q = quote(pos);
         let l = pos.line as usize;
-        let k = lines.offset(pos).ok_or("a key is not where the reader put it")?;
+        let k = lines
+            .offset(pos)
+            .ok_or("a key is not where the reader put it")?;
         let prefix = &text[lines.start(l)..k];
         let nl = lines.newline(l);
         if prefix.chars().all(|c| c == ' ') {
@@ -324,7 +330,10 @@ mod tests {
             "a:\n  description: |\n    text\n\n    more\n  enum:\n  - x\n  - y\n  minLength: 1\n# next\nb: 1\n"
         );
         // At the end of a text without a final newline.
-        assert_eq!(set("a:\n  b: 1", &["a"], "c", 2).unwrap(), "a:\n  b: 1\n  c: 2\n");
+        assert_eq!(
+            set("a:\n  b: 1", &["a"], "c", 2).unwrap(),
+            "a:\n  b: 1\n  c: 2\n"
+        );
     }
 
     #[test]
@@ -352,10 +361,19 @@ mod tests {
             "a: {maxLength: 5, type: string}\n"
         );
         assert_eq!(
-            set("{\n  \"a\": {\n    \"type\": \"array\"\n  }\n}\n", &["a"], "maxItems", 5).unwrap(),
+            set(
+                "{\n  \"a\": {\n    \"type\": \"array\"\n  }\n}\n",
+                &["a"],
+                "maxItems",
+                5
+            )
+            .unwrap(),
             "{\n  \"a\": {\n    \"maxItems\": 5,\n    \"type\": \"array\"\n  }\n}\n"
         );
-        assert_eq!(set("{\"a\": {}}", &["a"], "maxItems", 5).unwrap(), "{\"a\": {\"maxItems\": 5}}");
+        assert_eq!(
+            set("{\"a\": {}}", &["a"], "maxItems", 5).unwrap(),
+            "{\"a\": {\"maxItems\": 5}}"
+        );
     }
 
     #[test]

@@ -23,12 +23,12 @@
 //! items, a type declaration's markers to every use of the type. A bound already written is
 //! lowered where it is — on the field, its `items:` marker, or the declaration of the named
 //! type (or list type) it is on. A new one goes on the field when controller-gen can apply it
-//! there: `MaxItems` on a field of an unnamed slice type, `MaxProperties` on a map, `MaxLength`
-//! on a string or a named string type, `items:MaxLength` (or `items:MaxItems`,
-//! `items:MaxProperties`) on a field whose unnamed slice's items are such. Otherwise it goes on
-//! the declaration of the node's named type (or, for the items of a named list type, an
-//! `items:` marker on the list type's declaration), and a note says how many fields that type
-//! bounds. A node no declaration carries markers for (the values of a `map[string]string`, a
+//! there and the node has no named type of its own: `MaxItems` on a field of an unnamed slice
+//! type, `MaxProperties` on an unnamed map, `MaxLength` on a `string` field, `items:MaxLength`
+//! (or `items:MaxItems`, `items:MaxProperties`) on a field whose unnamed slice's items are
+//! such. A node of a named type gets the marker on the type's declaration (for the items of a
+//! named list type of unnamed items, an `items:` marker on the list type's declaration), and a
+//! note says how many fields that type bounds. A node no declaration carries markers for (the values of a `map[string]string`, a
 //! list of unnamed lists' items) is refused with that reason: giving them a named type is the
 //! author's decision.
 //!
@@ -96,9 +96,19 @@ pub enum Host {
 /// What a type is, once pointers, named types and aliases are looked through.
 #[derive(Clone, Debug)]
 enum Shape {
-    Struct { decl: DeclRef, path: Vec<usize> },
-    Slice { elt: Expr, ctx: (usize, usize), of_bytes: bool },
-    Map { value: Expr, ctx: (usize, usize) },
+    Struct {
+        decl: DeclRef,
+        path: Vec<usize>,
+    },
+    Slice {
+        elt: Expr,
+        ctx: (usize, usize),
+        of_bytes: bool,
+    },
+    Map {
+        value: Expr,
+        ctx: (usize, usize),
+    },
     Basic(String),
     External(String),
     Other,
@@ -215,7 +225,11 @@ fn json_name(f: &Field) -> Option<(String, bool)> {
     if inline_opt {
         return Some((String::new(), true));
     }
-    let go_name = f.names.first().cloned().or_else(|| f.embedded_name().map(String::from))?;
+    let go_name = f
+        .names
+        .first()
+        .cloned()
+        .or_else(|| f.embedded_name().map(String::from))?;
     if !go_name.starts_with(|c: char| c.is_uppercase()) {
         return None;
     }
@@ -270,7 +284,9 @@ impl GoTypes {
         }
         let mut files_read = 0usize;
         let mut seen: std::collections::HashSet<PathBuf> = Default::default();
-        while let Some(dir) = todo.pop() {
+        // The directories given first (so that files are named as given), then the imports.
+        let mut todo: std::collections::VecDeque<PathBuf> = todo.into();
+        while let Some(dir) = todo.pop_front() {
             let Ok(canon) = std::fs::canonicalize(&dir) else {
                 continue;
             };
@@ -293,7 +309,7 @@ impl GoTypes {
                     {
                         let d = root.join(rest.trim_start_matches('/'));
                         if d.is_dir() {
-                            todo.push(d);
+                            todo.push_back(d);
                         }
                     }
                 }
@@ -349,7 +365,10 @@ impl GoTypes {
             let f = syntax::parse(&src).map_err(|e| format!("{}: {e}", p.display()))?;
             files.push((p, src, f));
         }
-        let Some(name) = files.iter().map(|(_, _, f)| f.package.clone()).find(|n| !n.is_empty())
+        let Some(name) = files
+            .iter()
+            .map(|(_, _, f)| f.package.clone())
+            .find(|n| !n.is_empty())
         else {
             return Ok(None);
         };
@@ -584,10 +603,7 @@ impl GoTypes {
     fn field_type(&self, f: &FieldRef) -> Option<NodeType> {
         let field = self.field(f)?;
         if let Expr::Struct(_) = strip_wrappers(&field.expr)
-            && matches!(
-                &field.expr,
-                Expr::Struct(_) | Expr::Pointer(_)
-            )
+            && matches!(&field.expr, Expr::Struct(_) | Expr::Pointer(_))
         {
             return Some(NodeType {
                 chain: Vec::new(),
@@ -626,7 +642,10 @@ impl GoTypes {
 
     /// The root type of a CRD per version name (`None` when none of its versions has one).
     pub fn root_of(&mut self, crd: &Value) -> Result<Option<BTreeMap<String, DeclRef>>, String> {
-        let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or("");
+        let group = crd
+            .pointer("/spec/group")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let kind = crd
             .pointer("/spec/names/kind")
             .and_then(Value::as_str)
@@ -759,7 +778,12 @@ impl GoTypes {
         file.markers(src, line)
             .into_iter()
             .filter(|m| m.name == name)
-            .filter_map(|m| m.value.parse::<i64>().ok().map(|v| (v, m.value_start, m.value_end)))
+            .filter_map(|m| {
+                m.value
+                    .parse::<i64>()
+                    .ok()
+                    .map(|v| (v, m.value_start, m.value_end))
+            })
             .collect()
     }
 
@@ -875,9 +899,9 @@ impl GoTypes {
             value: b.value,
             existing: Vec::new(),
         };
-        // Named types of a string kind still take a field's MaxLength (controller-gen copies
-        // the named schema's type to the field); named lists and maps do not.
-        let field_can = t.chain.is_empty() || matches!(t.shape, Shape::Basic(_));
+        // A node of a named type: the marker on the type's declaration (a bound on what the
+        // type's values are, for every use of it); an unnamed one on its field.
+        let field_can = t.chain.is_empty();
         let p = match &via {
             Via::Field(f) if field_can && fits_field(&t.shape) => on_field(f, &plain),
             Via::FieldItems(f, list) if list.is_empty() && field_can && fits_field(&t.shape) => {
@@ -913,11 +937,17 @@ impl GoTypes {
     }
 
     /// Where a bound goes for every version it is in.
-    fn place(&self, roots: &BTreeMap<String, DeclRef>, b: &Bound) -> Result<Vec<Placement>, String> {
+    fn place(
+        &self,
+        roots: &BTreeMap<String, DeclRef>,
+        b: &Bound,
+    ) -> Result<Vec<Placement>, String> {
         let mut out: Vec<Placement> = Vec::new();
         for v in &b.versions {
             let Some(root) = roots.get(v) else {
-                return Err(format!("version {v} has no Go root type in the --go packages"));
+                return Err(format!(
+                    "version {v} has no Go root type in the --go packages"
+                ));
             };
             for p in self.place_in(*root, b)? {
                 if !out.contains(&p) {
@@ -964,6 +994,12 @@ impl GoTypes {
                     if here == d {
                         continue;
                     }
+                    if !matches!(strip_wrappers(&decl.expr), Expr::Struct(_)) {
+                        if names_it(&decl.expr) {
+                            out.push(format!("type {}.{}", p.name, decl.name));
+                        }
+                        continue;
+                    }
                     let mut stack: Vec<(&Expr, String)> = vec![(&decl.expr, decl.name.clone())];
                     while let Some((e, at)) = stack.pop() {
                         if let Expr::Struct(fs) = strip_wrappers(e) {
@@ -979,8 +1015,6 @@ impl GoTypes {
                                 }
                                 stack.push((&fl.expr, format!("{at}.{fname}")));
                             }
-                        } else if names_it(e) {
-                            out.push(format!("type {}.{at}", p.name));
                         }
                     }
                 }
@@ -1011,7 +1045,11 @@ impl GoTypes {
                 me.place(&roots, b).map(|_| ())
             })
         };
-        let (bounds, refused) = match planned {
+        let super::Planned {
+            bounds,
+            refused,
+            notes,
+        } = match planned {
             Ok(x) => x,
             Err(stop) => {
                 fix.refused.push(format!("the search stopped: {stop}"));
@@ -1021,6 +1059,7 @@ impl GoTypes {
             }
         };
         fix.refused.extend(refused);
+        fix.notes.extend(notes);
         let mut placed: Vec<Placement> = Vec::new();
         for b in bounds {
             match self.place(&roots, &b) {
@@ -1095,7 +1134,10 @@ impl GoTypes {
             return out;
         };
         for (i, v) in vs.iter().enumerate() {
-            let Some(root) = v.get("name").and_then(Value::as_str).and_then(|n| roots.get(n))
+            let Some(root) = v
+                .get("name")
+                .and_then(Value::as_str)
+                .and_then(|n| roots.get(n))
             else {
                 continue;
             };
@@ -1173,7 +1215,8 @@ impl GoTypes {
                         }
                     }
                     Shape::Map { value, ctx } => {
-                        if let Some(child) = node.get("additionalProperties").filter(|c| c.is_object())
+                        if let Some(child) =
+                            node.get("additionalProperties").filter(|c| c.is_object())
                         {
                             let owner = match &via {
                                 Via::Field(f) => Some(f.clone()),
@@ -1192,8 +1235,7 @@ impl GoTypes {
                 let Some(root) = out.pointer_mut(&pointer) else {
                     continue;
                 };
-                if let Some(n) =
-                    super::schema_node_mut(root, &steps).and_then(Value::as_object_mut)
+                if let Some(n) = super::schema_node_mut(root, &steps).and_then(Value::as_object_mut)
                 {
                     let now = n.get(keyword).and_then(Value::as_i64);
                     if now.is_none_or(|c| c > value) {
@@ -1208,7 +1250,12 @@ impl GoTypes {
     /// Applies the edits of every object to the files, reads each changed file back and finds
     /// every marker where it was put (a file that does not read back so is not changed, and its
     /// objects say why); hands the files and the objects to the outcome.
-    pub fn finish(mut self, _estimators: &[Estimator], _settings: &Settings, outcome: &mut FixOutcome) {
+    pub fn finish(
+        mut self,
+        _estimators: &[Estimator],
+        _settings: &Settings,
+        outcome: &mut FixOutcome,
+    ) {
         let mut failed: BTreeMap<(usize, usize), String> = BTreeMap::new();
         for (&(pkg, file), placements) in &self.edits {
             let (path, src, parsed) = &self.packages[pkg].files[file];
@@ -1227,7 +1274,10 @@ impl GoTypes {
                     if let Err(e) = self.read_back(&after, parsed, placements) {
                         failed.insert(
                             (pkg, file),
-                            format!("{}: the edited file does not read back: {e}", path.display()),
+                            format!(
+                                "{}: the edited file does not read back: {e}",
+                                path.display()
+                            ),
                         );
                         continue;
                     }
@@ -1269,9 +1319,11 @@ impl GoTypes {
         let mut add: BTreeMap<(usize, String), (String, i64, u32)> = BTreeMap::new();
         for (p, pl) in placements {
             if p.existing.is_empty() {
-                let e = add
-                    .entry((pl.line_start, p.marker.clone()))
-                    .or_insert((pl.indent.clone(), p.value, pl.line));
+                let e = add.entry((pl.line_start, p.marker.clone())).or_insert((
+                    pl.indent.clone(),
+                    p.value,
+                    pl.line,
+                ));
                 e.1 = e.1.min(p.value);
             } else {
                 for &(v, s, e) in &p.existing {
@@ -1344,7 +1396,10 @@ impl GoTypes {
                 .filter_map(|m| m.value.parse::<i64>().ok())
                 .collect::<Vec<_>>();
             if found.is_empty() || found.iter().any(|&v| v > p.value) {
-                return Err(format!("+{} is not found with {} or less", p.marker, p.value));
+                return Err(format!(
+                    "+{} is not found with {} or less",
+                    p.marker, p.value
+                ));
             }
         }
         Ok(())
@@ -1420,7 +1475,11 @@ fn realign(src: &str, parsed: &GoFile, split_lines: &[u32]) -> Result<Vec<TextEd
             }
         }
         for run in runs {
-            if !run.iter().skip(1).any(|f| split_lines.contains(&f.place.line)) {
+            if !run
+                .iter()
+                .skip(1)
+                .any(|f| split_lines.contains(&f.place.line))
+            {
                 continue;
             }
             let rows: Vec<Row> = run

@@ -47,7 +47,10 @@ pub struct Comment {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
     /// `Name` (local, `pkg: None`) or `pkg.Name`; generic arguments are dropped.
-    Named { pkg: Option<String>, name: String },
+    Named {
+        pkg: Option<String>,
+        name: String,
+    },
     Pointer(Box<Expr>),
     /// `[]T`; `[N]T` too.
     Slice(Box<Expr>),
@@ -447,9 +450,7 @@ impl<'s> Parser<'s> {
             }
             _ if t.kind == Kind::Ident => {
                 self.i += 1;
-                let e = if self.is(0, ".")
-                    && self.peek(1).is_some_and(|n| n.kind == Kind::Ident)
-                {
+                let e = if self.is(0, ".") && self.peek(1).is_some_and(|n| n.kind == Kind::Ident) {
                     self.i += 1;
                     let name = self.ident()?;
                     Expr::Named {
@@ -552,7 +553,9 @@ impl<'s> Parser<'s> {
         let place = self.place(at);
         let name = self.ident()?;
         // Type parameters: `[T any]` (an array type starts `[N]` or `[]`).
-        if self.is(0, "[") && self.peek(1).is_some_and(|t| t.kind == Kind::Ident) && !self.is(2, "]")
+        if self.is(0, "[")
+            && self.peek(1).is_some_and(|t| t.kind == Kind::Ident)
+            && !self.is(2, "]")
         {
             self.skip_balanced()?;
         }
@@ -598,8 +601,7 @@ impl<'s> Parser<'s> {
                             alias = Some(self.text(&a).to_string());
                             self.i += 1;
                         }
-                        let Some(p) = self.peek(0).copied().filter(|p| p.kind == Kind::Str)
-                        else {
+                        let Some(p) = self.peek(0).copied().filter(|p| p.kind == Kind::Str) else {
                             return Err(self.err("an import path was expected"));
                         };
                         self.i += 1;
@@ -814,7 +816,10 @@ func (w *Widget) Name() string { type local struct{}; return "}" }
         assert_eq!(
             f.imports,
             [
-                ("metav1".to_string(), "k8s.io/apimachinery/pkg/apis/meta/v1".to_string()),
+                (
+                    "metav1".to_string(),
+                    "k8s.io/apimachinery/pkg/apis/meta/v1".to_string()
+                ),
                 ("shared".to_string(), "example.com/api/shared".to_string())
             ]
         );
@@ -843,17 +848,25 @@ func (w *Widget) Name() string { type local struct{}; return "}" }
         assert_eq!(
             spec[1].expr,
             Expr::Map(
-                Box::new(Expr::Named { pkg: None, name: "string".into() }),
-                Box::new(Expr::Pointer(Box::new(Expr::Slice(Box::new(Expr::Named {
+                Box::new(Expr::Named {
                     pkg: None,
-                    name: "Host".into()
-                })))))
+                    name: "string".into()
+                }),
+                Box::new(Expr::Pointer(Box::new(Expr::Slice(Box::new(
+                    Expr::Named {
+                        pkg: None,
+                        name: "Host".into()
+                    }
+                )))))
             )
         );
         assert_eq!(spec[2].expr, Expr::Other);
         assert!(matches!(&spec[3].expr, Expr::Struct(x) if x.len() == 1));
         assert_eq!(spec[4].tag_value("json").as_deref(), Some("g"));
-        assert!(f.all_markers(SRC).contains(&("groupName".into(), "example.com".into())));
+        assert!(
+            f.all_markers(SRC)
+                .contains(&("groupName".into(), "example.com".into()))
+        );
     }
 
     #[test]
@@ -866,7 +879,12 @@ func (w *Widget) Name() string { type local struct{}; return "}" }
 
     #[test]
     fn broken_files_are_errors_not_panics() {
-        for src in ["type A struct {", "type A \"", "type A struct { B map[string }", "/*"] {
+        for src in [
+            "type A struct {",
+            "type A \"",
+            "type A struct { B map[string }",
+            "/*",
+        ] {
             assert!(parse(src).is_err(), "{src}");
         }
         let deep = format!("type A {}int", "*".repeat(MAX_DEPTH + 10));
