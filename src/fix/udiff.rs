@@ -195,7 +195,7 @@ mod tests {
         let d = unified("f", &before, &after);
         assert_eq!(
             d,
-            "--- a/f\n+++ b/f\n@@ -2,7 +2,8 @@\n l2\n l3\n l4\n l5\n+new\n l6\n l7\n l8\n@@ -15,6 +16,6 @@\n l15\n l16\n l17\n-l18\n+L18\n l19\n l20\n"
+            "--- a/f\n+++ b/f\n@@ -3,6 +3,7 @@\n l3\n l4\n l5\n+new\n l6\n l7\n l8\n@@ -15,6 +16,6 @@\n l15\n l16\n l17\n-l18\n+L18\n l19\n l20\n"
         );
         assert_eq!(unified("f", "a\n", "a\n"), "");
         assert_eq!(

@@ -641,7 +641,7 @@ impl GoTypes {
     }
 
     /// The root type of a CRD per version name (`None` when none of its versions has one).
-    pub fn root_of(&mut self, crd: &Value) -> Result<Option<BTreeMap<String, DeclRef>>, String> {
+    pub fn root_of(&self, crd: &Value) -> Result<Option<BTreeMap<String, DeclRef>>, String> {
         let group = crd
             .pointer("/spec/group")
             .and_then(Value::as_str)
