@@ -340,14 +340,7 @@ pub fn estimate_paths_advising(
     for p in paths {
         collect_files(p, &mut files, &mut outcome.input_errors);
     }
-    let threads = std::env::var("CELCOST_THREADS")
-        .ok()
-        .and_then(|s| s.parse::<usize>().ok())
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        });
+    let threads = threads();
     // First pass: CRDs are estimated (they do not depend on other objects), policies kept.
     // The biggest files first, so that no worker is left with a big one at the end; the
     // results in the input's order.
@@ -411,6 +404,103 @@ pub fn estimate_paths_advising(
         outcome.skipped.extend(f.skipped);
     }
     outcome
+}
+
+/// `celcost diff`: every CRD of `after` that `before` has too (matched by name) gets, in
+/// `update`, the API server's verdict on an update of BASE's object (as the cluster stores it)
+/// to HEAD's ([`Estimator::update_verdict`]). Both files of a pair are read again (each once
+/// per pair of files, pairs in parallel), so that only the objects of one pair are held at a
+/// time.
+pub fn attach_update_verdicts(estimator: &Estimator, before: &Outcome, after: &mut Outcome) {
+    use std::collections::BTreeMap;
+    let crd = "CustomResourceDefinition";
+    // Matched as `crate::diff::diff` matches them.
+    let base: std::collections::HashMap<(String, String, usize), &str> =
+        crate::diff::match_keys(&before.reports)
+            .into_iter()
+            .zip(&before.reports)
+            .filter(|(_, r)| r.kind == crd)
+            .map(|(k, r)| (k, r.source.as_str()))
+            .collect();
+    // (base file, head file) → (report index, base source).
+    let mut pairs: BTreeMap<(String, String), Vec<(usize, String)>> = BTreeMap::new();
+    let keys = crate::diff::match_keys(&after.reports);
+    for (i, (r, key)) in after.reports.iter().zip(keys).enumerate() {
+        if r.kind != crd || r.stopped.is_some() {
+            continue;
+        }
+        let Some(b) = base.get(&key) else {
+            continue;
+        };
+        let (Some((bf, _)), Some((hf, _))) = (b.rsplit_once('#'), r.source.rsplit_once('#')) else {
+            continue;
+        };
+        pairs
+            .entry((bf.to_string(), hf.to_string()))
+            .or_default()
+            .push((i, b.to_string()));
+    }
+    type Group<'a> = (&'a (String, String), &'a Vec<(usize, String)>);
+    let groups: Vec<Group<'_>> = pairs.iter().collect();
+    let reports = &after.reports;
+    let verdicts = parallel(&groups, threads(), |((bf, hf), members)| {
+        let wanted_base: std::collections::HashSet<&str> =
+            members.iter().map(|(_, s)| s.as_str()).collect();
+        let wanted_head: std::collections::HashSet<&str> = members
+            .iter()
+            .map(|(i, _)| reports[*i].source.as_str())
+            .collect();
+        let old = objects_by_source(bf, &wanted_base);
+        let new = objects_by_source(hf, &wanted_head);
+        members
+            .iter()
+            .filter_map(|(i, b)| {
+                let r = &reports[*i];
+                let v = estimator.update_verdict(old.get(b)?, new.get(&r.source)?, r, b)?;
+                Some((*i, v))
+            })
+            .collect::<Vec<_>>()
+    });
+    for (i, v) in verdicts.into_iter().flatten() {
+        after.reports[i].update = Some(v);
+    }
+}
+
+/// The objects of `file` whose sources (`<file>#<document>`, `…[<item>]` in a list) are
+/// wanted.
+fn objects_by_source(
+    file: &str,
+    wanted: &std::collections::HashSet<&str>,
+) -> std::collections::HashMap<String, serde_json::Value> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return out;
+    };
+    for doc in parse_documents(&text) {
+        let source = format!("{file}#{}", doc.index);
+        let Ok(v) = doc.value else { continue };
+        if !v.is_object() {
+            continue;
+        }
+        for o in objects_of(&source, v) {
+            if wanted.contains(o.source.as_str()) {
+                out.insert(o.source, o.value);
+            }
+        }
+    }
+    out
+}
+
+/// Workers for parallel work: one per core, `CELCOST_THREADS` to override.
+fn threads() -> usize {
+    std::env::var("CELCOST_THREADS")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
 }
 
 /// The CRDs (file index → sources) that define a resource or kind a policy of the input names.

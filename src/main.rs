@@ -87,8 +87,13 @@ enum Command {
     },
     /// Compare the estimates of two versions of the same manifests (files or directories):
     /// per object and rule, the cost before and after, added and removed rules, and verdict
-    /// changes. Exit status: 0 when every object of HEAD would be accepted, 1 when one would be
-    /// rejected, 2 on unreadable input or bad usage.
+    /// changes; for a CRD in both, beside HEAD's verdict on create, the API server's verdict on
+    /// an update of BASE's object (as the cluster stores it) to HEAD's.
+    ///
+    /// Exit status: what the API server answers when HEAD is applied to a cluster that stores
+    /// BASE: 0 when it accepts every object (an update of what BASE has, a create of the rest),
+    /// 1 when it refuses one, 2 on unreadable input, an estimate that stopped, or bad usage.
+    /// (`celcost estimate HEAD` gives HEAD's verdict on create alone.)
     Diff {
         /// Output format (markdown: a pull-request comment).
         #[arg(long, short, value_enum, default_value = "table")]
@@ -252,7 +257,8 @@ fn main() -> ExitCode {
             };
             let estimator = Estimator::for_minor(minor);
             let before = estimate_paths(&estimator, std::slice::from_ref(&base));
-            let after = estimate_paths(&estimator, std::slice::from_ref(&head));
+            let mut after = estimate_paths(&estimator, std::slice::from_ref(&head));
+            celcost::cli::attach_update_verdicts(&estimator, &before, &mut after);
             for e in before.input_errors.iter().chain(&after.input_errors) {
                 eprintln!("error: {e}");
             }
@@ -274,10 +280,10 @@ fn main() -> ExitCode {
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(text.as_bytes());
             let _ = stdout.flush();
-            let code = if !before.input_errors.is_empty() {
-                2
-            } else {
-                after.exit_code()
+            let code = match after.exit_code() {
+                _ if !before.input_errors.is_empty() => 2,
+                2 => 2,
+                _ => celcost::diff::exit_code(&d),
             };
             ExitCode::from(code as u8)
         }

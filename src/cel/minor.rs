@@ -104,6 +104,11 @@ pub struct Minor {
     /// (`types.NewOptionalType` = `NewOpaqueType("optional", …)`), `optional_type(int)` from
     /// v0.20.
     pub optional_type_name: &'static str,
+    /// On UPDATE of a CRD, a messageExpression is compiled in the stored-expressions
+    /// environment when the stored object has the same text as a *rule* (of an entry with a
+    /// messageExpression): apiextensions `findPreexistingExpressionsInSchema` inserted `v.Rule`
+    /// into the messageExpression set until 5d129eee2 (1.31) made it `v.MessageExpression`.
+    pub stored_message_expressions_by_rule: bool,
 }
 
 const fn v(minor: u32) -> Version {
@@ -132,6 +137,7 @@ const K1_30: Minor = Minor {
     type_meta_keeps_additional_properties: false,
     int_or_string_max_length: false,
     optional_type_name: "optional",
+    stored_message_expressions_by_rule: true,
 };
 
 const K1_31: Minor = Minor {
@@ -143,6 +149,7 @@ const K1_31: Minor = Minor {
     format_string_validator: true,
     type_meta_keeps_additional_properties: true,
     optional_type_name: super::types::OPTIONAL_TYPE,
+    stored_message_expressions_by_rule: false,
     ..K1_30
 };
 

@@ -66,10 +66,19 @@ pub fn max_len(k: Version, n: usize) -> String {
     format!("must be no more than {n} {unit}")
 }
 
+/// Whether a stored version missing from `spec.versions` is explained (`missing from
+/// spec.versions; v1 was previously a storage version, and must remain ...`: Kubernetes 1.33,
+/// apiextensions 567b50c9c) rather than `must appear in spec.versions` (before). Only an update
+/// can leave one out.
+pub fn stored_version_removal_says_why(k: Version) -> bool {
+    k >= Version::new(1, 33)
+}
+
 /// Every error-wording rule of a minor, for telling whether two minors word every error alike
 /// (a range shares one estimate between them then). A new wording rule belongs here too.
-pub fn wording(k: Version) -> [bool; 8] {
+pub fn wording(k: Version) -> [bool; 9] {
     [
+        stored_version_removal_says_why(k),
         max_len_in_bytes(k),
         bad_values_as_json(k),
         details_repeat_the_field(k),

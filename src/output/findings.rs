@@ -8,6 +8,8 @@
 //! Every finding points at `file:line:column` of what it is about (the rule's, the
 //! expression's, the schema's or the error's node: [`crate::locate`]).
 
+mod update;
+
 use std::collections::{HashMap, HashSet};
 
 use super::rows::judged_cost;
@@ -101,6 +103,12 @@ kinds! {
     APISERVER_ERROR = "celcost/apiserver-error", "ApiServerError", Error,
         "The API server rejects the object",
         "An error the API server returns when the object is created, in its words (compile errors, schema errors, cost errors not reported as a finding of their own).";
+    UPDATE_REFUSED = "celcost/update-refused", "UpdateRefused", Error,
+        "The API server refuses the update of the stored object to this one",
+        "celcost diff: applied over BASE (the object as the cluster stores it), the CustomResourceDefinition is an update, which the API server refuses with this error.";
+    HELD_BY_UNCHANGED_SCHEMA = "celcost/held-by-unchanged-schema", "HeldByUnchangedSchema", Warning,
+        "A rule over the per-rule limit passes only because its version's schema is unchanged",
+        "celcost diff: on update, the API server does not apply the per-expression cost limit to the rules of a version whose schema is unchanged. The update passes; an update that changes that schema is refused until the rule fits.";
     ESTIMATE_STOPPED = "celcost/estimate-stopped", "EstimateStopped", Error,
         "The estimate of the object stopped",
         "The object needs more work than the per-object budget (--max-steps, --max-memory-mib) allows, or the estimate failed: it was not judged.";
@@ -336,6 +344,7 @@ fn trim_float(f: f64) -> String {
 }
 
 fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
+    let start = out.len();
     let c = Ctx {
         r,
         file: file_of(&r.source),
@@ -509,6 +518,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
         ));
     }
     older_minor_findings(&c, out);
+    update::update_findings(&c, start, out);
     for n in &r.notes {
         out.push(c.finding(
             OBJECT_NOTE,

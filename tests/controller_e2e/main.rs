@@ -37,6 +37,7 @@ mod faults;
 mod ha;
 mod hostile;
 mod in_cluster;
+mod update;
 mod webhook;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -54,7 +54,8 @@ impl CostEstimator for Estimator {
         object: &serde_json::Value,
         catalog: &SchemaCatalog,
     ) -> Option<ObjectReport> {
-        Estimator::estimate_with(self, object, "cluster", catalog)
+        let report = Estimator::estimate_with(self, object, "cluster", catalog)?;
+        Some(self.with_stored_outlook(object, report))
     }
 
     fn kubernetes_version(&self) -> Version {
@@ -93,6 +94,8 @@ impl CostEstimator for WithNextMinor {
         if let Some(settings) = &self.suggest {
             current = crate::suggest::suggest(&self.current, object, current, settings);
         }
+        // The cluster stores and serves the object: which updates of it this minor accepts.
+        current = self.current.with_stored_outlook(object, current);
         match &self.next {
             Some(n) if current.stopped.is_none() => {
                 let next = n.estimate_with(object, "cluster", catalog)?;

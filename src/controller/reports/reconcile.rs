@@ -769,6 +769,9 @@ fn record_cost_ratios(
     estimated: bool,
 ) {
     let target_labels = TargetLabels::new(kind, name);
+    let (frozen, refused) = super::stored::gauges(status);
+    ctx.metrics
+        .record_schema_frozen(&target_labels, frozen, refused);
     match status.summary.as_ref().filter(|_| estimated) {
         Some(s) => {
             ctx.metrics

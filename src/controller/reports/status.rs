@@ -403,6 +403,7 @@ pub fn estimate_status(
         policy_budget: report.policy_budget.as_ref().map(policy_budget_status),
         typing: report.typing.as_ref().map(|t| typing_status(t, &mut cut)),
         next_version,
+        update: report.update.as_ref().map(super::stored::update_status),
         ..CostReportStatus::default()
     };
     if report.schemas.len() > MAX_LISTED_SCHEMAS {
