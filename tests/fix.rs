@@ -257,3 +257,43 @@ fn bound_lines_are_recognised() {
     let r = std::panic::catch_unwind(|| only_bound_lines("t", "a: 1\n", "a: 2\n"));
     assert!(r.is_err());
 }
+
+/// With a range of minors, the bounds fit every minor of it: the examples fixed for 1.30..1.36
+/// are accepted and below the threshold on each (read back from the edited text).
+#[test]
+fn a_range_gets_bounds_that_fit_every_minor() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let estimators: Vec<Estimator> = celcost::cel::minor::parse_range("1.30..1.36")
+        .unwrap()
+        .into_iter()
+        .map(Estimator::new)
+        .collect();
+    let options = FixOptions::default();
+    let out = fix_paths(
+        &estimators,
+        &[root.join("examples/crds"), root.join("examples/rejected")],
+        &options,
+    );
+    assert!(out.input_errors.is_empty(), "{:?}", out.input_errors);
+    assert!(out.objects.len() >= 2, "{:?}", out.objects);
+    for o in &out.objects {
+        assert!(o.refused.is_empty(), "{}: {:?}", o.source, o.refused);
+        assert!(o.accepted_after, "{}: {:?}", o.source, o.rejected_after_by);
+        assert!(o.left.is_empty(), "{}: {:?}", o.source, o.left);
+    }
+    for f in &out.files {
+        let name = f.path.display().to_string();
+        only_bound_lines(&name, &f.before, &f.after);
+        for (source, v) in objects(&name, &f.after) {
+            for e in &estimators {
+                let r = e.estimate(&v, &source).unwrap();
+                assert!(
+                    r.valid && fits(&r, &options.settings),
+                    "{source} on {}",
+                    e.minor().label()
+                );
+            }
+        }
+    }
+    assert_eq!(out.exit_code(), 0);
+}
