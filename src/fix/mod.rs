@@ -275,13 +275,23 @@ fn judged(r: &crate::report::RuleReport) -> u64 {
 fn findings(report: &ObjectReport, settings: &Settings) -> BTreeMap<String, (String, u64, u64)> {
     let mut out = BTreeMap::new();
     for s in &report.schemas {
+        // A schema per version: which one.
+        let versions = if report.schemas.len() > 1 {
+            format!(" ({})", s.versions.join(", "))
+        } else {
+            String::new()
+        };
         for r in &s.rules {
             let c = judged(r);
             if !settings.fits(c, PER_RULE_COST_LIMIT) {
                 let rule: String = r.rule.chars().take(60).collect();
                 out.insert(
                     r.rule_field_path.clone(),
-                    (format!("rule {} `{rule}`", r.path), c, PER_RULE_COST_LIMIT),
+                    (
+                        format!("rule {}{versions} `{rule}`", r.path),
+                        c,
+                        PER_RULE_COST_LIMIT,
+                    ),
                 );
             }
         }

@@ -1100,7 +1100,15 @@ impl GoTypes {
                         }
                         placed.push(p);
                     }
-                    fix.bounds.push((b, at.join("; ")));
+                    // A schema per version: the same bound and edit once.
+                    let at = at.join("; ");
+                    if !fix
+                        .bounds
+                        .iter()
+                        .any(|(x, y)| x.describe() == b.describe() && *y == at)
+                    {
+                        fix.bounds.push((b, at));
+                    }
                 }
             }
         }
