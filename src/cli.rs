@@ -89,6 +89,79 @@ impl Outcome {
     }
 }
 
+/// What `celcost fix` prints and its exit status.
+#[derive(Debug, Default)]
+pub struct FixRun {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+/// `celcost fix` ([`crate::fix`]): without `write`, the unified diff on standard output and
+/// the objects' bounds and costs on standard error; with `write`, the files written, then read
+/// again by a second run, which must find nothing more to change.
+pub fn run_fix(
+    estimators: &[Estimator],
+    paths: &[PathBuf],
+    options: &crate::fix::FixOptions,
+    write: bool,
+) -> FixRun {
+    let mut run = FixRun::default();
+    let minors = match (estimators.first(), estimators.last()) {
+        (Some(a), Some(b)) if estimators.len() > 1 => {
+            format!("{}..{}", a.minor().label(), b.minor().label())
+        }
+        (Some(a), _) => a.minor().label(),
+        _ => String::new(),
+    };
+    let outcome = crate::fix::fix_paths(estimators, paths, options);
+    let mut errors: Vec<String> = outcome
+        .input_errors
+        .iter()
+        .chain(&outcome.stopped)
+        .map(|e| format!("error: {e}\n"))
+        .collect();
+    for o in &outcome.objects {
+        for r in &o.refused {
+            errors.push(format!("error: {} {}: cannot fix: {r}\n", o.source, o.name));
+        }
+    }
+    let summary = outcome.summary(&minors);
+    let mut code = outcome.exit_code();
+    if write {
+        match outcome.write() {
+            Err(e) => {
+                errors.push(format!("error: {e}\n"));
+                code = 2;
+            }
+            Ok(()) => {
+                run.stdout.push_str(&summary);
+                for f in &outcome.files {
+                    run.stdout
+                        .push_str(&format!("wrote {}\n", f.path.display()));
+                }
+                // What was written, read again: a second run changes nothing.
+                let again = crate::fix::fix_paths(estimators, paths, options);
+                for f in &again.files {
+                    errors.push(format!(
+                        "error: {}: a second run would still change it (please report this)\n",
+                        f.path.display()
+                    ));
+                    code = 2;
+                }
+            }
+        }
+    } else {
+        run.stdout.push_str(&outcome.diff());
+        run.stderr.push_str(&summary);
+    }
+    for e in errors {
+        run.stderr.push_str(&e);
+    }
+    run.code = code;
+    run
+}
+
 /// Files under `path` (recursively for directories) that look like manifests, sorted.
 fn collect_files(path: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
     match std::fs::metadata(path) {

@@ -109,6 +109,49 @@ enum Command {
         /// The manifests after the change.
         head: PathBuf,
     },
+    /// Write the suggested bounds where the author keeps them: in the CRDs' YAML, or (with
+    /// --go) as kubebuilder markers in the Go types they are generated from.
+    ///
+    /// For every CRD rule and schema total over its limit or at the near-budget threshold on
+    /// any minor of --kubernetes-version, the bounds `estimate` suggests are added or lowered
+    /// (never raised). Prints a unified diff on standard output and, on standard error, each
+    /// object's bounds and its costs before and after (the edited text read back and estimated
+    /// again); --write writes the files instead and prints the same on standard output.
+    ///
+    /// Exit status, as estimate's, of the objects as fixed: 0 when every one would be accepted,
+    /// 1 when one would still be rejected, 2 on unreadable input, an estimate that stopped, or
+    /// an edit that could not be placed (each named with why).
+    Fix {
+        /// A directory of Go API packages (searched recursively; repeat for more): CRDs whose
+        /// group and kind are a root type there are fixed in the Go types.
+        #[arg(long = "go", value_name = "DIR")]
+        go: Vec<PathBuf>,
+        /// Write the edits to the files instead of printing a diff.
+        #[arg(long)]
+        write: bool,
+        /// Kubernetes minor whose API server to follow: `1.N`, a range `1.30..1.36` or `all`
+        /// (the bounds fit every minor of the range).
+        #[arg(long, default_value = "1.36", value_parser = parse_versions)]
+        kubernetes_version: Versions,
+        /// Whose build of that minor: `kubernetes` or `openshift`.
+        #[arg(long, default_value = "kubernetes", value_parser = Distribution::parse)]
+        distribution: Distribution,
+        /// Work budget per object's estimate, in steps.
+        #[arg(long, default_value_t = celcost::budget::DEFAULT_STEPS)]
+        max_steps: u64,
+        /// Memory budget per object's estimate, in MiB.
+        #[arg(long, default_value_t = (celcost::budget::DEFAULT_BYTES >> 20) as u64,
+              value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+        max_memory_mib: u64,
+        /// The near-budget threshold, in percent of the limit: rules and totals at or above it
+        /// (or over the limit) are fixed, and the bounds bring them below it.
+        #[arg(long, value_name = "PERCENT", default_value_t = celcost::report::DEFAULT_NEAR_BUDGET_PERCENT,
+              value_parser = celcost::cli::parse_percent)]
+        near_budget_percent: f64,
+        /// CRD files or directories (searched recursively for .yaml, .yml and .json).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
     /// Run the operator: watch CRDs, ValidatingAdmissionPolicies and MutatingAdmissionPolicies
     /// and write CostReports.
     Controller(Box<ControllerArgs>),
@@ -252,6 +295,37 @@ fn main() -> ExitCode {
                 _ => celcost::diff::exit_code(&d),
             };
             ExitCode::from(code as u8)
+        }
+        Command::Fix {
+            go,
+            write,
+            kubernetes_version,
+            distribution,
+            max_steps,
+            max_memory_mib,
+            near_budget_percent,
+            paths,
+        } => {
+            let limits = Limits {
+                steps: max_steps,
+                bytes: usize::try_from(max_memory_mib << 20).unwrap_or(usize::MAX),
+            };
+            let estimators: Vec<Estimator> = kubernetes_version
+                .0
+                .iter()
+                .filter_map(|v| Minor::of_distribution(*v, distribution))
+                .map(|m| Estimator::for_minor(m).with_limits(limits))
+                .collect();
+            let options = celcost::fix::FixOptions {
+                settings: celcost::suggest::Settings::new(near_budget_percent),
+                go,
+            };
+            let run = celcost::cli::run_fix(&estimators, &paths, &options, write);
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(run.stdout.as_bytes());
+            let _ = stdout.flush();
+            eprint!("{}", run.stderr);
+            ExitCode::from(run.code as u8)
         }
         Command::Controller(args) => {
             celcost::budget::return_freed_memory_promptly();
