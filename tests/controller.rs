@@ -1754,13 +1754,15 @@ async fn on_1_36_a_crd_that_1_37_rejects_is_flagged() {
     assert_eq!(up["reason"], "RejectedByNextVersion");
     let msg = up["message"].as_str().unwrap();
     for part in [
-        "Kubernetes v1.37 would reject the object",
+        "Kubernetes v1.37 would refuse the object on create",
         "^.spec.rules[*].request [0]",
         "matches(self, '^([0-9]{1,5}(h|m|s|ms)){1,4}$')",
         "40,265,360",
         "on v1.37",
         "exceeds budget by factor of 4.0x",
         "a bound that fits v1.36 and v1.37: ",
+        "after the upgrade the cluster keeps serving it, but refuses any update that changes \
+         the schema of that version until the rule fits",
     ] {
         assert!(msg.contains(part), "{part:?} not in {msg}");
     }

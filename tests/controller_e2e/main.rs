@@ -864,7 +864,7 @@ async fn a_crd_that_the_next_minor_rejects_is_flagged_before_the_upgrade() {
         .message
         .clone();
     for part in [
-        "Kubernetes v1.37 would reject the object",
+        "Kubernetes v1.37 would refuse the object on create",
         "^.spec.rules[*].request [0]",
         "40,265,360",
         "exceeds budget by factor of 4.0x",

@@ -590,19 +590,35 @@ fn upgrade_safe(
         // A rule before a total: the rule is what to fix.
         let mut changes: Vec<&VersionChange> = m.changes.iter().collect();
         changes.sort_by_key(|c| c.unit.ends_with(" total"));
-        let culprit = changes
-            .into_iter()
-            .find_map(|c| {
-                at(c, &next.kubernetes_version)
-                    .filter(|s| s.exceeds_limit || s.compile_error.is_some())
-                    .map(|s| format!(": {}", rejection_text(report, c, &s)))
-            })
+        let found = changes.into_iter().find_map(|c| {
+            at(c, &next.kubernetes_version)
+                .filter(|s| s.exceeds_limit || s.compile_error.is_some())
+                .map(|s| (c.unit.ends_with(" total"), rejection_text(report, c, &s)))
+        });
+        let culprit = found
+            .as_ref()
+            .map(|(_, t)| format!(": {t}"))
             .unwrap_or_default();
+        // After the upgrade a stored CRD stays served. Its API server refuses the creates; of
+        // the updates, a rule over its limit refuses those that change the schema of the
+        // version it is in (apiextensions' unchanged-schema suppression), a total over its
+        // limit every one (totals are checked on update whatever changed).
+        let after = match (report.kind == "CustomResourceDefinition", &found) {
+            (true, Some((true, _))) => {
+                "; after the upgrade the cluster keeps serving it, but refuses every update of \
+                 it until the total fits"
+            }
+            (true, _) => {
+                "; after the upgrade the cluster keeps serving it, but refuses any update that \
+                 changes the schema of that version until the rule fits"
+            }
+            (false, _) => "",
+        };
         return (
             "False",
             reason::REJECTED_BY_NEXT_VERSION,
             format!(
-                "the API server of Kubernetes {} would reject the object{culprit}",
+                "the API server of Kubernetes {} would refuse the object on create{culprit}{after}",
                 next.kubernetes_version
             ),
         );
