@@ -258,24 +258,59 @@ fn bound_lines_are_recognised() {
     assert!(r.is_err());
 }
 
-/// With a range of minors, the bounds fit every minor of it: the examples fixed for 1.30..1.36
-/// are accepted and below the threshold on each (read back from the edited text).
+/// With a range of minors, the bounds fit every minor of it: the examples fixed for 1.30..1.37
+/// are accepted and below the threshold on each (read back from the edited text); among them
+/// the gateway-style CRDs that every minor up to 1.36 accepts and 1.37 refuses (the global
+/// `matches` on unbounded duration strings), which only the newest minor asks to bound.
 #[test]
 fn a_range_gets_bounds_that_fit_every_minor() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let estimators: Vec<Estimator> = celcost::cel::minor::parse_range("1.30..1.36")
+    let estimators: Vec<Estimator> = celcost::cel::minor::parse_range("1.30..1.37")
         .unwrap()
         .into_iter()
         .map(Estimator::new)
         .collect();
+    let upgrade = root.join("tests/data/upgrade-1.37");
+    // The premise: before the fix, 1.36 accepts them and 1.37 does not.
+    for f in std::fs::read_dir(&upgrade).unwrap() {
+        let path = f.unwrap().path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let name = path.display().to_string();
+        for (source, v) in objects(&name, &std::fs::read_to_string(&path).unwrap()) {
+            let verdicts: Vec<bool> = estimators
+                .iter()
+                .map(|e| e.estimate(&v, &source).unwrap().valid)
+                .collect();
+            let (newest, older) = verdicts.split_last().unwrap();
+            assert!(
+                older.iter().all(|&v| v) && !newest,
+                "{source}: {verdicts:?}"
+            );
+        }
+    }
     let options = FixOptions::default();
     let out = fix_paths(
         &estimators,
-        &[root.join("examples/crds"), root.join("examples/rejected")],
+        &[
+            root.join("examples/crds"),
+            root.join("examples/rejected"),
+            upgrade.clone(),
+        ],
         &options,
     );
     assert!(out.input_errors.is_empty(), "{:?}", out.input_errors);
-    assert!(out.objects.len() >= 2, "{:?}", out.objects);
+    assert!(out.objects.len() >= 4, "{:?}", out.objects);
+    assert!(
+        out.files
+            .iter()
+            .filter(|f| f.path.starts_with(&upgrade))
+            .count()
+            >= 2,
+        "{:?}",
+        out.files.iter().map(|f| &f.path).collect::<Vec<_>>()
+    );
     for o in &out.objects {
         assert!(o.refused.is_empty(), "{}: {:?}", o.source, o.refused);
         assert!(o.accepted_after, "{}: {:?}", o.source, o.rejected_after_by);
