@@ -269,7 +269,7 @@ fn suggestions(dir: &Path, iterations: usize) {
     }
 }
 
-/// The whole corpus (CRDs and policies) for one minor and for the range 1.30..1.36, through the
+/// The whole corpus (CRDs and policies) for the newest minor and for every minor (`all`), through the
 /// CLI's code path, each in a process of its own (so that each peak memory is its own): the
 /// range estimates each object once per group of minors that cannot differ on it
 /// (`celcost::versions::RangeEstimator`).
@@ -287,9 +287,14 @@ fn range(iterations: usize) {
     };
     match (run("one"), run("range")) {
         (Some((o, om)), Some((a, am))) => {
-            println!("crds+policies, one minor (1.36): median {o:.3} s, peak memory {om:.1} MiB");
             println!(
-                "crds+policies, range 1.30..1.36 ({} minors): median {a:.3} s = {:.2}x one minor, peak memory {am:.1} MiB",
+                "crds+policies, one minor ({}): median {o:.3} s, peak memory {om:.1} MiB",
+                NEWEST_MINOR.label()
+            );
+            println!(
+                "crds+policies, range {}..{} ({} minors): median {a:.3} s = {:.2}x one minor, peak memory {am:.1} MiB",
+                KUBERNETES[0].label(),
+                NEWEST_MINOR.label(),
                 KUBERNETES.len(),
                 a / o
             );

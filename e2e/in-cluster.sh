@@ -27,4 +27,4 @@ if [ -z "${CELCOST_E2E_IMAGE:-}" ]; then
   "$K/cluster.sh" load-image target/celcost-image.tar
 fi
 echo "in-cluster: image $CELCOST_E2E_IMAGE"
-cargo test --locked --test controller_e2e in_cluster:: -- --ignored --test-threads=1 --nocapture
+cargo test --locked --test controller_e2e "${CELCOST_IN_CLUSTER_FILTER:-in_cluster::}" -- --ignored --test-threads=1 --nocapture

@@ -89,6 +89,79 @@ impl Outcome {
     }
 }
 
+/// What `celcost fix` prints and its exit status.
+#[derive(Debug, Default)]
+pub struct FixRun {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+/// `celcost fix` ([`crate::fix`]): without `write`, the unified diff on standard output and
+/// the objects' bounds and costs on standard error; with `write`, the files written, then read
+/// again by a second run, which must find nothing more to change.
+pub fn run_fix(
+    estimators: &[Estimator],
+    paths: &[PathBuf],
+    options: &crate::fix::FixOptions,
+    write: bool,
+) -> FixRun {
+    let mut run = FixRun::default();
+    let minors = match (estimators.first(), estimators.last()) {
+        (Some(a), Some(b)) if estimators.len() > 1 => {
+            format!("{}..{}", a.minor().label(), b.minor().label())
+        }
+        (Some(a), _) => a.minor().label(),
+        _ => String::new(),
+    };
+    let outcome = crate::fix::fix_paths(estimators, paths, options);
+    let mut errors: Vec<String> = outcome
+        .input_errors
+        .iter()
+        .chain(&outcome.stopped)
+        .map(|e| format!("error: {e}\n"))
+        .collect();
+    for o in &outcome.objects {
+        for r in &o.refused {
+            errors.push(format!("error: {} {}: cannot fix: {r}\n", o.source, o.name));
+        }
+    }
+    let summary = outcome.summary(&minors);
+    let mut code = outcome.exit_code();
+    if write {
+        match outcome.write() {
+            Err(e) => {
+                errors.push(format!("error: {e}\n"));
+                code = 2;
+            }
+            Ok(()) => {
+                run.stdout.push_str(&summary);
+                for f in &outcome.files {
+                    run.stdout
+                        .push_str(&format!("wrote {}\n", f.path.display()));
+                }
+                // What was written, read again: a second run changes nothing.
+                let again = crate::fix::fix_paths(estimators, paths, options);
+                for f in &again.files {
+                    errors.push(format!(
+                        "error: {}: a second run would still change it (please report this)\n",
+                        f.path.display()
+                    ));
+                    code = 2;
+                }
+            }
+        }
+    } else {
+        run.stdout.push_str(&outcome.diff());
+        run.stderr.push_str(&summary);
+    }
+    for e in errors {
+        run.stderr.push_str(&e);
+    }
+    run.code = code;
+    run
+}
+
 /// Files under `path` (recursively for directories) that look like manifests, sorted.
 fn collect_files(path: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
     match std::fs::metadata(path) {
@@ -186,6 +259,26 @@ impl<'a> Minors<'a> {
         }
     }
 
+    /// [`Minors::estimate`], and the reports of the range's other minors (oldest first; none
+    /// for one minor).
+    fn estimate_keeping_older(
+        self,
+        v: &serde_json::Value,
+        catalog: &SchemaCatalog,
+        f: impl Fn(&Estimator, &Shared<'_>) -> Option<ObjectReport>,
+    ) -> Option<(ObjectReport, Vec<ObjectReport>)> {
+        match self {
+            Minors::One(e) => f(e, &Shared::new(v)).map(|r| (r, Vec::new())),
+            Minors::Range(r) => r.estimate_each(v, catalog, f).map(|mut reports| {
+                if reports.len() == 1 {
+                    (reports.pop().unwrap_or_default(), Vec::new())
+                } else {
+                    crate::report::versions::combine_keeping(reports)
+                }
+            }),
+        }
+    }
+
     /// An object's report: one minor's, or the newest's carrying the range's matrix.
     /// `catalog` holds the schemas `f` types a policy over.
     fn estimate(
@@ -199,6 +292,27 @@ impl<'a> Minors<'a> {
             Minors::Range(r) => r.estimate_each(v, catalog, f).map(ranged),
         }
     }
+}
+
+/// Says, in the reports of a minor whose rules stand in for another build's (OpenShift's 1.37:
+/// upstream's, [`crate::cel::minor::Minor::stand_in_note`]), that they do; returns the notes
+/// (once each), for the caller to warn with. Range reports are the newest minor's.
+pub fn note_stand_ins(
+    reports: &mut [ObjectReport],
+    minors: &[&crate::cel::minor::Minor],
+) -> Vec<String> {
+    let notes: Vec<(String, String)> = minors
+        .iter()
+        .filter_map(|m| m.stand_in_note().map(|n| (format!("v{}", m.kubernetes), n)))
+        .collect();
+    for r in reports.iter_mut() {
+        for (version, note) in &notes {
+            if &r.kubernetes_version == version && !r.notes.contains(note) {
+                r.notes.push(note.clone());
+            }
+        }
+    }
+    notes.into_iter().map(|(_, n)| n).collect()
 }
 
 /// As [`estimate_paths`], each object with every estimator (one per Kubernetes minor, oldest
@@ -267,14 +381,7 @@ pub fn estimate_paths_advising(
     for p in paths {
         collect_files(p, &mut files, &mut outcome.input_errors);
     }
-    let threads = std::env::var("CELCOST_THREADS")
-        .ok()
-        .and_then(|s| s.parse::<usize>().ok())
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        });
+    let threads = threads();
     // First pass: CRDs are estimated (they do not depend on other objects), policies kept.
     // The biggest files first, so that no worker is left with a big one at the end; the
     // results in the input's order.
@@ -338,6 +445,103 @@ pub fn estimate_paths_advising(
         outcome.skipped.extend(f.skipped);
     }
     outcome
+}
+
+/// `celcost diff`: every CRD of `after` that `before` has too (matched by name) gets, in
+/// `update`, the API server's verdict on an update of BASE's object (as the cluster stores it)
+/// to HEAD's ([`Estimator::update_verdict`]). Both files of a pair are read again (each once
+/// per pair of files, pairs in parallel), so that only the objects of one pair are held at a
+/// time.
+pub fn attach_update_verdicts(estimator: &Estimator, before: &Outcome, after: &mut Outcome) {
+    use std::collections::BTreeMap;
+    let crd = "CustomResourceDefinition";
+    // Matched as `crate::diff::diff` matches them.
+    let base: std::collections::HashMap<(String, String, usize), &str> =
+        crate::diff::match_keys(&before.reports)
+            .into_iter()
+            .zip(&before.reports)
+            .filter(|(_, r)| r.kind == crd)
+            .map(|(k, r)| (k, r.source.as_str()))
+            .collect();
+    // (base file, head file) → (report index, base source).
+    let mut pairs: BTreeMap<(String, String), Vec<(usize, String)>> = BTreeMap::new();
+    let keys = crate::diff::match_keys(&after.reports);
+    for (i, (r, key)) in after.reports.iter().zip(keys).enumerate() {
+        if r.kind != crd || r.stopped.is_some() {
+            continue;
+        }
+        let Some(b) = base.get(&key) else {
+            continue;
+        };
+        let (Some((bf, _)), Some((hf, _))) = (b.rsplit_once('#'), r.source.rsplit_once('#')) else {
+            continue;
+        };
+        pairs
+            .entry((bf.to_string(), hf.to_string()))
+            .or_default()
+            .push((i, b.to_string()));
+    }
+    type Group<'a> = (&'a (String, String), &'a Vec<(usize, String)>);
+    let groups: Vec<Group<'_>> = pairs.iter().collect();
+    let reports = &after.reports;
+    let verdicts = parallel(&groups, threads(), |((bf, hf), members)| {
+        let wanted_base: std::collections::HashSet<&str> =
+            members.iter().map(|(_, s)| s.as_str()).collect();
+        let wanted_head: std::collections::HashSet<&str> = members
+            .iter()
+            .map(|(i, _)| reports[*i].source.as_str())
+            .collect();
+        let old = objects_by_source(bf, &wanted_base);
+        let new = objects_by_source(hf, &wanted_head);
+        members
+            .iter()
+            .filter_map(|(i, b)| {
+                let r = &reports[*i];
+                let v = estimator.update_verdict(old.get(b)?, new.get(&r.source)?, r, b)?;
+                Some((*i, v))
+            })
+            .collect::<Vec<_>>()
+    });
+    for (i, v) in verdicts.into_iter().flatten() {
+        after.reports[i].update = Some(v);
+    }
+}
+
+/// The objects of `file` whose sources (`<file>#<document>`, `…[<item>]` in a list) are
+/// wanted.
+fn objects_by_source(
+    file: &str,
+    wanted: &std::collections::HashSet<&str>,
+) -> std::collections::HashMap<String, serde_json::Value> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return out;
+    };
+    for doc in parse_documents(&text) {
+        let source = format!("{file}#{}", doc.index);
+        let Ok(v) = doc.value else { continue };
+        if !v.is_object() {
+            continue;
+        }
+        for o in objects_of(&source, v) {
+            if wanted.contains(o.source.as_str()) {
+                out.insert(o.source, o.value);
+            }
+        }
+    }
+    out
+}
+
+/// Workers for parallel work: one per core, `CELCOST_THREADS` to override.
+fn threads() -> usize {
+    std::env::var("CELCOST_THREADS")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
 }
 
 /// The CRDs (file index → sources) that define a resource or kind a policy of the input names.
@@ -446,14 +650,36 @@ fn first_pass_text(
                             if !defines.is_empty() {
                                 out.crds.push((o.source.clone(), defines));
                             }
-                            let mut report = estimators
-                                .estimate(&o.value, SchemaCatalog::builtin(), |e, shared| {
-                                    Some(e.estimate_crd_shared(shared, &o.source))
-                                })
+                            let (mut report, older) = estimators
+                                .estimate_keeping_older(
+                                    &o.value,
+                                    SchemaCatalog::builtin(),
+                                    |e, shared| Some(e.estimate_crd_shared(shared, &o.source)),
+                                )
                                 .unwrap_or_default();
                             if let Some(e) = estimators.newest() {
                                 if let Some(settings) = &advice.suggest {
-                                    report = crate::suggest::suggest(e, &o.value, report, settings);
+                                    // Over a range, bounds that fit every minor of it.
+                                    let others: Vec<(&Estimator, &ObjectReport)> = match estimators
+                                    {
+                                        Minors::Range(r) => {
+                                            r.estimators().iter().zip(older.iter()).collect()
+                                        }
+                                        Minors::One(_) => Vec::new(),
+                                    };
+                                    let alike =
+                                        |a: &Estimator, b: &Estimator, v: &serde_json::Value| {
+                                            matches!(estimators, Minors::Range(r)
+                                            if r.estimate_alike(a, b, v, SchemaCatalog::builtin()))
+                                        };
+                                    report = crate::suggest::suggest_across_with(
+                                        e,
+                                        &others,
+                                        Some(&alike),
+                                        &o.value,
+                                        report,
+                                        settings,
+                                    );
                                 }
                                 e.offer_rewrites_in(&o.value, &mut report, advice.rewrites);
                             }

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT};
+use crate::report::{ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, UpdateVerdict};
 
 /// One object in the base, the head, or both.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -29,6 +29,38 @@ pub struct ObjectDiff {
     /// Every unit whose number, verdict or text differs, and the added and removed ones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub units: Vec<UnitDiff>,
+    /// CRDs in both: the API server's verdict on an update of BASE's object (as the cluster
+    /// stores it) to HEAD's, beside `validAfter` (HEAD's verdict on create).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<UpdateVerdict>,
+}
+
+impl ObjectDiff {
+    /// What the API server answers when HEAD's object is applied to a cluster that stores
+    /// BASE's: the update verdict for an object BASE has (when it was judged), else the create
+    /// verdict; `None` for a removed object.
+    pub fn applied_valid(&self) -> Option<bool> {
+        match &self.update {
+            Some(u) => Some(u.valid),
+            None => self.valid_after,
+        }
+    }
+}
+
+/// `celcost diff`'s exit status: 1 when the API server would refuse an object of HEAD applied
+/// over BASE ([`ObjectDiff::applied_valid`]: an update of what BASE has, a create of the rest),
+/// else 0; 2 when an update could not be judged. (Unreadable input and stopped estimates, 2
+/// too, are the caller's.)
+pub fn exit_code(d: &[ObjectDiff]) -> i32 {
+    if d.iter()
+        .any(|o| o.update.as_ref().is_some_and(|u| u.stopped.is_some()))
+    {
+        2
+    } else if d.iter().any(|o| o.applied_valid() == Some(false)) {
+        1
+    } else {
+        0
+    }
 }
 
 /// A rule, messageExpression, schema total or policy expression of a changed object.
@@ -236,17 +268,30 @@ fn likeness(a: &str, b: &str) -> usize {
     prefix + suffix
 }
 
-/// Every object of `before` and `after`, matched by kind and name, in the head's order (then
-/// the removed ones).
+/// The key objects are matched by: kind, name, and which of the objects of that kind and name
+/// it is in its input (the first with the first: an input may hold several versions of one
+/// object, a release's and the next one's).
+pub fn match_keys(reports: &[ObjectReport]) -> Vec<(String, String, usize)> {
+    let mut seen: HashMap<(&str, &str), usize> = HashMap::new();
+    reports
+        .iter()
+        .map(|r| {
+            let n = seen.entry((&r.kind, &r.name)).or_default();
+            *n += 1;
+            (r.kind.clone(), r.name.clone(), *n - 1)
+        })
+        .collect()
+}
+
+/// Every object of `before` and `after`, matched by kind and name ([`match_keys`]), in the
+/// head's order (then the removed ones).
 pub fn diff(before: &[ObjectReport], after: &[ObjectReport]) -> Vec<ObjectDiff> {
-    let key = |r: &ObjectReport| (r.kind.clone(), r.name.clone());
-    let base: HashMap<(String, String), &ObjectReport> =
-        before.iter().map(|r| (key(r), r)).collect();
+    let base: HashMap<(String, String, usize), &ObjectReport> =
+        match_keys(before).into_iter().zip(before).collect();
     let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for a in after {
-        seen.insert(key(a));
-        let d = match base.get(&key(a)) {
+    for (a, key) in after.iter().zip(match_keys(after)) {
+        let d = match base.get(&key) {
             Some(b) => {
                 let units = unit_diffs(b, a);
                 let change = if units.is_empty() && b.valid == a.valid {
@@ -263,6 +308,7 @@ pub fn diff(before: &[ObjectReport], after: &[ObjectReport]) -> Vec<ObjectDiff> 
                     source_before: b.source.clone(),
                     source_after: a.source.clone(),
                     units,
+                    update: a.update.clone(),
                 }
             }
             None => ObjectDiff {
@@ -275,9 +321,14 @@ pub fn diff(before: &[ObjectReport], after: &[ObjectReport]) -> Vec<ObjectDiff> 
                 ..ObjectDiff::default()
             },
         };
+        seen.insert(key);
         out.push(d);
     }
-    for b in before.iter().filter(|b| !seen.contains(&key(b))) {
+    for (b, _) in before
+        .iter()
+        .zip(match_keys(before))
+        .filter(|(_, k)| !seen.contains(k))
+    {
         out.push(ObjectDiff {
             kind: b.kind.clone(),
             name: b.name.clone(),
@@ -385,6 +436,72 @@ mod tests {
             (d[0].valid_before, d[0].valid_after),
             (Some(true), Some(false))
         );
+    }
+
+    #[test]
+    fn objects_of_one_name_are_matched_in_their_order() {
+        // Two versions of one CRD in one input (a release's and the next one's): the first
+        // with the first, the second with the second; a third is added.
+        let a = |cost| crd("a.x", &[("^", "r", cost)]);
+        let mut before = [a(1), a(2)];
+        before[0].source = "old#1".into();
+        before[1].source = "new#1".into();
+        let mut after = [a(1), a(2), a(3)];
+        after[0].source = "old#1".into();
+        after[1].source = "new#1".into();
+        let d = diff(&before, &after);
+        let pairs: Vec<(&str, &str, &str)> = d
+            .iter()
+            .map(|o| {
+                (
+                    o.source_before.as_str(),
+                    o.source_after.as_str(),
+                    o.change.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("old#1", "old#1", "unchanged"),
+                ("new#1", "new#1", "unchanged"),
+                ("", "", "added")
+            ]
+        );
+        assert_eq!(diff(&before, &after[..1])[1].change, "removed");
+    }
+
+    #[test]
+    fn the_exit_status_is_the_answer_to_head_applied_over_base() {
+        let over = [("^", "expensive", 20_000_000)];
+        let verdict = |valid: bool| UpdateVerdict {
+            valid,
+            ..UpdateVerdict::default()
+        };
+        // Refused on create both times, the update accepted (unchanged schema): 0.
+        let mut after = [crd("a.x", &over)];
+        after[0].update = Some(verdict(true));
+        let d = diff(&[crd("a.x", &over)], &after);
+        assert_eq!(d[0].valid_after, Some(false));
+        assert_eq!(d[0].applied_valid(), Some(true));
+        assert_eq!(exit_code(&d), 0);
+        // The update refused: 1, though the create verdict did not change.
+        after[0].update = Some(verdict(false));
+        assert_eq!(exit_code(&diff(&[crd("a.x", &over)], &after)), 1);
+        // Not judged: 2.
+        after[0].update = Some(UpdateVerdict {
+            stopped: Some(crate::report::EstimateStopped::default()),
+            ..verdict(false)
+        });
+        assert_eq!(exit_code(&diff(&[crd("a.x", &over)], &after)), 2);
+        // A new object is a create; a removed one is nothing.
+        let d = diff(&[crd("gone.x", &over)], &[crd("new.x", &over)]);
+        assert_eq!(
+            d.iter().map(ObjectDiff::applied_valid).collect::<Vec<_>>(),
+            [Some(false), None]
+        );
+        assert_eq!(exit_code(&d), 1);
+        assert_eq!(exit_code(&diff(&[crd("gone.x", &over)], &[])), 0);
     }
 
     #[test]

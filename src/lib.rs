@@ -8,7 +8,7 @@
 //! | schemas | `schema` | OpenAPI schemas as CEL types |
 //! | objects | `crd`, `vap` | a CRD's rules and totals; a policy's expressions |
 //! | estimate | `estimate`, `diff`, `locate` | pure entry point (one minor or a range), comparing two runs, source positions of a report |
-//! | advice | `suggest`, `rewrite` | suggested bounds, cheaper rules |
+//! | advice | `suggest`, `rewrite`, `fix` | suggested bounds, cheaper rules; the bounds written in the CRD's YAML or its Go types |
 //! | output | `output` | table, markdown, json, sarif, github, diff |
 //! | front ends | `cli`, `controller`, `fuzzing` | the command line's driver; the operator; the fuzz targets' bodies |
 
@@ -19,6 +19,7 @@ pub mod controller;
 pub mod crd;
 pub mod diff;
 pub mod estimate;
+pub mod fix;
 pub mod fuzzing;
 pub mod goregexp;
 pub mod input;

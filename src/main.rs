@@ -46,8 +46,8 @@ enum Command {
         /// Output format.
         #[arg(long, short, value_enum, default_value = "table")]
         output: OutputFormat,
-        /// Kubernetes minor whose API server to follow: `1.N` (1.30 to 1.36), a range
-        /// `1.30..1.36` or `all` (each object estimated for every minor of the range; the exit
+        /// Kubernetes minor whose API server to follow: `1.N` (1.30 to 1.37), a range
+        /// `1.30..1.37` or `all` (each object estimated for every minor of the range; the exit
         /// status follows the worst).
         #[arg(long, default_value = "1.36", value_parser = parse_versions)]
         kubernetes_version: Versions,
@@ -87,13 +87,18 @@ enum Command {
     },
     /// Compare the estimates of two versions of the same manifests (files or directories):
     /// per object and rule, the cost before and after, added and removed rules, and verdict
-    /// changes. Exit status: 0 when every object of HEAD would be accepted, 1 when one would be
-    /// rejected, 2 on unreadable input or bad usage.
+    /// changes; for a CRD in both, beside HEAD's verdict on create, the API server's verdict on
+    /// an update of BASE's object (as the cluster stores it) to HEAD's.
+    ///
+    /// Exit status: what the API server answers when HEAD is applied to a cluster that stores
+    /// BASE: 0 when it accepts every object (an update of what BASE has, a create of the rest),
+    /// 1 when it refuses one, 2 on unreadable input, an estimate that stopped, or bad usage.
+    /// (`celcost estimate HEAD` gives HEAD's verdict on create alone.)
     Diff {
         /// Output format (markdown: a pull-request comment).
         #[arg(long, short, value_enum, default_value = "table")]
         output: OutputFormat,
-        /// Kubernetes minor whose API server to follow (1.30 to 1.36).
+        /// Kubernetes minor whose API server to follow (1.30 to 1.37).
         #[arg(long, default_value = "1.36", value_parser = celcost::cel::minor::parse_version)]
         kubernetes_version: Version,
         /// Whose build of that minor: `kubernetes` or `openshift`.
@@ -103,6 +108,49 @@ enum Command {
         base: PathBuf,
         /// The manifests after the change.
         head: PathBuf,
+    },
+    /// Write the suggested bounds where the author keeps them: in the CRDs' YAML, or (with
+    /// --go) as kubebuilder markers in the Go types they are generated from.
+    ///
+    /// For every CRD rule and schema total over its limit or at the near-budget threshold on
+    /// any minor of --kubernetes-version, the bounds `estimate` suggests are added or lowered
+    /// (never raised). Prints a unified diff on standard output and, on standard error, each
+    /// object's bounds and its costs before and after (the edited text read back and estimated
+    /// again); --write writes the files instead and prints the same on standard output.
+    ///
+    /// Exit status, as estimate's, of the objects as fixed: 0 when every one would be accepted,
+    /// 1 when one would still be rejected, 2 on unreadable input, an estimate that stopped, or
+    /// an edit that could not be placed (each named with why).
+    Fix {
+        /// A directory of Go API packages (searched recursively; repeat for more): CRDs whose
+        /// group and kind are a root type there are fixed in the Go types.
+        #[arg(long = "go", value_name = "DIR")]
+        go: Vec<PathBuf>,
+        /// Write the edits to the files instead of printing a diff.
+        #[arg(long)]
+        write: bool,
+        /// Kubernetes minor whose API server to follow: `1.N`, a range `1.30..1.36` or `all`
+        /// (the bounds fit every minor of the range).
+        #[arg(long, default_value = "1.36", value_parser = parse_versions)]
+        kubernetes_version: Versions,
+        /// Whose build of that minor: `kubernetes` or `openshift`.
+        #[arg(long, default_value = "kubernetes", value_parser = Distribution::parse)]
+        distribution: Distribution,
+        /// Work budget per object's estimate, in steps.
+        #[arg(long, default_value_t = celcost::budget::DEFAULT_STEPS)]
+        max_steps: u64,
+        /// Memory budget per object's estimate, in MiB.
+        #[arg(long, default_value_t = (celcost::budget::DEFAULT_BYTES >> 20) as u64,
+              value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+        max_memory_mib: u64,
+        /// The near-budget threshold, in percent of the limit: rules and totals at or above it
+        /// (or over the limit) are fixed, and the bounds bring them below it.
+        #[arg(long, value_name = "PERCENT", default_value_t = celcost::report::DEFAULT_NEAR_BUDGET_PERCENT,
+              value_parser = celcost::cli::parse_percent)]
+        near_budget_percent: f64,
+        /// CRD files or directories (searched recursively for .yaml, .yml and .json).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
     },
     /// Run the operator: watch CRDs, ValidatingAdmissionPolicies and MutatingAdmissionPolicies
     /// and write CostReports.
@@ -145,10 +193,13 @@ fn main() -> ExitCode {
                 steps: max_steps,
                 bytes: usize::try_from(max_memory_mib << 20).unwrap_or(usize::MAX),
             };
-            let estimators: Vec<Estimator> = kubernetes_version
+            let minors: Vec<&'static Minor> = kubernetes_version
                 .0
                 .iter()
                 .filter_map(|v| Minor::of_distribution(*v, distribution))
+                .collect();
+            let estimators: Vec<Estimator> = minors
+                .iter()
                 .map(|m| Estimator::for_minor(m).with_limits(limits))
                 .collect();
             let advice = Advice {
@@ -157,12 +208,15 @@ fn main() -> ExitCode {
                     .unwrap_or_default(),
             };
             let catalog = SchemaCatalog::new();
-            let outcome = if estimators.len() == 1 {
+            let mut outcome = if estimators.len() == 1 {
                 estimate_paths_advising(Minors::One(&estimators[0]), &paths, &catalog, &advice)
             } else {
                 let range = RangeEstimator::new(estimators);
                 estimate_paths_advising(Minors::Range(&range), &paths, &catalog, &advice)
             };
+            for note in celcost::cli::note_stand_ins(&mut outcome.reports, &minors) {
+                eprintln!("warning: {note}");
+            }
             for s in &outcome.skipped {
                 eprintln!("{s}");
             }
@@ -209,9 +263,13 @@ fn main() -> ExitCode {
             let Some(minor) = Minor::of_distribution(kubernetes_version, distribution) else {
                 return ExitCode::from(2);
             };
+            if let Some(note) = minor.stand_in_note() {
+                eprintln!("warning: {note}");
+            }
             let estimator = Estimator::for_minor(minor);
             let before = estimate_paths(&estimator, std::slice::from_ref(&base));
-            let after = estimate_paths(&estimator, std::slice::from_ref(&head));
+            let mut after = estimate_paths(&estimator, std::slice::from_ref(&head));
+            celcost::cli::attach_update_verdicts(&estimator, &before, &mut after);
             for e in before.input_errors.iter().chain(&after.input_errors) {
                 eprintln!("error: {e}");
             }
@@ -233,12 +291,43 @@ fn main() -> ExitCode {
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(text.as_bytes());
             let _ = stdout.flush();
-            let code = if !before.input_errors.is_empty() {
-                2
-            } else {
-                after.exit_code()
+            let code = match after.exit_code() {
+                _ if !before.input_errors.is_empty() => 2,
+                2 => 2,
+                _ => celcost::diff::exit_code(&d),
             };
             ExitCode::from(code as u8)
+        }
+        Command::Fix {
+            go,
+            write,
+            kubernetes_version,
+            distribution,
+            max_steps,
+            max_memory_mib,
+            near_budget_percent,
+            paths,
+        } => {
+            let limits = Limits {
+                steps: max_steps,
+                bytes: usize::try_from(max_memory_mib << 20).unwrap_or(usize::MAX),
+            };
+            let estimators: Vec<Estimator> = kubernetes_version
+                .0
+                .iter()
+                .filter_map(|v| Minor::of_distribution(*v, distribution))
+                .map(|m| Estimator::for_minor(m).with_limits(limits))
+                .collect();
+            let options = celcost::fix::FixOptions {
+                settings: celcost::suggest::Settings::new(near_budget_percent),
+                go,
+            };
+            let run = celcost::cli::run_fix(&estimators, &paths, &options, write);
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(run.stdout.as_bytes());
+            let _ = stdout.flush();
+            eprint!("{}", run.stderr);
+            ExitCode::from(run.code as u8)
         }
         Command::Controller(args) => {
             celcost::budget::return_freed_memory_promptly();

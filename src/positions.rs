@@ -156,6 +156,23 @@ impl Positions {
     pub fn is_seq(&self, n: NodeId) -> bool {
         matches!(self.target(n).kids, Kids::Seq { .. })
     }
+
+    /// Whether the node is an alias (`*a`): its text is its anchored node's.
+    pub fn is_alias(&self, n: NodeId) -> bool {
+        self.nodes[n.0 as usize].alias_of != NONE
+    }
+
+    /// The entries of a mapping (through an alias), each key with its value's node, sorted by
+    /// key; empty for anything else.
+    pub fn entries(&self, n: NodeId) -> Vec<(&str, NodeId)> {
+        let Kids::Map { start, count } = self.target(n).kids else {
+            return Vec::new();
+        };
+        Self::slice(&self.entries, start, count)
+            .iter()
+            .map(|e| (self.key(e), NodeId(e.node)))
+            .collect()
+    }
 }
 
 #[derive(Clone, Copy)]

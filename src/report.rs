@@ -107,6 +107,90 @@ pub struct ObjectReport {
     /// `valid` is false and `errors` holds this one line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apiserver_panic: Option<ApiServerPanic>,
+    /// CRDs: the API server's verdict on an UPDATE of a stored object to this one (`valid` is
+    /// the verdict on a CREATE). Set by `celcost diff` (BASE as the cluster stores it) and, for
+    /// a stored CRD its minor would refuse on create, by the operator (the stored object
+    /// against itself: what an update that keeps it passes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<UpdateVerdict>,
+}
+
+/// The API server's verdict on an UPDATE of a stored CustomResourceDefinition (apiextensions
+/// `ValidateCustomResourceDefinitionUpdate`). It is not the CREATE verdict: the per-expression
+/// cost limit is not applied to the rules of a version whose schema the update leaves unchanged
+/// (`findVersionsWithUnchangedSchemas`, `suppressExpressionCostForUnchangedSchema`), rules and
+/// messageExpressions the stored object already has are compiled in the stored-expressions
+/// environment (`preexistingExpressions`), and the per-schema total is checked as on create.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateVerdict {
+    /// Where the stored object was read from: `cluster`, or BASE's `<path>#<document>`.
+    pub stored_source: String,
+    /// Whether the API server accepts the update.
+    pub valid: bool,
+    /// Its field errors, `<field path>: <type>: <detail>`, as it words them.
+    #[serde(default)]
+    pub errors: Vec<String>,
+    /// Every version of the new object, and whether the update leaves its schema unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub versions: Vec<VersionSchemaChange>,
+    /// Rules and messageExpressions over the per-expression limit that pass only because their
+    /// version's schema is unchanged: an update that changes that schema is refused until each
+    /// of them fits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<HeldExpression>,
+    /// Rules and messageExpressions that compile only because the stored object has them (in
+    /// the stored-expressions environment): a new or edited expression that needs them is
+    /// refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stored_only: Vec<StoredOnlyExpression>,
+    /// Set when the update could not be judged (its estimate went over the work budget, or the
+    /// stored object cannot be read): `valid` is false then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<EstimateStopped>,
+}
+
+/// A version of an updated CRD.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionSchemaChange {
+    pub name: String,
+    /// The version's schema deep-equals the stored object's schema of the same version (a
+    /// version the stored object lacks counts as changed, unless the stored object has one
+    /// schema for all versions).
+    pub schema_unchanged: bool,
+}
+
+/// A rule or messageExpression over the per-expression limit, let through because its
+/// version's schema is unchanged.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldExpression {
+    /// The schema root it belongs to, and the versions of that root.
+    pub schema_field_path: String,
+    #[serde(default)]
+    pub versions: Vec<String>,
+    /// The rule as the report lists it: its node (`^.spec.tags`) and index.
+    pub path: String,
+    pub index: u64,
+    /// `rule` or `messageExpression`.
+    pub what: String,
+    pub expression: String,
+    /// The rule's cost × cardinality, or the messageExpression's cost.
+    pub cost: u64,
+    /// The error the API server gives for it once the schema changes.
+    pub error: String,
+}
+
+/// An expression that compiles only as a stored one.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredOnlyExpression {
+    /// `…x-kubernetes-validations[0].rule` or `….messageExpression`.
+    pub field_path: String,
+    pub expression: String,
+    /// Why it does not compile as a new expression.
+    pub compile_error: String,
 }
 
 /// What makes the API server panic on an object (see [`ObjectReport::apiserver_panic`]).

@@ -1362,15 +1362,52 @@ pub fn suggest(
     })
 }
 
+/// As [`suggest`], with bounds that fit every minor of a range: `report` is `estimator`'s, and
+/// `others` the other minors' estimators with their own reports of the same object. Every
+/// suggestion is verified whole on each minor (it is kept only where the finding then fits on
+/// all of them, and no minor gets an error it did not have); a rule or total at or over the
+/// threshold only on another minor is searched with that minor's estimator, and its suggestions
+/// (verified on all) are given to the same rule or total of `report`.
+pub fn suggest_across(
+    estimator: &Estimator,
+    others: &[(&Estimator, &ObjectReport)],
+    object: &Value,
+    report: ObjectReport,
+    settings: &Settings,
+) -> ObjectReport {
+    suggest_across_with(estimator, others, None, object, report, settings)
+}
+
+/// Whether two minors estimate an object (a copy with bounds applied) alike: a verification on
+/// the second is then the first's.
+pub type Alike<'a> = &'a (dyn Fn(&Estimator, &Estimator, &Value) -> bool + Sync);
+
+/// [`suggest_across`], skipping the verifications `alike` says would repeat another's (a range's
+/// minors that cannot differ on the object: `RangeEstimator::estimate_alike`).
+pub fn suggest_across_with(
+    estimator: &Estimator,
+    others: &[(&Estimator, &ObjectReport)],
+    alike: Option<Alike<'_>>,
+    object: &Value,
+    report: ObjectReport,
+    settings: &Settings,
+) -> ObjectReport {
+    stacker::grow(SEARCH_STACK, || {
+        suggest_across_on_this_stack(estimator, others, alike, object, report, settings)
+    })
+}
+
 fn suggest_on_this_stack(
     estimator: &Estimator,
     object: &Value,
-    mut report: ObjectReport,
+    report: ObjectReport,
     settings: &Settings,
 ) -> ObjectReport {
-    if report.kind != "CustomResourceDefinition" || report.stopped.is_some() {
-        return report;
-    }
+    suggest_across_on_this_stack(estimator, &[], None, object, report, settings)
+}
+
+/// The findings of a report: every rule and total not below the threshold.
+fn findings_of(report: &ObjectReport, settings: &Settings) -> Vec<(usize, Finding)> {
     let mut findings = Vec::new();
     for (si, s) in report.schemas.iter().enumerate() {
         for (ri, r) in s.rules.iter().enumerate() {
@@ -1382,9 +1419,157 @@ fn suggest_on_this_stack(
             findings.push((si, Finding::Total));
         }
     }
-    if findings.is_empty() {
+    findings
+}
+
+/// Where a finding of `from` is in `to` (another minor's report of the same object): the schema
+/// of the same field path, the rule of the same node and index.
+fn same_finding(
+    from: &ObjectReport,
+    (si, finding): (usize, Finding),
+    to: &ObjectReport,
+) -> Option<(usize, Finding)> {
+    let schema = from.schemas.get(si)?;
+    let tsi = to
+        .schemas
+        .iter()
+        .position(|s| s.schema_field_path == schema.schema_field_path)?;
+    match finding {
+        Finding::Total => Some((tsi, Finding::Total)),
+        Finding::Rule(ri) => {
+            let r = schema.rules.get(ri)?;
+            let tri = to.schemas[tsi]
+                .rules
+                .iter()
+                .position(|x| x.node_field_path == r.node_field_path && x.index == r.index)?;
+            Some((tsi, Finding::Rule(tri)))
+        }
+    }
+}
+
+/// Another minor a suggestion must fit: its estimator, its own report of the object, the
+/// whole estimates its verifications made, and whether it estimates a copy as the searched
+/// minor does.
+struct Other<'e> {
+    estimator: &'e Estimator,
+    base: &'e ObjectReport,
+    verified: Verified,
+    alike: Option<Alike<'e>>,
+    searched: &'e Estimator,
+}
+
+fn suggest_across_on_this_stack(
+    estimator: &Estimator,
+    others: &[(&Estimator, &ObjectReport)],
+    alike: Option<Alike<'_>>,
+    object: &Value,
+    mut report: ObjectReport,
+    settings: &Settings,
+) -> ObjectReport {
+    if report.kind != "CustomResourceDefinition" || report.stopped.is_some() {
         return report;
     }
+    let others: Vec<(&Estimator, &ObjectReport)> = others
+        .iter()
+        .copied()
+        .filter(|(_, r)| r.stopped.is_none() && r.kind == report.kind)
+        .collect();
+    let findings = findings_of(&report, settings);
+    // Findings on another minor only (the same rule or total fits on `estimator`'s).
+    let mut elsewhere: Vec<(usize, usize, Finding)> = Vec::new();
+    for (oi, (_, r)) in others.iter().enumerate() {
+        for f in findings_of(r, settings) {
+            let here = same_finding(r, f, &report);
+            let covered = here.is_some_and(|h| findings.contains(&h))
+                || elsewhere
+                    .iter()
+                    .any(|&(pj, psi, pf)| same_finding(others[pj].1, (psi, pf), r) == Some(f));
+            if here.is_some() && !covered {
+                elsewhere.push((oi, f.0, f.1));
+            }
+        }
+    }
+    if findings.is_empty() && elsewhere.is_empty() {
+        return report;
+    }
+    let answers = search_findings(
+        estimator, &others, alike, object, &report, findings, settings,
+    );
+    apply_answers(&mut report, answers);
+    // Each other minor's findings, searched with its estimator and verified on every minor.
+    for (oi, (e, r)) in others.iter().enumerate() {
+        let mine: Vec<(usize, Finding)> = elsewhere
+            .iter()
+            .filter(|(o, _, _)| *o == oi)
+            .map(|&(_, si, f)| (si, f))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut rest: Vec<(&Estimator, &ObjectReport)> = vec![(estimator, &report)];
+        rest.extend(
+            others
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != oi)
+                .map(|(_, x)| *x),
+        );
+        let answers = search_findings(e, &rest, alike, object, r, mine, settings);
+        let moved: Vec<(usize, Finding, Answered)> = answers
+            .into_iter()
+            .filter_map(|(si, f, a)| {
+                same_finding(r, (si, f), &report).map(|(tsi, tf)| (tsi, tf, a))
+            })
+            .collect();
+        apply_answers(&mut report, moved);
+    }
+    report
+}
+
+/// A finding's suggestions, or why there are none.
+type Answered = (Vec<Suggestion>, Option<String>);
+
+fn apply_answers(report: &mut ObjectReport, answers: Vec<(usize, Finding, Answered)>) {
+    for (si, finding, (sugg, none)) in answers {
+        let schema = &mut report.schemas[si];
+        match finding {
+            Finding::Rule(ri) => {
+                schema.rules[ri].suggestions = sugg;
+                schema.rules[ri].no_suggestion = none;
+            }
+            Finding::Total => {
+                schema.suggestions = sugg;
+                schema.no_suggestion = none;
+            }
+        }
+    }
+}
+
+/// Searches `findings` of `report` (`estimator`'s) and verifies each candidate on `estimator`
+/// and on every minor of `others`.
+fn search_findings(
+    estimator: &Estimator,
+    others: &[(&Estimator, &ObjectReport)],
+    alike: Option<Alike<'_>>,
+    object: &Value,
+    report: &ObjectReport,
+    findings: Vec<(usize, Finding)>,
+    settings: &Settings,
+) -> Vec<(usize, Finding, Answered)> {
+    let mut out = Vec::new();
+    if findings.is_empty() {
+        return out;
+    }
+    let mut others: Vec<Other<'_>> = others
+        .iter()
+        .map(|(e, r)| Other {
+            estimator: e,
+            base: r,
+            verified: Verified::default(),
+            alike,
+            searched: estimator,
+        })
+        .collect();
     let limits = estimator.limits();
     let mut steps_left = limits.steps;
     let mut evals_left = settings.max_evaluations;
@@ -1411,7 +1596,7 @@ fn suggest_on_this_stack(
                         search_and_verify(
                             estimator,
                             object,
-                            &report,
+                            report,
                             si,
                             finding,
                             root,
@@ -1419,6 +1604,7 @@ fn suggest_on_this_stack(
                             &mut evals_left,
                             &mut verifications_left,
                             &mut verified,
+                            &mut others,
                         )
                     })
                 });
@@ -1450,19 +1636,9 @@ fn suggest_on_this_stack(
             ),
             Err(why) => (Vec::new(), Some(why)),
         };
-        let schema = &mut report.schemas[si];
-        match finding {
-            Finding::Rule(ri) => {
-                schema.rules[ri].suggestions = sugg;
-                schema.rules[ri].no_suggestion = none;
-            }
-            Finding::Total => {
-                schema.suggestions = sugg;
-                schema.no_suggestion = none;
-            }
-        }
+        out.push((si, finding, (sugg, none)));
     }
-    report
+    out
 }
 
 /// Verified bounds kept per object at most (more verifications than that forget them all).
@@ -1519,6 +1695,7 @@ fn search_and_verify(
     evals_left: &mut usize,
     verifications_left: &mut usize,
     verified: &mut Verified,
+    others: &mut [Other<'_>],
 ) -> Result<Vec<Vec<Suggestion>>, String> {
     let env = estimator.env();
     let schema = &report.schemas[si];
@@ -1669,12 +1846,27 @@ fn search_and_verify(
             settings,
             verified,
         ) {
-            Ok(after) if settings.fits(after, limit) && after < before => out.push(
-                bounds
-                    .iter()
-                    .map(|(s, v)| suggested_bound(fp, s, *v, after))
-                    .collect(),
-            ),
+            Ok(after) if settings.fits(after, limit) && after < before => {
+                match fits_elsewhere(
+                    others,
+                    object,
+                    report,
+                    (si, finding),
+                    &root.pointers,
+                    &bounds,
+                    settings,
+                    limit,
+                    verifications_left,
+                ) {
+                    Ok(()) => out.push(
+                        bounds
+                            .iter()
+                            .map(|(s, v)| suggested_bound(fp, s, *v, after))
+                            .collect(),
+                    ),
+                    Err(e) => rejected.push(e),
+                }
+            }
             Ok(after) => rejected.push(format!(
                 "{} gives {} once estimated whole",
                 bounds
@@ -1698,6 +1890,65 @@ fn search_and_verify(
         });
     }
     Ok(out)
+}
+
+/// Whether bounds that fit the finding on the searched minor fit it on every other minor too
+/// (each estimated whole with them, as [`verify`] does); an error naming the first that does not.
+#[allow(clippy::too_many_arguments)]
+fn fits_elsewhere(
+    others: &mut [Other<'_>],
+    object: &Value,
+    report: &ObjectReport,
+    finding: (usize, Finding),
+    pointers: &[String],
+    bounds: &[(&Site, i64)],
+    settings: &Settings,
+    limit: u64,
+    verifications_left: &mut usize,
+) -> Result<(), String> {
+    for o in others.iter_mut() {
+        // A rule another minor does not compile (or a schema it does not have) is not judged
+        // there.
+        let Some((osi, of)) = same_finding(report, finding, o.base) else {
+            continue;
+        };
+        // A minor that estimates the bounded copy as the searched one does: the same answer.
+        if let Some(alike) = o.alike
+            && apply_bounds(object, pointers, bounds)
+                .is_ok_and(|copy| alike(o.searched, o.estimator, &copy))
+        {
+            continue;
+        }
+        if *verifications_left == 0 {
+            return Err("the search's verifications for this object are spent".into());
+        }
+        *verifications_left -= 1;
+        let after = verify(
+            o.estimator,
+            object,
+            o.base,
+            osi,
+            of,
+            pointers,
+            bounds,
+            settings,
+            &mut o.verified,
+        )
+        .map_err(|e| format!("on Kubernetes {}: {e}", o.estimator.kubernetes_version()))?;
+        if !settings.fits(after, limit) {
+            return Err(format!(
+                "{} gives {} on Kubernetes {}",
+                bounds
+                    .iter()
+                    .map(|(s, v)| format!("{}: {v} on {}", s.keyword.name(), schema_path(&s.node)))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                num(after),
+                o.estimator.kubernetes_version()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The addresses of a site's node and of its ancestors, from the root (one walk down).

@@ -48,7 +48,7 @@ fn versions_outside_the_supported_range_exit_2_naming_it() {
     let (_dir, f) = format_crd();
     for bad in [
         "1.29",
-        "1.37",
+        "1.38",
         "one.two",
         "1.31.2",
         "1.35..1.31",
@@ -58,7 +58,7 @@ fn versions_outside_the_supported_range_exit_2_naming_it() {
         assert_eq!(out.status.code(), Some(2), "{bad}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("1.30 to 1.36") || err.contains("invalid") || err.contains("empty"),
+            err.contains("1.30 to 1.37") || err.contains("invalid") || err.contains("empty"),
             "{bad}: {err}"
         );
         assert!(out.stdout.is_empty(), "{bad}: nothing estimated");
@@ -209,4 +209,216 @@ spec:
     let same = celcost(&["diff", base.to_str().unwrap(), base.to_str().unwrap()]);
     assert_eq!(same.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&same.stdout).contains("1 objects unchanged"));
+}
+
+/// A CRD stored with a rule its minor costs over the per-rule limit (18,874,356 on 1.36): a
+/// manifest standing for the object as the cluster stores it.
+fn stored_crd(extra: &str, rule: &str) -> String {
+    format!(
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: gadgets.example.com}}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{plural: gadgets, kind: Gadget{extra}}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          tags:
+            type: array
+            items: {{type: string}}
+            x-kubernetes-validations:
+            - rule: "{rule}"
+          note: {{type: string}}
+"#
+    )
+}
+
+const COSTLY: &str =
+    "self.all(x, x.size() < 10) && self.all(x, x.size() >= 0) && self.exists(x, x == 'a')";
+
+#[test]
+fn diff_judges_the_update_of_base_in_every_output() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let write = |name: &str, text: String| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let base = write("base.yaml", stored_crd("", COSTLY));
+    // Keeps the schema (a short name more): the API server accepts the update.
+    let keep = write("keep.yaml", stored_crd(", shortNames: [gd]", COSTLY));
+    // Changes the schema (an unrelated field's description): refused until the rule fits.
+    let change = write(
+        "change.yaml",
+        stored_crd("", COSTLY).replace(
+            "note: {type: string}",
+            "note: {type: string, description: a note}",
+        ),
+    );
+    let run = |out: &str, head: &str| {
+        let o = celcost(&["diff", "-o", out, &base, head]);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).to_string(),
+        )
+    };
+    let rule_error = "spec.validation.openAPIV3Schema.properties[tags].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of 1.9x";
+
+    let (code, t) = run("table", &keep);
+    assert_eq!(code, Some(0), "{t}");
+    assert!(
+        t.contains("REJECTED → REJECTED; update of BASE: accepted"),
+        "{t}"
+    );
+    assert!(
+        t.contains("held by the unchanged schema of v1: ^.tags [0] rule costs 18,874,356"),
+        "{t}"
+    );
+    let (code, t) = run("table", &change);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(t.contains("update of BASE: REFUSED"), "{t}");
+    assert!(t.contains(&format!("  update: {rule_error}")), "{t}");
+
+    let (code, t) = run("markdown", &keep);
+    assert_eq!(code, Some(0));
+    assert!(
+        t.contains("| CustomResourceDefinition `gadgets.example.com` | REJECTED | accepted |"),
+        "{t}"
+    );
+    let (code, t) = run("markdown", &change);
+    assert_eq!(code, Some(1));
+    assert!(t.contains("| REJECTED | **REFUSED** |"), "{t}");
+    assert!(t.contains(&format!("- {rule_error}")), "{t}");
+
+    for (head, valid) in [(&keep, true), (&change, false)] {
+        let (_, t) = run("json", head);
+        let v: serde_json::Value = serde_json::from_str(t.lines().next().unwrap()).unwrap();
+        assert_eq!(v["validAfter"], false);
+        assert_eq!(v["update"]["valid"], valid, "{t}");
+        assert_eq!(v["update"]["storedSource"], format!("{base}#1"));
+        assert_eq!(v["update"]["versions"][0]["schemaUnchanged"], valid);
+    }
+
+    let (code, t) = run("sarif", &keep);
+    assert_eq!(code, Some(0));
+    let s: serde_json::Value = serde_json::from_str(&t).unwrap();
+    let results = s["runs"][0]["results"].as_array().unwrap();
+    let levels = |id: &str| -> Vec<String> {
+        results
+            .iter()
+            .filter(|r| r["ruleId"] == id)
+            .map(|r| r["level"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    // Refused on create, accepted as an update: warnings, no error.
+    assert!(results.iter().all(|r| r["level"] != "error"), "{t}");
+    assert_eq!(levels("celcost/held-by-unchanged-schema"), ["warning"]);
+    let (code, t) = run("sarif", &change);
+    assert_eq!(code, Some(1));
+    let s: serde_json::Value = serde_json::from_str(&t).unwrap();
+    let refused: Vec<&serde_json::Value> = s["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["ruleId"] == "celcost/update-refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{t}");
+    assert_eq!(refused[0]["level"], "error");
+    assert!(
+        refused[0]["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains(rule_error)
+    );
+
+    let (code, t) = run("github", &keep);
+    assert_eq!(code, Some(0));
+    assert!(!t.contains("::error"), "{t}");
+    assert!(t.contains("held by the unchanged schema"), "{t}");
+    let (code, t) = run("github", &change);
+    assert_eq!(code, Some(1));
+    assert!(
+        t.contains("title=celcost%3A update refused by Kubernetes v1.36"),
+        "{t}"
+    );
+
+    // A new object is a create: HEAD with a second over-limit CRD fails.
+    let two = write(
+        "two.yaml",
+        format!(
+            "{}---\n{}",
+            stored_crd("", COSTLY),
+            stored_crd("", COSTLY).replace("gadgets", "gizmos")
+        ),
+    );
+    assert_eq!(run("table", &two).0, Some(1));
+}
+
+#[test]
+fn diff_compiles_what_base_stores_in_the_stored_environment() {
+    // On 1.30, isIP is in the stored-expressions environment only: kept, it compiles; edited,
+    // it is a new expression, and does not.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let write = |name: &str, text: String| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let ip = |rule: &str| {
+        stored_crd("", "true").replace(
+            "items: {type: string}\n            x-kubernetes-validations:\n            - rule: \"true\"",
+            &format!("maxItems: 4\n            items:\n              type: string\n              maxLength: 64\n              x-kubernetes-validations:\n              - rule: \"{rule}\"\n            x-kubernetes-validations:\n            - rule: \"true\""),
+        )
+    };
+    let base = write("base.yaml", ip("isIP(self)"));
+    let keep = write(
+        "keep.yaml",
+        ip("isIP(self)").replace(
+            "note: {type: string}",
+            "note: {type: string, description: the note}",
+        ),
+    );
+    let edit = write("edit.yaml", ip("isIP(self) || self == ''"));
+    let run = |head: &str| {
+        let o = celcost(&[
+            "diff",
+            "--kubernetes-version",
+            "1.30",
+            "-o",
+            "json",
+            &base,
+            head,
+        ]);
+        let t = String::from_utf8_lossy(&o.stdout).to_string();
+        (
+            o.status.code(),
+            serde_json::from_str::<serde_json::Value>(t.lines().next().unwrap()).unwrap(),
+        )
+    };
+    let (code, v) = run(&keep);
+    assert_eq!(v["validAfter"], false, "{v}");
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(
+        v["update"]["storedOnly"][0]["fieldPath"],
+        "spec.validation.openAPIV3Schema.properties[tags].items.x-kubernetes-validations[0].rule"
+    );
+    let (code, v) = run(&edit);
+    assert_eq!(code, Some(1), "{v}");
+    assert!(
+        v["update"]["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("compilation failed: ERROR: <input>:1:5: undeclared reference to 'isIP'"),
+        "{v}"
+    );
+    // 1.31 gives new expressions isIP: the edit passes there.
+    let o = celcost(&["diff", "--kubernetes-version", "1.31", &base, &edit]);
+    assert_eq!(o.status.code(), Some(0));
 }

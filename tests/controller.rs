@@ -548,15 +548,16 @@ async fn update_follows_generation_and_events_only_on_transitions() {
     assert!(res.is_ok());
     timed(h.api.expect_silence()).await;
 
-    // Generation 4 is over the limit: Warning RuleOverBudget.
+    // Generation 4 is over the limit: Warning RuleOverBudget; and the cluster serves what its
+    // minor refuses on create: Warning SchemaFrozen (updates keeping the schema pass).
     let v4 = crd(name, "uid-1", 4, 12_200);
     let ctx = h.ctx.clone();
     let api = &mut h.api;
-    let (res, (stored, (ty, reason, _))) = timed(async {
+    let (res, (stored, (ty, reason, _), (ty2, reason2, ev2))) = timed(async {
         tokio::join!(reconcile(meta_of(&v4), ctx), async {
             api.serve_gets(&v4, Some(&stored)).await;
             let stored = api.serve_status(name, &stored, "5").await;
-            (stored, api.serve_event().await)
+            (stored, api.serve_event().await, api.serve_event().await)
         })
     })
     .await;
@@ -566,20 +567,36 @@ async fn update_follows_generation_and_events_only_on_transitions() {
         ("Warning", "RuleOverBudget")
     );
     assert_eq!(
+        (ty2.as_str(), reason2.as_str()),
+        ("Warning", "SchemaFrozen")
+    );
+    assert!(
+        ev2["note"]
+            .as_str()
+            .unwrap()
+            .contains("is refused until ^.spec.names [0] (rule 10,"),
+        "{ev2}"
+    );
+    assert_eq!(
         condition(&stored, "WithinBudget")["reason"],
         "RuleOverBudget"
     );
+    assert_eq!(condition(&stored, "SchemaUpdatable")["status"], "False");
+    assert!(
+        h.metrics()
+            .contains("celcost_schema_frozen{kind=\"crd\",name=\"widgets.example.com\"} 1")
+    );
     timed(h.api.expect_silence()).await;
 
-    // Generation 5 is back within budget: Normal RuleWithinBudget.
+    // Generation 5 is back within budget: Normal RuleWithinBudget, Normal AcceptedOnCreate.
     let v5 = crd(name, "uid-1", 5, 1000);
     let ctx = h.ctx.clone();
     let api = &mut h.api;
-    let (res, (stored, (ty, reason, _))) = timed(async {
+    let (res, (stored, (ty, reason, _), (ty2, reason2, _))) = timed(async {
         tokio::join!(reconcile(meta_of(&v5), ctx), async {
             api.serve_gets(&v5, Some(&stored)).await;
             let stored = api.serve_status(name, &stored, "6").await;
-            (stored, api.serve_event().await)
+            (stored, api.serve_event().await, api.serve_event().await)
         })
     })
     .await;
@@ -588,7 +605,13 @@ async fn update_follows_generation_and_events_only_on_transitions() {
         (ty.as_str(), reason.as_str()),
         ("Normal", "RuleWithinBudget")
     );
+    assert_eq!(
+        (ty2.as_str(), reason2.as_str()),
+        ("Normal", "AcceptedOnCreate")
+    );
     assert_eq!(condition(&stored, "WithinBudget")["status"], "True");
+    assert_eq!(condition(&stored, "SchemaUpdatable")["status"], "True");
+    assert!(!h.metrics().contains("celcost_schema_frozen{"));
     timed(h.api.expect_silence()).await;
 }
 
@@ -1565,4 +1588,203 @@ fn jitter_spreads_retries_between_half_and_all_of_the_backoff() {
         backoff(30, Duration::from_secs(1), Duration::from_secs(300)),
         Duration::from_secs(300)
     );
+}
+
+/// Runs a first reconcile of `target` and serves the report's writes and `events` events;
+/// returns the stored report and the events (type, reason, note).
+async fn create_with_events(
+    h: &mut Harness,
+    target: &Value,
+    events: usize,
+) -> (Value, Vec<(String, String, String)>) {
+    let name = target["metadata"]["name"].as_str().unwrap().to_string();
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, out) = timed(async {
+        tokio::join!(reconcile(meta_of(target), ctx), async {
+            api.serve_gets(target, None).await;
+            let obj = api.serve_apply(&name, "1").await;
+            let stored = api.serve_status(&name, &obj, "2").await;
+            let mut evs = Vec::new();
+            for _ in 0..events {
+                let (t, r, b) = api.serve_event().await;
+                evs.push((t, r, b["note"].as_str().unwrap_or_default().to_string()));
+            }
+            (stored, evs)
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    timed(h.api.expect_silence()).await;
+    out
+}
+
+#[tokio::test]
+async fn a_served_crd_refused_on_create_says_which_updates_pass() {
+    // The cluster serves a CRD whose rule its minor costs over the per-rule limit (as after an
+    // upgrade): the report says it is served, that updates keeping the schema pass, and which
+    // rule a schema change waits for; never a bare "rejected".
+    let mut h = harness();
+    let target = crd("frozen.example.com", "uid-f", 1, 12_200);
+    let (stored, events) = create_with_events(&mut h, &target, 2).await;
+    let status = status_of(&stored);
+    assert_eq!(status.valid, Some(false));
+    let u = status.update.as_ref().expect("status.update");
+    assert!(u.valid, "{u:?}");
+    assert_eq!(u.stored_source, "cluster");
+    assert_eq!(u.held.len(), 1);
+    assert_eq!(
+        (u.held[0].path.as_str(), u.held[0].what.as_str()),
+        ("^.spec.names", "rule")
+    );
+    assert!(
+        u.held[0]
+            .error
+            .contains("estimated rule cost exceeds budget by factor of")
+    );
+    let c = condition(&stored, "SchemaUpdatable");
+    assert_eq!(
+        (&c["status"], &c["reason"]),
+        (&json!("False"), &json!("SchemaFrozen"))
+    );
+    let m = c["message"].as_str().unwrap();
+    for part in [
+        "The cluster stores and serves this object, but the API server of Kubernetes v1.33 would refuse it on create",
+        "Updates that keep the schema of v1 pass",
+        "an update that changes the schema of v1 is refused until ^.spec.names [0] (rule",
+    ] {
+        assert!(m.contains(part), "{part:?} not in {m}");
+    }
+    let ready = condition(&stored, "Ready")["message"].as_str().unwrap();
+    assert!(
+        ready.contains("would refuse the object on create (the cluster stores and serves it)"),
+        "{ready}"
+    );
+    for text in [ready, m] {
+        assert!(!text.to_lowercase().contains("reject"), "{text}");
+    }
+    let reasons: Vec<&str> = events.iter().map(|e| e.1.as_str()).collect();
+    assert_eq!(reasons, ["RuleOverBudget", "SchemaFrozen"]);
+    assert_eq!(events[1].0, "Warning");
+    assert_eq!(events[1].2, m);
+    let metrics = h.metrics();
+    assert!(
+        metrics.contains("celcost_schema_frozen{kind=\"crd\",name=\"frozen.example.com\"} 1"),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("celcost_updates_refused{"), "{metrics}");
+
+    // Twelve such rules: the total is over 100,000,000 too, so every update is refused.
+    let mut refused = crd("refused.example.com", "uid-r", 1, 12_200);
+    let rules: Vec<Value> = (0..12)
+        .map(|i| json!({"rule": format!("self.all(x, x.matches('^[a-z]{i}$'))")}))
+        .collect();
+    refused["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["names"]["x-kubernetes-validations"] = json!(rules);
+    let (stored, events) = create_with_events(&mut h, &refused, 3).await;
+    let c = condition(&stored, "SchemaUpdatable");
+    assert_eq!(c["reason"], "UpdatesRefused");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("It refuses every update of it too, even one that keeps its schemas: spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget"),
+        "{c}"
+    );
+    let reasons: Vec<&str> = events.iter().map(|e| e.1.as_str()).collect();
+    assert_eq!(
+        reasons,
+        ["RuleOverBudget", "TotalOverBudget", "UpdatesRefused"]
+    );
+    let metrics = h.metrics();
+    assert!(
+        metrics.contains("celcost_updates_refused{kind=\"crd\",name=\"refused.example.com\"} 1"),
+        "{metrics}"
+    );
+}
+
+/// Upgrade day, before it happens (issue 30): on a 1.36 cluster, a CRD that 1.37's API server
+/// refuses (`tests/data/upgrade-1.37`: a global `matches` on an unbounded duration under a list of
+/// 16) gets `UpgradeSafe=False` naming the rule, its 1.37 cost and factor and a bound that fits
+/// both minors, a Warning event `RejectedByNextVersion`, and `celcost_next_version_rejects` 1.
+#[tokio::test]
+async fn on_1_36_a_crd_that_1_37_rejects_is_flagged() {
+    use celcost::cel::minor::Minor;
+    use celcost::controller::WithNextMinor;
+    let estimator = Arc::new(WithNextMinor {
+        current: Estimator::for_minor(Minor::of(Version::new(1, 36)).unwrap()),
+        next: Some(Estimator::for_minor(
+            Minor::of(Version::new(1, 37)).unwrap(),
+        )),
+        suggest: Some(celcost::suggest::Settings::default()),
+    });
+    let mut h = harness_with(estimator);
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/upgrade-1.37/backendtimeoutpolicies.yaml"),
+    )
+    .unwrap();
+    let mut target: Value = celcost::input::parse_documents(&text)
+        .into_iter()
+        .next()
+        .unwrap()
+        .value
+        .unwrap();
+    target["metadata"]["uid"] = json!("uid-gw");
+    target["metadata"]["generation"] = json!(1);
+    target["metadata"]["resourceVersion"] = json!("100");
+    let name = "backendtimeoutpolicies.gateway.example.io";
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, (stored, (ty, reason, ev))) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.serve_gets(&target, None).await;
+            let obj = api.serve_apply(name, "1").await;
+            let stored = api.serve_status(name, &obj, "2").await;
+            (stored, api.serve_event().await)
+        })
+    })
+    .await;
+    assert!(res.is_ok());
+    // Accepted by the cluster's 1.36.
+    assert_eq!(stored["status"]["kubernetesVersion"], "v1.36");
+    assert_eq!(stored["status"]["valid"], true);
+    assert_eq!(condition(&stored, "WithinBudget")["status"], "True");
+    let up = condition(&stored, "UpgradeSafe");
+    assert_eq!(up["status"], "False");
+    assert_eq!(up["reason"], "RejectedByNextVersion");
+    let msg = up["message"].as_str().unwrap();
+    for part in [
+        "Kubernetes v1.37 would refuse the object on create",
+        "^.spec.rules[*].request [0]",
+        "matches(self, '^([0-9]{1,5}(h|m|s|ms)){1,4}$')",
+        "40,265,360",
+        "on v1.37",
+        "exceeds budget by factor of 4.0x",
+        "a bound that fits v1.36 and v1.37: ",
+        "after the upgrade the cluster keeps serving it, but refuses any update that changes \
+         the schema of that version until the rule fits",
+    ] {
+        assert!(msg.contains(part), "{part:?} not in {msg}");
+    }
+    let next = &stored["status"]["nextVersion"];
+    assert_eq!(next["kubernetesVersion"], "v1.37");
+    assert_eq!(next["valid"], false);
+    // The event, a warning.
+    assert_eq!(
+        (ty.as_str(), reason.as_str()),
+        ("Warning", "RejectedByNextVersion")
+    );
+    let note = ev["note"].as_str().unwrap();
+    assert!(note.starts_with("Upgrade: "), "{note}");
+    assert!(note.contains("factor of 4.0x"), "{note}");
+    // The metric alerting reads.
+    let m = h.metrics();
+    assert!(
+        m.contains(&format!(
+            "celcost_next_version_rejects{{kind=\"crd\",name=\"{name}\"}} 1"
+        )),
+        "{m}"
+    );
+    timed(h.api.expect_silence()).await;
 }

@@ -88,6 +88,42 @@ fn work_grows_linearly_in_every_dimension() {
     }
 }
 
+/// The verdict on an update (the object against itself, as the operator judges a stored CRD
+/// its minor refuses on create) grows as the estimate does: versions are looked up once each.
+#[test]
+fn update_verdicts_grow_linearly() {
+    let estimator = Estimator::default();
+    let unlimited = Limits {
+        steps: u64::MAX,
+        bytes: usize::MAX,
+    };
+    let steps = |text: String| -> u64 {
+        let v = celcost::input::parse_documents(&text)
+            .remove(0)
+            .value
+            .expect("a document");
+        let create = estimator.estimate_crd(&v, "in");
+        let (u, usage) = run_measured(unlimited, || {
+            estimator.update_verdict(&v, &v, &create, "in")
+        });
+        let u = u.expect("no stop").expect("a verdict");
+        assert!(u.stopped.is_none());
+        usage.steps
+    };
+    for (name, make, n) in [
+        (
+            "versions",
+            families::crd_versions as fn(usize) -> String,
+            200,
+        ),
+        ("rules", families::crd_rules, 200),
+        ("width", families::crd_width, 400),
+    ] {
+        let (a, b) = (steps(make(n)), steps(make(2 * n)));
+        assert!(b <= a * 26 / 10, "{name}: {a} steps at n = {n}, {b} at 2n");
+    }
+}
+
 #[test]
 fn an_object_over_its_budget_is_reported_and_the_others_estimated() {
     let good = families::crd_named(1, "self.a.size() < 10");

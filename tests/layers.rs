@@ -22,7 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("objects", &["crd", "vap"]),
     // Pure: no advice, no rendering.
     ("estimate", &["estimate", "diff", "locate"]),
-    ("advice", &["suggest", "rewrite"]),
+    ("advice", &["suggest", "rewrite", "fix"]),
     ("output", &["output"]),
     ("front ends", &["cli", "controller", "fuzzing"]),
 ];
@@ -32,6 +32,8 @@ const SAME_LAYER: &[(&str, &str)] = &[
     // The fuzz targets' bodies drive the command line's path.
     ("fuzzing", "cli"),
     ("input", "positions"),
+    // `celcost fix` writes the bounds the suggestions found.
+    ("fix", "suggest"),
     ("vap", "crd"),
     ("locate", "input"),
     ("locate", "positions"),

@@ -355,3 +355,227 @@ fn qualified_name_lengths_in_characters_before_1_35() {
         "{new:?}"
     );
 }
+
+// ------------------------------------------------------------------------------------------------
+// Kubernetes 1.37 (cel-go v0.29.2, compatibility 1.36): each delta with the upstream test it is
+// taken from.
+
+/// A CRD whose root schema is `root` (rules on the root, where `metadata` is seen).
+fn crd_with_root(root: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "things", "kind": "Thing"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": root}}]
+        }
+    })
+}
+
+fn root_rules(e: &Estimator, root: Value) -> (celcost::report::ObjectReport, Vec<RuleReport>) {
+    let r = e.estimate(&crd_with_root(root), "test").unwrap();
+    let rules = r.schemas.iter().flat_map(|s| s.rules.clone()).collect();
+    (r, rules)
+}
+
+/// cel-expr/cel-go#1350 (cel-go v0.29, Kubernetes 1.37): `cost(matches(input, regex)) ==
+/// cost(input.matches(regex))`; cel-go's `checker/cost_test.go` vector for the receiver form is
+/// `input.matches('[0-9]')` on an input of size 500: 103. Before, the global form cost 1 + its
+/// arguments. The runtime side: `runtime_cost::tests::affixes_and_global_matches_by_minor`.
+#[test]
+fn the_global_matches_costs_as_the_receiver_form_from_1_37() {
+    // maxLength 125: 500 bytes.
+    let spec = json!({"type": "string", "maxLength": 125});
+    for (minor, global) in [(36, 2), (37, 103)] {
+        assert_eq!(
+            rule(&upstream(minor), spec.clone(), "self.matches('[0-9]')").max_cost,
+            103
+        );
+        assert_eq!(
+            rule(&upstream(minor), spec.clone(), "matches(self, '[0-9]')").max_cost,
+            global,
+            "1.{minor}"
+        );
+    }
+    // The shape: a duration (Gateway API's pattern, 29 characters) without maxLength:
+    // 1 + ceil((3,145,726 + 1) × 0.1) × ceil(29 × 0.25) = 1 + 314,573 × 8.
+    let r = "matches(self, '^([0-9]{1,5}(h|m|s|ms)){1,4}$')";
+    let spec = json!({"type": "string"});
+    assert_eq!(rule(&upstream(36), spec.clone(), r).max_cost, 2);
+    assert_eq!(rule(&upstream(37), spec.clone(), r).max_cost, 2_516_585);
+    // OpenShift's 1.37 is upstream's.
+    assert_eq!(rule(&openshift(37), spec, r).max_cost, 2_516_585);
+}
+
+/// apiextensions-apiserver 1f3023483 (`TestWithTypeAndObjectMetaNameLength`,
+/// `TestMetadataNameCostIsBounded` of d8632f631, and the validation test of 7fa420cb1):
+/// `metadata.name` is a string of at most 253 characters and `generateName` of 252 (or the
+/// schema's smaller `maxLength`), where before they had the request size.
+#[test]
+fn metadata_names_are_bounded_from_1_37() {
+    let with = |rule: &str, metadata: Option<Value>| {
+        let mut root = json!({"type": "object", "x-kubernetes-validations": [{"rule": rule}]});
+        if let Some(m) = metadata {
+            root["properties"] = json!({"metadata": m});
+        }
+        root
+    };
+    // TestMetadataNameCostIsBounded: non-zero, at most 10,000.
+    for r in [
+        "self.metadata.name.contains('x')",
+        "self.metadata.generateName.contains('x')",
+    ] {
+        let (_, rules) = root_rules(&upstream(37), with(r, None));
+        assert!(
+            rules[0].max_cost > 0 && rules[0].max_cost <= 10_000,
+            "{r}: {rules:?}"
+        );
+        let (_, rules) = root_rules(&upstream(36), with(r, None));
+        assert!(rules[0].max_cost > 100_000, "1.36 {r}: {rules:?}");
+    }
+    // The sizes: contains costs ceil(size × 0.1) × ceil(1 × 0.1) + 3 (self, two selects):
+    // 253 × 4 bytes → 102, 252 × 4 → 101; an author's maxLength 10 on name → 4; 1000 → capped.
+    let cost = |rule: &str, metadata: Option<Value>| {
+        root_rules(&upstream(37), with(rule, metadata)).1[0].max_cost
+    };
+    assert_eq!(cost("self.metadata.name.contains('x')", None), 105);
+    assert_eq!(cost("self.metadata.generateName.contains('x')", None), 104);
+    let meta = |name: i64, generate: Option<i64>| {
+        let mut props = json!({"name": {"type": "string", "maxLength": name}});
+        if let Some(g) = generate {
+            props["generateName"] = json!({"type": "string", "maxLength": g});
+        }
+        Some(json!({"type": "object", "properties": props}))
+    };
+    assert_eq!(cost("self.metadata.name.contains('x')", meta(10, None)), 7);
+    assert_eq!(
+        cost("self.metadata.generateName.contains('x')", meta(10, None)),
+        104
+    );
+    assert_eq!(
+        cost("self.metadata.name.contains('x')", meta(1000, Some(1000))),
+        105
+    );
+    assert_eq!(
+        cost(
+            "self.metadata.generateName.contains('x')",
+            meta(1000, Some(100))
+        ),
+        43
+    );
+    // 7fa420cb1: within the limit on 1.37, over it before.
+    let r = "self.metadata.name.contains(self.metadata.name) && self.metadata.generateName.contains(self.metadata.generateName)";
+    let (v37, _) = root_rules(&upstream(37), with(r, None));
+    assert!(v37.valid, "{:?}", v37.errors);
+    let (v36, _) = root_rules(&upstream(36), with(r, None));
+    assert!(!v36.valid);
+    // Policies are typed by the OpenAPI adaptor, which bounds no name in any minor.
+    assert_eq!(
+        policy_cost(&upstream(37), "object.metadata.name.contains('x')"),
+        policy_cost(&upstream(36), "object.metadata.name.contains('x')")
+    );
+}
+
+/// k8s.io/apiserver 443aab145: the lists library at version 1 (`includes`) is introduced at 1.37;
+/// new expressions of 1.37 are compiled at compatibility 1.36, so only its stored-expressions
+/// environment has it (`environment_test.go` `TestBaseEnvironment`: invalid at 1.36 and at the
+/// default compatibility version, valid in stored expressions and at 1.37). Its cost is
+/// `library/cost.go`'s `indexOf` (`cost_test.go` `TestIncludesCost`).
+#[test]
+fn includes_is_in_the_stored_environment_of_1_37_only() {
+    use celcost::cel::checker::NoTypes;
+    use celcost::cel::cost::estimate;
+    use celcost::cel::env::Env;
+    use celcost::cel::k8s_cost::KubernetesEstimator;
+    let e = "[1, 2].includes(2) == true";
+    let m36 = Minor::of(Version::new(1, 36)).unwrap();
+    let m37 = Minor::of(Version::new(1, 37)).unwrap();
+    let compiles = |env: Env| env.compile(e, &[], &NoTypes).is_ok();
+    assert!(!compiles(Env::for_minor(m36)));
+    assert!(!compiles(Env::stored_for_minor(m36)));
+    assert!(!compiles(Env::for_minor(m37)));
+    assert!(compiles(Env::stored_for_minor(m37)));
+    // A 1.37 policy or CRD rule: undeclared, as for every older minor.
+    let err = policy_expression(&upstream(37), "[1, 2].includes(2)")
+        .compile_error
+        .unwrap();
+    assert!(err.contains("undeclared reference to 'includes'"), "{err}");
+    // TestIncludesCost, estimated, with its test size estimator (strings and bytes 0..12).
+    struct TestSizes;
+    impl celcost::cel::k8s_cost::SizeSource for TestSizes {
+        fn estimate_size(
+            &self,
+            node: &celcost::cel::cost::AstNode<'_>,
+        ) -> Option<celcost::cel::cost::Size> {
+            use celcost::cel::types::Type;
+            matches!(node.ty, Type::String | Type::Bytes)
+                .then_some(celcost::cel::cost::Size { min: 0, max: 12 })
+        }
+    }
+    let env = Env::stored_for_minor(m37);
+    let embedder = KubernetesEstimator {
+        sizes: Some(&TestSizes),
+        minor: m37,
+    };
+    let cost = |src: &str| {
+        let checked = env.compile(src, &[], &NoTypes).unwrap();
+        let c = estimate(&checked, &embedder, env.cost_options());
+        (c.min, c.max)
+    };
+    assert_eq!(cost("[1, 2, 3, 4, 5].includes(3)"), (15, 15));
+    assert_eq!(cost("[1.0, 2.0, 3.0, 4.0, 5.0].includes(3.0)"), (15, 15));
+    assert_eq!(
+        cost("[false, true, false, true, false].includes(true)"),
+        (15, 15)
+    );
+    assert_eq!(
+        cost(
+            "['012345678901', '012345678901', '012345678901', '012345678901', '012345678901'].includes('x')"
+        ),
+        (15, 25)
+    );
+    assert_eq!(
+        cost("'01234567890123456789012345678901234567890123456789'.includes('123')"),
+        (50, 50)
+    );
+}
+
+/// cel-expr/cel-go#1300 (v0.28.1): `duration(int)` is no overload any more; 1.37's cel-go v0.29.2
+/// refuses it when type-checking (before, only the evaluation failed).
+#[test]
+fn duration_of_an_int_does_not_compile_from_1_37() {
+    let e = "duration(5) == duration('5s')";
+    assert_eq!(policy_expression(&upstream(36), e).compile_error, None);
+    let err = policy_expression(&upstream(37), e).compile_error.unwrap();
+    assert!(
+        err.contains("found no matching overload for 'duration' applied to '(int)'"),
+        "{err}"
+    );
+}
+
+/// cel-expr/cel-go#1295 (v0.28.0): the parser reads backtick-quoted field names unless told not
+/// to, and Kubernetes does not tell it; before, a backtick was a syntax error.
+#[test]
+fn quoted_field_names_parse_from_1_37() {
+    let spec = json!({"type": "object", "properties": {"max-skew": {"type": "integer"}}});
+    let r = "self.`max-skew` <= 5";
+    let v36 = rule(&upstream(36), spec.clone(), r);
+    let err = v36.compile_error.unwrap();
+    assert!(err.contains("unsupported syntax: '`'"), "{err}");
+    let v37 = rule(&upstream(37), spec, r);
+    // The name as written is no field: the schema's `max-skew` is `max__dash__skew` in CEL.
+    let err = v37.compile_error.unwrap();
+    assert!(!err.contains("unsupported syntax"), "{err}");
+    assert!(err.contains("undefined field 'max-skew'"), "{err}");
+    let spec = json!({"type": "object", "properties": {"maxSkew": {"type": "integer"}}});
+    let ok = rule(&upstream(37), spec.clone(), "self.`maxSkew` <= 5");
+    assert_eq!(ok.compile_error, None);
+    assert_eq!(
+        ok.max_cost,
+        rule(&upstream(37), spec, "self.maxSkew <= 5").max_cost
+    );
+}

@@ -326,6 +326,9 @@ pub struct CostOptions {
     pub presence_test_cost: u64,
     /// The cel-go estimator the API server links.
     pub algorithm: CostAlgorithm,
+    /// The global `matches(s, re)` is costed as `s.matches(re)`
+    /// ([`super::minor::Minor::global_matches_cost`], cel-go v0.29).
+    pub global_matches: bool,
 }
 
 impl Default for CostOptions {
@@ -333,6 +336,7 @@ impl Default for CostOptions {
         CostOptions {
             presence_test_cost: 0,
             algorithm: CostAlgorithm::ScopedLocals,
+            global_matches: false,
         }
     }
 }
@@ -349,6 +353,7 @@ pub fn estimate(checked: &CheckedExpr, embedder: &dyn CostEmbedder, opts: CostOp
         locals: HashMap::new(),
         presence_cost: Cost::fixed(opts.presence_test_cost),
         iter_ranges: opts.algorithm == CostAlgorithm::IterRanges,
+        global_matches: opts.global_matches,
     };
     c.cost(checked.expr())
 }
@@ -363,6 +368,8 @@ struct Coster<'a> {
     presence_cost: Cost,
     /// cel-go before v0.23 ([`CostAlgorithm::IterRanges`]).
     iter_ranges: bool,
+    /// cel-go v0.29 and later ([`CostOptions::global_matches`]).
+    global_matches: bool,
 }
 
 const ACCUMULATORS: [&str; 2] = ["__result__", "@result"];
@@ -899,12 +906,20 @@ impl<'a> Coster<'a> {
             "in_list" if args.len() == 2 => {
                 return CallEstimate::cost(sz(&args[1]).factor(1.0).add(arg_sum()));
             }
-            "matches_string" => {
-                if let (Some(t), 1) = (target, args.len()) {
-                    let str_cost = sz(t)
+            // The string and the regex: the receiver and the argument of `s.matches(re)`; from
+            // cel-go v0.29 also the two arguments of the global `matches(s, re)`, which before
+            // cost 1 like any call (cel-expr/cel-go#1350).
+            "matches_string" | "matches" => {
+                let operands = match (overload, target, args) {
+                    ("matches_string", Some(t), [re]) => Some((t, re)),
+                    ("matches", None, [s, re]) if self.global_matches => Some((s, re)),
+                    _ => None,
+                };
+                if let Some((s, re)) = operands {
+                    let str_cost = sz(s)
                         .add(Size::fixed(1))
                         .factor(STRING_TRAVERSAL_COST_FACTOR);
-                    let re_cost = sz(&args[0]).factor(REGEX_STRING_LENGTH_COST_FACTOR);
+                    let re_cost = sz(re).factor(REGEX_STRING_LENGTH_COST_FACTOR);
                     return CallEstimate::cost(str_cost.mul(re_cost).add(arg_sum()));
                 }
             }

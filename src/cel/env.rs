@@ -115,8 +115,8 @@ pub struct CheckerPanic {
 }
 
 impl CheckerPanic {
-    /// cel-go's `homogeneousAggregateLiteralValidator` (every cel-go of Kubernetes 1.29-1.36:
-    /// v0.17.8 to v0.26.0) takes `Parameters()[0]` of the type of each optional entry of a
+    /// cel-go's `homogeneousAggregateLiteralValidator` (every cel-go of Kubernetes 1.29-1.37:
+    /// v0.17.8 to v0.29.2; v0.31.0's is the same) takes `Parameters()[0]` of the type of each optional entry of a
     /// list or map literal, which the checker lets be `dyn` (`{?'k': dyn(v)}`,
     /// `[?object.x[?0]]`): Go's index out of range.
     pub const HOMOGENEOUS_OPTIONAL_DYN: CheckerPanic = CheckerPanic {
@@ -150,7 +150,7 @@ impl Env {
             compatibility: minor.compatibility,
             decls: Declarations::for_minor(minor, false),
             patch_decls: OnceLock::new(),
-            parser: ParserOptions::for_version(minor.compatibility),
+            parser: ParserOptions::for_minor(minor, minor.compatibility),
         }
     }
 
@@ -166,7 +166,7 @@ impl Env {
             compatibility: minor.kubernetes,
             decls: Declarations::for_minor_stored(minor),
             patch_decls: OnceLock::new(),
-            parser: ParserOptions::for_version(minor.kubernetes),
+            parser: ParserOptions::for_minor(minor, minor.kubernetes),
         }
     }
 
@@ -175,6 +175,7 @@ impl Env {
         CostOptions {
             presence_test_cost: 0,
             algorithm: self.minor.cost_algorithm,
+            global_matches: self.minor.global_matches_cost,
         }
     }
 
@@ -952,7 +953,10 @@ mod tests {
         use super::super::minor::KUBERNETES;
         use super::super::parse::parse_noting_gated_macros;
         let widest = ParserOptions::for_version(Version::new(1, 30)).with_every_macro();
-        assert_eq!(widest, ParserOptions::for_version(Version::new(1, 36)));
+        assert_eq!(
+            widest,
+            ParserOptions::for_minor(&KUBERNETES[7], Version::new(1, 36))
+        );
         let gated = |s: &str| !parse_noting_gated_macros(s, widest).1;
         assert!(!gated("self.all(x, x > 0) && self.exists(x, x == 1)"));
         assert!(!gated("self.map(x, x + 1).filter(x, x > 2).size() == 0"));
@@ -987,6 +991,17 @@ mod tests {
         assert!(compiles(5, sort_by));
         assert!(!compiles(4, sort_by));
         assert!(compiles(6, sort_by));
+        // A backtick-quoted name: cel-go v0.28's parser (1.37) reads it, older ones refuse it;
+        // asked in both orders.
+        assert!(gated("self.`a-b` == 1"));
+        let quoted = "self.all(x, x >= 21) || self.`size` == 21";
+        assert!(!compiles(6, quoted));
+        let quoted = "self.all(x, x >= 22) || self.`size` == 22";
+        let v37 = Env::for_minor(&KUBERNETES[7]);
+        let err = v37.compile(quoted, &vars, &NoTypes).unwrap_err().0;
+        assert!(!err.contains("unsupported syntax"), "{err}");
+        assert!(err.contains("does not support field selection"), "{err}");
+        assert!(!compiles(6, quoted));
         // Everything else is one parse for every minor.
         for minor in 0..KUBERNETES.len() {
             assert!(compiles(minor, "self.all(x, x >= 20)"));

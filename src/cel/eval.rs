@@ -1,24 +1,29 @@
 //! Evaluating CEL with the `cel` crate's interpreter, macros expanded as cel-go expands them
 //! (the expansions of [`super::parse`]), on plain values ([`Val`]).
 //!
-//! This is no Kubernetes runtime: it is how `crate::rewrite` checks that a rewritten rule gives
-//! what the original gives on generated values. Only the functions of [`FAITHFUL_FUNCTIONS`]
-//! are trusted to behave as cel-go's (a caller checks an expression with [`Interpreter::supports`]
-//! first); an error naming a function or overload the interpreter lacks is
-//! [`Outcome::Unsupported`], never a result. `matches` uses Go's regular expressions
-//! ([`crate::goregexp`]), as the API server does.
+//! It is how `crate::rewrite` checks that a rewritten rule gives what the original gives on
+//! generated values, and how the rules on a CRD's defaults are evaluated
+//! (`crate::crd::validate`). Only the functions of [`FAITHFUL_FUNCTIONS`] are trusted to behave
+//! as cel-go's (a caller checks an expression with [`Interpreter::supports`] first); an error
+//! naming a function or overload the interpreter lacks is [`Outcome::Unsupported`], never a
+//! result. `matches` uses Go's regular expressions ([`crate::goregexp`]), as the API server
+//! does; `format` is cel-go's ([`format`]), and the Kubernetes URL library Go's `net/url`'s
+//! ([`urls`]), each `Unsupported` where celcost does not follow them.
 //!
 //! Like `parse.rs`, this file is the only one that knows the `cel` crate's evaluation API.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use cel::objects::{Key, Map};
 use cel::{Context, ExecutionError, Value};
 
 use super::ast::build::{call, ident, int, list};
 use super::ast::{Expr, ExprKind};
-use super::parse::{ParserOptions, interpreter_env};
+use super::parse::{ParserOptions, interpreter_env, parse_unexpanded};
+
+pub mod format;
+pub mod urls;
 
 /// A value as the interpreter sees it: what a schema node's JSON becomes in CEL (objects are
 /// maps of their CEL-escaped field names).
@@ -36,6 +41,8 @@ pub enum Val {
     Map(Vec<(Val, Val)>),
     /// An optional value (`optional.of(v)`, `optional.none()`), as an input.
     Optional(Option<Box<Val>>),
+    /// A URL of the Kubernetes URL library (`url(s)`): never an input.
+    Url(Arc<urls::Url>),
     /// A result of another type (a type, an optional, ...), by its debug text.
     Other(String),
 }
@@ -147,13 +154,27 @@ pub const FAITHFUL_FUNCTIONS: &[&str] = &[
     "optional.of",
     "optional.none",
     "isIP",
+    "format",
+    FORMAT,
+    "celcostString",
+    "celcostBool",
+    "celcostUint",
+    "celcostDouble",
+    "url",
+    "isURL",
+    "getScheme",
+    "getHost",
+    "getHostname",
+    "getPort",
+    "getEscapedPath",
+    "getQuery",
     ENTRIES,
     LIST_ENTRIES,
     MAP_OF,
     MERGE_MAPS,
 ];
 
-/// The helpers [`lower_two_variable_comprehensions`] calls (registered in each [`Session`]; no
+/// The helpers [`lower_for_interpreter`] calls (registered in each [`Session`]; no
 /// expression that compiles upstream names them). `celcostEntries(x)`: the `[key, value]`
 /// (maps) or `[index, element]` (lists) pairs of `x`, in its iteration order.
 const ENTRIES: &str = "celcostEntries";
@@ -166,6 +187,26 @@ const MAP_OF: &str = "celcostMapOf";
 /// The entries of a list of maps inserted in order into an empty map, as cel-go's
 /// `cel.@mapInsert(map, map)` does (`insert failed: key k already exists`).
 const MERGE_MAPS: &str = "celcostMergeMaps";
+/// `<string>.format(<list>)` as cel-go evaluates it ([`format`]): the interpreter's own `format`
+/// is no cel-go's, so [`lower_for_interpreter`] calls this instead.
+const FORMAT: &str = "celcostFormat";
+/// cel-go's conversions where the interpreter's differ (`string(1e6)` is `1e+06`, `uint('+5')`,
+/// `bool('T')`, `double('1e400')`): [`lower_for_interpreter`] calls these instead.
+const CONVERSIONS: &[(&str, &str)] = &[
+    ("string", "celcostString"),
+    ("bool", "celcostBool"),
+    ("uint", "celcostUint"),
+    ("double", "celcostDouble"),
+];
+
+/// The helper of a conversion the interpreter does not do as cel-go.
+fn conversion(function: &str) -> Option<&'static str> {
+    CONVERSIONS
+        .iter()
+        .find(|(f, _)| *f == function)
+        .map(|(_, h)| *h)
+}
+
 /// The variable an entry of `celcostEntries` is bound to.
 const ENTRY_VAR: &str = "celcostEntry";
 
@@ -177,11 +218,13 @@ pub struct Program {
 /// The interpreter of one parser configuration.
 pub struct Interpreter {
     env: Arc<cel::Env>,
+    opts: ParserOptions,
 }
 
 impl Interpreter {
     pub fn new(opts: ParserOptions) -> Self {
         Interpreter {
+            opts,
             env: Arc::new(interpreter_env(opts)),
         }
     }
@@ -254,16 +297,30 @@ impl Interpreter {
         ok
     }
 
-    /// `e` (as parsed by `parse_unexpanded`) compiled for evaluation, its two-variable
-    /// comprehensions lowered first ([`lower_two_variable_comprehensions`]).
+    /// `e` (as parsed by `parse_unexpanded`) compiled for evaluation, lowered first
+    /// ([`lower_for_interpreter`]).
     pub fn compile_expr(&self, e: &Expr) -> Result<Program, String> {
-        let lowered = lower_two_variable_comprehensions(e)?;
+        let lowered = lower_for_interpreter(e)?;
         let e = lowered.as_ref().unwrap_or(e);
         let source = super::unparse::unparse(e).ok_or("an expression celcost cannot print")?;
-        self.compile(&source)
+        self.compile_lowered(&source)
     }
 
+    /// `source` compiled for evaluation; when it may call `format` or a conversion, parsed and
+    /// lowered first ([`Interpreter::compile_expr`]), so that cel-go's run, not the
+    /// interpreter's.
     pub fn compile(&self, source: &str) -> Result<Program, String> {
+        if ["format", "string", "bool", "uint", "double"]
+            .iter()
+            .any(|f| source.contains(f))
+        {
+            let parsed = parse_unexpanded(source, self.opts).map_err(|e| e.0)?;
+            return self.compile_expr(&parsed.expr);
+        }
+        self.compile_lowered(source)
+    }
+
+    fn compile_lowered(&self, source: &str) -> Result<Program, String> {
         self.env
             .compile(source)
             .map(|program| Program { program })
@@ -291,7 +348,24 @@ impl Interpreter {
             },
         );
         let _ = ctx.add_function("isIP", |s: Arc<String>| is_ip(&s));
-        let unfollowable = Arc::new(AtomicBool::new(false));
+        let unfollowable = Arc::new(Flag::default());
+        add_url_library(&mut ctx, &unfollowable);
+        add_conversions(&mut ctx, &unfollowable);
+        let flag = unfollowable.clone();
+        let _ = ctx.add_function(FORMAT, move |f: Arc<String>, args: Value| {
+            let Value::List(args) = args else {
+                return self::unfollowable(&flag, FORMAT);
+            };
+            let args: Vec<Val> = args.iter().map(from_cel).collect();
+            match format::format(&f, &args) {
+                Ok(s) => Ok(Value::String(Arc::new(s))),
+                Err(format::FormatError::Go(e)) => Err(ExecutionError::function_error(FORMAT, e)),
+                Err(format::FormatError::Unworded) => {
+                    Err(ExecutionError::function_error(FORMAT, UNWORDED))
+                }
+                Err(format::FormatError::NotFollowed) => self::unfollowable(&flag, FORMAT),
+            }
+        });
         let flag = unfollowable.clone();
         let _ = ctx.add_function(ENTRIES, move |x: Value| entries(x, true, &flag));
         let flag = unfollowable.clone();
@@ -317,6 +391,322 @@ pub(crate) fn is_ip(s: &str) -> bool {
     }
 }
 
+/// The text of an error that cel-go gives for certain, in words celcost does not reproduce.
+const UNWORDED: &str = "an error celcost does not word as cel-go does";
+
+/// A URL of the Kubernetes URL library (`kubernetes.URL`). Its equality is cel-go's comparison
+/// of `URL.String()`, which celcost does not follow: comparing one sets the flag.
+#[derive(Debug)]
+struct UrlValue {
+    url: Arc<urls::Url>,
+    unfollowable: Arc<Flag>,
+}
+
+impl PartialEq for UrlValue {
+    fn eq(&self, _: &Self) -> bool {
+        self.unfollowable
+            .set("a comparison of URLs (cel-go compares `URL.String()`)");
+        false
+    }
+}
+
+impl Eq for UrlValue {}
+
+impl cel::objects::Opaque for UrlValue {
+    fn runtime_type_name(&self) -> &str {
+        "kubernetes.URL"
+    }
+}
+
+/// cel-go's `string`, `bool`, `uint` and `double` of the values the interpreter holds
+/// (`ConvertToType` of `common/types`, v0.17.8 to v0.26.0 alike): `string` of a double is Go's
+/// `%g`; strings convert as Go's `strconv.ParseBool`, `ParseUint` (base 10, no sign) and
+/// `ParseFloat` (decimal; hexadecimal not followed), their failures `type conversion error from
+/// 'string' to '<type>'`; a double out of a uint's range and a negative int are `unsigned
+/// integer overflow`; bytes that are no UTF-8, `invalid UTF-8 in bytes, cannot convert to
+/// string`.
+fn add_conversions(ctx: &mut Context<'static, 'static>, flag: &Arc<Flag>) {
+    let from_string = |to: &str| format!("type conversion error from 'string' to '{to}'");
+    let f = flag.clone();
+    let _ = ctx.add_function("celcostString", move |v: Value| {
+        let err = |m: &str| Err(ExecutionError::function_error("celcostString", m));
+        Ok(Value::String(Arc::new(match v {
+            Value::String(s) => return Ok(Value::String(s)),
+            Value::Int(i) => i.to_string(),
+            Value::UInt(u) => u.to_string(),
+            Value::Float(d) => super::gofmt::go_float(d),
+            Value::Bool(b) => b.to_string(),
+            Value::Bytes(b) => match std::str::from_utf8(&b) {
+                Ok(s) => s.to_string(),
+                Err(_) => return err("invalid UTF-8 in bytes, cannot convert to string"),
+            },
+            _ => return self::unfollowable(&f, "celcostString"),
+        })))
+    });
+    let f = flag.clone();
+    let _ = ctx.add_function("celcostBool", move |v: Value| match v {
+        Value::Bool(b) => Ok(Value::Bool(b)),
+        Value::String(s) => match s.as_str() {
+            "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Value::Bool(true)),
+            "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(Value::Bool(false)),
+            _ => Err(ExecutionError::function_error(
+                "celcostBool",
+                from_string("bool"),
+            )),
+        },
+        _ => self::unfollowable(&f, "celcostBool"),
+    });
+    let f = flag.clone();
+    let _ = ctx.add_function("celcostUint", move |v: Value| {
+        let overflow = || {
+            Err(ExecutionError::function_error(
+                "celcostUint",
+                "unsigned integer overflow",
+            ))
+        };
+        match v {
+            Value::UInt(u) => Ok(Value::UInt(u)),
+            Value::Int(i) => u64::try_from(i).map_or_else(|_| overflow(), |u| Ok(Value::UInt(u))),
+            // `doubleToUint64Checked`: [0, 2^64), truncated.
+            Value::Float(d) if (0.0..18_446_744_073_709_551_616.0).contains(&d) => {
+                Ok(Value::UInt(d as u64))
+            }
+            Value::Float(_) => overflow(),
+            Value::String(s) if !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()) => s
+                .parse::<u64>()
+                .map(Value::UInt)
+                .map_err(|_| ExecutionError::function_error("celcostUint", from_string("uint"))),
+            Value::String(_) => Err(ExecutionError::function_error(
+                "celcostUint",
+                from_string("uint"),
+            )),
+            _ => self::unfollowable(&f, "celcostUint"),
+        }
+    });
+    let f = flag.clone();
+    let _ = ctx.add_function("celcostDouble", move |v: Value| match v {
+        Value::Float(d) => Ok(Value::Float(d)),
+        Value::Int(i) => Ok(Value::Float(i as f64)),
+        Value::UInt(u) => Ok(Value::Float(u as f64)),
+        Value::String(s) => match go_parse_float(&s) {
+            Some(Ok(d)) => Ok(Value::Float(d)),
+            Some(Err(())) => Err(ExecutionError::function_error(
+                "celcostDouble",
+                from_string("double"),
+            )),
+            None => self::unfollowable(&f, "celcostDouble"),
+        },
+        _ => self::unfollowable(&f, "celcostDouble"),
+    });
+}
+
+/// Go's `strconv.ParseFloat(s, 64)`: `Some(Ok(x))`, `Some(Err(()))` where it fails (a syntax
+/// error, or a finite number out of range), `None` for hexadecimal numbers (not followed).
+/// It accepts `[+-]` digits with an optional `.` (at least one digit) and an optional exponent,
+/// and, in any case, `[+-]inf`, `[+-]infinity` and `nan`; Rust's parser rounds the same way.
+fn go_parse_float(s: &str) -> Option<Result<f64, ()>> {
+    let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if unsigned.eq_ignore_ascii_case("inf") || unsigned.eq_ignore_ascii_case("infinity") {
+        return Some(Ok(if s.starts_with('-') {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        }));
+    }
+    if s.eq_ignore_ascii_case("nan") {
+        return Some(Ok(f64::NAN));
+    }
+    let b = unsigned.as_bytes();
+    if b.len() >= 2 && b[0] == b'0' && matches!(b[1], b'x' | b'X') {
+        return None;
+    }
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i - start
+    };
+    let mut i = 0;
+    let mut n = digits(&mut i);
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        n += digits(&mut i);
+    }
+    let mut ok = n > 0;
+    if ok && i < b.len() && matches!(b[i], b'e' | b'E') {
+        i += 1;
+        if i < b.len() && matches!(b[i], b'+' | b'-') {
+            i += 1;
+        }
+        ok = digits(&mut i) > 0;
+    }
+    if !ok || i != b.len() {
+        return Some(Err(()));
+    }
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() => Some(Ok(x)),
+        _ => Some(Err(())),
+    }
+}
+
+/// The Kubernetes URL library (`library/urls.go`, [`urls`]).
+fn add_url_library(ctx: &mut Context<'static, 'static>, flag: &Arc<Flag>) {
+    let f = flag.clone();
+    let _ = ctx.add_function("url", move |s: Arc<String>| match urls::url(&s) {
+        Ok(Ok(url)) => Ok(Value::Opaque(Arc::new(UrlValue {
+            url: Arc::new(url),
+            unfollowable: f.clone(),
+        }))),
+        Ok(Err(e)) => Err(ExecutionError::function_error(
+            "url",
+            e.as_deref().unwrap_or(UNWORDED),
+        )),
+        Err(urls::NotFollowed) => unfollowable(&f, "url"),
+    });
+    let f = flag.clone();
+    let _ = ctx.add_function("isURL", move |s: Arc<String>| match urls::is_url(&s) {
+        Ok(b) => Ok(Value::Bool(b)),
+        Err(urls::NotFollowed) => unfollowable(&f, "isURL"),
+    });
+    type Accessor = fn(&urls::Url) -> Result<String, urls::NotFollowed>;
+    let accessors: [(&str, Accessor); 5] = [
+        ("getScheme", |u| Ok(u.scheme())),
+        ("getHost", urls::Url::host),
+        ("getHostname", urls::Url::hostname),
+        ("getPort", urls::Url::port),
+        ("getEscapedPath", urls::Url::escaped_path),
+    ];
+    for (name, get) in accessors {
+        let f = flag.clone();
+        let _ = ctx.add_function(
+            name,
+            move |cel::extractors::This(v): cel::extractors::This<Value>| match url_of(&v).map(get)
+            {
+                Some(Ok(s)) => Ok(Value::String(Arc::new(s))),
+                _ => unfollowable(&f, name),
+            },
+        );
+    }
+    let f = flag.clone();
+    let _ = ctx.add_function(
+        "getQuery",
+        move |cel::extractors::This(v): cel::extractors::This<Value>| {
+            let Some(Ok(query)) = url_of(&v).map(urls::Url::query) else {
+                return unfollowable(&f, "getQuery");
+            };
+            let map = query
+                .into_iter()
+                .map(|(k, vs)| {
+                    let vs = vs.into_iter().map(|v| Value::String(Arc::new(v))).collect();
+                    (Key::String(Arc::new(k)), Value::List(Arc::new(vs)))
+                })
+                .collect();
+            Ok(Value::Map(Map { map: Arc::new(map) }))
+        },
+    );
+}
+
+fn url_of(v: &Value) -> Option<&urls::Url> {
+    match v {
+        Value::Opaque(o) => o.downcast_ref::<UrlValue>().map(|u| &*u.url),
+        _ => None,
+    }
+}
+
+/// How cel-go words an evaluation error of the interpreter ([`Outcome::Error`]'s text).
+#[derive(Debug, PartialEq)]
+pub enum GoError {
+    /// In cel-go's words.
+    Worded(String),
+    /// cel-go fails too, in words celcost does not reproduce.
+    Unworded,
+    /// celcost cannot say what cel-go gives.
+    Unknown,
+}
+
+/// cel-go's words for the evaluation errors of the interpreter that it words alike (`no such
+/// key: a`, `division by zero`, `modulus by zero`, `index out of bounds: 1`, `integer
+/// overflow`, `unsigned integer overflow`, `optional.none() dereference`, `type conversion error
+/// from 'string' to 'int'`, `insert failed: key k already exists`) and those of the functions
+/// celcost implements as cel-go does (`format`, `url`).
+pub fn cel_go_error(e: &str) -> GoError {
+    use GoError::*;
+    for f in [
+        MERGE_MAPS,
+        FORMAT,
+        "url",
+        "celcostString",
+        "celcostBool",
+        "celcostUint",
+        "celcostDouble",
+    ] {
+        if let Some(m) = e
+            .strip_prefix("Error executing function '")
+            .and_then(|r| r.strip_prefix(f))
+            .and_then(|r| r.strip_prefix("': "))
+        {
+            return if m == UNWORDED {
+                Unworded
+            } else {
+                Worded(m.to_string())
+            };
+        }
+    }
+    if let Some(k) = e.strip_prefix("No such key: ") {
+        return Worded(format!("no such key: {k}"));
+    }
+    if e.starts_with("Division by zero") {
+        return Worded("division by zero".into());
+    }
+    if e.starts_with("Remainder by zero") {
+        return Worded("modulus by zero".into());
+    }
+    // The crate's checked integer arithmetic (`+ - * / %`, `MinInt64 / -1` and `% -1`
+    // included) fails where cel-go's `addInt64Checked` and the others do.
+    if let Some(r) = e.strip_prefix("Overflow from binary operator '") {
+        let operands = r.split_once("': ").map(|(_, o)| o).unwrap_or_default();
+        if operands.starts_with("Int(") {
+            return Worded("integer overflow".into());
+        }
+        if operands.starts_with("UInt(") {
+            return Worded("unsigned integer overflow".into());
+        }
+        return Unknown;
+    }
+    match e {
+        // `int(uint)` over MaxInt64, `int(double)` out of (MinInt64, MaxInt64).
+        "Error executing function 'int': integer overflow" => {
+            return Worded("integer overflow".into());
+        }
+        // `uint(int)` negative, `uint(double)` out of [0, MaxUint64).
+        "Error executing function 'uint': unsigned integer overflow" => {
+            return Worded("unsigned integer overflow".into());
+        }
+        "Error executing function 'value': optional.none() dereference" => {
+            return Worded("optional.none() dereference".into());
+        }
+        _ => {}
+    }
+    // A string the crate does not parse as a number, Go's `strconv.ParseInt` (base 10) and
+    // `ParseUint` do not either (they accept no more than Rust's parsers, `ParseUint` less).
+    for (f, t) in [("int", "int"), ("uint", "uint")] {
+        if e.starts_with(&format!(
+            "Error executing function '{f}': string parse error: "
+        )) {
+            return Worded(format!("type conversion error from 'string' to '{t}'"));
+        }
+    }
+    let Some(i) = e
+        .strip_prefix("Index out of bounds: Int(")
+        .and_then(|r| r.strip_suffix(')'))
+        .and_then(|n| n.parse::<i64>().ok())
+    else {
+        return Unknown;
+    };
+    Worded(format!("index out of bounds: {i}"))
+}
+
 fn key_value(k: &Key) -> Value {
     match k {
         Key::Int(i) => Value::Int(*i),
@@ -326,15 +716,42 @@ fn key_value(k: &Key) -> Value {
     }
 }
 
-/// A value that is no list or map: the helpers' inputs are the lowering's, so this is a case
-/// celcost does not follow (the flag makes the evaluation [`Outcome::Unsupported`]).
-fn unfollowable(flag: &AtomicBool, what: &str) -> Result<Value, ExecutionError> {
-    flag.store(true, Ordering::Relaxed);
+/// Set by a function that met a case celcost does not follow: the evaluation is
+/// [`Outcome::Unsupported`], for the reason set first.
+#[derive(Debug, Default)]
+struct Flag(Mutex<Option<&'static str>>);
+
+impl Flag {
+    fn set(&self, why: &'static str) {
+        if let Ok(mut w) = self.0.lock() {
+            w.get_or_insert(why);
+        }
+    }
+
+    fn take(&self) -> Option<&'static str> {
+        self.0.lock().ok().and_then(|mut w| w.take())
+    }
+}
+
+/// A case celcost does not follow (the flag makes the evaluation [`Outcome::Unsupported`]),
+/// as a value that is no list or map for the helpers of the lowering.
+fn unfollowable(flag: &Flag, what: &str) -> Result<Value, ExecutionError> {
+    flag.set(match what {
+        FORMAT => "`format` where celcost does not follow cel-go (`%e`, a value it does not hold as cel-go)",
+        "url" | "isURL" | "getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath"
+        | "getQuery" => {
+            "a URL that Go's net/url versions parse differently, or that unescapes to no UTF-8"
+        }
+        "celcostString" | "celcostBool" | "celcostUint" | "celcostDouble" => {
+            "a conversion celcost does not follow (a hexadecimal number, a value of another type)"
+        }
+        _ => "a two-variable comprehension celcost does not follow here",
+    });
     Err(ExecutionError::function_error(what, "not followed"))
 }
 
 /// `celcostEntries` / `celcostListEntries`.
-fn entries(x: Value, maps: bool, flag: &AtomicBool) -> Result<Value, ExecutionError> {
+fn entries(x: Value, maps: bool, flag: &Flag) -> Result<Value, ExecutionError> {
     crate::budget::charge(1);
     let pair = |k: Value, v: Value| Value::List(Arc::new(vec![k, v]));
     match x {
@@ -365,7 +782,7 @@ fn map_key(v: &Value) -> Option<Key> {
 }
 
 /// `celcostMapOf`: the keys are distinct (a list's indices, a map's keys).
-fn map_of(x: Value, flag: &AtomicBool) -> Result<Value, ExecutionError> {
+fn map_of(x: Value, flag: &Flag) -> Result<Value, ExecutionError> {
     let Value::List(pairs) = x else {
         return unfollowable(flag, MAP_OF);
     };
@@ -388,7 +805,7 @@ fn map_of(x: Value, flag: &AtomicBool) -> Result<Value, ExecutionError> {
 /// a key already there is the error `insert failed: key <k> already exists`. Followed only with
 /// keys of one type (cel-go's keys compare across numeric types) and, at a repeated key, an
 /// inserted map of one entry (the order of a larger one is Go's map order).
-fn merge_maps(x: Value, flag: &AtomicBool) -> Result<Value, ExecutionError> {
+fn merge_maps(x: Value, flag: &Flag) -> Result<Value, ExecutionError> {
     let Value::List(maps) = x else {
         return unfollowable(flag, MERGE_MAPS);
     };
@@ -428,7 +845,7 @@ fn merge_maps(x: Value, flag: &AtomicBool) -> Result<Value, ExecutionError> {
 pub struct Session {
     ctx: Context<'static, 'static>,
     /// Set by a helper of the lowering that met a case celcost does not follow.
-    unfollowable: Arc<AtomicBool>,
+    unfollowable: Arc<Flag>,
 }
 
 impl Session {
@@ -441,25 +858,27 @@ impl Session {
         let flag = &self.unfollowable;
         programs
             .iter()
-            .map(|p| match p.program.execute(ctx) {
-                _ if flag.swap(false, Ordering::Relaxed) => Outcome::Unsupported(
-                    "a two-variable comprehension celcost does not follow here".into(),
-                ),
-                Ok(v) => Outcome::Value(from_cel(&v)),
-                Err(
-                    e @ (ExecutionError::UndeclaredReference(_)
-                    | ExecutionError::NoSuchOverload(_)
-                    | ExecutionError::NotSupportedAsMethod { .. }
-                    | ExecutionError::InvalidArgumentCount { .. }
-                    | ExecutionError::MissingArgumentOrTarget),
+            .map(|p| match (p.program.execute(ctx), flag.take()) {
+                (_, Some(why)) => Outcome::Unsupported(why.into()),
+                (Ok(v), None) => Outcome::Value(from_cel(&v)),
+                (
+                    Err(
+                        e @ (ExecutionError::UndeclaredReference(_)
+                        | ExecutionError::NoSuchOverload(_)
+                        | ExecutionError::NotSupportedAsMethod { .. }
+                        | ExecutionError::InvalidArgumentCount { .. }
+                        | ExecutionError::MissingArgumentOrTarget),
+                    ),
+                    None,
                 ) => Outcome::Unsupported(e.to_string()),
-                Err(e) => Outcome::Error(e.to_string()),
+                (Err(e), None) => Outcome::Error(e.to_string()),
             })
             .collect()
     }
 }
 
-/// `e` (as parsed by `parse_unexpanded`) with each two-variable comprehension (cel-go
+/// `e` (as parsed by `parse_unexpanded`) as the interpreter evaluates it: each `t.format(l)`
+/// a call of cel-go's `format` (`celcostFormat(t, l)`), and each two-variable comprehension (cel-go
 /// `ext/comprehensions.go`: `all`, `exists`, `existsOne`/`exists_one`, `transformList`,
 /// `transformMap`, `transformMapEntry`; the first variable is a list's index or a map's key,
 /// the second the element or value) written with the one-variable macros the interpreter
@@ -473,8 +892,8 @@ impl Session {
 /// - `t.transformMap(i, v, [f,] x)` → `celcostMapOf(celcostEntries(t).map(e, [bind(f),]
 ///   [e[0], bind(x)]))`; `transformMapEntry` → `celcostMergeMaps(… bind(x) …)`.
 ///
-/// `Ok(None)` when there is none; `Err` when `e` names the helpers.
-pub fn lower_two_variable_comprehensions(e: &Expr) -> Result<Option<Expr>, String> {
+/// `Ok(None)` when there is nothing to lower; `Err` when `e` names the helpers.
+pub fn lower_for_interpreter(e: &Expr) -> Result<Option<Expr>, String> {
     let mut reserved = false;
     e.walk(&mut |x| match &x.kind {
         ExprKind::Ident(n) | ExprKind::Call { function: n, .. } if n.starts_with("celcost") => {
@@ -518,6 +937,30 @@ fn bind(i: &Expr, v: &Expr, body: Expr) -> Expr {
 fn lower(e: &Expr, found: &mut bool) -> Expr {
     crate::budget::charge(1);
     let kind = match &e.kind {
+        ExprKind::Call {
+            function,
+            target: Some(t),
+            args,
+        } if function == "format" && args.len() == 1 => {
+            *found = true;
+            ExprKind::Call {
+                function: FORMAT.to_string(),
+                target: None,
+                args: vec![lower(t, found), lower(&args[0], found)],
+            }
+        }
+        ExprKind::Call {
+            function,
+            target: None,
+            args,
+        } if args.len() == 1 && conversion(function).is_some() => {
+            *found = true;
+            ExprKind::Call {
+                function: conversion(function).unwrap_or_default().to_string(),
+                target: None,
+                args: vec![lower(&args[0], found)],
+            }
+        }
         ExprKind::Call {
             function,
             target: Some(t),
@@ -633,7 +1076,7 @@ fn lower(e: &Expr, found: &mut bool) -> Expr {
 
 fn to_cel(v: &Val) -> Value {
     match v {
-        Val::Null | Val::Other(_) => Value::Null,
+        Val::Null | Val::Url(_) | Val::Other(_) => Value::Null,
         Val::Optional(v) => Value::Opaque(Arc::new(match v {
             Some(v) => cel::objects::OptionalValue::of(to_cel(v)),
             None => cel::objects::OptionalValue::none(),
@@ -686,6 +1129,9 @@ fn from_cel(v: &Value) -> Val {
                 })
                 .collect(),
         ),
+        Value::Opaque(o) if o.downcast_ref::<UrlValue>().is_some() => o
+            .downcast_ref::<UrlValue>()
+            .map_or(Val::Null, |u| Val::Url(u.url.clone())),
         other => Val::Other(format!("{other:?}")),
     }
 }
@@ -738,7 +1184,225 @@ mod tests {
             run("'\u{0663}'.matches('^\\\\d$')", &[]),
             Outcome::Value(Val::Bool(false))
         );
-        assert!(matches!(run("isURL('x')", &[]), Outcome::Unsupported(_)));
+        assert!(matches!(
+            run("isQuantity('x')", &[]),
+            Outcome::Unsupported(_)
+        ));
+    }
+
+    /// The Kubernetes URL library: apiextensions-apiserver's `TestValidationExpressions` "URL
+    /// parsing" (`schema/cel/validation_test.go`, 1.36), every rule true; errors as the API
+    /// server words them; comparing URLs (cel-go compares `URL.String()`) not followed.
+    #[test]
+    fn url_library_as_kubernetes() {
+        let obj = Val::Map(vec![(
+            s("url"),
+            s("https://user:pass@kubernetes.io:80/docs/home?k1=a&k2=b&k2=c#anchor"),
+        )]);
+        for rule in [
+            "url('/path').getScheme() == ''",
+            "url('https://example.com/').getScheme() == 'https'",
+            "url('https://example.com:80/').getHost() == 'example.com:80'",
+            "url('https://example.com/').getHost() == 'example.com'",
+            "url('https://[::1]:80/').getHost() == '[::1]:80'",
+            "url('https://[::1]/').getHost() == '[::1]'",
+            "url('/path').getHost() == ''",
+            "url('https://example.com:80/').getHostname() == 'example.com'",
+            "url('https://127.0.0.1/').getHostname() == '127.0.0.1'",
+            "url('https://[::1]/').getHostname() == '::1'",
+            "url('/path').getHostname() == ''",
+            "url('https://example.com:80/').getPort() == '80'",
+            "url('https://example.com/').getPort() == ''",
+            "url('/path').getPort() == ''",
+            "url('https://example.com/path').getEscapedPath() == '/path'",
+            "url('https://example.com/with space/').getEscapedPath() == '/with%20space/'",
+            "url('https://example.com').getEscapedPath() == ''",
+            "url('https://example.com/path?k1=a&k2=b&k2=c').getQuery() == { 'k1': ['a'], 'k2': ['b', 'c']}",
+            "url('https://example.com/path?key with spaces=value with spaces').getQuery() == { 'key with spaces': ['value with spaces']}",
+            "url('https://example.com/path?').getQuery() == {}",
+            "url('https://example.com/path').getQuery() == {}",
+            "url(self.url).getScheme() == 'https'",
+            "url(self.url).getHost() == 'kubernetes.io:80'",
+            "url(self.url).getHostname() == 'kubernetes.io'",
+            "url(self.url).getPort() == '80'",
+            "url(self.url).getEscapedPath() == '/docs/home'",
+            "url(self.url).getQuery() == {'k1': ['a'], 'k2': ['b', 'c']}",
+            "isURL('https://user:pass@example.com:80/path?query=val#fragment')",
+            "isURL('/path') == true",
+            "isURL('https://a:b:c/') == false",
+            "isURL('../relative-path') == false",
+        ] {
+            assert_eq!(
+                run(rule, &[("self", &obj)]),
+                Outcome::Value(Val::Bool(true)),
+                "{rule}"
+            );
+        }
+        let Outcome::Error(e) = run("url(self).getQuery().size() <= 3", &[("self", &s("a"))])
+        else {
+            panic!()
+        };
+        assert_eq!(
+            cel_go_error(&e),
+            GoError::Worded(
+                "URL parse error during conversion from string: parse \"a\": invalid URI for request"
+                    .into()
+            )
+        );
+        // Both Go versions fail, in other words.
+        let Outcome::Error(e) = run("url('https://a:b:c/').getHost() == ''", &[]) else {
+            panic!()
+        };
+        assert_eq!(cel_go_error(&e), GoError::Unworded);
+        for unfollowed in [
+            "url('https://a/') == url('https://a/')",
+            "url('https://a/') in [url('https://a/')]",
+            "url('http://a:1:2/').getHost() == ''",
+            "self.getHost() == ''",
+        ] {
+            assert!(
+                matches!(
+                    run(unfollowed, &[("self", &s("x"))]),
+                    Outcome::Unsupported(_)
+                ),
+                "{unfollowed}"
+            );
+        }
+    }
+
+    /// cel-go's conversions (`common/types` `ConvertToType`), where the interpreter's own differ:
+    /// `string` of a double as Go's `%g`, strings as Go's `strconv` parses them.
+    #[test]
+    fn conversions_as_cel_go() {
+        for (src, want) in [
+            ("string(1e6)", s("1e+06")),
+            ("string(123456789.0)", s("1.23456789e+08")),
+            ("string(0.1)", s("0.1")),
+            ("string(1e-7)", s("1e-07")),
+            ("string(-0.0)", s("-0")),
+            ("string(1.0/0.0)", s("+Inf")),
+            ("string(b'abc')", s("abc")),
+            ("string(7u)", s("7")),
+            ("string(-7)", s("-7")),
+            ("string(true)", s("true")),
+            ("bool('T')", Val::Bool(true)),
+            ("bool('F')", Val::Bool(false)),
+            ("bool('True')", Val::Bool(true)),
+            ("uint('18446744073709551615')", Val::Uint(u64::MAX)),
+            ("uint(-0.0)", Val::Uint(0)),
+            ("uint(2.9)", Val::Uint(2)),
+            ("double('Infinity') > 0.0", Val::Bool(true)),
+            ("double('-inf') < 0.0", Val::Bool(true)),
+            ("double('.5')", Val::Double(0.5)),
+            ("double('5.')", Val::Double(5.0)),
+            ("double('1E3')", Val::Double(1000.0)),
+            ("double(3)", Val::Double(3.0)),
+            ("double('NaN') != double('NaN')", Val::Bool(true)),
+            ("'%s'.format([string(1e6)])", s("1e+06")),
+        ] {
+            assert_eq!(run(src, &[]), Outcome::Value(want), "{src}");
+        }
+        for (src, want) in [
+            (
+                "bool('yes')",
+                "type conversion error from 'string' to 'bool'",
+            ),
+            (
+                "uint('+5')",
+                "type conversion error from 'string' to 'uint'",
+            ),
+            (
+                "uint('1e3')",
+                "type conversion error from 'string' to 'uint'",
+            ),
+            (
+                "uint('18446744073709551616')",
+                "type conversion error from 'string' to 'uint'",
+            ),
+            ("uint(-1)", "unsigned integer overflow"),
+            ("uint(1.8446744073709552e19)", "unsigned integer overflow"),
+            ("uint(double('NaN'))", "unsigned integer overflow"),
+            (
+                "double('1e400')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "double('+nan')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "double('1_0')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "double(' 5')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "double('infin')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "double('1e')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "double('.')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            (
+                "string(b'\\xff')",
+                "invalid UTF-8 in bytes, cannot convert to string",
+            ),
+        ] {
+            let Outcome::Error(e) = run(src, &[]) else {
+                panic!("{src}: {:?}", run(src, &[]))
+            };
+            assert_eq!(cel_go_error(&e), GoError::Worded(want.into()), "{src}");
+        }
+        assert!(matches!(
+            run("double('0x1p-2')", &[]),
+            Outcome::Unsupported(_)
+        ));
+        // `type(x) == string` is no conversion.
+        assert_eq!(
+            run("type(self) == string", &[("self", &s("x"))]),
+            Outcome::Value(Val::Bool(true))
+        );
+    }
+
+    /// The interpreter's errors that cel-go words alike, in cel-go's words.
+    #[test]
+    fn errors_in_cel_go_words() {
+        for (src, want) in [
+            ("9223372036854775807 + 1 > 0", "integer overflow"),
+            ("-9223372036854775807 - 2 > 0", "integer overflow"),
+            ("(-9223372036854775807 - 1) / -1 > 0", "integer overflow"),
+            ("(-9223372036854775807 - 1) % -1 > 0", "integer overflow"),
+            ("0u - 1u > 0u", "unsigned integer overflow"),
+            ("int(18446744073709551615u) > 0", "integer overflow"),
+            ("int(1e19) > 0", "integer overflow"),
+            ("uint(-1) > 0u", "unsigned integer overflow"),
+            ("uint(-1.0) > 0u", "unsigned integer overflow"),
+            (
+                "int('1x') > 0",
+                "type conversion error from 'string' to 'int'",
+            ),
+            (
+                "uint('-1') > 0u",
+                "type conversion error from 'string' to 'uint'",
+            ),
+            ("optional.none().value() > 0", "optional.none() dereference"),
+            ("1 / 0 > 0", "division by zero"),
+            ("1 % 0 > 0", "modulus by zero"),
+            ("[1][2] > 0", "index out of bounds: 2"),
+            ("{'a': 1}['b'] > 0", "no such key: b"),
+        ] {
+            let Outcome::Error(e) = run(src, &[]) else {
+                panic!("{src}")
+            };
+            assert_eq!(cel_go_error(&e), GoError::Worded(want.into()), "{src}");
+        }
     }
 
     /// `isIP` as the API server's `parseIPAddr` (Go `netip.ParseAddr`, no zone, no IPv4-mapped
@@ -828,7 +1492,7 @@ mod two_variable_tests {
         let opts = ParserOptions::for_version(Version::new(1, 36));
         let i = Interpreter::new(opts);
         let e = parse_unexpanded(src, opts).expect("parses").expr;
-        let lowered = lower_two_variable_comprehensions(&e)
+        let lowered = lower_for_interpreter(&e)
             .expect("lowers")
             .expect("has a two-variable comprehension");
         assert!(Interpreter::supports(&lowered), "{src}");
@@ -962,9 +1626,9 @@ mod two_variable_tests {
             "self.all(celcostEntry, v, true)",
         ] {
             let e = parse_unexpanded(src, opts).unwrap().expr;
-            assert!(lower_two_variable_comprehensions(&e).is_err(), "{src}");
+            assert!(lower_for_interpreter(&e).is_err(), "{src}");
         }
         let e = parse_unexpanded("self.all(x, x > 0)", opts).unwrap().expr;
-        assert_eq!(lower_two_variable_comprehensions(&e), Ok(None));
+        assert_eq!(lower_for_interpreter(&e), Ok(None));
     }
 }

@@ -47,7 +47,9 @@ impl CostEmbedder for KubernetesEstimator<'_> {
             "fieldSelector" | "labelSelector" if args.len() == 1 => {
                 Some(CallEstimate::cost(selector_cost(size(&args[0]))))
             }
-            "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" => {
+            // `includes` (lists library version 1, Kubernetes 1.37) is only declared from 1.37:
+            // no earlier environment has a function of that name.
+            "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes" => {
                 let t = target?;
                 if let Some(el) = list_element_node(t) {
                     let mut el_cost = Cost::fixed(1);
@@ -55,6 +57,9 @@ impl CostEmbedder for KubernetesEstimator<'_> {
                         el_cost = el_cost.add(size(&el).factor(STRING_TRAVERSAL_COST_FACTOR));
                     }
                     Some(CallEstimate::cost(size(t).mul(el_cost)))
+                } else if function == "includes" {
+                    // The receiver may be a list under `dyn`: a comparison of 1 per element.
+                    Some(CallEstimate::cost(size(t).mul(Cost::fixed(1))))
                 } else {
                     Some(CallEstimate::cost(
                         size(t).factor(STRING_TRAVERSAL_COST_FACTOR),

@@ -104,6 +104,30 @@ pub struct Minor {
     /// (`types.NewOptionalType` = `NewOpaqueType("optional", …)`), `optional_type(int)` from
     /// v0.20.
     pub optional_type_name: &'static str,
+    /// cel-go estimates and counts the global form `matches(s, re)` as it does `s.matches(re)`
+    /// (`checker/cost.go`, `interpreter/runtimecost.go`; cel-expr/cel-go#1350, v0.29: Kubernetes
+    /// 1.37). Before, the global form cost 1 plus its arguments, like any call.
+    pub global_matches_cost: bool,
+    /// cel-go's runtime cost of `startsWith` / `endsWith` is the size of the argument (the
+    /// prefix or suffix), as its estimate always was (`interpreter/runtimecost.go`;
+    /// cel-expr/cel-go#1351, v0.29: Kubernetes 1.37); before, the size of the receiver.
+    /// Read where celcost counts runtime cost (rules on defaults).
+    pub affix_runtime_cost_by_argument: bool,
+    /// `WithTypeAndObjectMeta` bounds `metadata.name` by `maxLength` 253 and `generateName` by
+    /// 252, or by the schema's own `maxLength` where it is smaller (apiextensions-apiserver
+    /// 1f3023483, `schema/cel/model/schemas.go`: Kubernetes 1.37). The CRD schema adaptor only;
+    /// the OpenAPI one that types policies (`apiserver/pkg/cel/common/schemas.go`) is unchanged.
+    pub object_meta_name_max_length: bool,
+    /// cel-go's parser reads backtick-quoted field names (`` self.`a-b` ``) by default
+    /// (`parser/parser.go` `NewParser`: cel-expr/cel-go#1295, v0.28: Kubernetes 1.37); before,
+    /// only with `cel.EnableIdentifierEscapeSyntax()`, which Kubernetes does not set, so a
+    /// backtick was a syntax error.
+    pub ident_escape_syntax: bool,
+    /// On UPDATE of a CRD, a messageExpression is compiled in the stored-expressions
+    /// environment when the stored object has the same text as a *rule* (of an entry with a
+    /// messageExpression): apiextensions `findPreexistingExpressionsInSchema` inserted `v.Rule`
+    /// into the messageExpression set until 5d129eee2 (1.31) made it `v.MessageExpression`.
+    pub stored_message_expressions_by_rule: bool,
 }
 
 const fn v(minor: u32) -> Version {
@@ -132,6 +156,11 @@ const K1_30: Minor = Minor {
     type_meta_keeps_additional_properties: false,
     int_or_string_max_length: false,
     optional_type_name: "optional",
+    global_matches_cost: false,
+    affix_runtime_cost_by_argument: false,
+    object_meta_name_max_length: false,
+    ident_escape_syntax: false,
+    stored_message_expressions_by_rule: true,
 };
 
 const K1_31: Minor = Minor {
@@ -143,6 +172,7 @@ const K1_31: Minor = Minor {
     format_string_validator: true,
     type_meta_keeps_additional_properties: true,
     optional_type_name: super::types::OPTIONAL_TYPE,
+    stored_message_expressions_by_rule: false,
     ..K1_30
 };
 
@@ -190,8 +220,31 @@ const K1_36: Minor = Minor {
     ..K1_35
 };
 
+/// Kubernetes 1.37: cel-go v0.29.2 (apiextensions-apiserver b51744f36), new expressions at
+/// compatibility 1.36, the Kubernetes lists library at version 1 in the stored-expressions
+/// environment (`includes`, `kubernetes.lists.v1` since 1.37), and bounded object names.
+const K1_37: Minor = Minor {
+    kubernetes: v(37),
+    checked_against: "master of 2026-07-23 (after v0.37.0-beta.0)",
+    cel_go: "v0.29.2",
+    compatibility: v(36),
+    global_matches_cost: true,
+    affix_runtime_cost_by_argument: true,
+    object_meta_name_max_length: true,
+    ident_escape_syntax: true,
+    // cel-go v0.28.1 dropped `duration(int)` (`int64_to_duration`, which only ever failed at
+    // runtime: cel-expr/cel-go#1300), so the call no longer type-checks.
+    missing_libraries: &["stdlib.intToDuration"],
+    ..K1_36
+};
+
+// A 1.38 entry would start from `..K1_37` with its compatibility (v(37): `includes` for new
+// expressions), its cel-go, and the rules that minor changes as fields above, read where their
+// formula is computed. Known so far: cel-go 0.32 costs `optMap` / `optFlatMap` by a versioned
+// rule (cel-expr/cel-go#1476, #1487), a field read in `cost.rs` beside `global_matches_cost`.
+
 /// Upstream Kubernetes, oldest first.
-pub const KUBERNETES: [Minor; 7] = [K1_30, K1_31, K1_32, K1_33, K1_34, K1_35, K1_36];
+pub const KUBERNETES: [Minor; 8] = [K1_30, K1_31, K1_32, K1_33, K1_34, K1_35, K1_36, K1_37];
 
 const OS1_30: Minor = Minor {
     distribution: Distribution::OpenShift,
@@ -240,15 +293,28 @@ const OS1_36: Minor = Minor {
     ..K1_36
 };
 
+/// OpenShift has not shipped 1.37 (no openshift/kubernetes 1.37 is vendored anywhere reachable):
+/// upstream's rules stand in for it, and every output says so ([`Minor::stand_in_note`]).
+const OS1_37: Minor = Minor {
+    distribution: Distribution::OpenShift,
+    ..K1_37
+};
+
 /// OpenShift's builds: upstream plus the CEL carries of openshift/kubernetes, oldest first.
-pub const OPENSHIFT: [Minor; 7] = [OS1_30, OS1_31, OS1_32, OS1_33, OS1_34, OS1_35, OS1_36];
+pub const OPENSHIFT: [Minor; 8] = [
+    OS1_30, OS1_31, OS1_32, OS1_33, OS1_34, OS1_35, OS1_36, OS1_37,
+];
+
+/// The newest minor OpenShift has shipped (release-4.22: Kubernetes 1.36); newer OpenShift
+/// entries are upstream's rules standing in.
+pub const OPENSHIFT_SHIPPED: Version = v(36);
 
 /// The rules of the newest supported minor (upstream).
 pub const NEWEST_MINOR: &Minor = &KUBERNETES[KUBERNETES.len() - 1];
 
 /// The oldest and newest supported minors.
 pub const OLDEST: Version = v(30);
-pub const NEWEST: Version = v(36);
+pub const NEWEST: Version = v(37);
 
 fn table(d: Distribution) -> &'static [Minor] {
     match d {
@@ -295,6 +361,21 @@ impl Minor {
     /// Whether this minor's code has a library section at all.
     pub fn has_library(&self, section: &str) -> bool {
         !self.missing_libraries.contains(&section)
+    }
+
+    /// When this entry is another build's rules standing in for one not known (OpenShift's
+    /// 1.37: upstream's), what to tell the user.
+    pub fn stand_in_note(&self) -> Option<String> {
+        (self.distribution == Distribution::OpenShift && self.kubernetes > OPENSHIFT_SHIPPED).then(
+            || {
+                format!(
+                    "OpenShift has not shipped Kubernetes {k} (its newest is {OPENSHIFT_SHIPPED}): \
+                     these are upstream Kubernetes {k}'s rules, exact for OpenShift only if it \
+                     carries no CEL change of its own",
+                    k = self.kubernetes
+                )
+            },
+        )
     }
 
     /// `1.36`, or `1.33 (openshift)`.
@@ -398,8 +479,9 @@ mod tests {
         assert_eq!(parse_version("1.31").unwrap(), v(31));
         assert_eq!(parse_version("v1.36").unwrap(), v(36));
         let e = parse_version("1.29").unwrap_err();
-        assert!(e.contains("1.30 to 1.36"), "{e}");
-        assert!(parse_version("1.37").unwrap_err().contains("not supported"));
+        assert!(e.contains("1.30 to 1.37"), "{e}");
+        assert_eq!(parse_version("1.37").unwrap(), v(37));
+        assert!(parse_version("1.38").unwrap_err().contains("not supported"));
         for bad in ["one.two", "1.31.2", "", "1.", ".3", "1.3x", "1..3"] {
             assert!(parse_version(bad).unwrap_err().contains("invalid"), "{bad}");
         }
@@ -408,10 +490,12 @@ mod tests {
     #[test]
     fn ranges() {
         assert_eq!(parse_range("1.30..1.36").unwrap().len(), 7);
+        assert_eq!(parse_range("1.30..1.37").unwrap().len(), 8);
         assert_eq!(
             parse_range("all").unwrap(),
-            parse_range("1.30..1.36").unwrap()
+            parse_range("1.30..1.37").unwrap()
         );
+        assert_eq!(parse_range("1.36..1.37").unwrap(), [v(36), v(37)]);
         assert_eq!(parse_range("1.32..1.33").unwrap(), [v(32), v(33)]);
         assert_eq!(parse_range("1.34").unwrap(), [v(34)]);
         assert!(parse_range("1.35..1.31").unwrap_err().contains("empty"));
@@ -433,5 +517,50 @@ mod tests {
         assert_eq!(o.next().unwrap().distribution, Distribution::OpenShift);
         assert!(Minor::of(NEWEST).unwrap().next().is_none());
         assert_eq!(o.label(), "1.33 (openshift)");
+        // A 1.38 API server gets the newest rules, and no next minor.
+        let newest = Minor::nearest(v(38), k);
+        assert_eq!(newest.kubernetes, v(37));
+        assert!(newest.next().is_none());
+        assert_eq!(Minor::of(v(36)).unwrap().next().unwrap().kubernetes, v(37));
+    }
+
+    #[test]
+    fn openshift_1_37_is_upstreams_and_says_so() {
+        let os = Minor::of_distribution(v(37), Distribution::OpenShift).unwrap();
+        let k8s = Minor::of(v(37)).unwrap();
+        assert_eq!(
+            Minor {
+                distribution: Distribution::Kubernetes,
+                ..*os
+            },
+            *k8s
+        );
+        let note = os.stand_in_note().expect("a note");
+        assert!(
+            note.contains("OpenShift has not shipped Kubernetes 1.37"),
+            "{note}"
+        );
+        assert!(note.contains("upstream Kubernetes 1.37's rules"), "{note}");
+        assert!(k8s.stand_in_note().is_none());
+        for m in OPENSHIFT
+            .iter()
+            .filter(|m| m.kubernetes <= OPENSHIFT_SHIPPED)
+        {
+            assert!(m.stand_in_note().is_none(), "{}", m.label());
+        }
+    }
+
+    #[test]
+    fn the_1_37_deltas_are_on_from_1_37_only() {
+        for m in KUBERNETES.iter().chain(OPENSHIFT.iter()) {
+            let on = m.kubernetes >= v(37);
+            assert_eq!(m.global_matches_cost, on, "{}", m.label());
+            assert_eq!(m.affix_runtime_cost_by_argument, on, "{}", m.label());
+            assert_eq!(m.object_meta_name_max_length, on, "{}", m.label());
+            assert_eq!(m.ident_escape_syntax, on, "{}", m.label());
+            assert_eq!(m.has_library("stdlib.intToDuration"), !on, "{}", m.label());
+        }
+        assert_eq!(Minor::of(v(37)).unwrap().compatibility, v(36));
+        assert_eq!(Minor::of(v(37)).unwrap().cel_go, "v0.29.2");
     }
 }

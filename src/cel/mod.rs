@@ -8,6 +8,7 @@ pub mod decls;
 pub mod env;
 pub mod eval;
 mod expecting;
+pub mod gofmt;
 pub mod k8s_cost;
 pub mod minor;
 pub mod parse;

@@ -33,24 +33,40 @@ pub struct ParserOptions {
     pub optional_syntax: bool,
     pub two_var_comprehensions: bool,
     pub lists_sort_by: bool,
+    /// Backtick-quoted field names (`` self.`a-b` ``): cel-go's parser default from v0.28
+    /// ([`super::minor::Minor::ident_escape_syntax`]), a syntax error before.
+    pub ident_escape_syntax: bool,
 }
 
 impl ParserOptions {
+    /// The options of an environment at compatibility version `v`, in a cel-go whose parser
+    /// reads no backtick-quoted names (before v0.28; [`ParserOptions::for_minor`] for a minor's).
     pub fn for_version(v: Version) -> Self {
         ParserOptions {
             optional_syntax: v >= Version::new(1, 28),
             two_var_comprehensions: v >= Version::new(1, 32),
             lists_sort_by: v >= Version::new(1, 34),
+            ident_escape_syntax: false,
         }
     }
 
-    /// These options with every gated macro on (the two-variable comprehensions, `sortBy`):
-    /// the parse [`parse_noting_gated_macros`] can tell holds for every options.
+    /// The options of `minor`'s environment at compatibility version `v`.
+    pub fn for_minor(minor: &super::minor::Minor, v: Version) -> Self {
+        ParserOptions {
+            ident_escape_syntax: minor.ident_escape_syntax,
+            ..ParserOptions::for_version(v)
+        }
+    }
+
+    /// These options with every gated macro and syntax on (the two-variable comprehensions,
+    /// `sortBy`, backtick-quoted names): the parse [`parse_noting_gated_macros`] can tell holds
+    /// for every options.
     pub fn with_every_macro(self) -> Self {
         ParserOptions {
             optional_syntax: self.optional_syntax,
             two_var_comprehensions: true,
             lists_sort_by: true,
+            ident_escape_syntax: true,
         }
     }
 }
@@ -91,7 +107,8 @@ pub(crate) fn parse_uncharged(
 
 /// Parses `source` with `opts`, and says whether the result holds for every parser options
 /// with the same `optional_syntax`: true unless the parse met a call of a macro that only some
-/// options have (the two-variable comprehensions, `sortBy`). Those are the only differences
+/// options have (the two-variable comprehensions, `sortBy`), or the text has a backtick (a
+/// quoted name, [`ParserOptions::ident_escape_syntax`]). Those are the only differences
 /// between options of the same `optional_syntax`: every other call parses the same with each,
 /// and a call that matches one of those macros invokes it (even one the macro declines or
 /// fails), which is what is watched. Charges nothing (see [`parse_uncharged`]).
@@ -101,7 +118,13 @@ pub(crate) fn parse_noting_gated_macros(
 ) -> (Result<ParsedExpr, SyntaxErrors>, bool) {
     GATED_MACRO_MET.with(|c| c.set(false));
     let parsed = parse_uncharged(source, opts);
-    (parsed, !GATED_MACRO_MET.with(|c| c.replace(false)))
+    // A backtick anywhere (in a literal too: an over-approximation) may be a quoted name,
+    // which only some options read.
+    let quoted_name = source.contains('`');
+    (
+        parsed,
+        !GATED_MACRO_MET.with(|c| c.replace(false)) && !quoted_name,
+    )
 }
 
 /// Notes that a parse met a macro some parser options do not have.
@@ -269,6 +292,7 @@ fn parse_with_env(
     let parser = env
         .parser()
         .enable_optional_syntax(opts.optional_syntax)
+        .enable_ident_escape_syntax(opts.ident_escape_syntax)
         .max_recursion_depth(u16::MAX);
     COPIES.with(|c| c.borrow_mut().clear());
     let parsed = parser.parse_with_source_info(source);

@@ -20,21 +20,24 @@
 //! - a call its operands and its `CallCost`: the size-dependent ones of `cost.go` and
 //!   `runtimecost.go` (`==`, `!=`, string and bytes comparisons by the smaller size ·0.1;
 //!   string and bytes `+` by the sum ·0.1; `in` by the container's size; `startsWith`,
-//!   `endsWith`, `lowerAscii`, `upperAscii`, `isIP` by the string ·0.1; `split` ·0.2; `contains`
+//!   `endsWith`, `lowerAscii`, `upperAscii`, `isIP`, `url` and `format` (its format string) by the
+//!   string ·0.1; `split` ·0.2; `contains`
 //!   the product; `matches` (1 + string)·0.1 × regex·0.25), never below 1 (the cost of a call
 //!   cel-go dispatches at runtime with no overload id), and 1 for any other.
 //!
 //! So the count is cel-go's actual cost or more (equal on straight-line expressions with no
 //! short-circuit, attribute chains of at most one qualifier and non-empty strings; see the tests),
 //! for the values this evaluator computes as cel-go does: a function or value it does not follow
-//! (timestamps, durations, bytes conversions, structs, the Kubernetes library but `isIP`) makes
+//! (timestamps, durations, bytes conversions, structs, the Kubernetes library but `isIP` and the
+//! URL library, what [`super::eval::format`] and [`super::eval::urls`] do not follow) makes
 //! [`count`] give `None`, and a caller checks that the interpreter's outcome agrees with
 //! [`Counted::outcome`] before trusting the bound. Counting stops as soon as it goes over the
 //! given limit, and charges the work budget ([`crate::budget::charge`]) for every step and every
 //! value it makes.
 
 use super::ast::{Expr, ExprKind, Literal};
-use super::eval::Val;
+use super::eval::{Val, format, urls};
+use super::minor::Minor;
 
 /// A value or a cel-go evaluation error.
 type R = Result<Val, ()>;
@@ -67,11 +70,33 @@ pub enum Count {
     Unsupported,
 }
 
-/// Counts the runtime cost of `e` (macro-expanded) with the variables bound, up to `limit`.
-pub fn count(e: &Expr, vars: &[(&str, &Val)], limit: u64) -> Count {
+/// What of a minor's cel-go the count follows where cel-go's `costCall` changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rules {
+    /// The global `matches(s, re)` counts as `s.matches(re)` (cel-go v0.29,
+    /// [`Minor::global_matches_cost`]); before, 1 like any call.
+    pub global_matches: bool,
+    /// `startsWith` / `endsWith` count the argument's size (cel-go v0.29,
+    /// [`Minor::affix_runtime_cost_by_argument`]); before, the receiver's.
+    pub affix_by_argument: bool,
+}
+
+impl Rules {
+    pub fn of(minor: &Minor) -> Rules {
+        Rules {
+            global_matches: minor.global_matches_cost,
+            affix_by_argument: minor.affix_runtime_cost_by_argument,
+        }
+    }
+}
+
+/// Counts the runtime cost of `e` (macro-expanded) with the variables bound, up to `limit`,
+/// as the cel-go of `rules` counts it.
+pub fn count(e: &Expr, vars: &[(&str, &Val)], limit: u64, rules: Rules) -> Count {
     let mut c = Counter {
         cost: 0,
         limit,
+        rules,
         work: 0,
         scope: vars
             .iter()
@@ -94,6 +119,7 @@ const WORK_CAP: u64 = 4_000_000;
 struct Counter {
     cost: u64,
     limit: u64,
+    rules: Rules,
     /// The nodes of the values made so far.
     work: u64,
     /// Bound names, innermost last.
@@ -166,7 +192,7 @@ fn equal(a: &Val, b: &Val) -> Option<bool> {
             }
             true
         }
-        (Optional(_) | Other(_), _) | (_, Optional(_) | Other(_)) => return None,
+        (Optional(_) | Url(_) | Other(_), _) | (_, Optional(_) | Url(_) | Other(_)) => return None,
         _ => false,
     })
 }
@@ -439,7 +465,7 @@ impl Counter {
         for a in args {
             vals.push(self.eval(a)?);
         }
-        let cost = call_cost(function, &vals)?;
+        let cost = call_cost(function, target.is_some(), &vals, self.rules)?;
         self.add(cost)?;
         if function == "@not_strictly_false" {
             // Non-strict: true for anything but false (errors included).
@@ -471,10 +497,17 @@ fn qualifier_cost(operand: &Expr) -> u64 {
     }
 }
 
-/// `CallCost` of the Kubernetes library, else cel-go's `costCall`, at least 1.
-fn call_cost(function: &str, a: &[R]) -> Result<u64, Stop> {
+/// `CallCost` of the Kubernetes library, else cel-go's `costCall` (as of `rules`), at least 1.
+/// `member`: a receiver call, whose receiver is `a[0]`.
+fn call_cost(function: &str, member: bool, a: &[R], rules: Rules) -> Result<u64, Stop> {
     let s = |i: usize| a.get(i).map(size).unwrap_or(1) as f64;
     let cost = match function {
+        // cel-go v0.29 counts the prefix or suffix; before, the receiver.
+        "startsWith" | "endsWith" if member && rules.affix_by_argument && a.len() == 2 => {
+            ceil(s(1) * 0.1)
+        }
+        // The global form: no case in cel-go's `costCall` before v0.29.
+        "matches" if !member && !rules.global_matches => 1,
         "_==_" | "_!=_" if a.len() == 2 => ceil(s(0).min(s(1)) * 0.1),
         "_<_" | "_<=_" | "_>_" | "_>=_" if a.len() == 2 && is_text(&a[0]) && is_text(&a[1]) => {
             ceil(s(0).min(s(1)) * 0.1)
@@ -482,6 +515,8 @@ fn call_cost(function: &str, a: &[R]) -> Result<u64, Stop> {
         "_+_" if a.len() == 2 && is_text(&a[0]) && is_text(&a[1]) => ceil((s(0) + s(1)) * 0.1),
         "@in" if a.len() == 2 => s(1) as u64,
         "startsWith" | "endsWith" | "lowerAscii" | "upperAscii" | "isIP" => ceil(s(0) * 0.1),
+        // The Kubernetes `url` (1.30 to 1.36); cel-go's `string_format` (its receiver).
+        "url" | "format" => ceil(s(0) * 0.1),
         "split" => ceil(s(0) * 2.0 * 0.1),
         "contains" if a.len() == 2 => ceil(s(0) * 0.1) * ceil(s(1) * 0.1),
         "matches" if a.len() == 2 => ceil((1.0 + s(0)) * 0.1) * ceil(s(1) * 0.25),
@@ -643,12 +678,40 @@ fn apply(function: &str, v: &[Val]) -> Result<R, Stop> {
             ok(List(parts))
         }
         ("isIP", [String(s)]) => ok(Bool(super::eval::is_ip(s))),
+        ("format", [String(f), List(args)]) => match format::format(f, args) {
+            Ok(s) => ok(String(s)),
+            Err(format::FormatError::NotFollowed) => unsupported,
+            Err(_) => error(),
+        },
+        ("url", [String(s)]) => match urls::url(s).map_err(|_| Stop::Unsupported)? {
+            Ok(u) => ok(Url(std::sync::Arc::new(u))),
+            Err(_) => error(),
+        },
+        ("isURL", [String(s)]) => ok(Bool(urls::is_url(s).map_err(|_| Stop::Unsupported)?)),
+        ("getScheme", [Url(u)]) => ok(String(u.scheme())),
+        ("getHost" | "getHostname" | "getPort" | "getEscapedPath", [Url(u)]) => {
+            let got = match function {
+                "getHost" => u.host(),
+                "getHostname" => u.hostname(),
+                "getPort" => u.port(),
+                _ => u.escaped_path(),
+            };
+            ok(String(got.map_err(|_| Stop::Unsupported)?))
+        }
+        ("getQuery", [Url(u)]) => ok(Map(u
+            .query()
+            .map_err(|_| Stop::Unsupported)?
+            .into_iter()
+            .map(|(k, vs)| (String(k), List(vs.into_iter().map(String).collect())))
+            .collect())),
         ("int", [Int(i)]) => ok(Int(*i)),
         ("int", [Uint(u)]) => i64::try_from(*u).map_or_else(|_| error(), |i| ok(Int(i))),
         ("int", [Double(d)]) if d.abs() < (1u64 << 62) as f64 => ok(Int(d.trunc() as i64)),
         ("int", [String(s)]) => s.parse::<i64>().map_or_else(|_| error(), |i| ok(Int(i))),
         ("uint", [Uint(u)]) => ok(Uint(*u)),
         ("uint", [Int(i)]) => u64::try_from(*i).map_or_else(|_| error(), |u| ok(Uint(u))),
+        // Go's `ParseUint` takes no sign.
+        ("uint", [String(s)]) if s.starts_with('+') => error(),
         ("uint", [String(s)]) => s.parse::<u64>().map_or_else(|_| error(), |u| ok(Uint(u))),
         ("double", [Double(d)]) => ok(Double(*d)),
         ("double", [Int(i)]) => ok(Double(*i as f64)),
@@ -673,7 +736,7 @@ mod tests {
         let e = parse(src, ParserOptions::for_version(Version::new(1, 36)))
             .expect("parses")
             .expr;
-        count(&e, vars, u64::MAX)
+        count(&e, vars, u64::MAX, Rules::default())
     }
 
     fn counted(src: &str, vars: &[(&str, &Val)]) -> (u64, Result<Val, ()>) {
@@ -740,6 +803,46 @@ mod tests {
         );
     }
 
+    /// cel-go v0.29 (Kubernetes 1.37) counts `startsWith` / `endsWith` by the argument, and the
+    /// global `matches` as the receiver form: apiextensions-apiserver b51744f36's
+    /// `TestCelCostStability` (`self.val1.startsWith('Rook')` 4 → 3, `!…startsWith('knight')`
+    /// 5 → 4 on "Rook takes 👑") and `TestDefaultValidationWithCostBudget`'s default
+    /// "kube-everything" (the prefix 'kube' made long enough to still cost what it did).
+    #[test]
+    fn affixes_and_global_matches_by_minor() {
+        let v36 = Rules::of(crate::cel::minor::Minor::of(Version::new(1, 36)).unwrap());
+        let v37 = Rules::of(crate::cel::minor::Minor::of(Version::new(1, 37)).unwrap());
+        let at = |src: &str, vars: &[(&str, &Val)], rules: Rules| {
+            let e = parse(src, ParserOptions::for_version(Version::new(1, 36)))
+                .unwrap()
+                .expr;
+            match count(&e, vars, u64::MAX, rules) {
+                Count::Counted(c) => c.cost,
+                other => panic!("{src}: {other:?}"),
+            }
+        };
+        let self_ = Val::Map(vec![(s("val1"), s("Rook takes 👑"))]);
+        let vars = [("self", &self_)];
+        for (src, before, after) in [
+            ("self.val1.startsWith('Rook')", 4, 3),
+            ("!self.val1.startsWith('knight')", 5, 4),
+            ("self.val1.endsWith('👑')", 4, 3),
+        ] {
+            assert_eq!(at(src, &vars, v36), before, "1.36 {src}");
+            assert_eq!(at(src, &vars, v37), after, "1.37 {src}");
+        }
+        let kube = s("kube-everything");
+        let vars = [("self", &kube)];
+        assert_eq!(at("self.startsWith('kube')", &vars, v36), 3);
+        assert_eq!(at("self.startsWith('kube')", &vars, v37), 2);
+        assert_eq!(at("self.startsWith('kube-everyt')", &vars, v37), 3);
+        let long = Val::String("x".repeat(500));
+        let vars = [("input", &long)];
+        assert_eq!(at("matches(input, '[0-9]')", &vars, v36), 2);
+        assert_eq!(at("matches(input, '[0-9]')", &vars, v37), 103);
+        assert_eq!(at("input.matches('[0-9]')", &vars, v36), 103);
+    }
+
     /// Where cel-go does less (short-circuits, one branch of a ternary, early exits), the count
     /// is more, never less.
     #[test]
@@ -790,10 +893,87 @@ mod tests {
         let e = parse(rule, ParserOptions::for_version(Version::new(1, 36)))
             .unwrap()
             .expr;
-        assert_eq!(count(&e, &[("self", &with)], 20), Count::Over);
+        assert_eq!(
+            count(&e, &[("self", &with)], 20, Rules::default()),
+            Count::Over
+        );
         // What the counter does not follow.
         assert_eq!(
             cost("duration('1s') < duration('2s')", &[]),
+            Count::Unsupported
+        );
+    }
+
+    /// cel-go's `TestStringFormat` (ext/formatting_test.go, v0.26.0): `expectedRuntimeCost` of
+    /// each case the counter follows (the list 10, `string_format` its format string ·0.1,
+    /// conversions 1), and its output.
+    #[test]
+    fn format_as_cel_go_counts_it() {
+        for (src, want, out) in [
+            ("'no substitution'.format([])", 12, "no substitution"),
+            (
+                "'str is %s and some more'.format(['filler'])",
+                13,
+                "str is filler and some more",
+            ),
+            ("'%%%s%%'.format(['text'])", 11, "%text%"),
+            (
+                "'%d %d %d, %s %s %s, %d %d %d, %s %s %s'.format([1, 2, 3, 'A', 'B', 'C', 4, 5, 6, 'D', 'E', 'F'])",
+                14,
+                "1 2 3, A B C, 4 5 6, D E F",
+            ),
+            ("'%.3f'.format([1.2345])", 11, "1.234"),
+            (
+                "'unsigned 64 in binary: %b'.format([uint(64)])",
+                14,
+                "unsigned 64 in binary: 1000000",
+            ),
+            ("'%s'.format([[2.71]])", 21, "[2.710000]"),
+            ("'%d'.format([uint(64)])", 12, "64"),
+            (
+                // cel-go's case less its `"key2": duration("2h")` (a call, 1).
+                "'%s'.format([{'key1': b'xyz', 'key5': null, 'key4': true, 'key3': 2.71828}])",
+                41,
+                "{\"key1\":b\"xyz\", \"key3\":2.718280, \"key4\":true, \"key5\":null}",
+            ),
+        ] {
+            assert_eq!(counted(src, &[]), (want, Ok(s(out))), "{src}");
+        }
+        assert_eq!(cost("'%e'.format([2.71828])", &[]), Count::Unsupported);
+        // A formatting error is an error value.
+        assert_eq!(counted("'%d'.format(['x'])", &[]).1, Err(()));
+    }
+
+    /// The Kubernetes URL library: `url` costs its string ·0.1 (`library/cost.go` `CallCost`,
+    /// 1.30 to 1.36), `isURL` and the accessors 1 (1.30: cel-go's default; from 1.31 the
+    /// accessors' own 1); a URL's size is 1.
+    #[test]
+    fn url_library_costs() {
+        let u = s("https://kubernetes.io:80/docs/home?k1=a&k2=b&k2=c");
+        // self 1, url ceil(50·0.1) 5, getQuery 1, size 1, `<=` 1.
+        assert_eq!(
+            counted("url(self).getQuery().size() <= 3", &[("self", &u)]),
+            (9, Ok(Val::Bool(true)))
+        );
+        assert_eq!(
+            counted(
+                "url(self).getHostname() == 'kubernetes.io'",
+                &[("self", &u)]
+            ),
+            (1 + 5 + 1 + 2, Ok(Val::Bool(true)))
+        );
+        assert_eq!(
+            counted("isURL(self)", &[("self", &u)]),
+            (2, Ok(Val::Bool(true)))
+        );
+        let a = s("a");
+        assert_eq!(
+            counted("url(self).getQuery().size() <= 3", &[("self", &a)]),
+            (1 + 1 + 1 + 1 + 1, Err(()))
+        );
+        // Comparing URLs is not followed.
+        assert_eq!(
+            cost("url(self) == url(self)", &[("self", &u)]),
             Count::Unsupported
         );
     }
@@ -815,7 +995,10 @@ mod tests {
         .unwrap()
         .expr;
         let started = std::time::Instant::now();
-        assert_eq!(count(&e, &[("self", &v)], 1_000_000), Count::Unsupported);
+        assert_eq!(
+            count(&e, &[("self", &v)], 1_000_000, Rules::default()),
+            Count::Unsupported
+        );
         assert!(started.elapsed().as_secs() < 20);
     }
 }

@@ -88,7 +88,16 @@ fn write(e: &Expr, out: &mut String) -> Option<()> {
             }
             wrap(operand, precedence(operand) < MEMBER, out)?;
             out.push('.');
-            out.push_str(field);
+            // A name that is no identifier was quoted (`` self.`a-b` ``, cel-go v0.28+).
+            let plain = field.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && field.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if plain {
+                out.push_str(field);
+            } else {
+                out.push('`');
+                out.push_str(field);
+                out.push('`');
+            }
             if *test_only {
                 out.push(')');
             }
@@ -290,6 +299,18 @@ mod tests {
             "{src} → {text}"
         );
         text
+    }
+
+    #[test]
+    fn quoted_names_stay_quoted() {
+        let opts = ParserOptions {
+            ident_escape_syntax: true,
+            ..ParserOptions::for_version(Version::new(1, 36))
+        };
+        for src in ["self.`a-b` == 1", "has(self.`x.y`)", "self.a.`b/c`.d"] {
+            let e = parse_unexpanded(src, opts).expect("parses").expr;
+            assert_eq!(unparse(&e).as_deref(), Some(src));
+        }
     }
 
     #[test]

@@ -91,8 +91,8 @@ pub struct ControllerArgs {
     #[arg(long, env = "CELCOST_WATCH_BUFFER_MIB", default_value_t = 4,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub watch_buffer_mib: u16,
-    /// Kubernetes minor whose API server the estimates follow (1.30 to 1.36); default: the
-    /// API server's own (an older one gets 1.30's rules, a newer one 1.36's, with a warning).
+    /// Kubernetes minor whose API server the estimates follow (1.30 to 1.37); default: the
+    /// API server's own (an older one gets 1.30's rules, a newer one 1.37's, with a warning).
     /// Each report also carries the next minor's verdict (condition `UpgradeSafe`).
     #[arg(long, env = "CELCOST_KUBERNETES_VERSION", value_parser = crate::cel::minor::parse_version)]
     pub kubernetes_version: Option<Version>,
@@ -486,6 +486,9 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         bytes: usize::try_from(args.estimate_max_memory_mib << 20).unwrap_or(usize::MAX),
     };
     let minor = crate::cel::minor::Minor::nearest(version, distribution);
+    if let Some(note) = minor.stand_in_note() {
+        warn!(model = %minor.label(), "{note}");
+    }
     let estimator: Arc<dyn CostEstimator> = Arc::new(WithNextMinor {
         current: Estimator::for_minor(minor).with_limits(limits),
         next: minor

@@ -95,6 +95,13 @@ pub const MAX_TEXT_LEN: usize = 1024;
         priority = 1
     ),
     printcolumn(
+        name = "Updates",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"SchemaUpdatable\")].reason",
+        description = "CRDs: AcceptedOnCreate; SchemaFrozen (served, but refused on create: updates that keep its schemas pass, a schema change is refused until the named rule fits); UpdatesRefused",
+        priority = 1
+    ),
+    printcolumn(
         name = "Ready",
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Ready\")].status",
@@ -202,6 +209,11 @@ pub struct CostReportStatus {
     /// celcost has no rules for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_version: Option<NextVersionStatus>,
+    /// CRDs the API server of `kubernetesVersion` would refuse on create, though the cluster
+    /// stores and serves them: its verdict on an update that keeps the object as it is, and
+    /// what a schema change is refused for (CLI JSON of `celcost diff`: `update`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<UpdateStatus>,
     /// Set when the report is abridged (rules left out, text cut).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schemars(length(max = 1024))]
@@ -210,6 +222,72 @@ pub struct CostReportStatus {
     #[serde(default)]
     #[schemars(schema_with = "conditions_schema")]
     pub conditions: Vec<Condition>,
+}
+
+/// The API server's verdict on an update of the stored object (CLI JSON: `update`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateStatus {
+    /// `cluster`: the object was judged against itself, as stored.
+    #[schemars(length(max = 1024))]
+    pub stored_source: String,
+    /// Whether the API server accepts an update that keeps the object's schemas.
+    pub valid: bool,
+    /// Its field errors for such an update (first 16).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16), inner(length(max = 1024)))]
+    pub errors: Vec<String>,
+    /// Rules and messageExpressions over the per-expression limit that pass only while their
+    /// version's schema is unchanged (first 16).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub held: Vec<HeldExpressionStatus>,
+    /// Expressions that compile only because the stored object has them (first 16).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub stored_only: Vec<StoredOnlyStatus>,
+    /// Set when the update could not be judged: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub stopped: Option<String>,
+}
+
+/// A rule or messageExpression held by its unchanged schema (CLI JSON: `update.held[]`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldExpressionStatus {
+    #[schemars(length(max = 256))]
+    pub schema_field_path: String,
+    #[serde(default)]
+    #[schemars(length(max = 64), inner(length(max = 64)))]
+    pub versions: Vec<String>,
+    #[schemars(length(max = 1024))]
+    pub path: String,
+    pub index: i64,
+    /// `rule` or `messageExpression`.
+    #[schemars(length(max = 32))]
+    pub what: String,
+    #[schemars(length(max = 1024))]
+    pub expression: String,
+    pub cost: i64,
+    /// The error the API server gives once the schema changes.
+    #[schemars(length(max = 1024))]
+    pub error: String,
+    /// True when `cost` exceeded int64 and is shown as 9223372036854775807.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unbounded: bool,
+}
+
+/// An expression that compiles only as a stored one (CLI JSON: `update.storedOnly[]`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredOnlyStatus {
+    #[schemars(length(max = 1024))]
+    pub field_path: String,
+    #[schemars(length(max = 1024))]
+    pub expression: String,
+    #[schemars(length(max = 1024))]
+    pub compile_error: String,
 }
 
 /// The object on the next Kubernetes minor.

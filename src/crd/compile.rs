@@ -61,6 +61,19 @@ pub fn compile_rule(
     decl: &Arc<DeclType>,
     provider: &DeclTypeProvider,
 ) -> RuleCompilation {
+    compile_rule_in(env, env, rule, decl, provider)
+}
+
+/// As [`compile_rule`], the rule in `env` and its messageExpression in `message_env` (the
+/// `EnvLoader` of `compileRule`: on update, each in the stored-expressions environment when the
+/// stored object has it, else in the new-expressions one).
+pub fn compile_rule_in(
+    env: &Env,
+    message_env: &Env,
+    rule: &ValidationRule,
+    decl: &Arc<DeclType>,
+    provider: &DeclTypeProvider,
+) -> RuleCompilation {
     let mut out = RuleCompilation::default();
     if rule.rule.trim().is_empty() {
         return out;
@@ -116,6 +129,7 @@ pub fn compile_rule(
     };
     out.max_cost = estimate(&checked, &embedder, env.cost_options()).max;
     if !rule.message_expression.is_empty() {
+        let env = message_env;
         match env.compile(&rule.message_expression, &vars, provider) {
             Err(e) => {
                 out.message_error = Some(if e.1.is_some() {

@@ -8,6 +8,8 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::cel::decls::Version;
+use crate::cel::gofmt::{fixed, shortest_digits};
+pub use crate::cel::gofmt::{go_float, go_quote};
 pub use govalue::GoValue;
 
 /// Whether `field.Error` renders a bad value that is not a string, number or boolean as JSON
@@ -64,10 +66,19 @@ pub fn max_len(k: Version, n: usize) -> String {
     format!("must be no more than {n} {unit}")
 }
 
+/// Whether a stored version missing from `spec.versions` is explained (`missing from
+/// spec.versions; v1 was previously a storage version, and must remain ...`: Kubernetes 1.33,
+/// apiextensions 567b50c9c) rather than `must appear in spec.versions` (before). Only an update
+/// can leave one out.
+pub fn stored_version_removal_says_why(k: Version) -> bool {
+    k >= Version::new(1, 33)
+}
+
 /// Every error-wording rule of a minor, for telling whether two minors word every error alike
 /// (a range shares one estimate between them then). A new wording rule belongs here too.
-pub fn wording(k: Version) -> [bool; 8] {
+pub fn wording(k: Version) -> [bool; 9] {
     [
+        stored_version_removal_says_why(k),
         max_len_in_bytes(k),
         bad_values_as_json(k),
         details_repeat_the_field(k),
@@ -279,62 +290,6 @@ fn too_many_detail(k: Version, max: i64) -> String {
     }
 }
 
-/// Go's `%v` of a `float64`: `strconv.FormatFloat(f, 'g', -1, 64)`, i.e. the shortest digits,
-/// in exponent form when the decimal exponent is < -4 or >= 6 (`1e+06`, `1.5`, `1e-05`).
-pub fn go_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    let (neg, digits, exp) = shortest_digits(f);
-    let sign = if neg { "-" } else { "" };
-    if !(-4..6).contains(&exp) {
-        let mut m = digits[..1].to_string();
-        if digits.len() > 1 {
-            m.push('.');
-            m.push_str(&digits[1..]);
-        }
-        let es = if exp < 0 { '-' } else { '+' };
-        format!("{sign}{m}e{es}{:02}", exp.abs())
-    } else {
-        format!("{sign}{}", fixed(&digits, exp))
-    }
-}
-
-/// The shortest round-trip decimal digits of `f` and its decimal exponent (`d.ddd × 10^exp`).
-fn shortest_digits(f: f64) -> (bool, String, i32) {
-    let s = format!("{:e}", f.abs());
-    let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
-    let digits: String = m.chars().filter(|c| *c != '.').collect();
-    (f < 0.0, digits, e.parse().unwrap_or(0))
-}
-
-/// `digits` × 10^(exp - len + 1) in fixed notation.
-fn fixed(digits: &str, exp: i32) -> String {
-    let n = digits.len() as i32;
-    if exp < 0 {
-        format!("0.{}{}", "0".repeat((-exp - 1) as usize), digits)
-    } else if exp + 1 >= n {
-        format!("{}{}", digits, "0".repeat((exp + 1 - n) as usize))
-    } else {
-        let (a, b) = digits.split_at((exp + 1) as usize);
-        format!("{a}.{b}")
-    }
-}
-
 /// `encoding/json`'s rendering of a `float64`.
 pub fn go_json_float(f: f64) -> String {
     let abs = f.abs();
@@ -419,47 +374,6 @@ fn write_go_json(v: &Value, out: &mut String) {
             out.push('}');
         }
     }
-}
-
-/// Go's `%q` of a string (`strconv.Quote`): printable characters as they are, `\a \b \f \n \r
-/// \t \v`, other ASCII controls as `\xHH`, other unprintable characters as `\uHHHH` or
-/// `\UHHHHHHHH`.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if go_is_print(c) => out.push(c),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if c.is_ascii() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `strconv.IsPrint`: letters, marks, numbers, punctuation, symbols and the ASCII space.
-/// Rust's `escape_debug` keeps the same characters (of its own Unicode version, which may be
-/// newer than Go's) except grapheme extenders at the start of a string, hence the `a` before.
-fn go_is_print(c: char) -> bool {
-    if c.is_ascii() {
-        return (' '..='~').contains(&c);
-    }
-    let mut buf = [0u8; 8];
-    buf[0] = b'a';
-    let n = c.encode_utf8(&mut buf[1..]).len();
-    let s = std::str::from_utf8(&buf[..=n]).unwrap_or_default();
-    s.escape_debug().eq(s.chars())
 }
 
 /// Go `encoding/json` string encoding (HTML-escaped `<`, `>`, `&`; `\b` and `\f` since Go 1.22,

@@ -5,6 +5,7 @@
 
 mod compile;
 pub mod fielderr;
+pub mod update;
 mod validate;
 
 use std::rc::Rc;
@@ -12,12 +13,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use compile::{RuleCompilation, compile_rule};
+pub use compile::{RuleCompilation, compile_rule, compile_rule_in};
 use fielderr::FieldError;
 
 use crate::cel::env::{CheckerPanic, Env};
 use crate::report::{
-    Drivers, ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, SchemaReport,
+    Drivers, HeldExpression, ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport,
+    SchemaReport,
 };
 use crate::schema::decltype::{
     DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES, schema_decl_type,
@@ -100,6 +102,19 @@ pub fn estimate_prepared(
     source: &str,
     prepared: &Prepared<'_>,
 ) -> ObjectReport {
+    estimate_write(env, crd, source, prepared, None).0
+}
+
+/// The CRD walk of a create (`update` = `None`) or of an update of a stored object
+/// ([`update::UpdateRules`]): the report, and on update the expressions over the per-expression
+/// limit that an unchanged schema lets through.
+fn estimate_write(
+    env: &Env,
+    crd: &Value,
+    source: &str,
+    prepared: &Prepared<'_>,
+    update: Option<&update::UpdateRules>,
+) -> (ObjectReport, Vec<HeldExpression>) {
     let name = crd
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -128,24 +143,38 @@ pub fn estimate_prepared(
             ));
             report.errors = errors.iter().map(|e| e.render(env.kubernetes)).collect();
             report.valid = false;
-            return report;
+            return (report, Vec::new());
         }
     };
     errors.extend(prepared.spec_errors.iter().cloned());
     let mut panic = None;
+    let mut held = Vec::new();
     for root in roots {
-        let out = estimate_schema(env, root);
+        let out = estimate_schema(env, root, update);
         errors.extend(out.errors);
         report.schemas.push(out.report);
         report.notes.extend(out.notes);
+        held.extend(out.held);
         panic = panic.or(out.panic);
+    }
+    match update {
+        None => {
+            // The registry strategy's create starts from an empty status.
+            let stored = validate::stored_versions_after_write(None, crd);
+            errors.extend(validate::validate_stored_versions(
+                stored.as_deref(),
+                crd,
+                env.kubernetes,
+            ));
+        }
+        Some(u) => errors.extend(u.object_errors(crd, env.kubernetes)),
     }
     report.valid = errors.is_empty();
     report.errors = errors.iter().map(|e| e.render(env.kubernetes)).collect();
     if let Some((field_path, p)) = panic {
         report.set_apiserver_panic(&field_path, &p);
     }
-    report
+    (report, held)
 }
 
 /// The validated schema roots: one hoisted `spec.validation.openAPIV3Schema` when every version
@@ -252,6 +281,13 @@ struct Ctx {
 
 struct Walk<'e> {
     env: &'e Env,
+    /// On update: the stored object's expressions, compiled in the stored-expressions
+    /// environment.
+    stored: Option<&'e update::StoredExpressions>,
+    /// On update of a version whose schema is unchanged: no per-expression cost limit
+    /// (`suppressPerExpressionCost`); what it lets through is kept in `held`.
+    suppress_per_expression_cost: bool,
+    held: Vec<HeldExpression>,
     /// The first rule (or messageExpression) the API server's compiler panics on.
     panic: Option<(String, CheckerPanic)>,
     total: u64,
@@ -261,12 +297,21 @@ struct Walk<'e> {
 }
 
 /// Estimates one schema root.
-fn estimate_schema(env: &Env, prepared: &PreparedRoot<'_>) -> SchemaOutcome {
+fn estimate_schema(
+    env: &Env,
+    prepared: &PreparedRoot<'_>,
+    update: Option<&update::UpdateRules>,
+) -> SchemaOutcome {
     let root = &prepared.root;
     crate::budget::at(&root.field_path);
     let mut errors = Vec::new();
     let s = &root.schema;
-    let checks = validate::validate_root(s, &root.field_path, &prepared.structure, env);
+    let checks = match update {
+        // An update of an object with a non-structural schema checks no structure, no
+        // default and no rule (`requireStructuralSchema` of the stored object).
+        Some(u) if !u.require_structural() => validate::unstructured_root(&prepared.structure),
+        _ => validate::validate_root(s, &root.field_path, &prepared.structure, env),
+    };
     let cel_enabled = checks.cel_enabled;
     errors.extend(checks.errors);
     let notes: Vec<String> = checks
@@ -281,6 +326,11 @@ fn estimate_schema(env: &Env, prepared: &PreparedRoot<'_>) -> SchemaOutcome {
     let default_panic = checks.panic;
     let mut w = Walk {
         env,
+        stored: update.map(update::UpdateRules::stored_expressions),
+        // The schema every version shares is judged by the first version (`spec.version`).
+        suppress_per_expression_cost: update
+            .is_some_and(|u| root.versions.first().is_some_and(|v| u.schema_unchanged(v))),
+        held: Vec::new(),
         panic: None,
         total: 0,
         most_expensive: Vec::new(),
@@ -342,12 +392,22 @@ fn estimate_schema(env: &Env, prepared: &PreparedRoot<'_>) -> SchemaOutcome {
         rules: w.rules,
         ..SchemaReport::default()
     };
+    let held = w
+        .held
+        .into_iter()
+        .map(|h| HeldExpression {
+            schema_field_path: root.field_path.clone(),
+            versions: root.versions.clone(),
+            ..h
+        })
+        .collect();
     SchemaOutcome {
         report,
         errors,
         // The defaults are validated before the rules are compiled.
         panic: default_panic.or(w.panic),
         notes,
+        held,
     }
 }
 
@@ -359,18 +419,13 @@ struct SchemaOutcome {
     panic: Option<(String, CheckerPanic)>,
     /// What the report should say beside the verdict.
     notes: Vec<String>,
+    /// On update: what an unchanged schema lets through.
+    held: Vec<HeldExpression>,
 }
 
 /// `getCostErrorMessage`.
 pub fn cost_error_message(name: &str, cost: u64, limit: u64) -> String {
-    let x = cost as f64 / limit as f64;
-    let factor = if x > 100.0 {
-        "more than 100x".to_string()
-    } else if x < 1.5 {
-        format!("{x:.6}x")
-    } else {
-        format!("{x:.1}x")
-    };
+    let factor = crate::report::format::budget_factor(cost, limit);
     format!(
         "{name} exceeds budget by factor of {factor} (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
     )
@@ -728,7 +783,14 @@ impl Walk<'_> {
                 self.rules.push(r);
                 continue;
             };
-            let mut cr = compile_rule(self.env, rule, decl, provider);
+            let (rule_env, message_env) = match self.stored {
+                Some(st) => (
+                    st.rule_env(self.env, &rule.rule),
+                    st.message_env(self.env, &rule.message_expression),
+                ),
+                None => (self.env, self.env),
+            };
+            let mut cr = compile_rule_in(rule_env, message_env, rule, decl, provider);
             if let Some(p) = cr.panic.take()
                 && self.panic.is_none()
             {
@@ -756,10 +818,15 @@ impl Walk<'_> {
             r.message_expression_cost = cr.message_expression_cost;
             r.message_expression_compile_error = cr.message_error.clone();
             if r.cost > PER_RULE_COST_LIMIT {
-                cel_errors.push(FieldError::forbidden(
+                let e = FieldError::forbidden(
                     &rule_fld,
                     &cost_error_message("estimated rule cost", r.cost, PER_RULE_COST_LIMIT),
-                ));
+                );
+                if self.suppress_per_expression_cost {
+                    self.hold(&r, "rule", &rule.rule, r.cost, &e);
+                } else {
+                    cel_errors.push(e);
+                }
             }
             self.observe(&rule_fld, r.cost);
             if let Some(e) = &cr.error {
@@ -782,14 +849,19 @@ impl Walk<'_> {
                 ));
             } else if let Some(mc) = cr.message_expression_cost {
                 if mc > PER_RULE_COST_LIMIT {
-                    cel_errors.push(FieldError::forbidden(
+                    let e = FieldError::forbidden(
                         &me_fld,
                         &cost_error_message(
                             "estimated messageExpression cost",
                             mc,
                             PER_RULE_COST_LIMIT,
                         ),
-                    ));
+                    );
+                    if self.suppress_per_expression_cost {
+                        self.hold(&r, "messageExpression", &rule.message_expression, mc, &e);
+                    } else {
+                        cel_errors.push(e);
+                    }
                 }
                 self.observe(&me_fld, mc);
             }
@@ -822,6 +894,19 @@ impl Walk<'_> {
             };
             self.rules.push(r);
         }
+    }
+
+    /// An expression over the per-expression limit that an unchanged schema lets through.
+    fn hold(&mut self, r: &RuleReport, what: &str, expression: &str, cost: u64, e: &FieldError) {
+        self.held.push(HeldExpression {
+            path: r.path.clone(),
+            index: r.index,
+            what: what.to_string(),
+            expression: expression.to_string(),
+            cost,
+            error: e.render(self.env.kubernetes),
+            ..HeldExpression::default()
+        });
     }
 
     /// `TotalCost.ObserveExpressionCost`.

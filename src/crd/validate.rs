@@ -26,7 +26,7 @@ pub use node::{NodeContext, nested_schemas, validate_node};
 use super::fielderr::{BadValue, FieldError, GoValue};
 use crate::schema::Schema;
 
-/// Object-level checks of the spec that every create runs.
+/// Object-level checks of the spec that every create and update runs.
 pub fn validate_crd_spec(crd: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let versions = crd.pointer("/spec/versions");
@@ -34,7 +34,7 @@ pub fn validate_crd_spec(crd: &Value) -> Vec<FieldError> {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|v| v.get("storage").and_then(Value::as_bool).unwrap_or(false))
+        .filter(|v| is_storage(v))
         .count();
     if storage != 1 {
         errs.push(FieldError::invalid(
@@ -43,13 +43,90 @@ pub fn validate_crd_spec(crd: &Value) -> Vec<FieldError> {
             "must have exactly one version marked as storage version",
         ));
     }
-    // The registry strategy sets status.storedVersions to the storage version on create (from
-    // an empty status).
-    if storage == 0 {
-        errs.push(FieldError::invalid(
+    errs
+}
+
+fn is_storage(v: &Value) -> bool {
+    v.get("storage").and_then(Value::as_bool).unwrap_or(false)
+}
+
+fn version_name(v: &Value) -> &str {
+    v.get("name").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// `status.storedVersions` after the registry strategy prepared a write: the stored object's
+/// (`PrepareForUpdate` keeps the old status; `None` on create, whose status starts empty) with the
+/// first storage version of `crd` appended when it is not in it.
+pub fn stored_versions_after_write(stored: Option<&[String]>, crd: &Value) -> Option<Vec<String>> {
+    let mut out: Option<Vec<String>> = stored.map(<[String]>::to_vec);
+    let first_storage = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|v| is_storage(v))
+        .map(version_name);
+    if let Some(name) = first_storage
+        && !out.as_ref().is_some_and(|s| s.iter().any(|x| x == name))
+    {
+        out.get_or_insert_with(Vec::new).push(name.to_string());
+    }
+    out
+}
+
+/// `ValidateCustomResourceDefinitionStoredVersions` of `status.storedVersions` (`None`: nil)
+/// against `spec.versions`, in the words of Kubernetes `k`.
+pub fn validate_stored_versions(
+    stored: Option<&[String]>,
+    crd: &Value,
+    k: crate::cel::decls::Version,
+) -> Vec<FieldError> {
+    let value = || BadValue::Go(GoValue::strings(stored));
+    let stored_list = stored.unwrap_or_default();
+    if stored_list.is_empty() {
+        return vec![FieldError::invalid(
             "status.storedVersions",
-            BadValue::Go(GoValue::strings(None)),
+            value(),
             "must have at least one stored version",
+        )];
+    }
+    let mut errs = Vec::new();
+    // Go's map of name → (last) index, entries deleted as versions are found; reported in the
+    // order of the list (Go's is random: the API server's errors are compared as sets).
+    let mut left: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, v) in stored_list.iter().enumerate() {
+        left.insert(v, i);
+    }
+    for v in crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = version_name(v);
+        let found = left.remove(name).is_some();
+        if is_storage(v) && !found {
+            errs.push(FieldError::invalid(
+                "status.storedVersions",
+                value(),
+                &format!("must have the storage version {name}"),
+            ));
+        }
+    }
+    let mut left: Vec<(&str, usize)> = left.into_iter().collect();
+    left.sort_by_key(|&(_, i)| i);
+    for (v, i) in left {
+        let detail = if super::fielderr::stored_version_removal_says_why(k) {
+            format!(
+                "missing from spec.versions; {v} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {v} and removes {v} from status.storedVersions"
+            )
+        } else {
+            "must appear in spec.versions".to_string()
+        };
+        errs.push(FieldError::invalid(
+            &format!("status.storedVersions[{i}]"),
+            BadValue::Str(v.to_string()),
+            &detail,
         ));
     }
     errs
@@ -107,6 +184,16 @@ pub struct StructuralChecks {
     pub conversion_error: Option<FieldError>,
     /// Whether the schema is structural: its defaults are validated next.
     pub structural: bool,
+    /// How many of `errors` come first from the root's own restrictions (status subresource,
+    /// nullable), which are checked whether or not structure is.
+    pub root_errors: usize,
+}
+
+impl StructuralChecks {
+    /// `schemaIsNonStructural`: `NewStructural` fails or `ValidateStructural` finds errors.
+    pub fn non_structural(&self) -> bool {
+        self.conversion_error.is_some() || !self.structural
+    }
 }
 
 /// The first part of `validateCustomResourceDefinitionValidation`: see [`StructuralChecks`].
@@ -120,6 +207,7 @@ pub fn validate_structure(
         errors: Vec::new(),
         conversion_error: None,
         structural: false,
+        root_errors: 0,
     };
     if status_enabled {
         checks.errors.extend(status_root_error(s, raw, fld));
@@ -130,6 +218,7 @@ pub fn validate_structure(
             "nullable cannot be true at the root",
         ));
     }
+    checks.root_errors = checks.errors.len();
     if let Some(e) = structural::conversion_error(s) {
         checks.conversion_error = Some(FieldError::invalid(fld, BadValue::Str(String::new()), e));
         return checks;
@@ -169,6 +258,19 @@ pub fn validate_root(
     }
     checks.cel_enabled = true;
     checks
+}
+
+/// `validateCustomResourceDefinitionValidation` of an update whose stored object has a
+/// non-structural schema (`requireStructuralSchema` false): only the root's own restrictions;
+/// no structural check, no default validated and no rule compiled (no `CELSchemaContext`).
+pub fn unstructured_root(structure: &StructuralChecks) -> RootChecks {
+    RootChecks {
+        errors: structure.errors[..structure.root_errors].to_vec(),
+        cel_enabled: false,
+        conversion_error: None,
+        unevaluated_default_rules: Vec::new(),
+        panic: None,
+    }
 }
 
 /// With the status subresource, the root may only be an object and use some fields: the

@@ -13,7 +13,9 @@ use crate::cel::decls::Version;
 use crate::cel::env::Env;
 use crate::cel::minor::Minor;
 use crate::crd::{Prepared, estimate_prepared};
-use crate::report::{EstimateStopped, INTERNAL_ERROR, ObjectReport, WORK_BUDGET_EXCEEDED};
+use crate::report::{
+    EstimateStopped, INTERNAL_ERROR, ObjectReport, UpdateVerdict, WORK_BUDGET_EXCEEDED,
+};
 use crate::schema::catalog::SchemaCatalog;
 
 /// The default Kubernetes version of the cost model.
@@ -253,6 +255,71 @@ impl Estimator {
         self.guarded(v, source, "CustomResourceDefinition", || {
             shared.with_crd(|prepared| estimate_prepared(&self.env, v, source, prepared))
         })
+    }
+
+    /// The API server's verdict on an UPDATE of `old` (a CRD as the cluster stores it) to
+    /// `new` ([`crate::crd::update`]), within the work budget. `create` is `new`'s report by
+    /// this estimator. `None` unless both are CRDs.
+    pub fn update_verdict(
+        &self,
+        old: &Value,
+        new: &Value,
+        create: &ObjectReport,
+        stored_source: &str,
+    ) -> Option<UpdateVerdict> {
+        let crd = Some(TargetKind::CustomResourceDefinition);
+        if TargetKind::of(old) != crd || TargetKind::of(new) != crd {
+            return None;
+        }
+        let judged = stacker::grow(OBJECT_STACK, || {
+            budget::run(self.limits, || {
+                crate::crd::update::judge_update(&self.env, old, new, create, stored_source)
+            })
+        });
+        Some(judged.unwrap_or_else(|stop| {
+            UpdateVerdict {
+                stored_source: stored_source.to_string(),
+                valid: false,
+                stopped: Some(EstimateStopped {
+                    reason: match stop {
+                        Stopped::Exceeded(_) => WORK_BUDGET_EXCEEDED,
+                        Stopped::Panicked(_) => INTERNAL_ERROR,
+                    }
+                    .to_string(),
+                    message: stop.to_string(),
+                    location: None,
+                }),
+                ..UpdateVerdict::default()
+            }
+        }))
+    }
+
+    /// A CRD's create report with, in `update`, the verdict on an update of `old` (as the
+    /// cluster stores it, read from `stored_source`) to it.
+    pub fn estimate_update(
+        &self,
+        old: &Value,
+        new: &Value,
+        source: &str,
+        stored_source: &str,
+    ) -> ObjectReport {
+        let mut r = self.estimate_crd(new, source);
+        if r.stopped.is_none() {
+            r.update = self.update_verdict(old, new, &r, stored_source);
+        }
+        r
+    }
+
+    /// The report of an object as the cluster stores it: `report` (its create report by this
+    /// estimator) and, for a CRD this minor would refuse on create, in `update`, the verdict on
+    /// an update that keeps it as it is (the stored object against itself): whether updates
+    /// that keep its schemas pass (the total must still fit), and in `held` what each schema
+    /// change is refused for until it fits.
+    pub fn with_stored_outlook(&self, object: &Value, mut report: ObjectReport) -> ObjectReport {
+        if !report.valid && report.stopped.is_none() {
+            report.update = self.update_verdict(object, object, &report, "cluster");
+        }
+        report
     }
 
     pub fn estimate_vap(&self, v: &Value, source: &str) -> ObjectReport {

@@ -30,6 +30,10 @@ struct Differences {
     keywords_as_field_names: bool,
     type_meta_additional_properties: bool,
     int_or_string_max_length: bool,
+    global_matches: bool,
+    affix_runtime_cost: bool,
+    object_meta_names: bool,
+    ident_escape: bool,
 }
 
 impl Differences {
@@ -45,24 +49,31 @@ impl Differences {
         let mut add = |name: &str| {
             names.extend(name.split('.').map(str::to_string));
         };
-        for (n, f) in &da.functions {
-            if db.functions.get(n) != Some(f) {
-                add(n);
+        // And the stored-expressions environments (rules on defaults compile there).
+        let stored = (
+            Declarations::for_minor_stored(ma),
+            Declarations::for_minor_stored(mb),
+        );
+        for (da, db) in [(&da, &db), (&stored.0, &stored.1)] {
+            for (n, f) in &da.functions {
+                if db.functions.get(n) != Some(f) {
+                    add(n);
+                }
             }
-        }
-        for n in db.functions.keys() {
-            if !da.functions.contains_key(n) {
-                add(n);
+            for n in db.functions.keys() {
+                if !da.functions.contains_key(n) {
+                    add(n);
+                }
             }
-        }
-        for (n, t) in &da.idents {
-            if db.idents.get(n) != Some(t) {
-                add(n);
+            for (n, t) in &da.idents {
+                if db.idents.get(n) != Some(t) {
+                    add(n);
+                }
             }
-        }
-        for n in db.idents.keys() {
-            if !da.idents.contains_key(n) {
-                add(n);
+            for n in db.idents.keys() {
+                if !da.idents.contains_key(n) {
+                    add(n);
+                }
             }
         }
         let keywords = |m: &Minor| m.compatibility >= Version::new(1, 31);
@@ -80,6 +91,11 @@ impl Differences {
             type_meta_additional_properties: ma.type_meta_keeps_additional_properties
                 != mb.type_meta_keeps_additional_properties,
             int_or_string_max_length: ma.int_or_string_max_length != mb.int_or_string_max_length,
+            global_matches: ma.global_matches_cost != mb.global_matches_cost,
+            affix_runtime_cost: ma.affix_runtime_cost_by_argument
+                != mb.affix_runtime_cost_by_argument,
+            object_meta_names: ma.object_meta_name_max_length != mb.object_meta_name_max_length,
+            ident_escape: ea.parser.ident_escape_syntax != eb.parser.ident_escape_syntax,
         }
     }
 
@@ -98,7 +114,12 @@ impl Differences {
             || self.url_result_size && any(&["url"])
             || self.keywords_as_field_names && selects_reserved_word(p)
             || self.type_meta_additional_properties && p.resource_with_additional_properties
-            || self.int_or_string_max_length && p.int_or_string_with_max_length)
+            || self.int_or_string_max_length && p.int_or_string_with_max_length
+            || self.global_matches && p.global_matches
+            // Counted only where a rule is evaluated on a default.
+            || self.affix_runtime_cost && p.has_default && any(&["startsWith", "endsWith"])
+            || self.object_meta_names && p.root_rule_reads_metadata
+            || self.ident_escape && p.backtick)
     }
 }
 
@@ -143,6 +164,17 @@ struct Profile {
     served_by_minor: bool,
     int_or_string_with_max_length: bool,
     resource_with_additional_properties: bool,
+    /// A backtick in some CEL text (a quoted name, or in a literal).
+    backtick: bool,
+    /// A call of the global `matches(s, re)` (the word not after a `.`).
+    global_matches: bool,
+    /// A schema node with a `default` (its rules are evaluated on it, their runtime cost
+    /// counted).
+    has_default: bool,
+    /// A CRD rule or messageExpression on a resource root (the root, or an
+    /// `x-kubernetes-embedded-resource` node), the only ones whose `self` has `metadata`, that
+    /// names it.
+    root_rule_reads_metadata: bool,
 }
 
 impl Profile {
@@ -170,6 +202,20 @@ impl Profile {
     fn walk(&mut self, v: &Value, resource_root: bool) {
         match v {
             Value::Object(m) => {
+                if m.contains_key("default") {
+                    self.has_default = true;
+                }
+                let root = resource_root
+                    || m.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true));
+                if root && let Some(Value::Array(rules)) = m.get("x-kubernetes-validations") {
+                    self.root_rule_reads_metadata |= rules.iter().any(|r| {
+                        ["rule", "messageExpression"].iter().any(|k| {
+                            r.get(*k).and_then(Value::as_str).is_some_and(|s| {
+                                identifier_tokens(s).iter().any(|t| t == "metadata")
+                            })
+                        })
+                    });
+                }
                 if m.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
                     && m.contains_key("maxLength")
                 {
@@ -188,6 +234,8 @@ impl Profile {
                             Value::String(s),
                         ) => {
                             self.has_cel = true;
+                            self.backtick |= s.contains('`');
+                            self.global_matches |= calls_global(s, "matches");
                             self.tokens.extend(identifier_tokens(s));
                         }
                         _ => self.walk(x, k == "openAPIV3Schema"),
@@ -198,6 +246,23 @@ impl Profile {
             _ => {}
         }
     }
+}
+
+/// Whether a CEL text calls `name` as a global function: the word outside literals and comments,
+/// not after a `.` (a receiver call) — or the text's literals cannot be told apart.
+fn calls_global(s: &str, name: &str) -> bool {
+    if !s.contains(name) {
+        return false;
+    }
+    let Some(code) = code_outside_literals(s) else {
+        return true;
+    };
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(name).any(|(i, _)| {
+        let before = code[..i].trim_end();
+        let after = &code[i + name.len()..];
+        !before.ends_with(word) && !before.ends_with('.') && !after.starts_with(word)
+    })
 }
 
 /// The identifier-like words of a CEL text, outside its string and bytes literals and comments:
@@ -303,6 +368,26 @@ impl RangeEstimator {
             .clone()
     }
 
+    /// Whether the estimators `a` and `b` (two of the range's) give `v` the same estimate but for
+    /// the words of errors: the range would share one report between them.
+    pub fn estimate_alike(
+        &self,
+        a: &Estimator,
+        b: &Estimator,
+        v: &Value,
+        catalog: &SchemaCatalog,
+    ) -> bool {
+        let index = |e: &Estimator| self.estimators.iter().position(|x| std::ptr::eq(x, e));
+        let (Some(i), Some(j)) = (index(a), index(b)) else {
+            return false;
+        };
+        if i == j {
+            return true;
+        }
+        let profile = Profile::of(v, catalog);
+        !profile.served_by_minor && self.differences(i.min(j), i.max(j)).irrelevant_to(&profile)
+    }
+
     /// One report per minor, oldest first; `None` when the kind is not estimable. `estimate`
     /// makes one minor's report, sharing with the others what they make alike ([`Shared`] of `v`);
     /// `catalog` holds the schemas it types a policy over.
@@ -383,6 +468,19 @@ mod tests {
             ["size"]
         );
         assert_eq!(tokens("'naïve' + é"), ["é"]);
+    }
+
+    #[test]
+    fn global_calls_are_told_from_receiver_calls() {
+        assert!(calls_global("matches(self, '^a$')", "matches"));
+        assert!(calls_global("!matches (self.x, 'b')", "matches"));
+        assert!(calls_global("self.a.all(x, matches(x, 'c'))", "matches"));
+        assert!(!calls_global("self.matches('^a$')", "matches"));
+        assert!(!calls_global("self . matches('^a$')", "matches"));
+        assert!(!calls_global("self.x == 'matches(y)'", "matches"));
+        assert!(!calls_global("self.rematches == 1", "matches"));
+        // Unreadable literals: assumed.
+        assert!(calls_global("'open matches(x", "matches"));
     }
 
     #[test]

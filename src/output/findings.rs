@@ -8,6 +8,8 @@
 //! Every finding points at `file:line:column` of what it is about (the rule's, the
 //! expression's, the schema's or the error's node: [`crate::locate`]).
 
+mod update;
+
 use std::collections::{HashMap, HashSet};
 
 use super::rows::judged_cost;
@@ -101,12 +103,21 @@ kinds! {
     APISERVER_ERROR = "celcost/apiserver-error", "ApiServerError", Error,
         "The API server rejects the object",
         "An error the API server returns when the object is created, in its words (compile errors, schema errors, cost errors not reported as a finding of their own).";
+    UPDATE_REFUSED = "celcost/update-refused", "UpdateRefused", Error,
+        "The API server refuses the update of the stored object to this one",
+        "celcost diff: applied over BASE (the object as the cluster stores it), the CustomResourceDefinition is an update, which the API server refuses with this error.";
+    HELD_BY_UNCHANGED_SCHEMA = "celcost/held-by-unchanged-schema", "HeldByUnchangedSchema", Warning,
+        "A rule over the per-rule limit passes only because its version's schema is unchanged",
+        "celcost diff: on update, the API server does not apply the per-expression cost limit to the rules of a version whose schema is unchanged. The update passes; an update that changes that schema is refused until the rule fits.";
     ESTIMATE_STOPPED = "celcost/estimate-stopped", "EstimateStopped", Error,
         "The estimate of the object stopped",
         "The object needs more work than the per-object budget (--max-steps, --max-memory-mib) allows, or the estimate failed: it was not judged.";
     OLDER_VERSION_REJECTS = "celcost/older-version-rejects", "OlderVersionRejects", Error,
         "An older Kubernetes minor of the range rejects what the newest accepts",
         "With --kubernetes-version A..B: a rule, total or policy expression is over its limit or does not compile on an older minor of the range, while the newest accepts it.";
+    NEWER_VERSION_REJECTS = "celcost/newer-version-rejects", "NewerVersionRejects", Error,
+        "A newer Kubernetes minor of the range rejects what an older one accepts",
+        "With --kubernetes-version A..B (upgrade day, before it happens): accepted by one minor, rejected by the next, because a rule, total or policy expression goes over its limit or stops compiling there. After the upgrade the API server refuses the object on create, and every update that changes its schema.";
     OBJECT_NOTE = "celcost/note", "Note", Note,
         "A note on the object",
         "Something that matters about the object beyond the verdict, e.g. an API version the API server serves only when the cluster enables it.";
@@ -336,6 +347,7 @@ fn trim_float(f: f64) -> String {
 }
 
 fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
+    let start = out.len();
     let c = Ctx {
         r,
         file: file_of(&r.source),
@@ -509,6 +521,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
         ));
     }
     older_minor_findings(&c, out);
+    update::update_findings(&c, start, out);
     for n in &r.notes {
         out.push(c.finding(
             OBJECT_NOTE,
@@ -803,6 +816,63 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             ),
             units.get(&ch.unit).copied().flatten(),
         ));
+    }
+    // Upgrade day: accepted by one minor, rejected by the next.
+    for (a, b) in crate::report::versions::accepted_then_rejected(m) {
+        let (an, bn) = (a.trim_start_matches('v'), b.trim_start_matches('v'));
+        let why = crate::report::versions::newly_failing(m, a, b);
+        if why.is_empty() {
+            out.push(c.finding(
+                NEWER_VERSION_REJECTS,
+                NEWER_VERSION_REJECTS.level,
+                format!("celcost: accepted by {an}, rejected by {bn}"),
+                format!(
+                    "{}: accepted by Kubernetes {an}, rejected by {bn}; run celcost with --kubernetes-version {bn} for the errors.",
+                    c.object()
+                ),
+                None,
+            ));
+        }
+        for ch in why {
+            let before = crate::report::versions::value_at(m, ch, a);
+            let Some(after) = crate::report::versions::value_at(m, ch, b) else {
+                continue;
+            };
+            let was = match before {
+                Some(s) => match (s.cost, &s.compile_error) {
+                    (Some(cost), None) => format!(
+                        "{} = {} of {}",
+                        num(cost),
+                        percent(cost, s.limit),
+                        num(s.limit)
+                    ),
+                    _ => "absent".into(),
+                },
+                None => "absent".into(),
+            };
+            let now = match (&after.compile_error, after.cost) {
+                (Some(e), _) => format!("does not compile ({})", one_line(e, 160)),
+                (None, Some(cost)) => format!(
+                    "{} = {} of {} (over the limit; exceeds budget by factor of {})",
+                    num(cost),
+                    percent(cost, after.limit),
+                    num(after.limit),
+                    crate::report::format::budget_factor(cost, after.limit)
+                ),
+                (None, None) => "over the limit".into(),
+            };
+            out.push(c.finding(
+                NEWER_VERSION_REJECTS,
+                NEWER_VERSION_REJECTS.level,
+                format!("celcost: accepted by {an}, rejected by {bn}: {}", ch.unit),
+                format!(
+                    "{}: accepted by Kubernetes {an}, rejected by {bn}: {} — {was} on {an}; {now} on {bn}.",
+                    c.object(),
+                    ch.unit
+                ),
+                units.get(&ch.unit).copied().flatten(),
+            ));
+        }
     }
     let stopped: Vec<&str> = m
         .verdicts

@@ -256,7 +256,11 @@ pub(super) fn header(r: &ObjectReport) -> String {
     }
     let verdict = if r.valid { "accepted" } else { "REJECTED" };
     let range = match &r.by_version {
-        Some(m) if m.verdicts.len() > 1 => format!(
+        Some(m) if m.verdicts.len() == 2 => format!(
+            " (and {} below)",
+            minor_name(&m.verdicts[0].kubernetes_version)
+        ),
+        Some(m) if m.verdicts.len() > 2 => format!(
             " (and {} to {} below)",
             minor_name(&m.verdicts[0].kubernetes_version),
             minor_name(&m.verdicts[m.verdicts.len() - 2].kubernetes_version)
@@ -335,7 +339,35 @@ pub(super) fn version_lines(r: &ObjectReport) -> Vec<String> {
             last.unwrap_or("?")
         )),
     }
-    if m.rejected_after_accepted {
+    // Upgrade day: where a minor accepts the object and the next rejects it, and why.
+    let breaks = crate::report::versions::accepted_then_rejected(m);
+    for (a, b) in &breaks {
+        let why: Vec<String> = crate::report::versions::newly_failing(m, a, b)
+            .into_iter()
+            .filter_map(|c| {
+                let s = crate::report::versions::value_at(m, c, b)?;
+                let factor = match (s.cost, &s.compile_error) {
+                    (Some(cost), None) if s.exceeds_limit => format!(
+                        ", factor {}",
+                        crate::report::format::budget_factor(cost, s.limit)
+                    ),
+                    _ => String::new(),
+                };
+                Some(format!("{} ({}{factor})", c.unit, step_text(s)))
+            })
+            .collect();
+        out.push(format!(
+            "warning: accepted by {}, rejected by {}{}",
+            minor_name(a),
+            minor_name(b),
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", why.join("; "))
+            }
+        ));
+    }
+    if m.rejected_after_accepted && breaks.is_empty() {
         out.push("warning: a newer version rejects what an older one accepts".into());
     }
     // Changes of verdict (a limit crossed, a compile error) first; at most MAX_CHANGE_LINES.

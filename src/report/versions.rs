@@ -165,6 +165,95 @@ fn verdict(r: &ObjectReport) -> VersionVerdict {
     }
 }
 
+/// What a unit key of [`VersionMatrix::changes`] names in a report.
+#[derive(Clone, Copy, Debug)]
+pub enum Unit<'a> {
+    Rule(&'a super::SchemaReport, &'a super::RuleReport),
+    MessageExpression(&'a super::SchemaReport, &'a super::RuleReport),
+    Total(&'a super::SchemaReport),
+    Expression(&'a super::ExpressionReport),
+}
+
+/// The rule, messageExpression, total or expression a unit key names in `r` (one of the reports
+/// the matrix was made of, or one of the same object).
+pub fn find_unit<'a>(r: &'a ObjectReport, key: &str) -> Option<Unit<'a>> {
+    let several = r.schemas.len() > 1;
+    for s in &r.schemas {
+        if key == format!("{} total", s.schema_field_path) {
+            return Some(Unit::Total(s));
+        }
+        let prefix = if several {
+            format!("{}: ", s.schema_field_path)
+        } else {
+            String::new()
+        };
+        for rule in &s.rules {
+            let k = format!("{prefix}{} [{}]", rule.path, rule.index);
+            if key == k {
+                return Some(Unit::Rule(s, rule));
+            }
+            if key.strip_suffix(" messageExpression") == Some(k.as_str()) {
+                return Some(Unit::MessageExpression(s, rule));
+            }
+        }
+    }
+    r.expressions
+        .iter()
+        .find(|e| e.field_path == key)
+        .map(Unit::Expression)
+}
+
+/// Where an object is accepted by one minor and rejected by the next, in the order of the
+/// range: (the accepting minor, the rejecting one), e.g. `("v1.36", "v1.37")`.
+pub fn accepted_then_rejected(m: &VersionMatrix) -> Vec<(&str, &str)> {
+    m.verdicts
+        .windows(2)
+        .filter(|w| w[0].valid && !w[0].stopped && !w[1].valid && !w[1].stopped)
+        .map(|w| {
+            (
+                w[0].kubernetes_version.as_str(),
+                w[1].kubernetes_version.as_str(),
+            )
+        })
+        .collect()
+}
+
+/// A unit's value on `version` (one of the matrix's minors): the last step at or before it, in
+/// the order of `verdicts`.
+pub fn value_at<'a>(
+    m: &VersionMatrix,
+    c: &'a VersionChange,
+    version: &str,
+) -> Option<&'a VersionStep> {
+    let pos = |v: &str| m.verdicts.iter().position(|x| x.kubernetes_version == v);
+    let at = pos(version)?;
+    c.steps
+        .iter()
+        .rev()
+        .find(|s| pos(&s.kubernetes_version).is_some_and(|p| p <= at))
+}
+
+/// Whether a step is a rejection: over its limit, or not compiling.
+pub fn fails(s: &VersionStep) -> bool {
+    s.exceeds_limit || s.compile_error.is_some()
+}
+
+/// The units that fit (or are absent) on `accepting` and fail on `rejecting`: what makes the
+/// newer minor reject the object.
+pub fn newly_failing<'a>(
+    m: &'a VersionMatrix,
+    accepting: &str,
+    rejecting: &str,
+) -> Vec<&'a VersionChange> {
+    m.changes
+        .iter()
+        .filter(|c| {
+            value_at(m, c, rejecting).is_some_and(fails)
+                && !value_at(m, c, accepting).is_some_and(fails)
+        })
+        .collect()
+}
+
 /// The units of one report: (key, expression, value).
 fn units(r: &ObjectReport) -> Vec<(String, String, VersionStep)> {
     let step = |cost: Option<u64>, limit: u64, exceeds: bool, err: Option<&String>| VersionStep {
@@ -246,13 +335,18 @@ pub fn with_next(current: ObjectReport, next: ObjectReport) -> ObjectReport {
 }
 
 /// The newest report, carrying the matrix of all of them.
-pub fn combine(mut reports: Vec<ObjectReport>) -> ObjectReport {
+pub fn combine(reports: Vec<ObjectReport>) -> ObjectReport {
+    combine_keeping(reports).0
+}
+
+/// [`combine`], and the other reports (oldest first), as they were.
+pub fn combine_keeping(mut reports: Vec<ObjectReport>) -> (ObjectReport, Vec<ObjectReport>) {
     let matrix = VersionMatrix::of(&reports);
     let mut newest = reports.pop().unwrap_or_default();
     if !matrix.verdicts.is_empty() {
         newest.by_version = Some(matrix);
     }
-    newest
+    (newest, reports)
 }
 
 #[cfg(test)]

@@ -356,11 +356,16 @@ fn uniqueness_already_enforced() {
 
 #[test]
 fn functions_the_interpreter_lacks_are_not_rewritten() {
-    // `isURL` is a Kubernetes function the interpreter does not have: no check, no rewrite.
+    // `isQuantity` is a Kubernetes function the interpreter does not have: no check, no
+    // rewrite.
     assert_eq!(
-        rule_report(strings(), "self.filter(x, isURL(x)).size() > 0").rewrites,
+        rule_report(strings(), "self.filter(x, isQuantity(x)).size() > 0").rewrites,
         vec![]
     );
+    // `isURL` it evaluates as the API server does (Go's `net/url`): checked, rewritten.
+    let r = rule_report(strings(), "self.filter(x, isURL(x)).size() > 0");
+    assert_eq!(r.rewrites.len(), 1);
+    assert_eq!(r.rewrites[0].rule, "self.exists(x, isURL(x))");
 }
 
 #[test]

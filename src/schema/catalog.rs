@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::Schema;
 use super::decltype::{
-    ConversionFlavor, ConversionReads, DeclType, DeclTypeProvider, escape, schema_decl_type,
+    ConversionFlavor, ConversionReads, DeclType, DeclTypeProvider, escape, openapi_schema_decl_type,
 };
 use crate::cel::minor::Minor;
 
@@ -221,7 +221,7 @@ impl TypedRoot {
         minor: &'static Minor,
         label: String,
     ) -> Option<TypedRoot> {
-        let decl = schema_decl_type(schema, true, minor, name)?;
+        let decl = openapi_schema_decl_type(schema, true, minor, name)?;
         let provider = DeclTypeProvider::new(&[&decl], minor);
         let mut open = HashSet::new();
         collect_open(schema, name, &mut open);

@@ -194,8 +194,12 @@ pub fn display_path(path: &[std::rc::Rc<str>]) -> String {
 #[derive(Default)]
 struct ConversionMemo {
     signatures: HashMap<usize, u64, NumberHash>,
-    done: HashMap<(usize, bool, u64), Option<Arc<DeclType>>, NumberHash>,
+    done: HashMap<ConversionKey, Option<Arc<DeclType>>, NumberHash>,
 }
+
+/// A remembered conversion: the node's address, its root flag, whether the structural adaptor
+/// converts it, and the signature of the bounds below it.
+type ConversionKey = (usize, bool, bool, u64);
 
 /// A hash of a few numbers (addresses, flags, signatures) by multiplying, as rustc's `FxHasher`
 /// does: a change of a bound notes it to each ancestor of its node, and SipHash made that most
@@ -300,7 +304,7 @@ pub struct ConversionReads {
 }
 
 /// What of a minor converting a schema depends on ([`ConversionReads::flavor`]).
-pub type ConversionFlavor = [bool; 4];
+pub type ConversionFlavor = [bool; 3];
 
 impl ConversionReads {
     /// What converting the resource root `root` reads of a minor.
@@ -326,7 +330,6 @@ impl ConversionReads {
             self.int_or_string_max_length && minor.int_or_string_max_length,
             self.resource_additional_properties && minor.type_meta_keeps_additional_properties,
             keywords_as_field_names(minor.compatibility),
-            object_meta_max_lengths(minor.compatibility),
         ]
     }
 
@@ -340,13 +343,46 @@ impl ConversionReads {
     }
 }
 
-/// Converts a schema to its DeclType (`SchemaDeclType`), or `None` when the node is not visible
-/// to CEL. `name` names object types (`name.field` below).
+/// Which schema adaptor converts: they differ in what `WithTypeAndObjectMeta` gives a resource
+/// root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Adaptor {
+    /// apiextensions `schema/cel/model` (a CRD's structural schema): from 1.37 bounds
+    /// `metadata.name` and `generateName` ([`Minor::object_meta_name_max_length`]).
+    Structural,
+    /// apiserver `pkg/cel/openapi` (`common.WithTypeAndObjectMeta`): the OpenAPI schemas a
+    /// policy is type-checked against, in every minor plain strings.
+    OpenApi,
+}
+
+/// Converts a CRD schema to its DeclType (`SchemaDeclType`), or `None` when the node is not
+/// visible to CEL. `name` names object types (`name.field` below).
 pub fn schema_decl_type(
     s: &Schema,
     is_resource_root: bool,
     minor: &'static Minor,
     name: &str,
+) -> Option<Arc<DeclType>> {
+    decl_type(s, is_resource_root, minor, name, Adaptor::Structural)
+}
+
+/// Converts the OpenAPI schema of a resource a policy matches (`openapi.SchemaDeclType`), as
+/// [`schema_decl_type`] does but for the resource roots' `metadata` (see [`Adaptor`]).
+pub fn openapi_schema_decl_type(
+    s: &Schema,
+    is_resource_root: bool,
+    minor: &'static Minor,
+    name: &str,
+) -> Option<Arc<DeclType>> {
+    decl_type(s, is_resource_root, minor, name, Adaptor::OpenApi)
+}
+
+fn decl_type(
+    s: &Schema,
+    is_resource_root: bool,
+    minor: &'static Minor,
+    name: &str,
+    adaptor: Adaptor,
 ) -> Option<Arc<DeclType>> {
     let at = s as *const Schema as usize;
     let remembered = CONVERSIONS.with(|c| {
@@ -355,15 +391,16 @@ pub fn schema_decl_type(
         let key = (
             at,
             is_resource_root,
+            adaptor == Adaptor::Structural,
             m.signatures.get(&at).copied().unwrap_or(0),
         );
         Some((key, m.done.get(&key).cloned()))
     });
     match remembered {
-        None => convert(s, is_resource_root, minor, name),
+        None => convert(s, is_resource_root, minor, name, adaptor),
         Some((_, Some(d))) => d,
         Some((key, None)) => {
-            let d = convert(s, is_resource_root, minor, "");
+            let d = convert(s, is_resource_root, minor, "", adaptor);
             CONVERSIONS.with(|c| {
                 if let Some(m) = c.borrow_mut().as_mut() {
                     // Bounded: forgotten when full (each probe adds the nodes it changed).
@@ -392,6 +429,7 @@ fn convert(
     is_resource_root: bool,
     minor: &'static Minor,
     name: &str,
+    adaptor: Adaptor,
 ) -> Option<Arc<DeclType>> {
     let version = minor.compatibility;
     crate::budget::charge(1);
@@ -404,18 +442,22 @@ fn convert(
         return Some(DeclType::scalar(Type::Dyn, 1, max, bounded));
     }
     let meta_overrides = if is_resource_root {
-        object_meta_overrides(s, version)
+        object_meta_overrides(
+            s,
+            adaptor == Adaptor::Structural && minor.object_meta_name_max_length,
+        )
     } else {
         None
     };
     match s.type_.as_str() {
         "array" => {
             let items = s.items.as_ref()?;
-            let elem = schema_decl_type(
+            let elem = decl_type(
                 items,
                 items.x_embedded_resource,
                 minor,
                 &child_name(name, "@idx"),
+                adaptor,
             )?;
             let (max, bounded) = match s.max_items {
                 Some(m) => (zero_if_negative(m), true),
@@ -435,11 +477,12 @@ fn convert(
                 meta_overrides.is_none() || minor.type_meta_keeps_additional_properties
             });
             if let Some(ap) = ap {
-                let val = schema_decl_type(
+                let val = decl_type(
                     ap,
                     ap.x_embedded_resource,
                     minor,
                     &child_name(name, "@elem"),
+                    adaptor,
                 )?;
                 let (max, bounded) = match s.max_properties {
                     Some(m) => (zero_if_negative(m), true),
@@ -467,7 +510,8 @@ fn convert(
             for (pname, prop) in props {
                 let escaped = escape(pname);
                 let child = child_name(name, escaped.as_deref().unwrap_or(pname));
-                if let Some(ft) = schema_decl_type(prop, prop.x_embedded_resource, minor, &child) {
+                if let Some(ft) = decl_type(prop, prop.x_embedded_resource, minor, &child, adaptor)
+                {
                     let required = s.required.iter().any(|r| r == pname);
                     if required && prop.default.is_none() {
                         min_size += pname.len() as i64 + ft.min_serialized_size + 4;
@@ -544,20 +588,19 @@ fn zero_if_negative(v: i64) -> i64 {
     v.max(0)
 }
 
-/// Compatibility 1.37 bounds `metadata.name` and `generateName` of a resource root.
-fn object_meta_max_lengths(compatibility: Version) -> bool {
-    compatibility >= Version::new(1, 37)
-}
-
 /// Compatibility 1.31 finds a field named by a CEL reserved word as its escaped name.
 fn keywords_as_field_names(compatibility: Version) -> bool {
     compatibility >= Version::new(1, 31)
 }
 
-/// apiextensions `model.WithTypeAndObjectMeta`: `kind`, `apiVersion` and a `metadata` with only
-/// `name` and `generateName` at resource roots, unless the schema declares them all. Returns the
-/// replacement properties (in a schema of their own), or `None` when the schema is kept as is.
-fn object_meta_overrides(s: &Schema, version: Version) -> Option<Schema> {
+/// apiextensions `model.WithTypeAndObjectMeta` (and apiserver `common.WithTypeAndObjectMeta`):
+/// `kind`, `apiVersion` and a `metadata` with only `name` and `generateName` at resource roots,
+/// unless the schema declares them all (then the schema is kept as is, its own `maxLength`s
+/// too). With `bounded_names` (1.37's structural adaptor, `cappedLengthStringType`): `name` has
+/// `maxLength` 253 (`DNS1123SubdomainMaxLength`) and `generateName` 252 (a generated suffix is
+/// at least one byte), or the schema's own `metadata` `maxLength` where it is smaller. Returns
+/// the replacement properties (in a schema of their own), or `None` when the schema is kept.
+fn object_meta_overrides(s: &Schema, bounded_names: bool) -> Option<Schema> {
     let is = |p: Option<&Schema>, t: &str| p.is_some_and(|p| p.type_ == t);
     let meta = s.properties.get("metadata");
     if !s.properties.is_empty()
@@ -581,7 +624,7 @@ fn object_meta_overrides(s: &Schema, version: Version) -> Option<Schema> {
     r.properties.insert("apiVersion".into(), string.clone());
     let mut name = string.clone();
     let mut generate_name = string;
-    if object_meta_max_lengths(version) {
+    if bounded_names {
         let declared = |f: &str| {
             meta.and_then(|m| m.properties.get(f))
                 .and_then(|p| p.max_length)

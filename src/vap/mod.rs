@@ -172,7 +172,7 @@ pub fn estimate_vap_with(
     let k = env.kubernetes;
     let mut errors: Vec<FieldError> = meta::validate_object_meta(vap.get("metadata"), k);
     let spec = vap.get("spec").unwrap_or(&Value::Null);
-    errors.extend(meta::validate_spec(&spec, k));
+    errors.extend(meta::validate_spec(spec, k));
     let has_params = spec.get("paramKind").is_some_and(|p| !p.is_null());
     let list = |k: &str| -> &[Value] {
         spec.get(k)
@@ -459,7 +459,7 @@ pub fn estimate_vap_with(
         mutation_cost: None,
         typed_mutation_cost: None,
     });
-    let typing = typed::resolve(&spec, catalog, env);
+    let typing = typed::resolve(spec, catalog, env);
     if !typing.targets.is_empty() {
         add_typed_estimates(env, &typing, &mut expressions);
         if let Some(b) = report.policy_budget.as_mut() {

@@ -150,8 +150,8 @@ pub fn estimate_map_with(
     let mut errors: Vec<FieldError> =
         meta::validate_object_meta(map.get("metadata"), env.kubernetes);
     let spec = map.get("spec").unwrap_or(&Value::Null);
-    errors.extend(meta::validate_spec(&spec, env.kubernetes));
-    errors.extend(meta::validate_mutating_spec(&spec));
+    errors.extend(meta::validate_spec(spec, env.kubernetes));
+    errors.extend(meta::validate_mutating_spec(spec));
     let has_params = spec.get("paramKind").is_some_and(|p| !p.is_null());
     let list = |k: &str| -> &[Value] {
         spec.get(k)
@@ -292,7 +292,7 @@ pub fn estimate_map_with(
             ));
         }
     }
-    errors.extend(meta::validate_reinvocation_policy(&spec));
+    errors.extend(meta::validate_reinvocation_policy(spec));
 
     let upstream_max = |c: &Compiled| c.report.max_cost.unwrap_or(0);
     report.policy_budget = Some(PolicyBudget {
@@ -300,7 +300,7 @@ pub fn estimate_map_with(
         mutation_cost: Some(mutation_cost(&expressions, upstream_max)),
         ..Default::default()
     });
-    let typing = typed::resolve(&spec, catalog, env);
+    let typing = typed::resolve(spec, catalog, env);
     if !typing.targets.is_empty() {
         super::add_typed_estimates(env, &typing, &mut expressions);
         let typed_max = |c: &Compiled| {

@@ -586,20 +586,44 @@ async fn s4_leader_deleted_the_other_replica_reports() {
     let group = format!("fo{}.celcost.io", suffix());
     create_crd(&client, &test_crd(&group, 1000)).await;
     report_for(&client, &format!("crd.widgets.{group}"), 1).await;
-    let old = leader(&client).await.expect("a leader");
+    let old = eventually("a Lease holder", Duration::from_secs(60), || {
+        leader(&client)
+    })
+    .await;
     let (ok, o, e) = kubectl(&["-n", NS, "delete", "pod", &old, "--wait=false"]);
     assert!(ok, "{o}{e}");
     let deleted = Instant::now();
+    // The change is made only once the old leader's pod is gone: a terminating leader may
+    // still reconcile (and write) until it exits, and then the test would measure no failover.
+    // From here on, whoever writes the report is another pod.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    eventually(
+        "the deleted leader's pod gone",
+        Duration::from_secs(90),
+        || async { matches!(pods.get_opt(&old).await, Ok(None)).then_some(()) },
+    )
+    .await;
+    let gone = Instant::now();
     resize(&client, &group, 2000).await;
     report_for(&client, &format!("crd.widgets.{group}"), 2).await;
-    let took = deleted.elapsed();
-    let new = leader(&client).await.expect("a leader");
+    let took = gone.elapsed();
+    // Only a leader writes reports, so the Lease has a holder other than the old pod; it is
+    // read until it shows one (never a single read that may fall between two holders).
+    let new = eventually("a new Lease holder", Duration::from_secs(60), || async {
+        leader(&client).await.filter(|h| *h != old)
+    })
+    .await;
+    assert!(
+        matches!(pods.get_opt(&new).await, Ok(Some(_))),
+        "the new leader {new} is a live pod"
+    );
     println!(
-        "{test}: leader {old} deleted → {new} reported the update after {:.2} s",
+        "{test}: leader {old} deleted, gone after {:.2} s → {new} reported the update {:.2} s later",
+        (gone - deleted).as_secs_f64(),
         took.as_secs_f64()
     );
-    assert_ne!(new, old, "the other replica leads");
-    // The Deployment's lease duration (15 s) plus a margin.
+    // The Deployment's lease duration (15 s) plus a margin, from the moment the old leader
+    // could no longer write.
     assert!(took < Duration::from_secs(25), "{took:?}");
     delete_crd(&client, &format!("widgets.{group}")).await;
     ensure_installed(&client, &image).await;

@@ -37,6 +37,7 @@ mod faults;
 mod ha;
 mod hostile;
 mod in_cluster;
+mod update;
 mod webhook;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -387,10 +388,12 @@ fn condition<'a>(r: &'a CostReport, type_: &str) -> (&'a str, &'a str) {
     (c.status.as_str(), c.reason.as_str())
 }
 
-/// Waits until the operator has estimated every CRD of the cluster and its writes have stopped
-/// for 2 s; returns the number of CRDs.
+/// Waits until the operator has estimated every CRD of the cluster, every test CRD not being
+/// deleted has its report at its generation, and the operator's writes have stopped for 2 s;
+/// returns the number of CRDs.
 async fn all_estimated(client: &Client, op: &Operator) -> usize {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let reports: Api<CostReport> = Api::all(client.clone());
     let targets = crds
         .list_metadata(&ListParams::default())
         .await
@@ -401,6 +404,36 @@ async fn all_estimated(client: &Client, op: &Operator) -> usize {
         "every target estimated",
         Duration::from_secs(180),
         || async { (op.metric("celcost_estimates_total") >= targets as f64).then_some(()) },
+    )
+    .await;
+    // A count of estimates can be reached while a write is still waiting out a backoff: the
+    // reports themselves must show every test CRD (those `test_crd` makes, which the tests
+    // change) at its generation.
+    let ours = ListParams::default().labels("celcost.io/e2e=true");
+    eventually(
+        "every test CRD's report at its generation",
+        Duration::from_secs(180),
+        || async {
+            let generations: std::collections::HashMap<String, i64> = reports
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .filter_map(|r| {
+                    let g = r.status.as_ref()?.observed_generation?;
+                    Some((r.name_any(), g))
+                })
+                .collect();
+            let live = crds.list_metadata(&ours).await.ok()?.items;
+            live.iter()
+                .filter(|c| c.metadata.deletion_timestamp.is_none())
+                .all(|c| {
+                    generations.get(&format!("crd.{}", c.name_any()))
+                        == c.metadata.generation.as_ref()
+                })
+                .then_some(())
+        },
     )
     .await;
     let mut writes = op.metric("celcost_report_writes_total");
@@ -773,6 +806,104 @@ async fn versions_and_mutating_policies() {
         || async { matches!(reports.get_opt(&report_name).await, Ok(None)).then_some(()) },
     )
     .await;
+}
+
+/// Upgrade day, before it happens (issue 30): on a 1.36 API server, which accepts it, a CRD that
+/// 1.37 refuses (`tests/data/upgrade-1.37/backendtimeoutpolicies.yaml`: a global `matches` on
+/// an unbounded duration under a list of 16, 40,265,360 on 1.37) gets `UpgradeSafe=False`
+/// (`RejectedByNextVersion`) naming the rule, its 1.37 cost and factor and a bound that fits
+/// both minors, a Warning event, and `celcost_next_version_rejects` 1.
+#[tokio::test]
+#[ignore = "needs a cluster: KUBECONFIG"]
+async fn a_crd_that_the_next_minor_rejects_is_flagged_before_the_upgrade() {
+    let _serial = SERIAL.lock().await;
+    let test = "a_crd_that_the_next_minor_rejects_is_flagged_before_the_upgrade";
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    let info = client.apiserver_version().await.unwrap();
+    if model_version(&info.major, &info.minor) != celcost::cel::decls::Version::new(1, 36) {
+        skip(
+            test,
+            &format!("needs a 1.36 API server, not {}", info.git_version),
+        );
+        return;
+    }
+    install_crd(&client).await;
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/upgrade-1.37/backendtimeoutpolicies.yaml"),
+    )
+    .unwrap();
+    let mut crd: Value = serde_yaml_ng::from_str(&text).unwrap();
+    let group = format!("upgrade-{}.e2e.celcost.io", suffix());
+    let name = format!("backendtimeoutpolicies.{group}");
+    crd["metadata"]["name"] = json!(name);
+    crd["spec"]["group"] = json!(group);
+    // The real 1.36 API server accepts it.
+    create_crd(&client, &crd).await;
+    let mut op = Operator::start("upgrade-day", &[]);
+    op.wait_ready(Duration::from_secs(60)).await;
+    let report_name = format!("crd.{name}");
+    let r = report_for(&client, &report_name, 1).await;
+    let status = r.status.as_ref().unwrap();
+    assert_eq!(status.kubernetes_version, "v1.36");
+    assert_eq!(status.valid, Some(true));
+    assert_eq!(
+        condition(&r, "UpgradeSafe"),
+        ("False", "RejectedByNextVersion")
+    );
+    let message = r
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "UpgradeSafe")
+        .unwrap()
+        .message
+        .clone();
+    for part in [
+        "Kubernetes v1.37 would refuse the object on create",
+        "^.spec.rules[*].request [0]",
+        "40,265,360",
+        "exceeds budget by factor of 4.0x",
+        "a bound that fits v1.36 and v1.37: ",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
+    let next = status.next_version.as_ref().unwrap();
+    assert_eq!(
+        (next.kubernetes_version.as_str(), next.valid),
+        ("v1.37", false)
+    );
+    let event = eventually(
+        "the RejectedByNextVersion event",
+        Duration::from_secs(60),
+        || async {
+            events_about(&client, &name)
+                .await
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("RejectedByNextVersion"))
+        },
+    )
+    .await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert!(
+        event
+            .note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("factor of 4.0x"),
+        "{event:?}"
+    );
+    assert_eq!(
+        op.metric_with("celcost_next_version_rejects", &format!("name=\"{name}\"")),
+        1.0
+    );
+    println!("{report_name}: UpgradeSafe=False: {message}");
+    drop(op);
+    delete_crd(&client, &name).await;
 }
 
 /// The typed estimate of the one expression of `policy`, given the cluster's CRDs `crds`.

@@ -1,4 +1,5 @@
-//! A `CostReport` status's conditions (`Ready`, `Estimated`, `WithinBudget`, `UpgradeSafe`), the
+//! A `CostReport` status's conditions (`Ready`, `Estimated`, `WithinBudget`, `UpgradeSafe`, and
+//! for CRDs `SchemaUpdatable`: [`super::stored`]), the
 //! status of a target whose estimate failed, and whether two statuses differ. Pure: no IO.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -60,7 +61,11 @@ pub fn with_conditions(
                 status.kubernetes_version
             );
             if status.valid == Some(false) {
-                ready_msg.push_str("; the API server of this version would reject the object");
+                // The cluster stores and serves the object: "refuse on create", never a bare
+                // "reject" (see `SchemaUpdatable` for which updates pass).
+                ready_msg.push_str(
+                    "; the API server of this version would refuse the object on create (the cluster stores and serves it)",
+                );
                 if let Some(e) = status.errors.first() {
                     ready_msg.push_str(": ");
                     ready_msg.push_str(e);
@@ -97,12 +102,22 @@ pub fn with_conditions(
         ),
     };
     let upgrade = (upgrade.0.as_str(), upgrade.1.as_str(), upgrade.2);
+    let updatable = super::stored::schema_updatable(kind, &status, failure.is_some());
     status.conditions = vec![
         condition(CONDITION_READY, ready, generation, prev_conds, now),
         condition(CONDITION_ESTIMATED, estimated, generation, prev_conds, now),
         condition(CONDITION_WITHIN_BUDGET, within, generation, prev_conds, now),
         condition(CONDITION_UPGRADE_SAFE, upgrade, generation, prev_conds, now),
     ];
+    if let Some(u) = updatable {
+        status.conditions.push(condition(
+            super::stored::CONDITION_SCHEMA_UPDATABLE,
+            u,
+            generation,
+            prev_conds,
+            now,
+        ));
+    }
     status
 }
 

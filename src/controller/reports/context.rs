@@ -54,7 +54,8 @@ impl CostEstimator for Estimator {
         object: &serde_json::Value,
         catalog: &SchemaCatalog,
     ) -> Option<ObjectReport> {
-        Estimator::estimate_with(self, object, "cluster", catalog)
+        let report = Estimator::estimate_with(self, object, "cluster", catalog)?;
+        Some(self.with_stored_outlook(object, report))
     }
 
     fn kubernetes_version(&self) -> Version {
@@ -79,7 +80,7 @@ pub struct WithNextMinor {
     /// `None` when the cluster runs the newest minor celcost has rules for.
     pub next: Option<Estimator>,
     /// When set, a CRD's report carries suggested bounds for the rules and totals over their
-    /// limit or near budget ([`crate::suggest`]), found with the cluster minor's estimator.
+    /// limit or near budget ([`crate::suggest`]) that fit the cluster minor and the next.
     pub suggest: Option<crate::suggest::Settings>,
 }
 
@@ -90,15 +91,25 @@ impl CostEstimator for WithNextMinor {
         catalog: &SchemaCatalog,
     ) -> Option<ObjectReport> {
         let mut current = self.current.estimate_with(object, "cluster", catalog)?;
-        if let Some(settings) = &self.suggest {
-            current = crate::suggest::suggest(&self.current, object, current, settings);
-        }
-        match &self.next {
+        let next = match &self.next {
             Some(n) if current.stopped.is_none() => {
-                let next = n.estimate_with(object, "cluster", catalog)?;
-                Some(crate::report::versions::with_next(current, next))
+                Some((n, n.estimate_with(object, "cluster", catalog)?))
             }
-            _ => Some(current),
+            _ => None,
+        };
+        if let Some(settings) = &self.suggest {
+            // Bounds that fit both minors: what fixes the object before the upgrade keeps it
+            // accepted after (and the other way round).
+            let others: Vec<(&Estimator, &ObjectReport)> =
+                next.iter().map(|(n, r)| (*n, r)).collect();
+            current =
+                crate::suggest::suggest_across(&self.current, &others, object, current, settings);
+        }
+        // The cluster stores and serves the object: which updates of it this minor accepts.
+        current = self.current.with_stored_outlook(object, current);
+        match next {
+            Some((_, next)) => Some(crate::report::versions::with_next(current, next)),
+            None => Some(current),
         }
     }
 

@@ -144,6 +144,14 @@ pub fn transitions(
             note: truncate(&format!("Upgrade: {message}."), 1024).0,
         });
     }
+    // A CRD served though refused on create: which updates pass.
+    if let Some((reason, warning, note)) = super::stored::transition(prev, new) {
+        out.push(Transition {
+            warning,
+            reason,
+            note,
+        });
+    }
     out
 }
 

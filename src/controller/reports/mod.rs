@@ -2,8 +2,9 @@
 //! shares; [`pending`] holds the targets' bodies from their watch to their reconcile;
 //! [`reconcile`] takes a target's body, estimates it and applies its report; [`schemas`]
 //! reads the CRDs a policy's typed estimate needs; [`status`] turns the estimator's report into
-//! the report's status, [`conditions`] its conditions, [`events`] the transitions worth an event
-//! (all three pure); [`map`] watches MutatingAdmissionPolicies at whichever version the
+//! the report's status, [`conditions`] its conditions, [`events`] the transitions worth an event,
+//! [`stored`] what the report says of a CRD the cluster serves though its minor would refuse it
+//! on create (all four pure); [`map`] watches MutatingAdmissionPolicies at whichever version the
 //! cluster serves.
 
 pub mod conditions;
@@ -14,3 +15,4 @@ pub mod pending;
 pub mod reconcile;
 pub mod schemas;
 pub mod status;
+pub mod stored;

@@ -770,6 +770,9 @@ fn record_cost_ratios(
     estimated: bool,
 ) {
     let target_labels = TargetLabels::new(kind, name);
+    let (frozen, refused) = super::stored::gauges(status);
+    ctx.metrics
+        .record_schema_frozen(&target_labels, frozen, refused);
     match status.summary.as_ref().filter(|_| estimated) {
         Some(s) => {
             ctx.metrics
@@ -781,10 +784,25 @@ fn record_cost_ratios(
                 .get_or_create(&target_labels)
                 .set(s.highest_total_cost as f64 / s.total_limit.max(1) as f64);
             ctx.metrics.estimation_failed.remove(&target_labels);
+            // The next minor: whether its API server would reject what this one accepts.
+            match status.next_version.as_ref() {
+                Some(n) => {
+                    let rejects = n.upgrade_safe == "False"
+                        && n.reason == super::status::reason::REJECTED_BY_NEXT_VERSION;
+                    ctx.metrics
+                        .next_version_rejects
+                        .get_or_create(&target_labels)
+                        .set(i64::from(rejects));
+                }
+                None => {
+                    ctx.metrics.next_version_rejects.remove(&target_labels);
+                }
+            }
         }
         None => {
             ctx.metrics.rule_ratio.remove(&target_labels);
             ctx.metrics.total_ratio.remove(&target_labels);
+            ctx.metrics.next_version_rejects.remove(&target_labels);
             ctx.metrics
                 .estimation_failed
                 .get_or_create(&target_labels)

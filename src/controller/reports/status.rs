@@ -393,7 +393,7 @@ pub fn estimate_status(
     let next_version = report
         .by_version
         .as_ref()
-        .and_then(|m| next_version_status(m, settings.near_budget_percent, &mut cut));
+        .and_then(|m| next_version_status(report, m, settings.near_budget_percent, &mut cut));
     let mut status = CostReportStatus {
         observed_generation: None,
         kubernetes_version: report.kubernetes_version.clone(),
@@ -403,6 +403,7 @@ pub fn estimate_status(
         policy_budget: report.policy_budget.as_ref().map(policy_budget_status),
         typing: report.typing.as_ref().map(|t| typing_status(t, &mut cut)),
         next_version,
+        update: report.update.as_ref().map(super::stored::update_status),
         ..CostReportStatus::default()
     };
     if report.schemas.len() > MAX_LISTED_SCHEMAS {
@@ -465,13 +466,14 @@ pub fn estimate_status(
 
 /// The next minor's verdict and changes, from a matrix of (the cluster's minor, the next).
 fn next_version_status(
+    report: &ObjectReport,
     m: &VersionMatrix,
     near_percent: u8,
     cut: &mut Cut,
 ) -> Option<NextVersionStatus> {
     let next = m.verdicts.get(1)?;
     let changes: Vec<String> = m.changes.iter().map(change_text).collect();
-    let (safe, reason, message) = upgrade_safe(m, near_percent);
+    let (safe, reason, message) = upgrade_safe(report, m, near_percent);
     Some(NextVersionStatus {
         kubernetes_version: next.kubernetes_version.clone(),
         valid: next.valid,
@@ -506,27 +508,117 @@ fn change_text(c: &VersionChange) -> String {
     format!("{}: {}", c.unit, steps.join(" → "))
 }
 
+/// What rejects the object on the next minor, for people: the unit and its change, the rule,
+/// the factor by which it exceeds its limit there (the API server's words), and the first
+/// suggested bounds, which fit both minors (`WithNextMinor` suggests over both):
+/// `^.spec.rules[*].timeout [0] \`matches(self, '…')\`: 2 (0.0%) on v1.36 → 40,265,360 (402.7%,
+/// over the limit) on v1.37; exceeds budget by factor of 4.0x; a bound that fits v1.36 and v1.37:
+/// add maxLength: …`.
+fn rejection_text(report: &ObjectReport, c: &VersionChange, next: &VersionStep) -> String {
+    let mut text = c.unit.clone();
+    if !c.expression.is_empty() {
+        let e = if c.expression.len() > 200 {
+            let mut end = 200;
+            while !c.expression.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{}…", &c.expression[..end])
+        } else {
+            c.expression.clone()
+        };
+        text.push_str(&format!(" `{e}`"));
+    }
+    let change = change_text(c);
+    text.push_str(change.strip_prefix(c.unit.as_str()).unwrap_or(&change));
+    if let (Some(cost), None) = (next.cost, &next.compile_error)
+        && next.exceeds_limit
+    {
+        text.push_str(&format!(
+            "; exceeds budget by factor of {}",
+            crate::report::format::budget_factor(cost, next.limit)
+        ));
+    }
+    let first = c.steps.first().map(|s| s.kubernetes_version.as_str());
+    let both = match first {
+        Some(f) if f != next.kubernetes_version => {
+            format!("{f} and {}", next.kubernetes_version)
+        }
+        _ => next.kubernetes_version.clone(),
+    };
+    let fix = match crate::report::versions::find_unit(report, &c.unit) {
+        Some(crate::report::versions::Unit::Rule(_, r)) => {
+            fix_text(&r.suggestions, r.no_suggestion.as_deref(), next.cost)
+        }
+        Some(crate::report::versions::Unit::Total(s)) => {
+            fix_text(&s.suggestions, s.no_suggestion.as_deref(), next.cost)
+        }
+        _ => None,
+    };
+    match fix {
+        Some(Ok(line)) => text.push_str(&format!("; a bound that fits {both}: {line}")),
+        Some(Err(none)) => text.push_str(&format!("; {none}")),
+        None => {}
+    }
+    text
+}
+
+/// The first suggested bounds (`Ok`), or why there are none (`Err`), with the cost before them
+/// on the next minor.
+fn fix_text(
+    suggestions: &[crate::report::Suggestion],
+    none: Option<&str>,
+    before: Option<u64>,
+) -> Option<Result<String, String>> {
+    let groups = crate::report::suggestion_groups(suggestions);
+    match (groups.first(), before) {
+        (Some(g), Some(before)) => Some(Ok(crate::suggest::suggestion_line(g, before))),
+        _ => none.map(|n| Err(n.to_string())),
+    }
+}
+
 /// `UpgradeSafe` from the estimate's matrix (cluster minor, next minor), with the near-budget
-/// threshold of the settings.
-fn upgrade_safe(m: &VersionMatrix, near_percent: u8) -> (&'static str, &'static str, String) {
+/// threshold of the settings; `report` is the cluster minor's (with suggestions that fit both).
+fn upgrade_safe(
+    report: &ObjectReport,
+    m: &VersionMatrix,
+    near_percent: u8,
+) -> (&'static str, &'static str, String) {
     let (cur, next) = (&m.verdicts[0], &m.verdicts[1]);
     let at =
         |c: &VersionChange, v: &str| c.steps.iter().find(|s| s.kubernetes_version == v).cloned();
     if cur.valid && !next.valid {
-        let culprit = m
-            .changes
-            .iter()
-            .find(|c| {
-                at(c, &next.kubernetes_version)
-                    .is_some_and(|s| s.exceeds_limit || s.compile_error.is_some())
-            })
-            .map(|c| format!(": {}", change_text(c)))
+        // A rule before a total: the rule is what to fix.
+        let mut changes: Vec<&VersionChange> = m.changes.iter().collect();
+        changes.sort_by_key(|c| c.unit.ends_with(" total"));
+        let found = changes.into_iter().find_map(|c| {
+            at(c, &next.kubernetes_version)
+                .filter(|s| s.exceeds_limit || s.compile_error.is_some())
+                .map(|s| (c.unit.ends_with(" total"), rejection_text(report, c, &s)))
+        });
+        let culprit = found
+            .as_ref()
+            .map(|(_, t)| format!(": {t}"))
             .unwrap_or_default();
+        // After the upgrade a stored CRD stays served. Its API server refuses the creates; of
+        // the updates, a rule over its limit refuses those that change the schema of the
+        // version it is in (apiextensions' unchanged-schema suppression), a total over its
+        // limit every one (totals are checked on update whatever changed).
+        let after = match (report.kind == "CustomResourceDefinition", &found) {
+            (true, Some((true, _))) => {
+                "; after the upgrade the cluster keeps serving it, but refuses every update of \
+                 it until the total fits"
+            }
+            (true, _) => {
+                "; after the upgrade the cluster keeps serving it, but refuses any update that \
+                 changes the schema of that version until the rule fits"
+            }
+            (false, _) => "",
+        };
         return (
             "False",
             reason::REJECTED_BY_NEXT_VERSION,
             format!(
-                "the API server of Kubernetes {} would reject the object{culprit}",
+                "the API server of Kubernetes {} would refuse the object on create{culprit}{after}",
                 next.kubernetes_version
             ),
         );

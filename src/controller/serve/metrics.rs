@@ -65,6 +65,15 @@ pub struct Metrics {
     pub rule_ratio: Family<TargetLabels, F64Gauge>,
     pub total_ratio: Family<TargetLabels, F64Gauge>,
     pub estimation_failed: Family<TargetLabels, Gauge>,
+    /// 1 while the next minor's API server would reject a target this minor accepts
+    /// (`UpgradeSafe=False`, `RejectedByNextVersion`), 0 while it accepts it; absent when the
+    /// next minor is unknown.
+    pub next_version_rejects: Family<TargetLabels, Gauge>,
+    /// CRDs the cluster serves though its minor would refuse them on create: their schemas
+    /// cannot change until the rules named in their report fit (`SchemaUpdatable=False`).
+    pub schema_frozen: Family<TargetLabels, Gauge>,
+    /// Of those, the ones the API server refuses every update of.
+    pub updates_refused: Family<TargetLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -81,6 +90,9 @@ impl Default for Metrics {
             rule_ratio: Family::default(),
             total_ratio: Family::default(),
             estimation_failed: Family::default(),
+            next_version_rejects: Family::default(),
+            schema_frozen: Family::default(),
+            updates_refused: Family::default(),
         }
     }
 }
@@ -143,6 +155,21 @@ impl Metrics {
             "1 while a target has no estimate (its report is Ready=False)",
             self.estimation_failed.clone(),
         );
+        registry.register(
+            "next_version_rejects",
+            "1 while the next Kubernetes minor's API server would reject a target that this minor accepts (UpgradeSafe=False, reason RejectedByNextVersion), 0 while it accepts it",
+            self.next_version_rejects.clone(),
+        );
+        registry.register(
+            "schema_frozen",
+            "1 while the cluster serves a CRD that its Kubernetes minor would refuse on create: updates that keep its schemas may pass, a schema change is refused until the rules its report names fit (SchemaUpdatable=False)",
+            self.schema_frozen.clone(),
+        );
+        registry.register(
+            "updates_refused",
+            "1 while the cluster serves a CRD that its Kubernetes minor refuses every update of (SchemaUpdatable=False, reason UpdatesRefused)",
+            self.updates_refused.clone(),
+        );
         registry.register_collector(Box::new(ProcessMemory));
         self
     }
@@ -152,6 +179,9 @@ impl Metrics {
         self.rule_ratio.clear();
         self.total_ratio.clear();
         self.estimation_failed.clear();
+        self.next_version_rejects.clear();
+        self.schema_frozen.clear();
+        self.updates_refused.clear();
     }
 
     /// Forgets a target's gauges (deleted target).
@@ -159,6 +189,23 @@ impl Metrics {
         self.rule_ratio.remove(labels);
         self.total_ratio.remove(labels);
         self.estimation_failed.remove(labels);
+        self.next_version_rejects.remove(labels);
+        self.schema_frozen.remove(labels);
+        self.updates_refused.remove(labels);
+    }
+
+    /// A CRD's `SchemaUpdatable` state: the gauges are set while it is False, absent otherwise.
+    pub fn record_schema_frozen(&self, labels: &TargetLabels, frozen: bool, refused: bool) {
+        for (family, on) in [
+            (&self.schema_frozen, frozen),
+            (&self.updates_refused, refused),
+        ] {
+            if on {
+                family.get_or_create(labels).set(1);
+            } else {
+                family.remove(labels);
+            }
+        }
     }
 }
 

@@ -12,12 +12,13 @@
 //! "<type>": rule compile error: …`), with no evaluation. A rule is evaluated with the `cel`
 //! crate's interpreter (`crate::cel::eval`) only when the outcome is certain: every function it
 //! calls is one the interpreter follows cel-go on, the default's values convert to CEL values, the
-//! result is a boolean (or an evaluation error cel-go words as celcost can), and a bound of its
-//! runtime cost fits the per-call limit and what is left of the budget. The bound is the smaller
-//! of its static estimate with the default's own sizes (or, with no comprehension, a bound from
-//! the default's size) and its runtime cost counted on the default as cel-go's cost tracker
-//! counts it, or more (`crate::cel::runtime_cost`: used only when its evaluator follows every
-//! function of the rule and agrees with the interpreter's outcome). So a comprehension over
+//! result is a boolean (or an evaluation error cel-go words as celcost can,
+//! `crate::cel::eval::cel_go_error`: reported as `<error> evaluating rule: <rule>`), and a bound
+//! of its runtime cost fits the per-call limit and what is left of the budget. The bound is the
+//! smaller of its static estimate with the default's own sizes (or, with no comprehension, a
+//! bound from the default's size) and its runtime cost counted on the default as cel-go's cost
+//! tracker counts it, or more (`crate::cel::runtime_cost`: used only when its evaluator follows
+//! every function of the rule and agrees with the interpreter's outcome). So a comprehension over
 //! `self.?m.orValue({})`, which cel-go's estimate cannot bound, is evaluated on a small default
 //! as upstream evaluates it; the bound is what is taken from the budget. A count over the limit
 //! is never reported as upstream's `operation cancelled: actual cost limit exceeded` (the count
@@ -25,10 +26,11 @@
 //! left is no longer known). Nothing is guessed: a rule not evaluated is listed in
 //! `unevaluated` with why, and counts as passing. Two-variable comprehensions are evaluated as
 //! one-variable ones over the `[index or key, value]` pairs
-//! (`crate::cel::eval::lower_two_variable_comprehensions`), except `transformList` over a map
+//! (`crate::cel::eval::lower_for_interpreter`), except `transformList` over a map
 //! of more than one entry (its order is Go's map order). A failed rule with a `fieldPath` is
-//! reported at that path below the default. Not evaluated today: timestamps, durations, bytes,
-//! Kubernetes library functions other than `isIP`.
+//! reported at that path below the default (at the node when its messageExpression does not
+//! compile). Not evaluated today: timestamps, durations, bytes, Kubernetes library functions
+//! other than `isIP` and the URL library, `format`'s `%e`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,7 +39,7 @@ use serde_json::Value;
 
 use crate::cel::cost::{AstNode, Size, estimate};
 use crate::cel::env::{CheckerPanic, Env};
-use crate::cel::eval::{Interpreter, Outcome, Val, lower_two_variable_comprehensions};
+use crate::cel::eval::{GoError, Interpreter, Outcome, Val, cel_go_error, lower_for_interpreter};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::parse::{parse, parse_unexpanded};
 use crate::cel::runtime_cost::{self, Count};
@@ -357,7 +359,15 @@ impl<'e> DefaultRules<'e> {
             }
             let passed = match result {
                 Ok(Ok(Val::Bool(b))) => b,
-                Ok(Err(e)) => {
+                Ok(Err(None)) => {
+                    self.skip(
+                        fld,
+                        &rule.rule,
+                        "its evaluation fails with an error celcost does not word as cel-go does",
+                    );
+                    continue;
+                }
+                Ok(Err(Some(e))) => {
                     // `<error> evaluating rule: <rule>`, with the schema type on every minor.
                     errs.push(FieldError::invalid(
                         fld,
@@ -378,10 +388,16 @@ impl<'e> DefaultRules<'e> {
             if passed {
                 continue;
             }
-            let message_cost = cr
-                .message_expression_cost
-                .map(|_| self.bound(&rule.message_expression, false, decl, provider, value));
-            let detail = self.message(fld, rule, &v, message_cost);
+            // A messageExpression that does not compile is no program (`compileRule` returns
+            // there, before the rule's fieldPath is normalized): the rule's message, at the node.
+            let compiled_message = cr.message_error.is_none();
+            let detail = match cr.message_expression_cost {
+                Some(_) if compiled_message => {
+                    let cost = self.bound(&rule.message_expression, false, decl, provider, value);
+                    self.message(fld, rule, &v, cost)
+                }
+                _ => rule_message_or_default(rule),
+            };
             let bad = if !failed_rules_show_the_value(self.env.kubernetes) {
                 BadValue::Str(s.type_.clone())
             } else if s.type_ == "object" || s.type_ == "array" {
@@ -392,7 +408,9 @@ impl<'e> DefaultRules<'e> {
             // A failed rule with a valid fieldPath is reported there (`currentFldPath.Child(
             // compiled.NormalizedRuleFieldPath)`).
             let at = match super::node::normalized_field_path(&rule.field_path, s) {
-                Some(p) if !rule.field_path.is_empty() && !p.is_empty() => format!("{fld}.{p}"),
+                Some(p) if compiled_message && !rule.field_path.is_empty() && !p.is_empty() => {
+                    format!("{fld}.{p}")
+                }
                 _ => fld.to_string(),
             };
             errs.push(field_error_for_reason(
@@ -404,15 +422,11 @@ impl<'e> DefaultRules<'e> {
         }
     }
 
-    /// The detail of a failed rule: its messageExpression's value when that evaluates to a
-    /// fitting string, else its message or `failed rule: <rule>`.
-    fn message(&mut self, fld: &str, rule: &ValidationRule, v: &Val, cost: Option<u64>) -> String {
+    /// The detail of a failed rule: its (compiled) messageExpression's value when that evaluates
+    /// to a fitting string, else its message or `failed rule: <rule>`.
+    fn message(&mut self, fld: &str, rule: &ValidationRule, v: &Val, static_cost: u64) -> String {
         let fallback = rule_message_or_default(rule);
-        if rule.message_expression.is_empty() {
-            return fallback;
-        }
         let limit = PER_CALL_LIMIT.min(self.budget);
-        let static_cost = cost.unwrap_or(u64::MAX);
         // Counted when the static estimate does not fit (see `rules`).
         let counted = if static_cost > limit {
             match self.count(&rule.message_expression, v, None, limit) {
@@ -523,19 +537,24 @@ impl<'e> DefaultRules<'e> {
         if let Some(o) = old_self {
             vars.push(("oldSelf", o));
         }
-        runtime_cost::count(&parsed.expr, &vars, limit)
+        runtime_cost::count(
+            &parsed.expr,
+            &vars,
+            limit,
+            runtime_cost::Rules::of(self.env.minor),
+        )
     }
 
     /// Evaluates `source` with `self` (and `oldSelf`) bound to `v`, when the interpreter follows
-    /// cel-go on it; an evaluation error is not reproduced (its text is cel-go's own).
-    /// `Ok(Ok(value))`, `Ok(Err(the evaluation error as cel-go words it))`, or `Err(why it was
-    /// not evaluated)`.
+    /// cel-go on it: `Ok(Ok(value))`, `Ok(Err(Some(the evaluation error as cel-go words it)))`,
+    /// `Ok(Err(None))` (cel-go fails too, in words celcost does not reproduce), or `Err(why it
+    /// was not evaluated)`.
     fn eval(
         &mut self,
         source: &str,
         v: &Val,
         old_self: Option<&Val>,
-    ) -> Result<Result<Val, String>, String> {
+    ) -> Result<Result<Val, Option<String>>, String> {
         let parser = self.cel().parser;
         let parsed = parse_unexpanded(source, parser).map_err(|e| e.0)?;
         let mut vars: Vec<(&str, &Val)> = vec![("self", v)];
@@ -546,8 +565,9 @@ impl<'e> DefaultRules<'e> {
             .interpreter
             .get_or_insert_with(|| Interpreter::new(parser));
         crate::budget::charge(v.weight() as u64);
-        // Two-variable comprehensions as one-variable ones over `[index or key, value]` pairs.
-        let lowered = lower_two_variable_comprehensions(&parsed.expr)?;
+        // Two-variable comprehensions as one-variable ones over `[index or key, value]` pairs;
+        // cel-go's `format`.
+        let lowered = lower_for_interpreter(&parsed.expr)?;
         let expr = lowered.as_ref().unwrap_or(&parsed.expr);
         if !Interpreter::supports_with_type_tests(expr) {
             return Err("it calls functions the interpreter does not follow cel-go on".into());
@@ -559,38 +579,15 @@ impl<'e> DefaultRules<'e> {
         match interp.eval(&program, &vars) {
             Outcome::Value(v) => Ok(Ok(v)),
             Outcome::Error(e) => match cel_go_error(&e) {
-                Some(go) => Ok(Err(go)),
-                None => Err(format!(
+                GoError::Worded(go) => Ok(Err(Some(go))),
+                GoError::Unworded => Ok(Err(None)),
+                GoError::Unknown => Err(format!(
                     "its evaluation fails ({e}), which celcost cannot word as cel-go does"
                 )),
             },
             Outcome::Unsupported(e) => Err(format!("the interpreter cannot evaluate it ({e})")),
         }
     }
-}
-
-/// cel-go's words for the evaluation errors of the `cel` crate's interpreter that it words alike
-/// (`no such key: a`, `division by zero`, `modulus by zero`, `index out of bounds: 1`, `insert
-/// failed: key k already exists`).
-fn cel_go_error(e: &str) -> Option<String> {
-    if let Some(m) = e.strip_prefix("Error executing function 'celcostMergeMaps': ") {
-        // `transformMapEntry`'s repeated key (`crate::cel::eval`).
-        return Some(m.to_string());
-    }
-    if let Some(k) = e.strip_prefix("No such key: ") {
-        return Some(format!("no such key: {k}"));
-    }
-    if e.starts_with("Division by zero") {
-        return Some("division by zero".into());
-    }
-    if e.starts_with("Remainder by zero") {
-        return Some("modulus by zero".into());
-    }
-    let i = e
-        .strip_prefix("Index out of bounds: Int(")
-        .and_then(|r| r.strip_suffix(')'))
-        .and_then(|n| n.parse::<i64>().ok())?;
-    Some(format!("index out of bounds: {i}"))
 }
 
 /// `ruleErrorString`.

@@ -1006,3 +1006,345 @@ fn rules_with_unbounded_estimates_are_counted_at_runtime() {
         over.notes
     );
 }
+
+/// A CRD whose `spec.p` has `schema` (its default and rules), and an over-budget rule
+/// elsewhere (`spec.tags`), whose cost errors stand only while every default passes.
+fn defaulted_with(schema: Value) -> Value {
+    crd(
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "p": schema,
+            "tags": {"type": "array", "items": {"type": "string",
+                "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}}}}}}),
+        false,
+    )
+}
+
+const P: &str = "spec.validation.openAPIV3Schema.properties[spec].properties[p]";
+
+fn estimate_at(minor: u32, crd: &Value) -> crate::report::ObjectReport {
+    Estimator::new(crate::cel::decls::Version::new(1, minor))
+        .estimate(crd, "test")
+        .unwrap()
+}
+
+/// Issue 30's first class: a messageExpression calling the strings extension's `format` is
+/// evaluated on a default as cel-go evaluates it (the API server 1.36.2 answered `0 is not
+/// allowed` for this CRD), on 1.30 (cel-go v0.17.8) as on 1.36 (v0.26.0); the failing default
+/// turns the schema's cost checks off.
+#[test]
+fn format_message_expressions_on_defaults() {
+    let crd = defaulted_with(json!({"type": "integer", "default": 0,
+        "x-kubernetes-validations": [{"rule": "self * 2 < 0",
+            "messageExpression": "'%s is not allowed'.format([string(self)])"}]}));
+    for (minor, value) in [(30, "\"integer\""), (33, "\"integer\""), (36, "0")] {
+        let r = estimate_at(minor, &crd);
+        assert_eq!(
+            r.errors,
+            [format!(
+                "{P}.default: Invalid value: {value}: 0 is not allowed"
+            )],
+            "1.{minor}"
+        );
+        assert!(r.notes.is_empty(), "1.{minor}: {:?}", r.notes);
+    }
+    // Verbs, lists and maps, x/text's `%f`; a messageExpression that fails, or gives only
+    // spaces or a line break, leaves the rule's message. From 1.31 (cel-go v0.20), the format
+    // check of literal calls refuses `%s` of an object (a type, no map) and the others here: a
+    // messageExpression that does not compile leaves the rule's message too (the API server
+    // 1.36.2 gave each 1.36 text).
+    let fallback = "failed rule: self.n < 0";
+    for (message, at_1_30, from_1_31) in [
+        (
+            "'%s; %d; %.2f; %x; %b; %o'.format([self, self.n, 1234.5, 'hi', true, 8])",
+            "{\"n\":3, \"s\":[\"a\", \"b\"]}; 3; 1,234.50; 6869; 1; 10",
+            fallback,
+        ),
+        (
+            "'%d; %.2f; %x; %b; %o'.format([self.n, 1234.5, 'hi', true, 8])",
+            "3; 1,234.50; 6869; 1; 10",
+            "3; 1,234.50; 6869; 1; 10",
+        ),
+        (
+            "'%s and %d more'.format([self.s[0], self.s.size() - 1])",
+            "a and 1 more",
+            "a and 1 more",
+        ),
+        ("'%s'.format([self.s])", "[\"a\", \"b\"]", "[\"a\", \"b\"]"),
+        ("'%d'.format([self.s])", fallback, fallback),
+        ("'%s'.format(['  '])", fallback, fallback),
+        ("'%s'.format(['a\\nb'])", fallback, fallback),
+        ("'%d %d'.format([1])", fallback, fallback),
+    ] {
+        let crd = defaulted_with(
+            json!({"type": "object", "default": {"n": 3, "s": ["a", "b"]},
+            "properties": {"n": {"type": "integer"},
+                "s": {"type": "array", "items": {"type": "string"}}},
+            "x-kubernetes-validations": [{"rule": "self.n < 0", "messageExpression": message}]}),
+        );
+        for minor in [30, 31, 36] {
+            let r = estimate_at(minor, &crd);
+            let value = if minor >= 35 { "" } else { "\"object\": " };
+            let shown = if minor >= 31 { from_1_31 } else { at_1_30 };
+            assert_eq!(
+                r.errors,
+                [format!("{P}.default: Invalid value: {value}{shown}")],
+                "1.{minor}: {message}"
+            );
+            assert!(r.notes.is_empty(), "1.{minor}: {message}: {:?}", r.notes);
+        }
+    }
+}
+
+/// What `format` does that celcost does not follow (`%e`: x/text's scientific notation) is not
+/// guessed: the rule's message is shown for a failing rule's messageExpression, and a rule that
+/// calls it counts as passing, with a note; the schema's cost errors then stand.
+#[test]
+fn unfollowed_format_verbs_are_noted() {
+    let crd = defaulted_with(json!({"type": "number", "default": 1.5,
+        "x-kubernetes-validations": [
+            {"rule": "self < 0.0", "messageExpression": "'%e'.format([self])"},
+            {"rule": "'%e'.format([self]) == ''"}]}));
+    for minor in [30, 36] {
+        let r = estimate_at(minor, &crd);
+        let value = if minor >= 35 { "1.5" } else { "\"number\"" };
+        assert_eq!(
+            r.errors,
+            [format!(
+                "{P}.default: Invalid value: {value}: failed rule: self < 0.0"
+            )],
+            "1.{minor}"
+        );
+        assert_eq!(r.notes.len(), 2, "1.{minor}: {:?}", r.notes);
+        assert!(r.notes[0].contains("'%e'.format([self]): messageExpression not evaluated"));
+        assert!(r.notes[1].contains("`format` where celcost does not follow cel-go"));
+    }
+}
+
+/// Issue 30's second class: a rule whose evaluation fails on the default is reported as the
+/// API server words it (`<error> evaluating rule: <rule>`, the schema type as the value), and
+/// turns the cost checks off. The URL library as `library/urls.go` over Go's `net/url`; the
+/// API server 1.36.2 gave each of these texts.
+#[test]
+fn evaluation_errors_on_defaults_as_the_api_server_words_them() {
+    let crd = defaulted_with(json!({"type": "string", "default": "a",
+        "x-kubernetes-validations": [{"rule": "url(self).getQuery().size() <= 3"}]}));
+    for minor in [30, 32, 34, 36] {
+        let r = estimate_at(minor, &crd);
+        assert_eq!(
+            r.errors,
+            [format!(
+                "{P}.default: Invalid value: \"string\": URL parse error during conversion from string: parse \"a\": invalid URI for request evaluating rule: url(self).getQuery().size() <= 3"
+            )],
+            "1.{minor}"
+        );
+        assert!(r.notes.is_empty(), "1.{minor}: {:?}", r.notes);
+    }
+    for (schema, rule, error) in [
+        (
+            json!({"type": "string", "default": "http://h/p#%zz"}),
+            "url(self).getHost() == 'x'",
+            "\"string\": URL parse error during conversion from string: parse \"http://h/p#%zz\": invalid URL escape \"%zz\"",
+        ),
+        (
+            json!({"type": "string", "default": "http://h/?a=1"}),
+            "url(self).getQuery()['a'][1] == 'x'",
+            "\"string\": index out of bounds: 1",
+        ),
+        (
+            json!({"x-kubernetes-int-or-string": true, "default": "abc"}),
+            "'%d'.format([self]) == 'x'",
+            "\"\": error during formatting: decimal clause can only be used on integers, was given string",
+        ),
+        (
+            json!({"x-kubernetes-int-or-string": true, "default": "1x"}),
+            "int(self) > 0",
+            "\"\": type conversion error from 'string' to 'int'",
+        ),
+        (
+            json!({"type": "integer", "default": 1}),
+            "9223372036854775807 + self > 0",
+            "\"integer\": integer overflow",
+        ),
+        (
+            json!({"type": "integer", "default": -1}),
+            "uint(self) > 0u",
+            "\"integer\": unsigned integer overflow",
+        ),
+        (
+            json!({"type": "object", "default": {}, "properties": {"m": {"type": "integer"}}}),
+            "self.?m.value() == 1",
+            "\"object\": optional.none() dereference",
+        ),
+    ] {
+        let mut schema = schema;
+        schema["x-kubernetes-validations"] = json!([{ "rule": rule }]);
+        let crd = defaulted_with(schema);
+        for minor in [30, 36] {
+            let r = estimate_at(minor, &crd);
+            assert_eq!(
+                r.errors,
+                [format!(
+                    "{P}.default: Invalid value: {error} evaluating rule: {rule}"
+                )],
+                "1.{minor}"
+            );
+            assert!(r.notes.is_empty(), "1.{minor}: {rule}: {:?}", r.notes);
+        }
+    }
+}
+
+/// The URL library's accessors on defaults, in failing rules' messages (the API server's
+/// answers); what Go's `net/url` versions parse differently, and comparisons of URLs, are not
+/// evaluated (noted, counted as passing), nor is an error whose words differ between them.
+#[test]
+fn url_accessors_on_defaults() {
+    for (default, message, shown) in [
+        (
+            "https://x:8/",
+            "'%s: %s %s'.format([self, url(self).getHostname(), url(self).getPort()])",
+            "https://x:8/: x 8",
+        ),
+        ("http://h/a b", "url(self).getEscapedPath()", "/a%20b"),
+        (
+            "mailto:a@b",
+            "'scheme ' + url(self).getScheme() + ' path ' + url(self).getEscapedPath() + '.'",
+            "scheme mailto path .",
+        ),
+        (
+            "http://h/?b=2&a=1&a=3",
+            "'%s'.format([url(self).getQuery()])",
+            "{\"a\":[\"1\", \"3\"], \"b\":[\"2\"]}",
+        ),
+    ] {
+        let crd = defaulted_with(json!({"type": "string", "default": default,
+            "x-kubernetes-validations": [{"rule": "!isURL(self)", "messageExpression": message}]}));
+        let r = estimate_at(36, &crd);
+        assert_eq!(
+            r.errors,
+            [format!(
+                "{P}.default: Invalid value: \"{default}\": {shown}"
+            )]
+        );
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+    for (default, rule) in [
+        ("https://a:b:c/", "url(self).getHost() == ''"),
+        ("http://h/", "url(self) != url(self)"),
+        ("http://a:1:2/", "isURL(self)"),
+    ] {
+        let crd = defaulted_with(json!({"type": "string", "default": default,
+            "x-kubernetes-validations": [{"rule": rule}]}));
+        let r = estimate_at(36, &crd);
+        assert!(
+            !r.errors.is_empty() && r.errors.iter().all(|e| e.contains("Forbidden")),
+            "{rule}: {:?}",
+            r.errors
+        );
+        assert_eq!(r.notes.len(), 1, "{rule}: {:?}", r.notes);
+        assert!(r.notes[0].contains(rule), "{:?}", r.notes);
+    }
+}
+
+/// A messageExpression that does not compile is no program for the API server's validator
+/// (`compileRule` returns before it normalizes the rule's fieldPath): a failed rule shows its
+/// message at the node, not at its fieldPath (the API server 1.36.2's answer for this CRD).
+#[test]
+fn message_expressions_that_do_not_compile_on_defaults() {
+    let crd = defaulted_with(json!({"type": "object", "default": {"n": 3},
+        "properties": {"n": {"type": "integer"}},
+        "x-kubernetes-validations": [
+            {"rule": "self.n < 0", "fieldPath": ".n", "messageExpression": "'%d'.format(['x'])"},
+            {"rule": "self.n < 1", "fieldPath": ".n", "messageExpression": "'n is %d'.format([self.n])"}]}));
+    let r = estimate_at(36, &crd);
+    assert_eq!(
+        r.errors,
+        [
+            format!("{P}.default: Invalid value: failed rule: self.n < 0"),
+            format!("{P}.default.n: Invalid value: n is 3"),
+        ]
+    );
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+}
+
+/// A URL rule that cel-go's estimate cannot bound (a comprehension over `self.?m.orValue({})`)
+/// is evaluated on a small default with its runtime cost counted (`url` its string ·0.1): its
+/// error is reported as the API server words it.
+#[test]
+fn url_rules_counted_at_runtime_on_defaults() {
+    let rule = "self.?m.orValue({}).all(k, url(self.m[k]).getHost() != '')";
+    let crd = defaulted_with(json!({"type": "object",
+        "default": {"m": {"a": "http://h/", "b": "z"}},
+        "properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}},
+        "x-kubernetes-validations": [{"rule": rule}]}));
+    for minor in [30, 36] {
+        let r = estimate_at(minor, &crd);
+        assert_eq!(
+            r.errors,
+            [format!(
+                "{P}.default: Invalid value: \"object\": URL parse error during conversion from string: parse \"z\": invalid URI for request evaluating rule: {rule}"
+            )],
+            "1.{minor}"
+        );
+        assert!(r.notes.is_empty(), "1.{minor}: {:?}", r.notes);
+    }
+}
+
+/// Conversions on defaults as cel-go converts (the API server 1.36.2's answers): `string` of a
+/// double is Go's `%g`, strings parse as Go's `strconv` parses them.
+#[test]
+fn conversions_on_defaults() {
+    for (schema, rule, message, shown) in [
+        (
+            json!({"type": "number", "default": 1000000.0}),
+            "false",
+            "string(self)",
+            "1000000: 1e+06",
+        ),
+        (
+            json!({"type": "string", "default": "Infinity"}),
+            "double(self) < 0.0",
+            "string(double(self))",
+            "\"Infinity\": +Inf",
+        ),
+        (
+            json!({"type": "string", "default": "+5"}),
+            "uint(self) > 0u",
+            "",
+            "\"string\": type conversion error from 'string' to 'uint' evaluating rule: uint(self) > 0u",
+        ),
+        (
+            json!({"type": "string", "default": "1e400"}),
+            "double(self) > 0.0",
+            "",
+            "\"string\": type conversion error from 'string' to 'double' evaluating rule: double(self) > 0.0",
+        ),
+        (
+            json!({"type": "string", "default": "yes"}),
+            "bool(self)",
+            "",
+            "\"string\": type conversion error from 'string' to 'bool' evaluating rule: bool(self)",
+        ),
+    ] {
+        let mut schema = schema;
+        schema["x-kubernetes-validations"] = json!([{"rule": rule, "messageExpression": message}]);
+        let r = estimate_at(36, &defaulted_with(schema));
+        assert_eq!(
+            r.errors,
+            [format!("{P}.default: Invalid value: {shown}")],
+            "{rule}"
+        );
+        assert!(r.notes.is_empty(), "{rule}: {:?}", r.notes);
+    }
+    // `bool('T')` is true.
+    let r = estimate_at(
+        36,
+        &defaulted_with(json!({"type": "string", "default": "T",
+        "x-kubernetes-validations": [{"rule": "bool(self)"}]})),
+    );
+    assert!(
+        r.errors.iter().all(|e| e.contains("Forbidden")),
+        "{:?}",
+        r.errors
+    );
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+}

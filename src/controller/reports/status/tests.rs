@@ -102,6 +102,13 @@ fn the_next_minor_decides_upgrade_safe() {
         msg.contains("^.spec.f1 [0]") && msg.contains("12,310,000"),
         "{msg}"
     );
+    // The cluster keeps serving it after the upgrade; a rule refuses the schema's changes.
+    assert!(
+        msg.ends_with(
+            "refuses any update that changes the schema of that version until the rule fits"
+        ),
+        "{msg}"
+    );
     let next = rejected.next_version.as_ref().unwrap();
     assert!(!next.valid);
     assert_eq!(next.kubernetes_version, "v1.32");
@@ -440,4 +447,24 @@ fn conditions_and_transitions() {
         later,
     );
     assert!(transitions(CRD, Some(&failed), &back).is_empty());
+}
+
+#[test]
+fn a_total_over_its_limit_on_the_next_minor_refuses_every_update() {
+    use crate::report::versions::with_next;
+    let mut next = versioned("v1.32", &[9_500_000; 11]);
+    next.schemas[0].exceeds_total_limit = true;
+    next.valid = false;
+    let st = status_of(&with_next(versioned("v1.31", &[900_000; 11]), next), None);
+    let (st, why, msg) = upgrade_condition(&st);
+    assert_eq!(
+        (st.as_str(), why.as_str()),
+        ("False", reason::REJECTED_BY_NEXT_VERSION)
+    );
+    assert!(
+        msg.contains("104,500,000")
+            && msg
+                .ends_with("keeps serving it, but refuses every update of it until the total fits"),
+        "{msg}"
+    );
 }
