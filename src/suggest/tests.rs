@@ -361,3 +361,55 @@ fn a_spent_search_budget_says_so() {
         assert!(n.is_some());
     }
 }
+
+/// A verification sets its bounds on the object's one copy and puts it back as it was: members
+/// replaced get their value back in their place, members added go, so the copy serializes as
+/// the object does; what the estimate saw is the object with the bounds (as `apply_bounds`
+/// makes it); a node not in the object is an error and changes nothing either.
+#[test]
+fn bounds_are_set_on_the_copy_and_put_back() {
+    let object = crd(
+        json!({
+            "tags": {"type": "array", "maxItems": 10, "description": "d",
+                     "items": {"type": "string"}},
+            "name": {"type": "string"}
+        }),
+        json!([]),
+    );
+    let site = |node: Vec<Step>, keyword| Site {
+        node,
+        keyword,
+        current: None,
+        lo: 0,
+        cap: None,
+        cardinality: false,
+    };
+    let tags = site(vec![Step::Prop("tags".into())], Keyword::MaxItems);
+    let items = site(
+        vec![Step::Prop("tags".into()), Step::Items],
+        Keyword::MaxLength,
+    );
+    let gone = site(vec![Step::Prop("nothing".into())], Keyword::MaxLength);
+    let pointers = vec!["/spec/versions/0/schema/openAPIV3Schema/properties/spec".to_string()];
+    let bounds = [(&tags, 5), (&items, 64)];
+    let mut copy = object.clone();
+    let seen = with_bounds(&mut copy, &object, &pointers, &bounds, |v| v.clone()).unwrap();
+    assert_eq!(seen, apply_bounds(&object, &pointers, &bounds).unwrap());
+    assert_eq!(
+        seen.pointer(
+            "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/tags/maxItems"
+        ),
+        Some(&json!(5))
+    );
+    assert_eq!(
+        serde_json::to_string(&copy).unwrap(),
+        serde_json::to_string(&object).unwrap()
+    );
+    let bounds = [(&tags, 5), (&gone, 1)];
+    let err = with_bounds(&mut copy, &object, &pointers, &bounds, |_| ()).unwrap_err();
+    assert!(err.contains("is not in the object"), "{err}");
+    assert_eq!(
+        serde_json::to_string(&copy).unwrap(),
+        serde_json::to_string(&object).unwrap()
+    );
+}
