@@ -9,7 +9,10 @@
 //! - the estimator's steps ([`celcost::budget`]): every loop whose length depends on the input
 //!   charges them, the suggested bounds' walks down the schema included (the search that took
 //!   d³ for a rule d lists deep did not charge its walks, so this count did not see it);
-//! - allocations and bytes allocated, and the peak of bytes held, by this binary's allocator.
+//! - allocations and bytes allocated, and the peak of bytes held, by this binary's allocator;
+//! - the `celcost` binary's instructions under valgrind, for the dimensions the suggested bounds'
+//!   search and the schema walks work on: any loop, charged or not
+//!   ([`instructions_of_the_cli_grow_at_most_n_log_n_in_every_dimension`]).
 //!
 //! A dimension fails when a counter at 4n is more than [`SLACK`] times its value at n times the
 //! growth of the work's size: the input's and the JSON output's bytes, at least 4 (n·log n is
@@ -218,5 +221,121 @@ fn the_operator_reports_lists_480_deep_with_suggestions() {
         usage.steps < celcost::budget::DEFAULT_STEPS / 4,
         "{} steps",
         usage.steps
+    );
+}
+
+/// The families counted by instructions: the schema's nesting and depth, and costly rules (the
+/// suggested bounds' search).
+const SEARCHED: [&str; 10] = [
+    "schema depth (a rule per level)",
+    "schema depth (one rule at the root)",
+    "list nesting (maxItems 2 a level, a rule at the bottom)",
+    "map nesting (maxProperties 2 a level, a rule at the bottom)",
+    "object nesting (a costly rule at the bottom)",
+    "schema width (a costly rule reading two of n fields)",
+    "rule reads (a costly rule reading n unbounded fields)",
+    "rules per node (each costly, under a list)",
+    "expression length (costly || terms)",
+    "objects per file (each with a costly rule)",
+];
+
+/// The instructions `celcost estimate --output json` executes (valgrind's cachegrind), from
+/// the process's start to its end, on every family's member at n and 4n, less those of a run on
+/// an empty file (the process's fixed part). Unlike the steps above this sees every loop,
+/// charged or not: the d³ search for lists d deep was a walk that charged no steps and
+/// allocated nothing, which only an instruction count finds. It counts instructions of a
+/// deterministic program, so it does not flake either.
+///
+/// The dimensions are those of the schema's shape and of costly rules, where the suggested
+/// bounds' search and the walks down the schema work ([`SEARCHED`]); the others are as cheap to
+/// count by steps, and all of them under valgrind would take minutes.
+///
+/// Needs valgrind (Debian's package; `.ci/run` installs it and sets
+/// `CELCOST_REQUIRE_VALGRIND=1`, which turns a skip into a failure).
+#[test]
+fn instructions_of_the_cli_grow_at_most_n_log_n_in_every_dimension() {
+    use std::process::Command;
+    let have = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        assert!(
+            std::env::var_os("CELCOST_REQUIRE_VALGRIND").is_none_or(|v| v != "1"),
+            "valgrind is not installed and CELCOST_REQUIRE_VALGRIND=1"
+        );
+        eprintln!("SKIPPED: valgrind is not installed (apt-get install valgrind)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("celcost-scaling-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // Instructions and JSON bytes of one run over `docs`, each a file of one directory.
+    let count = |label: &str, docs: &[String]| -> (u64, u64) {
+        let d = dir.join(label);
+        std::fs::create_dir_all(&d).unwrap();
+        let mut input = 0u64;
+        for (i, doc) in docs.iter().enumerate() {
+            std::fs::write(d.join(format!("{i:05}.yaml")), doc).unwrap();
+            input += doc.len() as u64;
+        }
+        let out = Command::new("valgrind")
+            .args([
+                "--tool=cachegrind",
+                "--cache-sim=no",
+                "--cachegrind-out-file=/dev/null",
+                env!("CARGO_BIN_EXE_celcost"),
+                "estimate",
+                "--output",
+                "json",
+            ])
+            .arg(&d)
+            .output()
+            .expect("valgrind runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let refs = err
+            .lines()
+            .find_map(|l| {
+                l.split_once("I   refs:")
+                    .or_else(|| l.split_once("I refs:"))
+            })
+            .map(|(_, n)| n.trim().replace(',', ""))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no instruction count from valgrind for {label}:\n{err}"));
+        let _ = std::fs::remove_dir_all(&d);
+        (refs, input + out.stdout.len() as u64)
+    };
+    let (fixed, _) = count("empty", &[String::new()]);
+    let mut failures = Vec::new();
+    let all = families::all();
+    for name in SEARCHED {
+        assert!(all.iter().any(|f| f.name == name), "no family {name:?}");
+    }
+    for (i, fam) in all.into_iter().enumerate() {
+        if !SEARCHED.contains(&fam.name) {
+            continue;
+        }
+        let (a, sa) = count(&format!("{i}-n"), &(fam.make)(fam.base));
+        let (b, sb) = count(&format!("{i}-4n"), &(fam.make)(fam.base * 4));
+        let (a, b) = (a.saturating_sub(fixed).max(1), b.saturating_sub(fixed));
+        let size_growth = (sb as f64 / sa as f64).max(4.0);
+        let allowed = SLACK * size_growth;
+        let growth = b as f64 / a as f64;
+        eprintln!(
+            "{:<62} n={:<5} size x{size_growth:<5.1} instructions x{growth:.1} ({a} -> {b}, less {fixed} fixed)",
+            fam.name, fam.base
+        );
+        if growth > allowed {
+            failures.push(format!(
+                "{}: instructions grew {growth:.1}x from n = {} to 4n ({a} -> {b}), more than {allowed:.1}x (the size grew {size_growth:.1}x)",
+                fam.name, fam.base
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        failures.is_empty(),
+        "super-linear growth:\n{}",
+        failures.join("\n")
     );
 }
