@@ -23,6 +23,22 @@ fn fixture(name: &str) -> Value {
     parse_documents(&text).remove(0).value.unwrap()
 }
 
+/// A CRD whose root rule reads `metadata.name` once per host (100): over the limit while the
+/// name is unbounded (1.30..1.36), within it from 1.37 (253).
+fn routes_reading_the_name() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "routes.gateway.example.io"},
+        "spec": {"group": "gateway.example.io", "scope": "Namespaced",
+            "names": {"plural": "routes", "kind": "Route"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "x-kubernetes-validations": [{"rule": "self.spec.hosts.all(h, h.endsWith(self.metadata.name))"}],
+                "properties": {"spec": {"type": "object", "properties": {"hosts": {
+                    "type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 64}}}}}}}}]}
+    })
+}
+
 fn celcost(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_celcost"))
         .args(args)
@@ -99,17 +115,7 @@ fn suggestions_over_a_range_fit_every_minor_of_it() {
         }
     }
     // Only 1.36 over the limit: `endsWith(self.metadata.name)` on 100 hosts.
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "routes.gateway.example.io"},
-        "spec": {"group": "gateway.example.io", "scope": "Namespaced",
-            "names": {"plural": "routes", "kind": "Route"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "x-kubernetes-validations": [{"rule": "self.spec.hosts.all(h, h.endsWith(self.metadata.name))"}],
-                "properties": {"spec": {"type": "object", "properties": {"hosts": {
-                    "type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 64}}}}}}}}]}
-    });
+    let crd = routes_reading_the_name();
     let before36 = v36.estimate(&crd, "t").unwrap();
     assert!(!before36.valid);
     assert!(v37.estimate(&crd, "t").unwrap().valid);
@@ -248,17 +254,7 @@ fn the_clis_range_suggestions_fit_every_minor() {
         std::fs::copy(fixtures().join(f), dir.path().join(f)).unwrap();
     }
     // A rule only 1.30..1.36 put over the limit (an unbounded `metadata.name` before 1.37).
-    let routes = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "routes.gateway.example.io"},
-        "spec": {"group": "gateway.example.io", "scope": "Namespaced",
-            "names": {"plural": "routes", "kind": "Route"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "x-kubernetes-validations": [{"rule": "self.spec.hosts.all(h, h.endsWith(self.metadata.name))"}],
-                "properties": {"spec": {"type": "object", "properties": {"hosts": {
-                    "type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 64}}}}}}}}]}
-    });
+    let routes = routes_reading_the_name();
     std::fs::write(
         dir.path().join("routes.json"),
         serde_json::to_string(&routes).unwrap(),

@@ -193,15 +193,7 @@ impl Estimator {
             name: s("/metadata/name"),
             kubernetes_version: format!("v{}", self.env.kubernetes),
             valid: false,
-            stopped: Some(EstimateStopped {
-                reason: match stop {
-                    Stopped::Exceeded(_) => WORK_BUDGET_EXCEEDED,
-                    Stopped::Panicked(_) => INTERNAL_ERROR,
-                }
-                .to_string(),
-                message: stop.to_string(),
-                location: None,
-            }),
+            stopped: Some(stopped_by(stop)),
             ..ObjectReport::default()
         }
     }
@@ -276,21 +268,11 @@ impl Estimator {
                 crate::crd::update::judge_update(&self.env, old, new, create, stored_source)
             })
         });
-        Some(judged.unwrap_or_else(|stop| {
-            UpdateVerdict {
-                stored_source: stored_source.to_string(),
-                valid: false,
-                stopped: Some(EstimateStopped {
-                    reason: match stop {
-                        Stopped::Exceeded(_) => WORK_BUDGET_EXCEEDED,
-                        Stopped::Panicked(_) => INTERNAL_ERROR,
-                    }
-                    .to_string(),
-                    message: stop.to_string(),
-                    location: None,
-                }),
-                ..UpdateVerdict::default()
-            }
+        Some(judged.unwrap_or_else(|stop| UpdateVerdict {
+            stored_source: stored_source.to_string(),
+            valid: false,
+            stopped: Some(stopped_by(&stop)),
+            ..UpdateVerdict::default()
         }))
     }
 
@@ -353,5 +335,18 @@ impl Estimator {
         self.guarded(v, source, "MutatingAdmissionPolicy", || {
             crate::vap::estimate_map_with(&self.env, v, source, catalog)
         })
+    }
+}
+
+/// What the report says of an estimate or verdict stopped by its work budget or a panic.
+fn stopped_by(stop: &Stopped) -> EstimateStopped {
+    EstimateStopped {
+        reason: match stop {
+            Stopped::Exceeded(_) => WORK_BUDGET_EXCEEDED,
+            Stopped::Panicked(_) => INTERNAL_ERROR,
+        }
+        .to_string(),
+        message: stop.to_string(),
+        location: None,
     }
 }
