@@ -53,18 +53,7 @@ fn policy_cost(e: &Estimator, expression: &str) -> u64 {
 /// One rule on `spec` (schema `spec`) of a minimal CRD.
 fn rule(e: &Estimator, mut spec: Value, rule: &str) -> RuleReport {
     spec["x-kubernetes-validations"] = json!([{"rule": rule}]);
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "things.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "things", "kind": "Thing"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]
-        }
-    });
+    let crd = crd_with_root(json!({"type": "object", "properties": {"spec": spec}}));
     let r = e.estimate(&crd, "test").unwrap();
     r.schemas
         .into_iter()

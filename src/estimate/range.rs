@@ -36,6 +36,24 @@ struct Differences {
     ident_escape: bool,
 }
 
+/// Calls `add` with every name declared differently in `a` and `b`, or in one of them only.
+fn differing<V: PartialEq>(
+    a: &std::collections::HashMap<String, V>,
+    b: &std::collections::HashMap<String, V>,
+    add: &mut impl FnMut(&str),
+) {
+    for (n, v) in a {
+        if b.get(n) != Some(v) {
+            add(n);
+        }
+    }
+    for n in b.keys() {
+        if !a.contains_key(n) {
+            add(n);
+        }
+    }
+}
+
 impl Differences {
     fn between(a: &Estimator, b: &Estimator) -> Differences {
         let (ea, eb) = (a.env(), b.env());
@@ -55,26 +73,8 @@ impl Differences {
             Declarations::for_minor_stored(mb),
         );
         for (da, db) in [(&da, &db), (&stored.0, &stored.1)] {
-            for (n, f) in &da.functions {
-                if db.functions.get(n) != Some(f) {
-                    add(n);
-                }
-            }
-            for n in db.functions.keys() {
-                if !da.functions.contains_key(n) {
-                    add(n);
-                }
-            }
-            for (n, t) in &da.idents {
-                if db.idents.get(n) != Some(t) {
-                    add(n);
-                }
-            }
-            for n in db.idents.keys() {
-                if !da.idents.contains_key(n) {
-                    add(n);
-                }
-            }
+            differing(&da.functions, &db.functions, &mut add);
+            differing(&da.idents, &db.idents, &mut add);
         }
         let keywords = |m: &Minor| m.compatibility >= Version::new(1, 31);
         Differences {
