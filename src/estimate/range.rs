@@ -16,9 +16,14 @@ use crate::schema::catalog::SchemaCatalog;
 /// What differs between two minors' rules, as far as an object can tell.
 #[derive(Debug, Default)]
 struct Differences {
-    /// The segments of every function or identifier declared differently (`format`, `named`,
-    /// `isIP`, `first`, `string`, ...).
+    /// Words that make an expression that has them read something declared differently: every
+    /// segment of an identifier's name, the namespaces of a function's (`lists` of
+    /// `lists.range`), and every segment of an internal function's (`cel.@mapInsert`, reached
+    /// through macros, not by name).
     names: HashSet<String>,
+    /// The names by which a function declared differently is called (`format`, `isIP`, `range`
+    /// of `lists.range`): they matter only before a `(`; a field `self.duration` calls nothing.
+    calls: HashSet<String>,
     /// Parser options differ in the two-variable macros / `sortBy`.
     two_var_macros: bool,
     sort_by: bool,
@@ -63,22 +68,37 @@ impl Differences {
             Declarations::for_minor(ma, true),
             Declarations::for_minor(mb, true),
         );
-        let mut names = HashSet::new();
-        let mut add = |name: &str| {
-            names.extend(name.split('.').map(str::to_string));
-        };
+        let (mut names, mut calls) = (HashSet::new(), HashSet::new());
         // And the stored-expressions environments (rules on defaults compile there).
         let stored = (
             Declarations::for_minor_stored(ma),
             Declarations::for_minor_stored(mb),
         );
         for (da, db) in [(&da, &db), (&stored.0, &stored.1)] {
-            differing(&da.functions, &db.functions, &mut add);
-            differing(&da.idents, &db.idents, &mut add);
+            differing(
+                &da.functions,
+                &db.functions,
+                &mut |name: &str| match name.rsplit_once('.') {
+                    _ if name.contains('@') => {
+                        names.extend(name.split('.').map(str::to_string));
+                    }
+                    Some((namespace, called)) => {
+                        names.extend(namespace.split('.').map(str::to_string));
+                        calls.insert(called.to_string());
+                    }
+                    None => {
+                        calls.insert(name.to_string());
+                    }
+                },
+            );
+            differing(&da.idents, &db.idents, &mut |name: &str| {
+                names.extend(name.split('.').map(str::to_string));
+            });
         }
         let keywords = |m: &Minor| m.compatibility >= Version::new(1, 31);
         Differences {
             names,
+            calls,
             two_var_macros: ea.parser.two_var_comprehensions != eb.parser.two_var_comprehensions,
             sort_by: ea.parser.lists_sort_by != eb.parser.lists_sort_by,
             cost_algorithm: ma.cost_algorithm != mb.cost_algorithm,
@@ -103,7 +123,11 @@ impl Differences {
     /// error wording, which [`RangeEstimator`] checks on the report).
     fn irrelevant_to(&self, p: &Profile) -> bool {
         let any = |words: &[&str]| words.iter().any(|w| p.tokens.contains(*w));
-        if p.has_cel && (self.cost_algorithm || p.tokens.iter().any(|t| self.names.contains(t))) {
+        if p.has_cel
+            && (self.cost_algorithm
+                || p.tokens.iter().any(|t| self.names.contains(t))
+                || p.called.iter().any(|t| self.calls.contains(t)))
+        {
             return false;
         }
         !(self.two_var_macros && any(TWO_VARIABLE_MACROS)
@@ -159,6 +183,8 @@ fn selects_reserved_word(p: &Profile) -> bool {
 struct Profile {
     /// Identifier-like tokens of every CEL expression of the object.
     tokens: HashSet<String>,
+    /// The tokens of them followed by a `(`: the names of calls.
+    called: HashSet<String>,
     has_cel: bool,
     /// A kind whose API versions the minors serve differently (MutatingAdmissionPolicy).
     served_by_minor: bool,
@@ -211,7 +237,7 @@ impl Profile {
                     self.root_rule_reads_metadata |= rules.iter().any(|r| {
                         ["rule", "messageExpression"].iter().any(|k| {
                             r.get(*k).and_then(Value::as_str).is_some_and(|s| {
-                                identifier_tokens(s).iter().any(|t| t == "metadata")
+                                identifier_tokens(s).iter().any(|(t, _)| t == "metadata")
                             })
                         })
                     });
@@ -236,7 +262,12 @@ impl Profile {
                             self.has_cel = true;
                             self.backtick |= s.contains('`');
                             self.global_matches |= calls_global(s, "matches");
-                            self.tokens.extend(identifier_tokens(s));
+                            for (word, call) in identifier_tokens(s) {
+                                if call {
+                                    self.called.insert(word.clone());
+                                }
+                                self.tokens.insert(word);
+                            }
                         }
                         _ => self.walk(x, k == "openAPIV3Schema"),
                     }
@@ -266,19 +297,26 @@ fn calls_global(s: &str, name: &str) -> bool {
 }
 
 /// The identifier-like words of a CEL text, outside its string and bytes literals and comments:
-/// what is in a literal names nothing a minor declares (`'… in range'` calls no `range`). A text
-/// whose literals cannot be told apart (an unterminated one, an unknown prefix) gives every word.
-fn identifier_tokens(s: &str) -> Vec<String> {
-    let words = |t: &str| -> Vec<String> {
-        t.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|w| !w.is_empty())
-            .map(str::to_string)
-            .collect()
+/// what is in a literal names nothing a minor declares (`'… in range'` calls no `range`); each
+/// with whether it is a call's name (a `(` follows, after blanks and comments). A text whose
+/// literals cannot be told apart (an unterminated one, an unknown prefix) gives every word, each
+/// as a call.
+fn identifier_tokens(s: &str) -> Vec<(String, bool)> {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let (code, readable) = match code_outside_literals(s) {
+        Some(code) => (code, true),
+        None => (s.to_string(), false),
     };
-    match code_outside_literals(s) {
-        Some(code) => words(&code),
-        None => words(s),
+    let mut out = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(start) = rest.find(word) {
+        let after = &rest[start..];
+        let end = after.find(|c: char| !word(c)).unwrap_or(after.len());
+        let call = !readable || after[end..].trim_start().starts_with('(');
+        out.push((after[..end].to_string(), call));
+        rest = &after[end..];
     }
+    out
 }
 
 /// `s` with every string or bytes literal and comment replaced by a space (cel-go's lexer: `'…'`,
@@ -448,9 +486,35 @@ mod tests {
     use super::*;
 
     fn tokens(s: &str) -> Vec<String> {
-        let mut t = identifier_tokens(s);
+        let mut t: Vec<String> = identifier_tokens(s).into_iter().map(|(w, _)| w).collect();
         t.sort();
         t
+    }
+
+    fn calls(s: &str) -> Vec<String> {
+        let mut t: Vec<String> = identifier_tokens(s)
+            .into_iter()
+            .filter_map(|(w, call)| call.then_some(w))
+            .collect();
+        t.sort();
+        t
+    }
+
+    #[test]
+    fn calls_are_words_before_a_parenthesis() {
+        assert_eq!(
+            calls("self.duration == duration('1s') && lists.range (3).size() > 0"),
+            ["duration", "range", "size"]
+        );
+        // Comments and line breaks between the name and its arguments.
+        assert_eq!(
+            calls("x.isIP // an address\n  (y) && self.format"),
+            ["isIP"]
+        );
+        // In a literal: no call.
+        assert_eq!(calls("self.a == 'duration(1)'"), Vec::<String>::new());
+        // Unreadable literals: every word may be a call.
+        assert_eq!(calls("self.duration + 'open"), ["duration", "open", "self"]);
     }
 
     #[test]
