@@ -87,8 +87,14 @@ const MAX_COMBINED_UNITS: usize = 8;
 /// others at their smallest, dropped, raised), and each probe costs as much as the rules it
 /// re-estimates, which read every unit: over this many, the work would grow as the square of
 /// what a rule reads. Beyond it, every unit gets the largest common value that fits (a few
-/// probes). The public corpus's largest search has 49 units.
+/// probes), and then the units it need not bound are lifted ([`MAX_LIFT_ROUNDS`]). The public
+/// corpus's largest search at the default threshold has 49 units.
 const MAX_WEIGHED_UNITS: usize = 64;
+/// Over [`MAX_WEIGHED_UNITS`]: how many needed units the lifting finds at most. Each round
+/// bisects for the longest run of units that can be lifted together (cost only grows as bounds
+/// are lifted), so a search takes O(rounds · log units) probes, not one per unit, and sets
+/// O(rounds · units) bounds.
+const MAX_LIFT_ROUNDS: usize = 8;
 /// Rules of a schema whose cost a total's search follows (the costliest); the others count as
 /// fixed.
 const MAX_TOTAL_RULES: usize = 256;
@@ -813,7 +819,8 @@ impl Search<'_> {
             let every: Vec<usize> = (0..units.len()).collect();
             return Ok(match self.common_value(&units, &every)? {
                 Some((values, _)) => Answer::Groups(vec![Group {
-                    bounds: values
+                    bounds: self
+                        .lift_unneeded(&units, values)
                         .iter()
                         .enumerate()
                         .filter_map(|(i, v)| v.map(|v| (i, v)))
@@ -983,6 +990,56 @@ impl Search<'_> {
             return Ok(None);
         };
         Ok(Some((assign(&self.sites, c), members)))
+    }
+
+    /// Over [`MAX_WEIGHED_UNITS`]: `values` (every unit at the common value, which fits) with
+    /// the units that need no bound lifted, left as they are. From the first unit on, the
+    /// longest run of units that can be lifted together is found by bisection (lifting a bound
+    /// never lowers the cost); the unit after it is needed and kept, and the next round starts
+    /// past it, for at most [`MAX_LIFT_ROUNDS`] needed units (the ones after stay bounded), and
+    /// not after a round that lifted nothing. Out of probes, what was lifted so far stands:
+    /// every step was a probe that fits.
+    fn lift_unneeded(
+        &mut self,
+        units: &[Vec<usize>],
+        mut values: Vec<Option<i64>>,
+    ) -> Vec<Option<i64>> {
+        let lifted = |values: &[Option<i64>], run: &[Vec<usize>]| {
+            let mut v = values.to_vec();
+            for &i in run.iter().flatten() {
+                v[i] = None;
+            }
+            v
+        };
+        let mut start = 0;
+        for _ in 0..MAX_LIFT_ROUNDS {
+            let rest = &units[start..];
+            if rest.is_empty() {
+                break;
+            }
+            // The longest run rest[..k] that can be lifted: k = 0 fits (it is `values`).
+            let (mut lo, mut hi) = (0, rest.len());
+            while lo < hi {
+                let mid = if lo == 0 && hi == rest.len() {
+                    hi // the whole rest first: often nothing more is needed
+                } else {
+                    lo + (hi - lo).div_ceil(2)
+                };
+                match self.fits_at(&lifted(&values, &rest[..mid])) {
+                    Ok(true) => lo = mid,
+                    Ok(false) => hi = mid - 1,
+                    Err(Stop::Evaluations) => return lifted(&values, &rest[..lo]),
+                }
+            }
+            values = lifted(&values, &rest[..lo]);
+            // All lifted; or none: the units are alike (nested lists) more often than not, and
+            // a next round would lift no more.
+            if lo == rest.len() || lo == 0 {
+                break;
+            }
+            start += lo + 1;
+        }
+        values
     }
 
     fn what(&self) -> &'static str {

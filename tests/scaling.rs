@@ -212,6 +212,11 @@ fn the_operator_reports_lists_480_deep_with_suggestions() {
     let report = report.expect("no stop").expect("a report");
     assert!(report.stopped.is_none(), "{:?}", report.stopped);
     let rule = &report.schemas[0].rules[0];
+    println!(
+        "lists 480 deep: {} steps, {} bounds suggested",
+        usage.steps,
+        rule.suggestions.len()
+    );
     assert!(
         !rule.suggestions.is_empty(),
         "{:?}",

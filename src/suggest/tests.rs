@@ -297,6 +297,43 @@ fn findings_that_fit_get_nothing_and_other_kinds_pass_through() {
 }
 
 #[test]
+fn over_64_units_the_bounds_not_needed_are_lifted() {
+    // 100 nested lists of `maxItems: 2`, a rule at the bottom: 100 units, each doubling the
+    // cardinality. The common value bounds all 100 at 1; only enough of them to fit are needed.
+    let mut items = json!({"type": "string", "maxLength": 64,
+        "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]});
+    for _ in 0..100 {
+        items = json!({"type": "array", "maxItems": 2, "items": items});
+    }
+    let o = crd(json!({"deep": items}), json!([]));
+    let settings = Settings::default();
+    let r = run(36, &o, &settings);
+    let rule = r.schemas.iter().flat_map(|s| &s.rules).next().unwrap();
+    assert!(rule.no_suggestion.is_none(), "{:?}", rule.no_suggestion);
+    let s = &rule.suggestions;
+    let group: Vec<&Suggestion> = s.iter().filter(|b| b.group == s[0].group).collect();
+    let kv: Vec<(&str, i64)> = group
+        .iter()
+        .map(|b| (b.keyword.as_str(), b.value))
+        .collect();
+    assert!(
+        group.iter().all(|b| b.keyword == "maxItems" && b.value == 1
+            || b.keyword == "maxLength" && b.value <= 64),
+        "{kv:?}"
+    );
+    // Fewer than every level, and none more could be lifted: each doubles the cost.
+    assert!(group.len() < 100, "{} bounds", group.len());
+    let after = group[0].cost_after;
+    let limit = PER_RULE_COST_LIMIT;
+    assert!(settings.fits(after, limit), "{after}");
+    assert!(
+        !settings.fits(after.saturating_mul(2), limit),
+        "{after}: {} bounds",
+        group.len()
+    );
+}
+
+#[test]
 fn deep_nesting_and_hostile_bounds_end_with_an_answer() {
     // 150 nested unbounded lists, a rule at the bottom: one unit of 150 ancestors.
     let mut items = json!({"type": "string",
