@@ -6,6 +6,10 @@
 //! that the "invalid repeat count" check needs. Not reproduced: the "expression too large" and
 //! "expression nests too deeply" limits (only reached by patterns of many kilobytes).
 
+mod longest;
+
+pub use longest::longest_match;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write as _;

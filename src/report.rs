@@ -416,6 +416,37 @@ pub struct Suggestion {
     /// Where the marker goes, as a Go field path (`.spec.tags`; `(type of .spec.m[*])` for a
     /// node only a type can carry markers for).
     pub marker_on: String,
+    /// The bound refuses nothing the schema accepts today: the node's own validation (a regex,
+    /// its enum or format, a size rule) already limits it to this much, as `impliedBy` says.
+    /// Otherwise an added bound refuses the values above it, and a lowered one (`current`
+    /// present) values the API accepts today: a breaking change.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub safe: bool,
+    /// What makes the bound safe (`its rule's regex `^…$` accepts at most 28 characters`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implied_by: Option<String>,
+}
+
+impl Suggestion {
+    /// Whether the bound lowers one there now below what the node's validation implies:
+    /// values the API accepts today are refused from then on.
+    pub fn breaks(&self) -> bool {
+        self.current.is_some() && !self.safe
+    }
+
+    /// What the bound refuses that the API accepts today, for a breaking one.
+    pub fn refused(&self) -> String {
+        refused_by(&self.keyword, self.value)
+    }
+}
+
+/// What a bound `keyword: value` refuses (`lists of more than 8 items`).
+pub fn refused_by(keyword: &str, value: i64) -> String {
+    match keyword {
+        "maxItems" => format!("lists of more than {value} items"),
+        "maxProperties" => format!("maps of more than {value} properties"),
+        _ => format!("values of more than {value} characters"),
+    }
 }
 
 /// The alternatives of a list of suggestions: the bounds of each group, in order.

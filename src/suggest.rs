@@ -79,6 +79,10 @@ use crate::schema::decltype::{
 };
 use crate::schema::{AdditionalProperties, Schema};
 
+mod implied;
+
+use implied::Implied;
+
 /// Suggestions kept per finding (alternatives).
 pub const MAX_SUGGESTIONS: usize = 3;
 /// Units combined at most in one suggestion (the biggest drivers).
@@ -641,12 +645,17 @@ struct Site {
     keyword: Keyword,
     current: Option<i64>,
     lo: i64,
-    /// Without a bound: the highest value worth suggesting, the size the API server assumes for
+    /// The highest value worth suggesting. Without a bound: the size the API server assumes for
     /// the node already (from the request size), rounded down; a looser bound would raise the
-    /// cost of rules whose cardinality or sizes fall back to it.
+    /// cost of rules whose cardinality or sizes fall back to it. With an implied bound: its
+    /// round figure (or the implied value itself, where the round figure is not below the
+    /// bound there now): a higher one refuses no more and reads as arbitrary.
     cap: Option<i64>,
     /// An ancestor that sets the cardinality.
     cardinality: bool,
+    /// What the node's own validation already implies ([`implied`]), when a bound at it would
+    /// be a change: values from it on refuse nothing the schema accepts today.
+    implied: Option<Implied>,
 }
 
 /// The size an unbounded node gets from the request size, as a value of `k` (`maxLength`
@@ -666,7 +675,39 @@ fn unbounded_cap(env: &Env, s: &Schema, k: Keyword) -> Option<i64> {
 impl Site {
     /// Values from this one on are not suggested: the bound there now, or above the cap.
     fn ceiling(&self) -> Option<i64> {
-        self.current.or(self.cap.map(|c| c.saturating_add(1)))
+        let above_cap = self.cap.map(|c| c.saturating_add(1));
+        match (self.current, above_cap) {
+            (Some(c), Some(a)) => Some(c.min(a)),
+            (c, a) => c.or(a),
+        }
+    }
+
+    /// Whether `value` refuses nothing the schema accepts today.
+    fn is_safe(&self, value: i64) -> bool {
+        self.implied.as_ref().is_some_and(|i| value >= i.value)
+    }
+
+    /// The safe value a suggestion writes (the implied bound's round figure, or the implied
+    /// value where the round figure is not below the bound there now), if any.
+    fn safe_value(&self) -> Option<i64> {
+        let i = self.implied.as_ref()?;
+        let below = |v: i64| {
+            self.current.is_none_or(|c| v < c) && self.cap.is_none_or(|c| v <= c) && v >= self.lo
+        };
+        [i.round(), i.value].into_iter().find(|&v| below(v))
+    }
+
+    /// The implied value and its round figure, where they are candidates (for the binary
+    /// searches, which otherwise probe the 1-2-5 series only).
+    fn implied_candidates(&self) -> Vec<i64> {
+        let Some(i) = &self.implied else {
+            return Vec::new();
+        };
+        let top = self.ceiling();
+        [i.value, i.round()]
+            .into_iter()
+            .filter(|&v| v >= self.lo && top.is_none_or(|t| v < t))
+            .collect()
     }
 
     fn has_room(&self) -> bool {
@@ -690,6 +731,17 @@ enum Stop {
 enum Target {
     Rule,
     Total,
+}
+
+/// What a suggestion changes for the API's users, the gentlest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Change {
+    /// Every bound at or above what the node's validation implies: refuses nothing.
+    Safe,
+    /// A bound added to a node without one: refuses the values above it.
+    Adds,
+    /// An existing bound lowered: refuses values the API accepts today.
+    Lowers,
 }
 
 /// A candidate suggestion: site indices and values, and the cost the probes predicted.
@@ -798,6 +850,11 @@ impl Search<'_> {
 
     /// The search (see the module's documentation). `units` are sets of site indices moved
     /// together; `notes` say what cannot change.
+    ///
+    /// Bounds that break nobody come first: (1) the bounds the nodes' own validation implies
+    /// ([`Search::safe_group`]); (2) bounds added to unbounded nodes, existing bounds lowered
+    /// only as far as their implied bound; (3) only when neither finds anything, existing
+    /// bounds lowered further (a breaking change, said so on the suggestion).
     fn run(&mut self, units: Vec<Vec<usize>>, notes: &[String]) -> Result<Answer, Stop> {
         let n = self.sites.len();
         let none = vec![None; n];
@@ -815,18 +872,177 @@ impl Search<'_> {
                 self.no_bound_helps(&units, base, lowest, notes),
             ));
         }
+        let mut groups = Vec::new();
+        if let Some(g) = self.safe_group()? {
+            groups.push(g);
+        }
+        let (gentle, raised) = self.gentle_units(&units);
+        let same = gentle == units && raised.is_empty();
+        let found = self.search_units(&gentle, same.then_some(lowest));
+        for (i, lo) in &raised {
+            self.sites[*i].lo = *lo;
+        }
+        for g in found? {
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+        if groups.is_empty() && !same {
+            groups = self.search_units(&units, Some(lowest))?;
+        }
+        if groups.is_empty() {
+            return Ok(Answer::None(
+                self.no_bound_helps(&units, base, lowest, notes),
+            ));
+        }
+        // Safe first, then additions, then lowerings; within each, the least restrictive (the
+        // highest smallest value), then fewer bounds.
+        groups.sort_by_key(|g| {
+            let smallest = g.bounds.iter().map(|b| b.1).min().unwrap_or(0);
+            (
+                self.change_of(g),
+                std::cmp::Reverse(smallest),
+                g.bounds.len(),
+            )
+        });
+        groups.truncate(MAX_SUGGESTIONS);
+        Ok(Answer::Groups(groups))
+    }
+
+    /// What a group changes for the API's users: every bound safe, some added, or some existing
+    /// bound lowered below what the node's validation implies.
+    fn change_of(&self, g: &Group) -> Change {
+        let mut change = Change::Safe;
+        for &(i, v) in &g.bounds {
+            let s = &self.sites[i];
+            if s.is_safe(v) {
+                continue;
+            }
+            change = change.max(if s.current.is_some() {
+                Change::Lowers
+            } else {
+                Change::Adds
+            });
+        }
+        change
+    }
+
+    /// The units without the sites whose bound could only be lowered below what their
+    /// validation implies (a breaking change); those it implies a bound for may go down to it
+    /// (their `lo` raised: the old values are returned, to put back).
+    fn gentle_units(&mut self, units: &[Vec<usize>]) -> (Vec<Vec<usize>>, Vec<(usize, i64)>) {
+        let mut raised = Vec::new();
+        let mut out = Vec::new();
+        for u in units {
+            let mut kept = Vec::new();
+            for &i in u {
+                let s = &mut self.sites[i];
+                if s.current.is_none() {
+                    kept.push(i);
+                    continue;
+                }
+                let Some(imp) = &s.implied else { continue };
+                if imp.value > s.lo && !raised.iter().any(|(j, _)| *j == i) {
+                    raised.push((i, s.lo));
+                    s.lo = imp.value;
+                }
+                if s.has_room() {
+                    kept.push(i);
+                }
+            }
+            if !kept.is_empty() && !out.contains(&kept) {
+                out.push(kept);
+            }
+        }
+        (out, raised)
+    }
+
+    /// The bounds every node's own validation implies, those that are needed: every site with
+    /// a safe value at it (the round figure, else the implied value itself), then the ones not
+    /// needed lifted, then each kept implied value raised to its round figure where that fits.
+    /// `None` when the safe values together do not fit.
+    fn safe_group(&mut self) -> Result<Option<Group>, Stop> {
+        let n = self.sites.len();
+        let safe: Vec<usize> = (0..n)
+            .filter(|&i| self.sites[i].safe_value().is_some())
+            .collect();
+        if safe.is_empty() {
+            return Ok(None);
+        }
+        let mut round = vec![None; n];
+        let mut exact = vec![None; n];
+        for &i in &safe {
+            let s = &self.sites[i];
+            round[i] = s.safe_value();
+            exact[i] = s
+                .implied
+                .as_ref()
+                .map(|imp| imp.value.max(s.lo))
+                .filter(|&v| s.current.is_none_or(|c| v < c));
+        }
+        let start = if self.fits_at(&round)? {
+            round.clone()
+        } else if exact != round && exact.iter().any(Option::is_some) && self.fits_at(&exact)? {
+            exact
+        } else {
+            return Ok(None);
+        };
+        let units: Vec<Vec<usize>> = safe.iter().map(|&i| vec![i]).collect();
+        let mut values = self.lift_unneeded(&units, start);
+        for &i in &safe {
+            if let (Some(v), Some(r)) = (values[i], round[i])
+                && v < r
+            {
+                let mut w = values.clone();
+                w[i] = Some(r);
+                if self.fits_at(&w)? {
+                    values = w;
+                }
+            }
+        }
+        let bounds: Vec<(usize, i64)> = values
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.map(|v| (i, v)))
+            .collect();
+        Ok((!bounds.is_empty()).then_some(Group { bounds }))
+    }
+
+    /// The search over `units`: each alone, then the ones that matter together (see the
+    /// module's documentation); nothing when even every unit at its smallest does not fit
+    /// (`lowest`: that cost, when known already).
+    fn search_units(
+        &mut self,
+        units: &[Vec<usize>],
+        lowest: Option<u64>,
+    ) -> Result<Vec<Group>, Stop> {
+        if units.is_empty() {
+            return Ok(Vec::new());
+        }
+        let n = self.sites.len();
+        let none = vec![None; n];
+        let unit_refs: Vec<&Vec<usize>> = units.iter().collect();
+        let mut all_lo = none.clone();
+        self.at_lo(&unit_refs, &mut all_lo);
+        let lowest = match lowest {
+            Some(c) => c,
+            None => self.cost(&all_lo)?,
+        };
+        if !self.fits(lowest) {
+            return Ok(Vec::new());
+        }
         if units.len() > MAX_WEIGHED_UNITS {
             let every: Vec<usize> = (0..units.len()).collect();
-            return Ok(match self.common_value(&units, &every)? {
-                Some((values, _)) => Answer::Groups(vec![Group {
+            return Ok(match self.common_value(units, &every)? {
+                Some((values, _)) => vec![Group {
                     bounds: self
-                        .lift_unneeded(&units, values)
+                        .lift_unneeded(units, values)
                         .iter()
                         .enumerate()
                         .filter_map(|(i, v)| v.map(|v| (i, v)))
                         .collect(),
-                }]),
-                None => Answer::None(self.no_bound_helps(&units, base, lowest, notes)),
+                }],
+                None => Vec::new(),
             });
         }
         // Each unit: its cost alone at its smallest value (the biggest driver lowers most), and
@@ -862,7 +1078,7 @@ impl Search<'_> {
                 break;
             }
             if self.fits(c)
-                && let Some(g) = self.shape(&units, &[ui])?
+                && let Some(g) = self.shape(units, &[ui])?
             {
                 groups.push(g);
             }
@@ -881,24 +1097,13 @@ impl Search<'_> {
                 // Jointly relevant units the one-at-a-time test missed: all of them.
                 together = order.clone();
             }
-            if let Some(g) = self.shape(&units, &together)?
+            if let Some(g) = self.shape(units, &together)?
                 && !groups.contains(&g)
             {
                 groups.push(g);
             }
         }
-        if groups.is_empty() {
-            return Ok(Answer::None(
-                self.no_bound_helps(&units, base, lowest, notes),
-            ));
-        }
-        // Least restrictive first: the highest smallest value, then fewer bounds.
-        groups.sort_by_key(|g| {
-            let smallest = g.bounds.iter().map(|b| b.1).min().unwrap_or(0);
-            (std::cmp::Reverse(smallest), g.bounds.len())
-        });
-        groups.truncate(MAX_SUGGESTIONS);
-        Ok(Answer::Groups(groups))
+        Ok(groups)
     }
 
     /// The bounds of `chosen` units (in driver order): the largest common value, then the
@@ -922,10 +1127,14 @@ impl Search<'_> {
         // Raise each, the biggest driver first.
         for &i in &members {
             let Some(v) = values[i] else { continue };
-            let above: Vec<i64> = candidates(v, self.sites[i].ceiling())
+            let site = &self.sites[i];
+            let mut above: Vec<i64> = candidates(v, site.ceiling())
                 .into_iter()
+                .chain(site.implied_candidates())
                 .filter(|&x| x > v)
                 .collect();
+            above.sort_unstable();
+            above.dedup();
             let mut w = values.clone();
             if let Some(best) = largest_fitting(&above, |x| {
                 w[i] = Some(x);
@@ -979,6 +1188,11 @@ impl Search<'_> {
         let min_lo = members.iter().map(|&i| self.sites[i].lo).min().unwrap_or(1);
         let mut cands: Vec<i64> = series_125().into_iter().filter(|&v| v > min_lo).collect();
         cands.extend(members.iter().map(|&i| self.sites[i].lo));
+        cands.extend(
+            members
+                .iter()
+                .flat_map(|&i| self.sites[i].implied_candidates()),
+        );
         cands.push(min_lo);
         cands.sort_unstable();
         cands.dedup();
@@ -1182,19 +1396,30 @@ fn rule_sites(
             None => {
                 let lo = smallest_sensible(s, k);
                 let sites_now = &mut sites.sites;
-                sites_now.push(Site {
+                let current = k.get(s);
+                let mut site = Site {
                     node: path.to_vec(),
                     keyword: k,
-                    current: k.get(s),
+                    current,
                     lo,
-                    cap: k
-                        .get(s)
+                    cap: current
                         .is_none()
                         .then(|| unbounded_cap(env, s, k))
                         .flatten()
                         .map(|c| c.max(lo)),
                     cardinality,
+                    implied: None,
+                };
+                // A bound the node's validation implies, when one at it would be a change and
+                // within what the API server assumes already.
+                site.implied = implied::implied_bound(root, path, k, env.minor).filter(|i| {
+                    current.is_none_or(|c| i.value < c) && site.cap.is_none_or(|c| i.value <= c)
                 });
+                match site.safe_value() {
+                    Some(v) => site.cap = Some(site.cap.map_or(v, |c| c.min(v))),
+                    None => site.implied = None,
+                }
+                sites_now.push(site);
                 sites.index.insert(at, sites_now.len() - 1);
                 sites_now.len() - 1
             }
@@ -2238,6 +2463,11 @@ fn suggested_bound(root_field_path: &str, s: &Site, value: i64, cost_after: u64)
             format!("(type of {})", go(&s.node)),
         ),
     };
+    let implied_by = s
+        .implied
+        .as_ref()
+        .filter(|_| s.is_safe(value))
+        .map(|i| i.why.clone());
     Suggestion {
         path: field_path(root_field_path, &s.node),
         schema_path: schema_path(&s.node),
@@ -2248,6 +2478,8 @@ fn suggested_bound(root_field_path: &str, s: &Site, value: i64, cost_after: u64)
         current: s.current,
         marker,
         marker_on: on,
+        safe: implied_by.is_some(),
+        implied_by,
     }
 }
 
@@ -2283,14 +2515,39 @@ pub fn suggestion_line(group: &[&Suggestion], cost_before: u64) -> String {
             }
         })
         .collect();
+    // What each bound changes for the API's users, after the numbers (a line cut to fit, as
+    // an apply-time warning is, keeps them): safe, or breaking.
+    let notes: Vec<String> = group
+        .iter()
+        .filter_map(|b| {
+            let whose = if group.len() > 1 {
+                format!("{} on {}: ", b.keyword, b.schema_path)
+            } else {
+                String::new()
+            };
+            match (&b.implied_by, b.breaks()) {
+                (Some(why), _) => Some(format!("safe: {whose}{why}")),
+                (None, true) => Some(format!(
+                    "breaking: {whose}{}, accepted today, are refused from then on",
+                    b.refused()
+                )),
+                (None, false) => None,
+            }
+        })
+        .collect();
     let prefix = if parts.len() > 1 { "together: " } else { "" };
     let after = group.first().map(|b| b.cost_after).unwrap_or_default();
-    format!(
+    let mut line = format!(
         "{prefix}{}: cost {} → {}",
         parts.join(" and "),
         num(cost_before),
         num(after)
-    )
+    );
+    for n in notes {
+        line.push_str("; ");
+        line.push_str(&n);
+    }
+    line
 }
 
 /// Every alternative as a line (those after the first start with `or: `), or the reason none

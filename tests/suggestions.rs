@@ -116,6 +116,54 @@ struct Counts {
     combined: usize,
     objects_fixed: usize,
     reasons: BTreeMap<String, usize>,
+    /// Alternatives by what they change: every bound safe, some added, some lowered.
+    safe: usize,
+    additions: usize,
+    lowerings: usize,
+    /// Rule findings of the form `matches(self, RE)` / `self.matches(RE)` on a string without
+    /// `maxLength` whose RE has a finite longest match; those whose first alternative bounds the
+    /// string at that length (or its round figure above), safe.
+    regex_rules: usize,
+    regex_first: usize,
+}
+
+/// What an alternative changes: 0 every bound safe, 1 some bound added, 2 some lowered.
+fn change(group: &[&Suggestion]) -> u8 {
+    group
+        .iter()
+        .map(|b| match (b.safe, b.current) {
+            (true, _) => 0,
+            (false, None) => 1,
+            (false, Some(_)) => 2,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The RE of a rule that is exactly `matches(self, 'RE')` or `self.matches('RE')`.
+fn matches_self(rule: &str) -> Option<String> {
+    use celcost::cel::ast::{ExprKind, Literal};
+    let opts =
+        celcost::cel::parse::ParserOptions::for_version(celcost::cel::version::Version::new(1, 36));
+    let e = celcost::cel::parse::parse_unexpanded(rule, opts).ok()?.expr;
+    let ExprKind::Call {
+        function,
+        target,
+        args,
+    } = &e.kind
+    else {
+        return None;
+    };
+    let (t, re) = match (function.as_str(), target.as_deref(), args.as_slice()) {
+        ("matches", Some(t), [re]) | ("matches", None, [t, re]) => (t, re),
+        _ => return None,
+    };
+    match (&t.kind, &re.kind) {
+        (ExprKind::Ident(n), ExprKind::Literal(Literal::String(re))) if n == "self" => {
+            Some(re.clone())
+        }
+        _ => None,
+    }
 }
 
 /// The kind of reason a "no bound helps" gives (its first clause, numbers left out).
@@ -240,7 +288,60 @@ fn check_object(
                     panic!("{what}: either suggestions or a reason, not {suggestions:?} / {none:?}")
                 }
             }
-            for group in suggestion_groups(suggestions) {
+            // Bounds that break nobody first: safe, then added, then lowered.
+            let groups = suggestion_groups(suggestions);
+            let changes: Vec<u8> = groups.iter().map(|g| change(g)).collect();
+            assert!(
+                changes.windows(2).all(|w| w[0] <= w[1]),
+                "{what}: alternatives not gentlest first: {changes:?}"
+            );
+            for ch in &changes {
+                match ch {
+                    0 => c.safe += 1,
+                    1 => c.additions += 1,
+                    _ => c.lowerings += 1,
+                }
+            }
+            // A regex the string must match: its longest match, as the first suggestion.
+            if let Some(ri) = ri
+                && let Some(re) = matches_self(&s.rules[ri].rule)
+                && let Some(n) = celcost::goregexp::longest_match(&re)
+            {
+                let r = &s.rules[ri];
+                let mut copy = object.clone();
+                let pointer = s
+                    .schema_field_path
+                    .strip_prefix("spec.versions[")
+                    .and_then(|x| x.split_once(']'))
+                    .map(|(i, _)| format!("/spec/versions/{i}/schema/openAPIV3Schema"));
+                let unbounded = pointer
+                    .and_then(|p| copy.pointer_mut(&p))
+                    .and_then(|root| {
+                        node_at(
+                            root,
+                            r.node_field_path
+                                .strip_prefix(s.schema_field_path.as_str())
+                                .unwrap_or_default(),
+                        )
+                    })
+                    .is_some_and(|node| node.get("maxLength").is_none());
+                if unbounded {
+                    c.regex_rules += 1;
+                    let n = n as i64;
+                    let first = &groups[0];
+                    let got = first
+                        .iter()
+                        .find(|b| b.path == r.node_field_path && b.keyword == "maxLength");
+                    assert!(
+                        got.is_some_and(|b| b.safe
+                            && b.value >= n
+                            && (b.value == n || b.value == (n as u64).next_power_of_two() as i64)),
+                        "{what}: the regex `{re}` accepts at most {n} characters; first suggestion {first:?}"
+                    );
+                    c.regex_first += 1;
+                }
+            }
+            for group in groups {
                 c.alternatives_checked += 1;
                 if group.len() > 1 {
                     c.combined += 1;
@@ -387,6 +488,10 @@ fn run(files: &[PathBuf], base: &Path, percent: f64) -> Counts {
     for (why, n) in &c.reasons {
         println!("  no bound helps, {n}: {why}");
     }
+    println!(
+        "  alternatives: {} safe, {} adding a bound, {} lowering one; rules `matches(self, RE)` on an unbounded string with a finite longest match: {}, with that bound first: {}",
+        c.safe, c.additions, c.lowerings, c.regex_rules, c.regex_first
+    );
     c
 }
 
@@ -430,4 +535,115 @@ fn corpus_findings_get_verified_suggestions_or_a_reason() {
     assert!(
         low.rules_suggested + low.totals_suggested + low.rules_none + low.totals_none > findings
     );
+}
+
+/// Every string node of the corpus without `maxLength` whose rule is `matches(self, RE)` /
+/// `self.matches(RE)` with a finite longest match, placed as published (its whole schema: type,
+/// pattern, enum, format, rules) in a list of 64 — the shape of the gateway CRDs that Kubernetes
+/// 1.37 refused — gets that length (or its round figure) as its first suggestion on 1.37, safe.
+#[test]
+fn corpus_regex_rules_on_unbounded_strings_get_their_implied_bound_first() {
+    let Some(corpus) = corpus_dir() else {
+        if std::env::var("CELCOST_REQUIRE_CORPUS").is_ok() {
+            panic!("../shared/corpus not found beside the checkout (set CELCOST_CORPUS)");
+        }
+        eprintln!("SKIPPED: ../shared/corpus not found beside the checkout (set CELCOST_CORPUS)");
+        return;
+    };
+    fn walk(v: &Value, out: &mut Vec<(Value, String, u64)>) {
+        match v {
+            Value::Object(m) => {
+                if m.get("type").and_then(Value::as_str) == Some("string")
+                    && m.get("maxLength").is_none()
+                    && let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array)
+                {
+                    for r in rules {
+                        if let Some(re) =
+                            r.get("rule").and_then(Value::as_str).and_then(matches_self)
+                            && let Some(n) = celcost::goregexp::longest_match(&re)
+                        {
+                            out.push((v.clone(), re, n));
+                        }
+                    }
+                }
+                for x in m.values() {
+                    walk(x, out);
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut files = Vec::new();
+    files_under(&corpus.join("crds"), &mut files);
+    let mut nodes = Vec::new();
+    for f in &files {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        for d in parse_documents(&text) {
+            if let Ok(v) = d.value {
+                walk(&v, &mut nodes);
+            }
+        }
+    }
+    let estimator = Estimator::new(celcost::cel::version::Version::new(1, 37));
+    let settings = Settings::default();
+    let (mut rules, mut first) = (0, 0);
+    for (node, re, n) in &nodes {
+        let crd = serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "things.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "things", "kind": "Thing"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                        "type": "object", "properties": {"items": {
+                            "type": "array", "maxItems": 64,
+                            "items": {"type": "object", "properties": {"value": node}}}}}}}}}]}
+        });
+        let Some(report) = estimator.estimate(&crd, "t") else {
+            continue;
+        };
+        let report = suggest(&estimator, &crd, report, &settings);
+        let Some(rule) = report.schemas[0]
+            .rules
+            .iter()
+            .find(|r| matches_self(&r.rule).as_deref() == Some(re.as_str()))
+        else {
+            continue;
+        };
+        if settings.fits(judged(rule), PER_RULE_COST_LIMIT) {
+            continue; // cheap enough without a bound (a short regex on 1.36's cost rules)
+        }
+        rules += 1;
+        let groups = suggestion_groups(&rule.suggestions);
+        let n = *n as i64;
+        let round = if n == 63 || n == 253 {
+            n
+        } else {
+            (n.max(1) as u64).next_power_of_two() as i64
+        };
+        let ok = groups.first().is_some_and(|g| {
+            g.iter().any(|b| {
+                b.keyword == "maxLength"
+                    && b.schema_path == "^.spec.items[*].value"
+                    && b.safe
+                    && (b.value == round || b.value == n)
+            })
+        });
+        assert!(
+            ok,
+            "`{re}` (at most {n} characters): first suggestion {:?}, or {:?}",
+            groups.first(),
+            rule.no_suggestion
+        );
+        first += 1;
+    }
+    println!(
+        "rules `matches(self, RE)` with a finite longest match on strings without maxLength: {} in the corpus, {rules} over the threshold in a list of 64 on 1.37, {first} with that bound first",
+        nodes.len()
+    );
+    assert!(rules > 0, "the corpus has such rules");
 }

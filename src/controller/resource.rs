@@ -440,6 +440,15 @@ pub struct SuggestionStatus {
     /// Where the marker goes (`.spec.tags`).
     #[schemars(length(max = 1024))]
     pub marker_on: String,
+    /// The bound refuses nothing the schema accepts today: the node's own validation already
+    /// limits it to this much (`impliedBy`). Otherwise an added bound refuses larger values and
+    /// a lowered one (`current`) values the API accepts today.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub safe: bool,
+    /// What makes the bound safe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 512))]
+    pub implied_by: Option<String>,
 }
 
 /// One `x-kubernetes-validations` rule (CLI JSON: `schemas[].rules[]`).

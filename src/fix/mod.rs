@@ -88,12 +88,21 @@ pub struct Bound {
     pub value: i64,
     /// The bound in the object before the fix, if any.
     pub current: Option<i64>,
+    /// What makes the bound safe (it refuses nothing the schema accepts today: the node's own
+    /// validation implies as much), if it is.
+    pub implied_by: Option<String>,
+    /// The node's `type` in the CRD (`string`, `array`, `object`), or `int-or-string` for
+    /// `x-kubernetes-int-or-string`: what a marker on a field of another module's type must
+    /// declare for controller-gen to apply the bound ([`go`]).
+    pub node_type: String,
 }
 
 impl Bound {
-    /// `add maxLength: 64 to ^.spec.hosts[*]` / `lower maxItems from 100 to 20 on ^.spec.l`.
+    /// `add maxLength: 64 to ^.spec.hosts[*]` / `lower maxItems from 100 to 20 on ^.spec.l`,
+    /// with what it changes for the API's users: `(safe: …)` or, for a lowering below what
+    /// the node's validation implies, `(breaking: …)`.
     pub fn describe(&self) -> String {
-        match self.current {
+        let what = match self.current {
             Some(c) => format!(
                 "lower {} from {c} to {} on {}",
                 self.keyword.name(),
@@ -106,7 +115,20 @@ impl Bound {
                 self.value,
                 schema_path(&self.steps)
             ),
+        };
+        match (&self.implied_by, self.current) {
+            (Some(why), _) => format!("{what} (safe: {why})"),
+            (None, Some(_)) => format!(
+                "{what} (breaking: {}, accepted today, are refused from then on)",
+                crate::report::refused_by(self.keyword.name(), self.value)
+            ),
+            (None, None) => what,
         }
+    }
+
+    /// Whether the bound lowers one there now below what the node's validation implies.
+    pub fn breaks(&self) -> bool {
+        self.current.is_some() && self.implied_by.is_none()
     }
 }
 
@@ -361,6 +383,17 @@ pub fn parse_steps(schema: &Value, mut rest: &str) -> Option<Vec<Step>> {
     Some(out)
 }
 
+/// A schema node's type as [`Bound::node_type`] names it.
+fn node_type(n: &Value) -> String {
+    if n.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
+        return "int-or-string".into();
+    }
+    n.get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// The schema node `steps` below `root`.
 pub fn schema_node<'v>(root: &'v Value, steps: &[Step]) -> Option<&'v Value> {
     steps.iter().try_fold(root, |v, s| match s {
@@ -493,10 +526,11 @@ pub fn plan_bounds(
                             "maxProperties" => Keyword::MaxProperties,
                             _ => Keyword::MaxLength,
                         };
-                        let current_in_original = roots
+                        let original = roots
                             .first()
                             .and_then(|r| object.pointer(r))
-                            .and_then(|r| schema_node(r, &steps))
+                            .and_then(|r| schema_node(r, &steps));
+                        let current_in_original = original
                             .and_then(|n| n.get(keyword.name()))
                             .and_then(Value::as_i64);
                         let b = Bound {
@@ -506,6 +540,8 @@ pub fn plan_bounds(
                             keyword,
                             value: x.value,
                             current: current_in_original,
+                            implied_by: x.implied_by.clone(),
+                            node_type: original.map(node_type).unwrap_or_default(),
                         };
                         if let Err(why) = place(&b) {
                             why_not.push(format!("{}: {why}", b.describe()));
@@ -531,7 +567,9 @@ pub fn plan_bounds(
                             }) {
                                 Some(w) if w.value <= b.value => {}
                                 Some(w) => {
+                                    // The same node: safe as the lower of the two is.
                                     w.value = b.value;
+                                    w.implied_by = b.implied_by;
                                     apply_bound(&mut current, w);
                                     changed = true;
                                 }

@@ -420,6 +420,7 @@ fn bounds_are_set_on_the_copy_and_put_back() {
         lo: 0,
         cap: None,
         cardinality: false,
+        implied: None,
     };
     let tags = site(vec![Step::Prop("tags".into())], Keyword::MaxItems);
     let items = site(

@@ -172,8 +172,20 @@ pub fn suggestion_phrase(suggestions: &[SuggestionStatus], before: u64) -> Optio
             }
         })
         .collect();
+    // What the bounds change for the API's users: safe, or breaking.
+    let mut notes = String::new();
+    for b in suggestions.iter().filter(|b| b.group == first.group) {
+        match (&b.implied_by, b.current.is_some() && !b.safe) {
+            (Some(why), _) => notes.push_str(&format!("; safe: {why}")),
+            (None, true) => notes.push_str(&format!(
+                "; breaking: {}, accepted today, are refused from then on",
+                crate::report::refused_by(&b.keyword, b.value)
+            )),
+            (None, false) => {}
+        }
+    }
     Some(format!(
-        "{} (cost {} → {})",
+        "{} (cost {} → {}{notes})",
         parts.join(" and "),
         thousands(before),
         thousands(first.cost_after.max(0) as u64)

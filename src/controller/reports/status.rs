@@ -245,6 +245,8 @@ fn suggestions_status(
             current: b.current,
             marker: cut.text(&b.marker, 128),
             marker_on: cut.text(&b.marker_on, MAX_TEXT_LEN),
+            safe: b.safe,
+            implied_by: b.implied_by.as_ref().map(|w| cut.text(w, 512)),
         })
         .collect()
 }

@@ -144,6 +144,9 @@ pub struct Placement {
     pub value: i64,
     /// Markers of that name already there, each (value, bytes of the value in its file).
     existing: Vec<(i64, usize, usize)>,
+    /// Markers the host needs for controller-gen to apply this one, written above it when
+    /// missing (`kubebuilder:validation:Type=string` on a field of another module's type).
+    pub requires: Vec<String>,
 }
 
 /// The Go packages of a run and the edits made to them.
@@ -858,6 +861,7 @@ impl GoTypes {
                     marker: m.clone(),
                     value: b.value,
                     existing: found,
+                    requires: Vec::new(),
                 });
             }
         }
@@ -871,42 +875,63 @@ impl GoTypes {
             (Keyword::MaxProperties, Shape::Map { .. }) => true,
             _ => false,
         };
-        let kind_ok = fits_field(&t.shape)
+        // A type of another module (`metav1.Duration`, `resource.Quantity`, a type of another
+        // API module): controller-gen gives the field a reference to the type's schema, with
+        // no type of its own, and a size marker applies only to a schema that says what it is
+        // (`must apply maxlength to a textual value`). So the marker goes on the field (or on
+        // the local type that names the other), with the type marker that makes it apply:
+        // `Type=string` (`XIntOrString` for an int-or-string, `Type=array`, `Type=object`),
+        // which the flattened schema already has from the type it refers to.
+        let external = match &t.shape {
+            Shape::External(x) => Some(enabling_marker(b, x)?),
+            _ => None,
+        };
+        let kind_ok = external.is_some()
+            || fits_field(&t.shape)
             || (b.keyword == Keyword::MaxProperties && matches!(t.shape, Shape::Struct { .. }));
         if !kind_ok {
-            return Err(match &t.shape {
-                Shape::External(x) => format!(
-                    "{} is of type {x}, outside the Go packages read (--go)",
-                    schema_path(&b.steps)
-                ),
-                s => format!(
-                    "{} is {} in Go, which {} does not apply to",
-                    schema_path(&b.steps),
-                    shape_name(s),
-                    b.keyword.name()
-                ),
-            });
+            return Err(format!(
+                "{} is {} in Go, which {} does not apply to",
+                schema_path(&b.steps),
+                shape_name(&t.shape),
+                b.keyword.name()
+            ));
         }
+        let requires = |m: &str| -> Vec<String> {
+            match &external {
+                Some(e) => {
+                    let prefix = if m == items {
+                        "kubebuilder:validation:items:"
+                    } else {
+                        "kubebuilder:validation:"
+                    };
+                    vec![format!("{prefix}{e}")]
+                }
+                None => Vec::new(),
+            }
+        };
         let on_type = |d: &DeclRef, m: &str| Placement {
             host: Host::Decl(*d),
             marker: m.to_string(),
             value: b.value,
             existing: Vec::new(),
+            requires: requires(m),
         };
         let on_field = |f: &FieldRef, m: &str| Placement {
             host: Host::Field(f.clone()),
             marker: m.to_string(),
             value: b.value,
             existing: Vec::new(),
+            requires: requires(m),
         };
         // A node of a named type: the marker on the type's declaration (a bound on what the
-        // type's values are, for every use of it); an unnamed one on its field.
+        // type's values are, for every use of it); an unnamed one, or one of another module's
+        // type, on its field.
         let field_can = t.chain.is_empty();
-        let p = match &via {
-            Via::Field(f) if field_can && fits_field(&t.shape) => on_field(f, &plain),
-            Via::FieldItems(f, list) if list.is_empty() && field_can && fits_field(&t.shape) => {
-                on_field(f, &items)
-            }
+        let on_its_field = field_can && (fits_field(&t.shape) || external.is_some());
+        let mut p = match &via {
+            Via::Field(f) if on_its_field => on_field(f, &plain),
+            Via::FieldItems(f, list) if list.is_empty() && on_its_field => on_field(f, &items),
             _ if !t.chain.is_empty() => on_type(&t.chain[0], &plain),
             Via::FieldItems(_, list) | Via::Items(list) if !list.is_empty() => {
                 on_type(&list[0], &items)
@@ -933,7 +958,26 @@ impl GoTypes {
                 self.host_name(&p.host)
             ));
         }
+        // A type marker the host has already (whatever its value: it compiled) is not added.
+        let host = p.host.clone();
+        p.requires.retain(|r| {
+            let name = r.split_once('=').map_or(r.as_str(), |(n, _)| n);
+            !self.host_has_marker(&host, name)
+        });
         Ok(vec![p])
+    }
+
+    /// Whether a host has a marker named `name`, whatever its value.
+    fn host_has_marker(&self, host: &Host, name: &str) -> bool {
+        let (d, line) = match host {
+            Host::Decl(d) => (*d, self.decl(*d).place.line),
+            Host::Field(f) => match self.field(f) {
+                Some(field) => (f.decl, field.place.line),
+                None => return false,
+            },
+        };
+        let (_, src, file) = self.file_of(d);
+        file.markers(src, line).iter().any(|m| m.name == name)
     }
 
     /// Where a bound goes for every version it is in.
@@ -1068,7 +1112,14 @@ impl GoTypes {
                     let mut at = Vec::new();
                     for p in ps {
                         let what = if p.existing.is_empty() {
-                            format!("+{}={} on {}", p.marker, p.value, self.host_name(&p.host))
+                            let needs: String =
+                                p.requires.iter().map(|r| format!("+{r} ")).collect();
+                            format!(
+                                "{needs}+{}={} on {}",
+                                p.marker,
+                                p.value,
+                                self.host_name(&p.host)
+                            )
                         } else {
                             format!(
                                 "+{}={} (was {}) on {}",
@@ -1323,16 +1374,22 @@ impl GoTypes {
     ) -> Result<Vec<TextEdit>, String> {
         // Lowered values: (start, end) → value.
         let mut lower: BTreeMap<(usize, usize), i64> = BTreeMap::new();
-        // Added markers: (line start, marker) → (indent, value).
-        let mut add: BTreeMap<(usize, String), (String, i64, u32)> = BTreeMap::new();
+        // Added markers: (line start, marker) → (indent, value, line, markers it needs).
+        let mut add: BTreeMap<(usize, String), AddedMarker> = BTreeMap::new();
         for (p, pl) in placements {
             if p.existing.is_empty() {
                 let e = add.entry((pl.line_start, p.marker.clone())).or_insert((
                     pl.indent.clone(),
                     p.value,
                     pl.line,
+                    Vec::new(),
                 ));
                 e.1 = e.1.min(p.value);
+                for r in &p.requires {
+                    if !e.3.contains(r) {
+                        e.3.push(r.clone());
+                    }
+                }
             } else {
                 for &(v, s, e) in &p.existing {
                     if v > p.value {
@@ -1352,11 +1409,22 @@ impl GoTypes {
             .collect();
         // Lines above which a comment line is inserted.
         let mut split_lines: Vec<u32> = Vec::new();
-        for ((at, marker), (indent, value, line)) in add {
+        // Markers a line needs, written once above the first marker there that needs them.
+        let mut required_at: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for ((at, marker), (indent, value, line, requires)) in add {
+            let written = required_at.entry(at).or_default();
+            let mut text = String::new();
+            for r in requires {
+                if !written.contains(&r) {
+                    text.push_str(&format!("{indent}// +{r}\n"));
+                    written.push(r);
+                }
+            }
+            text.push_str(&format!("{indent}// +{marker}={value}\n"));
             edits.push(TextEdit {
                 start: at,
                 end: at,
-                text: format!("{indent}// +{marker}={value}\n"),
+                text,
             });
             split_lines.push(line);
         }
@@ -1409,9 +1477,43 @@ impl GoTypes {
                     p.marker, p.value
                 ));
             }
+            let markers = parsed.markers(after, line);
+            for r in &p.requires {
+                let (name, value) = r.split_once('=').unwrap_or((r.as_str(), ""));
+                if !markers.iter().any(|m| m.name == name && m.value == value) {
+                    return Err(format!("+{r} is not found"));
+                }
+            }
         }
         Ok(())
     }
+}
+
+/// A marker line to add: its indentation, value, the host's line, and the markers it needs.
+type AddedMarker = (String, i64, u32, Vec<String>);
+
+/// The type marker (`Type=string`) a size bound on a node of another module's type `x` needs,
+/// from the node's type in the CRD; `Err` when the bound cannot apply to it.
+fn enabling_marker(b: &Bound, x: &str) -> Result<String, String> {
+    let ok = match (b.keyword, b.node_type.as_str()) {
+        (Keyword::MaxLength, "string") => Some("Type=string"),
+        (Keyword::MaxLength, "int-or-string") => Some("XIntOrString"),
+        (Keyword::MaxItems, "array") => Some("Type=array"),
+        (Keyword::MaxProperties, "object") => Some("Type=object"),
+        _ => None,
+    };
+    ok.map(String::from).ok_or_else(|| {
+        format!(
+            "{} is of type {x} (of another module), whose schema in the CRD is {}: {} does not apply to it",
+            schema_path(&b.steps),
+            if b.node_type.is_empty() {
+                "untyped".to_string()
+            } else {
+                format!("of type {}", b.node_type)
+            },
+            b.keyword.name()
+        )
+    })
 }
 
 fn shape_name(s: &Shape) -> String {

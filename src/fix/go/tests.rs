@@ -29,6 +29,8 @@ fn bound(steps: &[Step], keyword: Keyword, value: i64) -> Bound {
         keyword,
         value,
         current: None,
+        implied_by: None,
+        node_type: String::new(),
     }
 }
 
