@@ -1358,6 +1358,28 @@ impl GoTypes {
                 {
                     fix.refused.push(why.clone());
                 }
+                // A field or type another CRD bounds lower: the marker carries the lowest.
+                let lowest = self
+                    .edits
+                    .get(&self.host_file(&p.host))
+                    .into_iter()
+                    .flatten()
+                    .filter(|(q, _)| q.host == p.host && q.marker == p.marker)
+                    .map(|(q, _)| q.value)
+                    .min();
+                if let Some(v) = lowest
+                    && v < p.value
+                {
+                    let n = format!(
+                        "+{}={} on {} is shared with another CRD fixed in this run, which needs {v}: the marker carries {v}, and this CRD gets that lower bound when generated",
+                        p.marker,
+                        p.value,
+                        self.host_name(&p.host)
+                    );
+                    if !fix.notes.contains(&n) {
+                        fix.notes.push(n);
+                    }
+                }
             }
             outcome.objects.push(fix);
         }

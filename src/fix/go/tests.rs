@@ -326,3 +326,149 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+fn gateway() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fix-go-gateway")
+}
+
+/// Every file under `dir`, by its path below it.
+fn texts(dir: &Path) -> std::collections::BTreeMap<PathBuf, String> {
+    fn walk(root: &Path, d: &Path, out: &mut std::collections::BTreeMap<PathBuf, String>) {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_path_buf();
+                out.insert(rel, std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The gateway-shaped API (`tests/data/fix-go-gateway`, its README): timeouts of type
+/// `*metav1.Duration`, a type of another module, that Kubernetes 1.37 refuses unbounded. The Go
+/// fix puts `Type=string` + `MaxLength=32` (the regex's 28, rounded up) on every such field —
+/// on the field, `items:` for the list — changes no marker there, exits 0, writes exactly
+/// `fixed/api`; controller-tools v0.20.0 generated `fixed/config` from that, and the YAML fix
+/// of the same CRDs writes exactly `fixed/config`.
+#[test]
+fn fields_of_another_modules_type_get_the_bound_on_the_field() {
+    let v137 = crate::Estimator::new(crate::cel::version::Version::new(1, 37));
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&gateway(), dir.path());
+    let options = FixOptions {
+        settings: crate::suggest::Settings::default(),
+        go: vec![dir.path().join("api")],
+    };
+    let estimators = [v137];
+    let paths = [dir.path().join("config")];
+    let out = crate::fix::fix_paths(&estimators, &paths, &options);
+    assert!(out.input_errors.is_empty(), "{:?}", out.input_errors);
+    assert_eq!(out.exit_code(), 0, "{}", out.summary("1.37"));
+    assert_eq!(out.objects.len(), 2);
+    for o in &out.objects {
+        assert_eq!(o.target, "go");
+        assert!(o.refused.is_empty(), "{:?}", o.refused);
+        assert!(!o.accepted_before && o.accepted_after, "{}", o.name);
+        for (b, at) in &o.bounds {
+            assert_eq!(
+                (b.keyword, b.value, b.current),
+                (Keyword::MaxLength, 32, None)
+            );
+            assert!(
+                b.implied_by
+                    .as_deref()
+                    .is_some_and(|w| w.contains("at most 28 characters")),
+                "{b:?}"
+            );
+            assert!(at.contains("Type=string"), "{at}");
+        }
+    }
+    // Lines added only (no marker there changed), gofmt's layout kept: exactly fixed/api.
+    let expected = texts(&gateway().join("fixed/api"));
+    assert_eq!(out.files.len(), 3);
+    for f in &out.files {
+        let rel = f.path.strip_prefix(dir.path().join("api")).unwrap();
+        assert_eq!(f.after, expected[rel], "{}", rel.display());
+        let before: Vec<&str> = f.before.lines().collect();
+        let kept: Vec<&str> = f
+            .after
+            .lines()
+            .filter(|l| !l.contains("Type=string") && !l.contains("MaxLength=32"))
+            .collect();
+        assert_eq!(
+            kept,
+            before,
+            "{}: more than marker lines added",
+            rel.display()
+        );
+    }
+    // The YAML fix of the same CRDs is what controller-tools generates from the fixed types.
+    let yaml = crate::fix::fix_paths(
+        &estimators,
+        &paths,
+        &FixOptions {
+            settings: crate::suggest::Settings::default(),
+            go: Vec::new(),
+        },
+    );
+    assert_eq!(yaml.exit_code(), 0);
+    let generated = texts(&gateway().join("fixed/config"));
+    assert_eq!(yaml.files.len(), generated.len());
+    for f in &yaml.files {
+        let rel = f.path.strip_prefix(dir.path().join("config")).unwrap();
+        assert_eq!(f.after, generated[rel], "{}", rel.display());
+    }
+    // And what controller-tools generates is accepted by 1.37 with every rule well within.
+    for text in generated.values() {
+        let crd = crate::input::parse_documents(text).remove(0).value.unwrap();
+        let r = estimators[0].estimate_crd(&crd, "fixed");
+        assert!(r.valid, "{:?}", r.errors);
+    }
+}
+
+/// A field of another module's type whose schema says what it is: `Type=string` for strings,
+/// `XIntOrString` for an int-or-string, none where the bound cannot apply.
+#[test]
+fn the_type_marker_follows_the_schema_of_another_modules_type() {
+    let g = GoTypes::load(&[gateway().join("api")]).unwrap();
+    let text =
+        std::fs::read_to_string(gateway().join("config/gateway.example.io_retrypolicies.yaml"))
+            .unwrap();
+    let crd = crate::input::parse_documents(&text)
+        .remove(0)
+        .value
+        .unwrap();
+    let roots = g.root_of(&crd).unwrap().unwrap();
+    let at = |node_type: &str, k: Keyword| {
+        let mut b = bound(&prop(&["spec", "retries"]), k, 32);
+        b.steps.push(Step::Items);
+        b.steps.push(Step::Prop("perTryTimeout".into()));
+        b.versions = vec!["v1alpha1".into()];
+        b.node_type = node_type.into();
+        g.place(&roots, &b).map(|ps| {
+            ps.iter()
+                .map(|p| format!("{:?} +{}={}", p.requires, p.marker, p.value))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    };
+    assert_eq!(
+        at("string", Keyword::MaxLength).unwrap(),
+        "[\"kubebuilder:validation:Type=string\"] +kubebuilder:validation:MaxLength=32"
+    );
+    assert!(
+        at("int-or-string", Keyword::MaxLength)
+            .unwrap()
+            .contains("XIntOrString")
+    );
+    let e = at("string", Keyword::MaxItems).unwrap_err();
+    assert!(
+        e.contains("of another module") && e.contains("maxItems"),
+        "{e}"
+    );
+}

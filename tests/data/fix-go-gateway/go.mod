@@ -1,0 +1,3 @@
+module example.com/gateway
+
+go 1.22
