@@ -111,6 +111,12 @@ struct Figures {
     files_changed: usize,
     lines_added: usize,
     numbers_lowered: usize,
+    /// The fix's bounds by what they change: safe (refuse nothing), added (refuse larger
+    /// values), safe lowerings, breaking lowerings (refuse values accepted today).
+    safe_added: usize,
+    added: usize,
+    safe_lowered: usize,
+    breaking: usize,
 }
 
 fn objects(name: &str, text: &str) -> BTreeMap<String, serde_json::Value> {
@@ -147,6 +153,28 @@ fn run(corpus: &Path, percent: f64) -> Figures {
         files_changed: outcome.files.len(),
         ..Default::default()
     };
+    // Every bound is named for what it changes; a lowering is never silent.
+    for o in &outcome.objects {
+        for (b, _) in &o.bounds {
+            let text = b.describe();
+            match (b.current, &b.implied_by) {
+                (None, Some(_)) => f.safe_added += 1,
+                (None, None) => f.added += 1,
+                (Some(_), Some(_)) => f.safe_lowered += 1,
+                (Some(_), None) => {
+                    f.breaking += 1;
+                    assert!(
+                        text.contains("(breaking: ") && text.contains("refused from then on"),
+                        "{}: a lowering not named as such: {text}",
+                        o.source
+                    );
+                }
+            }
+            if b.implied_by.is_some() {
+                assert!(text.contains("(safe: "), "{}: {text}", o.source);
+            }
+        }
+    }
     let changed: BTreeMap<PathBuf, &celcost::fix::FileChange> =
         outcome.files.iter().map(|c| (c.path.clone(), c)).collect();
     let tmp = tempfile::tempdir().unwrap();
@@ -219,6 +247,13 @@ fn run(corpus: &Path, percent: f64) -> Figures {
         again.files.is_empty(),
         "a second run changes {:?}",
         again.files.iter().map(|c| &c.path).collect::<Vec<_>>()
+    );
+    // Every number lowered in the files is a lowering the fix names (a schema the versions
+    // share is lowered in each version's copy).
+    assert!(
+        f.numbers_lowered >= f.safe_lowered + f.breaking
+            && (f.numbers_lowered == 0) == (f.safe_lowered + f.breaking == 0),
+        "{f:?}"
     );
     println!("at {percent}%: {f:?}");
     f

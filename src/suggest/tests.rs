@@ -451,3 +451,108 @@ fn bounds_are_set_on_the_copy_and_put_back() {
         serde_json::to_string(&object).unwrap()
     );
 }
+
+/// A duration string checked by the Gateway API regex, in a list of 64, on 1.37 (over the
+/// limit): the first suggestion is the regex's 28 characters rounded up (32), safe, saying why.
+#[test]
+fn the_bound_the_rule_implies_comes_first_and_safe() {
+    let o = crd(
+        json!({"retries": {"type": "array", "maxItems": 64, "items": {"type": "object",
+            "properties": {"timeout": {"type": "string", "x-kubernetes-validations": [
+                {"rule": "matches(self, '^([0-9]{1,5}(h|m|s|ms)){1,4}$')"}]}}}}}),
+        json!([]),
+    );
+    let r = run(37, &o, &Settings::default());
+    let rule = &r.schemas[0].rules[0];
+    let groups = suggestion_groups(&rule.suggestions);
+    let first = groups.first().expect("a suggestion");
+    assert_eq!(first.len(), 1, "{first:?}");
+    let b = first[0];
+    assert_eq!(
+        (b.keyword.as_str(), b.value, b.current),
+        ("maxLength", 32, None)
+    );
+    assert!(b.safe);
+    assert!(
+        b.implied_by
+            .as_deref()
+            .is_some_and(|w| w.contains("at most 28 characters")),
+        "{b:?}"
+    );
+    // No alternative lowers the list's bound: adding one to the string fits.
+    assert!(
+        rule.suggestions.iter().all(|s| s.current.is_none()),
+        "{groups:?}"
+    );
+    let line = suggestion_text(rule).unwrap();
+    assert!(
+        line.ends_with(
+            "; safe: its rule's regex `^([0-9]{1,5}(h|m|s|ms)){1,4}$` accepts at most 28 characters"
+        ),
+        "{line}"
+    );
+}
+
+/// An existing bound larger than what the node's validation accepts: lowering it to the
+/// implied length refuses nothing (safe), and comes before anything else.
+#[test]
+fn lowering_to_the_implied_bound_is_safe() {
+    let o = crd(
+        json!({"names": {"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 100000,
+            "x-kubernetes-validations": [
+                {"rule": "!format.dns1123Label().validate(self).hasValue()"},
+                {"rule": "self.matches('^[a-z]+$')"}]}}}),
+        json!([]),
+    );
+    let r = run(36, &o, &Settings::default());
+    let rule = r.schemas[0]
+        .rules
+        .iter()
+        .find(|x| x.rule.contains("matches"))
+        .unwrap();
+    let groups = suggestion_groups(&rule.suggestions);
+    let b = groups.first().expect("a suggestion")[0];
+    assert_eq!((b.value, b.current), (63, Some(100000)), "{groups:?}");
+    assert!(b.safe && !b.breaks());
+    assert!(
+        suggestion_text(rule)
+            .unwrap()
+            .contains("; safe: its rule's format.dns1123Label()")
+    );
+}
+
+/// Where a bound can be added, no bound there is lowered; where only lowering helps, the
+/// suggestion lowers one and says what that refuses from then on.
+#[test]
+fn additions_before_lowerings_and_lowerings_named() {
+    // Bounded list, unbounded strings: add maxLength; never lower maxItems.
+    let o = crd(
+        json!({"hosts": {"type": "array", "maxItems": 100, "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self.all(h, h.matches('^[a-z.]+$'))"}]}}),
+        json!([]),
+    );
+    let r = run(36, &o, &Settings::default());
+    let rule = &r.schemas[0].rules[0];
+    assert!(!rule.suggestions.is_empty(), "{:?}", rule.no_suggestion);
+    assert!(
+        rule.suggestions.iter().all(|b| b.current.is_none()),
+        "{:?}",
+        rule.suggestions
+    );
+    // Everything bounded already: only a lowering helps, and it is named as breaking.
+    let o = crd(
+        json!({"hosts": {"type": "array", "maxItems": 1_000_000, "items": {"type": "string", "maxLength": 253},
+            "x-kubernetes-validations": [{"rule": "self.all(h, h.matches('^[a-z.]+$'))"}]}}),
+        json!([]),
+    );
+    let r = run(36, &o, &Settings::default());
+    let rule = &r.schemas[0].rules[0];
+    let first = suggestion_groups(&rule.suggestions)[0].clone();
+    assert!(first.iter().any(|b| b.breaks()), "{first:?}");
+    let line = suggestion_text(rule).unwrap();
+    assert!(line.contains("; breaking: "), "{line}");
+    assert!(
+        line.contains("accepted today, are refused from then on"),
+        "{line}"
+    );
+}
