@@ -89,6 +89,143 @@ impl Outcome {
     }
 }
 
+/// What `celcost diff` prints, the input errors, and its exit status.
+#[derive(Debug, Default)]
+pub struct DiffRun {
+    pub text: String,
+    pub input_errors: Vec<String>,
+    pub code: i32,
+}
+
+/// `celcost diff BASE HEAD` for each minor of `estimators` (oldest first): what the API server
+/// of each answers when HEAD is applied over BASE. One minor: its diff, as ever. Several: the
+/// newest minor's diff, under a line naming the minors and those that refuse; the objects another
+/// minor answers otherwise follow, each under its minor (in JSON, every line carries its
+/// `kubernetesVersion`). The exit status follows the worst. SARIF and GitHub annotate HEAD as the
+/// newest minor estimates it.
+pub fn run_diff(
+    estimators: &[Estimator],
+    base: &Path,
+    head: &Path,
+    output: OutputFormat,
+) -> DiffRun {
+    use crate::diff::ObjectDiff;
+    use crate::output::diff::{render_diff_json, render_diff_markdown, render_diff_table};
+    let mut run = DiffRun::default();
+    let mut per_minor: Vec<(String, Vec<ObjectDiff>, i32, Outcome)> = Vec::new();
+    for e in estimators {
+        let before = estimate_paths(e, &[base.to_path_buf()]);
+        let mut after = estimate_paths(e, &[head.to_path_buf()]);
+        attach_update_verdicts(e, &before, &mut after);
+        if run.input_errors.is_empty() {
+            run.input_errors = before
+                .input_errors
+                .iter()
+                .chain(&after.input_errors)
+                .cloned()
+                .collect();
+        }
+        let d = crate::diff::diff(&before.reports, &after.reports);
+        let code = match after.exit_code() {
+            _ if !before.input_errors.is_empty() => 2,
+            2 => 2,
+            _ => crate::diff::exit_code(&d),
+        };
+        per_minor.push((e.minor().label(), d, code, after));
+    }
+    let Some((newest, newest_diff, _, newest_after)) = per_minor.last() else {
+        run.code = 2;
+        return run;
+    };
+    run.code = if per_minor.iter().any(|m| m.2 == 2) {
+        2
+    } else {
+        per_minor.iter().map(|m| m.2).max().unwrap_or(0)
+    };
+    let several = per_minor.len() > 1;
+    // Objects another minor answers otherwise than the newest.
+    let key = |o: &ObjectDiff| (o.kind.clone(), o.name.clone());
+    let newest_verdicts: std::collections::HashMap<(String, String), Option<bool>> = newest_diff
+        .iter()
+        .map(|o| (key(o), o.applied_valid()))
+        .collect();
+    let others: Vec<(&String, Vec<&ObjectDiff>)> = per_minor[..per_minor.len() - 1]
+        .iter()
+        .map(|(m, d, _, _)| {
+            let differing = d
+                .iter()
+                .filter(|o| newest_verdicts.get(&key(o)) != Some(&o.applied_valid()))
+                .collect();
+            (m, differing)
+        })
+        .filter(|(_, d): &(&String, Vec<&ObjectDiff>)| !d.is_empty())
+        .collect();
+    let tagged = |m: &str, d: &[&ObjectDiff]| -> Vec<ObjectDiff> {
+        d.iter()
+            .map(|o| ObjectDiff {
+                kubernetes_version: Some(m.to_string()),
+                ..(*o).clone()
+            })
+            .collect()
+    };
+    let header = || {
+        let minors: Vec<&str> = per_minor.iter().map(|m| m.0.as_str()).collect();
+        let refusing: Vec<&str> = per_minor
+            .iter()
+            .filter(|m| m.2 != 0)
+            .map(|m| m.0.as_str())
+            .collect();
+        let verdict = if refusing.is_empty() {
+            "every one accepts HEAD applied over BASE".to_string()
+        } else {
+            format!(
+                "HEAD applied over BASE is rejected by Kubernetes v{}",
+                refusing.join(", v")
+            )
+        };
+        format!("Kubernetes {}: {verdict}", minors.join(", "))
+    };
+    run.text = match output {
+        OutputFormat::Json if several => {
+            let refs: Vec<&ObjectDiff> = newest_diff.iter().collect();
+            let mut text = render_diff_json(&tagged(newest, &refs));
+            for (m, d) in &others {
+                text.push_str(&render_diff_json(&tagged(m, d)));
+            }
+            text
+        }
+        OutputFormat::Json => render_diff_json(newest_diff),
+        OutputFormat::Table | OutputFormat::Markdown => {
+            let render = |d: &[ObjectDiff]| match output {
+                OutputFormat::Markdown => render_diff_markdown(d),
+                _ => render_diff_table(d),
+            };
+            let mut text = String::new();
+            if several {
+                text.push_str(&header());
+                text.push_str("\n\n");
+            }
+            text.push_str(&render(newest_diff));
+            for (m, d) in &others {
+                let owned: Vec<ObjectDiff> = d.iter().map(|o| (*o).clone()).collect();
+                text.push_str(&format!("\non Kubernetes {m}:\n\n"));
+                text.push_str(&render(&owned));
+            }
+            text
+        }
+        // Annotations belong on the head: what the change leaves in the files.
+        OutputFormat::Sarif => crate::output::sarif::render_sarif(
+            &newest_after.reports,
+            crate::report::DEFAULT_NEAR_BUDGET_PERCENT,
+        ),
+        OutputFormat::Github => crate::output::github::render_github(
+            &newest_after.reports,
+            crate::report::DEFAULT_NEAR_BUDGET_PERCENT,
+        ),
+    };
+    run
+}
+
 /// What `celcost fix` prints and its exit status.
 #[derive(Debug, Default)]
 pub struct FixRun {

@@ -33,6 +33,9 @@ pub struct ObjectDiff {
     /// stores it) to HEAD's, beside `validAfter` (HEAD's verdict on create).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update: Option<UpdateVerdict>,
+    /// The minor whose API server answered, when the diff is over several (`1.37`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
 }
 
 impl ObjectDiff {
@@ -309,6 +312,7 @@ pub fn diff(before: &[ObjectReport], after: &[ObjectReport]) -> Vec<ObjectDiff> 
                     source_after: a.source.clone(),
                     units,
                     update: a.update.clone(),
+                    kubernetes_version: None,
                 }
             }
             None => ObjectDiff {

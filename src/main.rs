@@ -12,8 +12,8 @@ use celcost::budget::{CountingAllocator, Limits};
 use celcost::cel::decls::Version;
 use celcost::cel::minor::{Distribution, Minor};
 use celcost::cli::{
-    Advice, Minors, OutputFormat, estimate_paths, estimate_paths_advising, render_json,
-    render_markdown, render_table,
+    Advice, Minors, OutputFormat, estimate_paths_advising, render_json, render_markdown,
+    render_table,
 };
 use celcost::controller::ControllerArgs;
 use celcost::estimate::range::RangeEstimator;
@@ -48,9 +48,10 @@ enum Command {
         output: OutputFormat,
         /// Kubernetes minor whose API server to follow: `1.N` (1.30 to 1.37), a range
         /// `1.30..1.37` or `all` (each object estimated for every minor of the range; the exit
-        /// status follows the worst).
-        #[arg(long, default_value = "1.36", value_parser = parse_versions)]
-        kubernetes_version: Versions,
+        /// status follows the worst). Default: the minors upstream supports (the newest three
+        /// celcost knows, 1.35..1.37): a CRD that one of the minors clusters run refuses fails.
+        #[arg(long, value_parser = parse_versions)]
+        kubernetes_version: Option<Versions>,
         /// Whose build of that minor: `kubernetes` (upstream) or `openshift` (OpenShift and
         /// MicroShift, which carry some CEL changes a minor early).
         #[arg(long, default_value = "kubernetes", value_parser = Distribution::parse)]
@@ -98,9 +99,11 @@ enum Command {
         /// Output format (markdown: a pull-request comment).
         #[arg(long, short, value_enum, default_value = "table")]
         output: OutputFormat,
-        /// Kubernetes minor whose API server to follow (1.30 to 1.37).
-        #[arg(long, default_value = "1.36", value_parser = celcost::cel::minor::parse_version)]
-        kubernetes_version: Version,
+        /// Kubernetes minor whose API server to follow: `1.N` (1.30 to 1.37), a range
+        /// `1.30..1.37` or `all` (the diff for each; the exit status follows the worst). Default:
+        /// the minors upstream supports (the newest three celcost knows, 1.35..1.37).
+        #[arg(long, value_parser = parse_versions)]
+        kubernetes_version: Option<Versions>,
         /// Whose build of that minor: `kubernetes` or `openshift`.
         #[arg(long, default_value = "kubernetes", value_parser = Distribution::parse)]
         distribution: Distribution,
@@ -130,9 +133,10 @@ enum Command {
         #[arg(long)]
         write: bool,
         /// Kubernetes minor whose API server to follow: `1.N`, a range `1.30..1.36` or `all`
-        /// (the bounds fit every minor of the range).
-        #[arg(long, default_value = "1.36", value_parser = parse_versions)]
-        kubernetes_version: Versions,
+        /// (the bounds fit every minor of the range). Default: the minors upstream supports (the
+        /// newest three celcost knows, 1.35..1.37).
+        #[arg(long, value_parser = parse_versions)]
+        kubernetes_version: Option<Versions>,
         /// Whose build of that minor: `kubernetes` or `openshift`.
         #[arg(long, default_value = "kubernetes", value_parser = Distribution::parse)]
         distribution: Distribution,
@@ -162,6 +166,14 @@ enum Command {
 /// The minors of `--kubernetes-version`, oldest first.
 #[derive(Clone, Debug)]
 struct Versions(Vec<Version>);
+
+/// The minors asked for, or the default window: those upstream supports.
+fn versions_or_window(v: Option<Versions>, distribution: Distribution) -> Vec<Version> {
+    match v {
+        Some(v) => v.0,
+        None => celcost::cel::minor::supported_window(distribution),
+    }
+}
 
 fn parse_versions(s: &str) -> Result<Versions, String> {
     celcost::cel::minor::parse_range(s).map(Versions)
@@ -193,8 +205,7 @@ fn main() -> ExitCode {
                 steps: max_steps,
                 bytes: usize::try_from(max_memory_mib << 20).unwrap_or(usize::MAX),
             };
-            let minors: Vec<&'static Minor> = kubernetes_version
-                .0
+            let minors: Vec<&'static Minor> = versions_or_window(kubernetes_version, distribution)
                 .iter()
                 .filter_map(|v| Minor::of_distribution(*v, distribution))
                 .collect();
@@ -260,43 +271,26 @@ fn main() -> ExitCode {
             base,
             head,
         } => {
-            let Some(minor) = Minor::of_distribution(kubernetes_version, distribution) else {
+            let minors: Vec<&'static Minor> = versions_or_window(kubernetes_version, distribution)
+                .iter()
+                .filter_map(|v| Minor::of_distribution(*v, distribution))
+                .collect();
+            if minors.is_empty() {
                 return ExitCode::from(2);
-            };
-            if let Some(note) = minor.stand_in_note() {
+            }
+            for note in minors.iter().filter_map(|m| m.stand_in_note()) {
                 eprintln!("warning: {note}");
             }
-            let estimator = Estimator::for_minor(minor);
-            let before = estimate_paths(&estimator, std::slice::from_ref(&base));
-            let mut after = estimate_paths(&estimator, std::slice::from_ref(&head));
-            celcost::cli::attach_update_verdicts(&estimator, &before, &mut after);
-            for e in before.input_errors.iter().chain(&after.input_errors) {
+            let estimators: Vec<Estimator> =
+                minors.iter().map(|m| Estimator::for_minor(m)).collect();
+            let run = celcost::cli::run_diff(&estimators, &base, &head, output);
+            for e in &run.input_errors {
                 eprintln!("error: {e}");
             }
-            let d = celcost::diff::diff(&before.reports, &after.reports);
-            let text = match output {
-                OutputFormat::Json => celcost::output::diff::render_diff_json(&d),
-                OutputFormat::Table => celcost::output::diff::render_diff_table(&d),
-                OutputFormat::Markdown => celcost::output::diff::render_diff_markdown(&d),
-                // Annotations belong on the head: what the change leaves in the files.
-                OutputFormat::Sarif => celcost::output::sarif::render_sarif(
-                    &after.reports,
-                    celcost::report::DEFAULT_NEAR_BUDGET_PERCENT,
-                ),
-                OutputFormat::Github => celcost::output::github::render_github(
-                    &after.reports,
-                    celcost::report::DEFAULT_NEAR_BUDGET_PERCENT,
-                ),
-            };
             let mut stdout = std::io::stdout().lock();
-            let _ = stdout.write_all(text.as_bytes());
+            let _ = stdout.write_all(run.text.as_bytes());
             let _ = stdout.flush();
-            let code = match after.exit_code() {
-                _ if !before.input_errors.is_empty() => 2,
-                2 => 2,
-                _ => celcost::diff::exit_code(&d),
-            };
-            ExitCode::from(code as u8)
+            ExitCode::from(run.code as u8)
         }
         Command::Fix {
             go,
@@ -312,8 +306,7 @@ fn main() -> ExitCode {
                 steps: max_steps,
                 bytes: usize::try_from(max_memory_mib << 20).unwrap_or(usize::MAX),
             };
-            let estimators: Vec<Estimator> = kubernetes_version
-                .0
+            let estimators: Vec<Estimator> = versions_or_window(kubernetes_version, distribution)
                 .iter()
                 .filter_map(|v| Minor::of_distribution(*v, distribution))
                 .map(|m| Estimator::for_minor(m).with_limits(limits))

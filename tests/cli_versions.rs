@@ -263,7 +263,16 @@ fn diff_judges_the_update_of_base_in_every_output() {
         ),
     );
     let run = |out: &str, head: &str| {
-        let o = celcost(&["diff", "-o", out, &base, head]);
+        // One minor: the update verdicts' words, as 1.36 says them.
+        let o = celcost(&[
+            "diff",
+            "--kubernetes-version",
+            "1.36",
+            "-o",
+            out,
+            &base,
+            head,
+        ]);
         (
             o.status.code(),
             String::from_utf8_lossy(&o.stdout).to_string(),
@@ -421,4 +430,107 @@ fn diff_compiles_what_base_stores_in_the_stored_environment() {
     // 1.31 gives new expressions isIP: the edit passes there.
     let o = celcost(&["diff", "--kubernetes-version", "1.31", &base, &edit]);
     assert_eq!(o.status.code(), Some(0));
+}
+
+/// Without `--kubernetes-version`, `estimate`, `diff` and `fix` judge against the minors upstream
+/// supports (the newest three celcost knows): a CRD 1.37 refuses fails and the header says so; one
+/// every minor accepts passes and the header names the window; an explicit `1.36` is one minor,
+/// as before.
+#[test]
+fn the_default_is_the_window_of_supported_minors() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let refused = root.join("tests/data/upgrade-1.37/backendtimeoutpolicies.yaml");
+    let accepted = root.join("examples/crds/widgets.example.com.yaml");
+    let window =
+        celcost::cel::minor::supported_window(celcost::cel::minor::Distribution::Kubernetes);
+    assert_eq!(window.len(), 3);
+    let labels: Vec<String> = window.iter().map(|v| v.to_string()).collect();
+    let out = celcost(&["estimate", refused.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.to_lowercase().contains("rejected by kubernetes v1.37"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "by version: {} accepted | {} accepted | {} REJECTED",
+            labels[0], labels[1], labels[2]
+        )),
+        "{text}"
+    );
+    let out = celcost(&["estimate", accepted.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "accepted by Kubernetes v{} (and {} to {} below)",
+            labels[2], labels[0], labels[1]
+        )),
+        "{text}"
+    );
+    // One minor asked for: one minor judged, the rejection unseen.
+    let out = celcost(&[
+        "estimate",
+        "--kubernetes-version",
+        "1.36",
+        refused.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("accepted by Kubernetes v1.36\n"), "{text}");
+    assert!(!text.contains("by version"), "{text}");
+    // diff: the exit status follows the worst minor, and the header says which refuses.
+    let base = root.join("examples/crds");
+    let out = celcost(&["diff", base.to_str().unwrap(), refused.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with(&format!(
+            "Kubernetes {}: HEAD applied over BASE is rejected by Kubernetes v1.37\n",
+            labels.join(", ")
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("on Kubernetes {}:", labels[0])),
+        "{text}"
+    );
+    let out = celcost(&[
+        "diff",
+        "--output",
+        "json",
+        base.to_str().unwrap(),
+        refused.to_str().unwrap(),
+    ]);
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.iter().any(|l| l["kubernetesVersion"] == "1.37"));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["kubernetesVersion"] == labels[0].as_str())
+    );
+    let out = celcost(&[
+        "diff",
+        "--kubernetes-version",
+        "1.36",
+        base.to_str().unwrap(),
+        refused.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("kubernetesVersion"));
+    // fix: the bounds fit the window, and its summary names it.
+    let out = celcost(&["fix", refused.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "accepted by Kubernetes {}..{}: no → yes",
+            labels[0], labels[2]
+        )),
+        "{err}"
+    );
 }

@@ -316,6 +316,26 @@ pub const NEWEST_MINOR: &Minor = &KUBERNETES[KUBERNETES.len() - 1];
 pub const OLDEST: Version = v(30);
 pub const NEWEST: Version = v(37);
 
+/// How many minors upstream supports at a time (the newest three: Kubernetes' version skew
+/// policy), and so how many every command judges against by default.
+pub const SUPPORTED_MINORS: usize = 3;
+
+/// The minors upstream supports among those celcost knows, oldest first: the default of every
+/// command without `--kubernetes-version` (1.35..1.37). For OpenShift, the newest three it has
+/// shipped (a minor it has not shipped is upstream's rules standing in).
+pub fn supported_window(d: Distribution) -> Vec<Version> {
+    let newest = match d {
+        Distribution::Kubernetes => NEWEST,
+        Distribution::OpenShift => OPENSHIFT_SHIPPED,
+    };
+    let known: Vec<Version> = table(d)
+        .iter()
+        .map(|m| m.kubernetes)
+        .filter(|v| *v <= newest)
+        .collect();
+    known[known.len().saturating_sub(SUPPORTED_MINORS)..].to_vec()
+}
+
 fn table(d: Distribution) -> &'static [Minor] {
     match d {
         Distribution::Kubernetes => &KUBERNETES,
@@ -432,6 +452,18 @@ pub fn parse_range(s: &str) -> Result<Vec<Version>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_window_is_the_newest_three_minors() {
+        assert_eq!(
+            supported_window(Distribution::Kubernetes),
+            vec![v(35), v(36), v(37)]
+        );
+        assert_eq!(
+            supported_window(Distribution::OpenShift),
+            vec![v(34), v(35), v(36)]
+        );
+    }
 
     #[test]
     fn minors_are_consecutive_and_their_compatibility_is_older() {
