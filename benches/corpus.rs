@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use celcost::Estimator;
 use celcost::budget::{CountingAllocator, Limits, run_measured};
-use celcost::cel::minor::{KUBERNETES, NEWEST_MINOR};
+use celcost::cel::minor::{Distribution, KUBERNETES, NEWEST_MINOR};
 use celcost::cli::{estimate_paths, estimate_paths_range};
 use celcost::input::{objects_of, parse_documents};
 use celcost::schema::catalog::SchemaCatalog;
@@ -107,6 +107,7 @@ fn main() {
         None => println!("peak memory: unavailable (no /proc/self/status)"),
     }
     cli_default(&dir, iterations);
+    cli_process(&dir, iterations);
     range(iterations);
     rewrites_share(&dir);
     suggestions(&dir, iterations);
@@ -138,6 +139,62 @@ fn cli_default(dir: &Path, iterations: usize) {
         median(&cpus),
         min(&cpus)
     );
+}
+
+/// CPU time (user, system) of the finished child processes, in seconds.
+fn children_cpu() -> (f64, f64) {
+    // SAFETY: getrusage writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) } != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(u.ru_utime), secs(u.ru_stime))
+}
+
+/// The CLI as users pay for it: `celcost estimate --output json` over the CRD corpus as a fresh
+/// process each run (every one-time cost — lazy tables, the schema catalog, the allocator's first
+/// pages — paid each time), with its default window of minors and with one minor; CPU (user +
+/// system) and wall, medians.
+fn cli_process(dir: &Path, iterations: usize) {
+    let exe = env!("CARGO_BIN_EXE_celcost");
+    let measure = |args: &[&str]| -> Option<(f64, f64, f64)> {
+        let (mut cpus, mut walls, mut syss) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..iterations.max(1) {
+            let (u0, s0) = children_cpu();
+            let t = Instant::now();
+            let status = std::process::Command::new(exe)
+                .args(args)
+                .arg(dir)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .ok()?;
+            walls.push(t.elapsed().as_secs_f64());
+            status.code()?;
+            let (u1, s1) = children_cpu();
+            cpus.push(u1 - u0 + s1 - s0);
+            syss.push(s1 - s0);
+        }
+        Some((median(&cpus), median(&syss), median(&walls)))
+    };
+    for (label, args) in [
+        (
+            "default (the window of supported minors)",
+            vec!["estimate", "--output", "json"],
+        ),
+        (
+            "--kubernetes-version 1.37",
+            vec!["estimate", "--output", "json", "--kubernetes-version", "1.37"],
+        ),
+    ] {
+        match measure(&args) {
+            Some((cpu, sys, wall)) => println!(
+                "cli as a process, {label}: CPU median {cpu:.2} s ({sys:.2} s of it system), wall median {wall:.3} s (the target: at most 1 s CPU)"
+            ),
+            None => println!("cli as a process, {label}: the binary did not run"),
+        }
+    }
 }
 
 /// One run of the CLI's code path over `dir` with `advice` and a fresh estimator (no parse
@@ -285,14 +342,22 @@ fn range(iterations: usize) {
         let mut it = line.split_whitespace().skip(2);
         Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
     };
-    match (run("one"), run("range")) {
-        (Some((o, om)), Some((a, am))) => {
+    match (run("one"), run("range"), run("window")) {
+        (Some((o, om)), Some((a, am)), Some((w, wm))) => {
             println!(
                 "crds+policies, one minor ({}): median {o:.3} s, peak memory {om:.1} MiB",
                 NEWEST_MINOR.label()
             );
+            let window = celcost::cel::minor::supported_window(Distribution::Kubernetes);
             println!(
-                "crds+policies, range {}..{} ({} minors): median {a:.3} s = {:.2}x one minor, peak memory {am:.1} MiB",
+                "crds+policies, the default window {}..{} ({} minors): median {w:.3} s = {:.2}x one minor (the target: at most 1.3x), peak memory {wm:.1} MiB",
+                window[0],
+                window[window.len() - 1],
+                window.len(),
+                w / o
+            );
+            println!(
+                "crds+policies, range {}..{} ({} minors): median {a:.3} s = {:.2}x one minor (the target: at most 1.5x), peak memory {am:.1} MiB",
                 KUBERNETES[0].label(),
                 NEWEST_MINOR.label(),
                 KUBERNETES.len(),
@@ -316,6 +381,15 @@ fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
         let t = Instant::now();
         if mode == "range" {
             let r = RangeEstimator::new(KUBERNETES.iter().map(Estimator::for_minor).collect());
+            estimate_paths_range(&r, &dirs);
+        } else if mode == "window" {
+            let r = RangeEstimator::new(
+                celcost::cel::minor::supported_window(Distribution::Kubernetes)
+                    .into_iter()
+                    .filter_map(celcost::cel::minor::Minor::of)
+                    .map(Estimator::for_minor)
+                    .collect(),
+            );
             estimate_paths_range(&r, &dirs);
         } else {
             estimate_paths(&Estimator::for_minor(NEWEST_MINOR), &dirs);

@@ -187,6 +187,27 @@ fn ways(h: &Hir) -> Ways {
 /// through the expression asserts the start and the end of the text. `None` when the pattern
 /// is not valid Go, accepts strings of any length, or accepts nothing.
 pub fn longest_match(pattern: &str) -> Option<u64> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        /// The same patterns come back for every finding that reads their node.
+        static MEMO: RefCell<HashMap<String, Option<u64>>> = RefCell::new(HashMap::new());
+    }
+    if let Some(hit) = MEMO.with(|m| m.borrow().get(pattern).copied()) {
+        return hit;
+    }
+    let answer = compute(pattern);
+    MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= 1024 {
+            m.clear();
+        }
+        m.insert(pattern.to_string(), answer);
+    });
+    answer
+}
+
+fn compute(pattern: &str) -> Option<u64> {
     let translated = super::Parser::parse(pattern).ok()?;
     let hir = regex_syntax::ParserBuilder::new()
         .build()

@@ -252,6 +252,37 @@ fn parsed(rule: &str) -> Option<Expr> {
     parse_unexpanded(rule, opts).ok().map(|p| p.expr)
 }
 
+/// What a rule's text implies for `k`: of the rule over `self` (`all`: of its `self.all(x, …)`
+/// for a list's items). The same rules come back for every finding that reads their node, so
+/// the answers are kept (per thread, a bounded number), not the parse.
+fn of_rule(rule: &str, k: Keyword, all: bool) -> Option<Implied> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    type Key = (String, Keyword, bool);
+    thread_local! {
+        static MEMO: RefCell<HashMap<Key, Option<Implied>>> = RefCell::new(HashMap::new());
+    }
+    let key = (rule.to_string(), k, all);
+    if let Some(hit) = MEMO.with(|m| m.borrow().get(&key).cloned()) {
+        return hit;
+    }
+    let answer = parsed(rule).and_then(|e| {
+        if all {
+            of_all(&e, k)
+        } else {
+            of_form(&e, "self", k)
+        }
+    });
+    MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= 4096 {
+            m.clear();
+        }
+        m.insert(key, answer.clone());
+    });
+    answer
+}
+
 /// What the node's own schema (and its `allOf`) implies for `k`.
 fn of_schema(s: &Schema, k: Keyword, minor: &Minor, depth: usize) -> Option<Implied> {
     let mut best = None;
@@ -293,17 +324,14 @@ pub fn implied_bound(root: &Schema, path: &[Step], k: Keyword, minor: &Minor) ->
     }
     let mut best = of_schema(s, k, minor, 4);
     for r in &s.x_validations {
-        if let Some(e) = parsed(&r.rule) {
-            best = tighter(best, of_form(&e, "self", k));
-        }
+        best = tighter(best, of_rule(&r.rule, k, false));
     }
     // A list's `self.all(x, …)` rules, for its items.
     if let Some((Step::Items, parent_path)) = path.split_last() {
         let parent = node(root, parent_path)?;
         debug_assert!(child(parent, &Step::Items).is_some());
         for r in &parent.x_validations {
-            let Some(e) = parsed(&r.rule) else { continue };
-            best = tighter(best, of_all(&e, k));
+            best = tighter(best, of_rule(&r.rule, k, true));
         }
     }
     best.filter(|i| i.value >= 0)
