@@ -14,9 +14,10 @@ build:
     cargo build
 
 [group('build')]
-[doc('Write crds/costreport.yaml from the Rust types (CI fails when it drifts)')]
+[doc('Write crds/costreport.yaml from the Rust types, and its copy in the Helm chart (CI fails when either drifts)')]
 generate:
     cargo run --quiet -- crd > crds/costreport.yaml
+    cp crds/costreport.yaml charts/celcost/crds/costreport.yaml
 
 [group('dev')]
 [doc('Format the code')]
@@ -74,3 +75,8 @@ image:
 [doc('Install the CRD, namespace, RBAC and Deployment into the cluster in KUBECONFIG')]
 deploy:
     kubectl apply -k config/default
+
+[group('deploy')]
+[doc('The same install with Helm: the chart charts/celcost, release celcost in celcost-system')]
+deploy-helm *ARGS:
+    helm install celcost charts/celcost -n celcost-system --create-namespace {{ARGS}}

@@ -7,6 +7,9 @@
 # and packed by hack/image.sh as localhost/celcost:e2e-<digest of the binary> (a new tag for a
 # new binary, so `kubectl apply` rolls the pods) and imported with `$CELCOST_K8S/cluster.sh
 # load-image` (CELCOST_K8S defaults to ../shared/k8s).
+# helm-lite (Helm v4's own install and uninstall, for the test that installs the chart,
+# s8h_): the one on PATH, else decompressed from $CELCOST_HELM/bin/helm-lite.xz (CELCOST_HELM
+# defaults to ../shared/helm) into target/helm-lite/.
 # Without a reachable API server: SKIPPED, or a failure with CELCOST_E2E_REQUIRE_CLUSTER=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,4 +30,12 @@ if [ -z "${CELCOST_E2E_IMAGE:-}" ]; then
   "$K/cluster.sh" load-image target/celcost-image.tar
 fi
 echo "in-cluster: image $CELCOST_E2E_IMAGE"
+HELM_KIT=${CELCOST_HELM:-../shared/helm}
+if ! command -v helm-lite >/dev/null 2>&1 && [ -f "$HELM_KIT/bin/helm-lite.xz" ]; then
+  mkdir -p target/helm-lite
+  xz -dc "$HELM_KIT/bin/helm-lite.xz" > target/helm-lite/helm-lite
+  chmod +x target/helm-lite/helm-lite
+  export PATH=$PWD/target/helm-lite:$PATH
+fi
+echo "in-cluster: $(command -v helm-lite || echo 'no helm-lite: the Helm install test is skipped')"
 cargo test --locked --test controller_e2e "${CELCOST_IN_CLUSTER_FILTER:-in_cluster::}" -- --ignored --test-threads=1 --nocapture

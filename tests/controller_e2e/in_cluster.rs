@@ -8,7 +8,9 @@
 //! `load-image`; `just image`); without it each test prints SKIPPED (fails under
 //! `CELCOST_E2E_REQUIRE_CLUSTER=1`). The outage case also needs `CELCOST_E2E_APISERVER_CTL`.
 //! The tests are named `s1_` … `s9_` for the order a user meets them in (libtest runs them by
-//! name with `--test-threads=1`); each installs what it needs, so any one runs alone. The last,
+//! name with `--test-threads=1`); each installs what it needs, so any one runs alone. `s8h_`
+//! installs the same image with the Helm chart (`helm-lite install`, after removing the
+//! kustomize install if there is one) and uninstalls it. The last,
 //! the memory test with 2,000 CRDs, leaves the operator installed (and, with
 //! `CELCOST_SCALE_KEEP=1`, the CRDs: deleting them, or a namespace next to them, takes minutes).
 //! The local-process e2e tests must not run at the same time (two writers).
@@ -946,6 +948,318 @@ async fn s8_kubectl_delete_removes_everything_it_installed() {
         "{test}: left behind: {left:?}; {events} events of celcost's about targets in other namespaces (they expire with the API server's --event-ttl, 1 h)"
     );
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// The Helm install's release and namespace (s8h_): a release name other than `celcost`, so
+/// that every name is the release's and the operator is told the ones that are not its defaults
+/// (its Lease, its webhook's Service, Secret and configuration).
+const HELM_RELEASE: &str = "celcost-e2e";
+const HELM_NS: &str = "celcost-helm";
+
+/// `helm-lite ARGS` (KUBECONFIG inherited): success, stdout, stderr; None without helm-lite.
+fn helm_lite(args: &[&str]) -> Option<(bool, String, String)> {
+    let out = Command::new("helm-lite").args(args).output().ok()?;
+    Some((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// The values that point the chart at the suite's image, already on the node.
+fn helm_image_values(image: &str) -> Vec<String> {
+    let (repository, tag) = match image.rsplit_once(':') {
+        Some((n, t)) if !t.contains('/') => (n, t),
+        _ => (image, "latest"),
+    };
+    vec![
+        "--set".into(),
+        format!("image.repository={repository}"),
+        "--set-string".into(),
+        format!("image.tag={tag}"),
+        "--set".into(),
+        "image.pullPolicy=Never".into(),
+    ]
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster with a node, CELCOST_E2E_IMAGE and helm-lite"]
+async fn s8h_helm_install_reports_warns_and_uninstall_leaves_only_the_crd() {
+    let test = "in_cluster::s8h_helm_install_reports_warns_and_uninstall_leaves_only_the_crd";
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    let Some(image) = image(test) else { return };
+    if helm_lite(&[]).is_none() {
+        skip(
+            test,
+            "helm-lite is not on PATH (e2e/in-cluster.sh installs it from ../shared/helm)",
+        );
+        return;
+    }
+    let started = Instant::now();
+    // One operator at a time: the kustomize install (s1_ to s8_) goes first; s8_ has removed
+    // it already, so this is quick then. Its ClusterRoles, webhook configuration and CRD are
+    // cluster-wide, and two operators would both write the reports.
+    let dir = overlay(&image);
+    let (ok, o, e) = kubectl(&[
+        "delete",
+        "-k",
+        dir.to_str().unwrap(),
+        "--ignore-not-found",
+        "--wait=true",
+        "--timeout=300s",
+    ]);
+    assert!(ok, "kubectl delete -k:\n{o}\n{e}");
+    // A release left by an earlier, failed run.
+    let _ = helm_lite(&["uninstall", HELM_RELEASE, "-n", HELM_NS]);
+
+    // `helm install celcost-e2e charts/celcost -n celcost-helm --create-namespace`, with the
+    // suite's image.
+    let chart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("charts/celcost");
+    let chart = chart.to_str().unwrap();
+    let values = helm_image_values(&image);
+    let values: Vec<&str> = values.iter().map(String::as_str).collect();
+    let mut install = vec![
+        "install",
+        HELM_RELEASE,
+        chart,
+        "-n",
+        HELM_NS,
+        "--create-namespace",
+        "--wait",
+        "--timeout",
+        "5m",
+    ];
+    install.extend(&values);
+    let t = Instant::now();
+    let (ok, o, e) = helm_lite(&install).unwrap();
+    assert!(ok, "helm-lite install:\n{o}\n{e}");
+    println!(
+        "{test}: helm-lite install --wait: {:.1} s\n{}",
+        t.elapsed().as_secs_f64(),
+        o.trim()
+    );
+    // What the release holds (to check the uninstall), as Helm renders it.
+    let mut template = vec!["template", HELM_RELEASE, chart, "-n", HELM_NS];
+    template.extend(&values);
+    let (ok, rendered, e) = helm_lite(&template).unwrap();
+    assert!(ok, "helm-lite template: {e}");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), HELM_NS);
+    let pods_selector = format!("{SELECTOR},app.kubernetes.io/instance={HELM_RELEASE}");
+    let ready = eventually("two Ready replicas", Duration::from_secs(180), || async {
+        let list = pods
+            .list(&ListParams::default().labels(&pods_selector))
+            .await
+            .ok()?;
+        let ready: Vec<String> = list
+            .items
+            .iter()
+            .filter(|p| {
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .map(ResourceExt::name_any)
+            .collect();
+        (ready.len() == 2).then_some(ready)
+    })
+    .await;
+    // The pods meet the `restricted` Pod Security level: labelling the namespace so (as the docs
+    // advise: Helm's --create-namespace sets no label) warns about none of them.
+    let (ok, o, e) = kubectl(&[
+        "label",
+        "namespace",
+        HELM_NS,
+        "pod-security.kubernetes.io/enforce=restricted",
+        "--overwrite",
+    ]);
+    assert!(ok && !e.contains("violate"), "{o}{e}");
+
+    // A CRD near budget gets its report, from the leader of the release's Lease.
+    let group = format!("helm{}.celcost.io", suffix());
+    create_crd(&client, &test_crd(&group, 10_000)).await;
+    let r = report_for(&client, &format!("crd.widgets.{group}"), 1).await;
+    assert_eq!(condition(&r, "WithinBudget"), ("False", "RuleNearBudget"));
+    let leases: Api<Lease> = Api::namespaced(client.clone(), HELM_NS);
+    let holder = leases
+        .get(HELM_RELEASE)
+        .await
+        .expect("the Lease named after the release")
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default();
+    assert!(ready.contains(&holder), "{holder} not in {ready:?}");
+
+    // `kubectl apply` of a CRD at ~90 % prints the warning, through the release's Service (the
+    // serving certificate's SAN and the caBundle of the release's configuration both right).
+    let near_group = format!("helmwarn{}.celcost.io", suffix());
+    let near = test_crd(&near_group, 11_000);
+    let t = Instant::now();
+    eventually(
+        "the webhook answering through its Service",
+        Duration::from_secs(60),
+        || async {
+            let (_, warnings) = super::webhook::dry_run_warnings(&client, &near).await;
+            warnings
+                .iter()
+                .any(|w| w.contains("celcost:"))
+                .then_some(())
+        },
+    )
+    .await;
+    let (ok, stderr, _) = super::webhook::kubectl_apply(&near).await;
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("Warning: celcost: ^.spec.names costs"),
+        "kubectl apply prints celcost's warning: {stderr}"
+    );
+    println!(
+        "{test}: report of a new CRD, then the warning after {:.2} s: {}",
+        t.elapsed().as_secs_f64(),
+        stderr.trim()
+    );
+    delete_crd(&client, &format!("widgets.{group}")).await;
+    delete_crd(&client, &format!("widgets.{near_group}")).await;
+
+    // `helm uninstall`: every object of the release goes.
+    let t = Instant::now();
+    let (ok, o, e) = helm_lite(&["uninstall", HELM_RELEASE, "-n", HELM_NS]).unwrap();
+    assert!(ok, "helm-lite uninstall:\n{o}\n{e}");
+    let objects: Vec<(String, String, Option<String>)> =
+        serde_yaml_ng::Deserializer::from_str(&rendered)
+            .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+            .filter(|v| !v.is_null())
+            .map(|v| {
+                (
+                    v["kind"].as_str().unwrap().to_string(),
+                    v["metadata"]["name"].as_str().unwrap().to_string(),
+                    v["metadata"]["namespace"].as_str().map(str::to_string),
+                )
+            })
+            .collect();
+    assert!(objects.len() >= 14, "{rendered}");
+    let still_there = || {
+        objects
+            .iter()
+            .filter_map(|(kind, name, ns)| {
+                let mut args = vec!["get", kind, name, "--ignore-not-found", "-o", "name"];
+                if let Some(ns) = ns {
+                    args.extend(["-n", ns]);
+                }
+                let (_, out, _) = kubectl(&args);
+                (!out.trim().is_empty()).then(|| out.trim().to_string())
+            })
+            .collect::<Vec<_>>()
+    };
+    eventually(
+        "the release's objects gone",
+        Duration::from_secs(60),
+        || async { still_there().is_empty().then_some(()) },
+    )
+    .await;
+    eventually(
+        "the release's pods gone",
+        Duration::from_secs(90),
+        || async {
+            pods.list(&ListParams::default().labels(&pods_selector))
+                .await
+                .ok()?
+                .items
+                .is_empty()
+                .then_some(())
+        },
+    )
+    .await;
+    println!(
+        "{test}: helm-lite uninstall: the release's {} objects and pods gone in {:.1} s",
+        objects.len(),
+        t.elapsed().as_secs_f64()
+    );
+
+    // What is left is what Helm keeps by design: the CRD of crds/ (never deleted by Helm, with
+    // the reports in it) and the namespace of --create-namespace; in it, what the operator made
+    // at run time: its Lease and its webhook's Secret. Nothing of celcost's elsewhere.
+    let mut left = Vec::new();
+    for kind in [
+        "validatingwebhookconfigurations",
+        "clusterroles",
+        "clusterrolebindings",
+        "customresourcedefinitions",
+        "namespaces",
+    ] {
+        let (_, out, _) = kubectl(&["get", kind, "-o", "name"]);
+        left.extend(
+            out.lines()
+                .filter(|l| {
+                    let name = l.rsplit('/').next().unwrap_or_default();
+                    name.starts_with("celcost") || name == "costreports.celcost.io"
+                })
+                .map(str::to_string),
+        );
+    }
+    let (_, out, _) = kubectl(&["get", "roles,rolebindings", "-n", "default", "-o", "name"]);
+    left.extend(
+        out.lines()
+            .filter(|l| l.contains("celcost"))
+            .map(str::to_string),
+    );
+    let (_, out, _) = kubectl(&[
+        "get",
+        "all,secrets,configmaps,serviceaccounts,leases,roles,rolebindings,poddisruptionbudgets",
+        "-n",
+        HELM_NS,
+        "-o",
+        "name",
+    ]);
+    // What the API server puts in every namespace.
+    let every_namespace = [
+        "serviceaccount/default",
+        "configmap/kube-root-ca.crt",
+        "configmap/openshift-service-ca.crt",
+    ];
+    left.extend(
+        out.lines()
+            .filter(|l| !every_namespace.contains(l))
+            .map(|l| format!("{l} -n {HELM_NS}")),
+    );
+    left.sort();
+    println!("{test}: left after helm uninstall: {left:?}");
+    assert_eq!(
+        left,
+        [
+            "customresourcedefinition.apiextensions.k8s.io/costreports.celcost.io".to_string(),
+            format!("lease.coordination.k8s.io/{HELM_RELEASE} -n {HELM_NS}"),
+            format!("namespace/{HELM_NS}"),
+            format!("secret/{HELM_RELEASE}-webhook-tls -n {HELM_NS}"),
+        ],
+        "helm uninstall leaves the CRD (crds/), the namespace (--create-namespace) and, in it, the \
+         operator's Lease and webhook Secret; nothing else"
+    );
+
+    // The rest as the docs say: the namespace and the CRD (with the reports).
+    let (ok, o, e) = kubectl(&[
+        "delete",
+        "namespace",
+        HELM_NS,
+        "--wait=true",
+        "--timeout=120s",
+    ]);
+    assert!(ok, "{o}{e}");
+    let (ok, o, e) = kubectl(&[
+        "delete",
+        "crd",
+        "costreports.celcost.io",
+        "--wait=true",
+        "--timeout=120s",
+    ]);
+    assert!(ok, "{o}{e}");
+    println!(
+        "{test}: install, report, warning, uninstall and clean-up in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 #[tokio::test]
