@@ -31,7 +31,7 @@ pub struct Document {
 /// Kubernetes' YAML reader does, so a broken document never hides the ones after it. JSON is
 /// YAML, so one parser serves both.
 pub fn parse_documents(text: &str) -> Vec<Document> {
-    if text.as_bytes().contains(&0) {
+    if memchr::memchr(0, text.as_bytes()).is_some() {
         return vec![Document {
             index: 1,
             value: Err("the file is binary (contains NUL bytes), not YAML or JSON".into()),
@@ -51,7 +51,7 @@ pub fn parse_documents(text: &str) -> Vec<Document> {
 /// ([`crate::positions`]): `None` for a document that could not be read, and for a JSON
 /// document nested deeper than the YAML parser goes (read as JSON, without positions).
 pub fn parse_documents_located(text: &str) -> Vec<(Document, Option<Positions>)> {
-    if text.as_bytes().contains(&0) {
+    if memchr::memchr(0, text.as_bytes()).is_some() {
         return parse_documents(text)
             .into_iter()
             .map(|d| (d, None))
@@ -74,7 +74,7 @@ pub fn parse_documents_located(text: &str) -> Vec<(Document, Option<Positions>)>
 /// For the fuzz targets ([`crate::fuzzing`]): every document of `text` that the fast reader
 /// takes, it reads as the general parser does (values and positions); panics when not.
 pub fn check_fast_reader(text: &str) {
-    if text.as_bytes().contains(&0) {
+    if memchr::memchr(0, text.as_bytes()).is_some() {
         return;
     }
     for (first_line, chunk) in split_documents(text) {
@@ -92,7 +92,8 @@ fn split_documents(text: &str) -> Vec<(usize, &str)> {
     // a newline search (memchr), each checked for `---`; the lines before each separator are
     // counted once.
     let (mut counted_to, mut line_no) = (0, 1);
-    let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1));
+    let line_starts =
+        std::iter::once(0).chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
     for at in line_starts {
         if !text.as_bytes()[at..].starts_with(b"---") {
             continue;
@@ -123,7 +124,7 @@ fn split_documents(text: &str) -> Vec<(usize, &str)> {
 }
 
 fn bytecount_newlines(s: &str) -> usize {
-    s.bytes().filter(|&b| b == b'\n').count()
+    memchr::memchr_iter(b'\n', s.as_bytes()).count()
 }
 
 /// A JSON document nested deeper than the YAML scanner goes, read as JSON (to [`MAX_DEPTH`]

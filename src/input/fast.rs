@@ -58,15 +58,16 @@ pub(super) fn read(
     first_line: usize,
     located: bool,
 ) -> Fast<(Value, Option<Positions>)> {
-    if text.bytes().any(|b| b == b'\t' || b == b'\r') || text.starts_with('\u{feff}') {
+    if memchr::memchr2(b'\t', b'\r', text.as_bytes()).is_some() || text.starts_with('\u{feff}') {
         return None;
     }
     let mut lines = Vec::with_capacity(text.len() / 32);
     let mut start = 0;
     // The last line's break ends it; nothing after it is a line.
     let body = text.strip_suffix('\n').unwrap_or(text);
-    for piece in body.split('\n') {
-        let end = start + piece.len();
+    let breaks = memchr::memchr_iter(b'\n', body.as_bytes()).chain(std::iter::once(body.len()));
+    for end in breaks {
+        let piece = &body[start..end];
         let indent = piece.bytes().take_while(|&b| b == b' ').count();
         let kind = match piece.as_bytes().get(indent) {
             None => Kind::Blank,
