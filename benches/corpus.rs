@@ -185,7 +185,13 @@ fn cli_process(dir: &Path, iterations: usize) {
         ),
         (
             "--kubernetes-version 1.37",
-            vec!["estimate", "--output", "json", "--kubernetes-version", "1.37"],
+            vec![
+                "estimate",
+                "--output",
+                "json",
+                "--kubernetes-version",
+                "1.37",
+            ],
         ),
     ] {
         match measure(&args) {

@@ -105,6 +105,21 @@ pub fn estimate_prepared(
     estimate_write(env, crd, source, prepared, None).0
 }
 
+/// [`estimate_prepared`], with the field errors its `errors` are rendered from (`None` when
+/// they are not: an API server panic replaces them). Another minor that judges the object
+/// alike but words errors otherwise renders the same errors in its words
+/// ([`fielderr::FieldError::render`]).
+pub fn estimate_prepared_keeping_errors(
+    env: &Env,
+    crd: &Value,
+    source: &str,
+    prepared: &Prepared<'_>,
+) -> (ObjectReport, Option<Vec<FieldError>>) {
+    let mut kept = None;
+    let (report, _) = estimate_write_keeping(env, crd, source, prepared, None, Some(&mut kept));
+    (report, kept)
+}
+
 /// The CRD walk of a create (`update` = `None`) or of an update of a stored object
 /// ([`update::UpdateRules`]): the report, and on update the expressions over the per-expression
 /// limit that an unchanged schema lets through.
@@ -114,6 +129,18 @@ fn estimate_write(
     source: &str,
     prepared: &Prepared<'_>,
     update: Option<&update::UpdateRules>,
+) -> (ObjectReport, Vec<HeldExpression>) {
+    estimate_write_keeping(env, crd, source, prepared, update, None)
+}
+
+/// [`estimate_write`]; `keep` (when given) receives the field errors `errors` is rendered from.
+fn estimate_write_keeping(
+    env: &Env,
+    crd: &Value,
+    source: &str,
+    prepared: &Prepared<'_>,
+    update: Option<&update::UpdateRules>,
+    keep: Option<&mut Option<Vec<FieldError>>>,
 ) -> (ObjectReport, Vec<HeldExpression>) {
     let name = crd
         .pointer("/metadata/name")
@@ -143,6 +170,9 @@ fn estimate_write(
             ));
             report.errors = errors.iter().map(|e| e.render(env.kubernetes)).collect();
             report.valid = false;
+            if let Some(k) = keep {
+                *k = Some(errors);
+            }
             return (report, Vec::new());
         }
     };
@@ -171,8 +201,13 @@ fn estimate_write(
     }
     report.valid = errors.is_empty();
     report.errors = errors.iter().map(|e| e.render(env.kubernetes)).collect();
-    if let Some((field_path, p)) = panic {
-        report.set_apiserver_panic(&field_path, &p);
+    match panic {
+        Some((field_path, p)) => report.set_apiserver_panic(&field_path, &p),
+        None => {
+            if let Some(k) = keep {
+                *k = Some(errors);
+            }
+        }
     }
     (report, held)
 }

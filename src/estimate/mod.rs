@@ -12,7 +12,7 @@ use crate::budget::{self, Limits, Stopped};
 use crate::cel::decls::Version;
 use crate::cel::env::Env;
 use crate::cel::minor::Minor;
-use crate::crd::{Prepared, estimate_prepared};
+use crate::crd::Prepared;
 use crate::report::{
     EstimateStopped, INTERNAL_ERROR, ObjectReport, UpdateVerdict, WORK_BUDGET_EXCEEDED,
 };
@@ -65,6 +65,9 @@ impl TargetKind {
 pub struct Shared<'v> {
     object: &'v Value,
     crd: OnceCell<Metered<Prepared<'v>>>,
+    /// The field errors each minor's CRD estimate rendered its `errors` from, by minor: a
+    /// minor that judges the object alike but words errors otherwise renders them again.
+    errors: std::cell::RefCell<Vec<(Version, Vec<crate::crd::fielderr::FieldError>)>>,
 }
 
 /// Something made once, and what making it took of the work budget.
@@ -79,11 +82,20 @@ impl<'v> Shared<'v> {
         Shared {
             object,
             crd: OnceCell::new(),
+            errors: std::cell::RefCell::new(Vec::new()),
         }
     }
 
     pub fn object(&self) -> &'v Value {
         self.object
+    }
+
+    /// The errors of minor `from`'s CRD estimate, rendered as minor `to` words them; `None`
+    /// when `from` kept none (no CRD estimate, or an API server panic).
+    pub fn errors_worded_for(&self, from: Version, to: Version) -> Option<Vec<String>> {
+        let kept = self.errors.borrow();
+        let (_, errors) = kept.iter().find(|(k, _)| *k == from)?;
+        Some(errors.iter().map(|e| e.render(to)).collect())
     }
 
     /// `f` of the object's [`Prepared`] CRD, made now unless an earlier estimate made it.
@@ -244,9 +256,20 @@ impl Estimator {
     /// As [`Estimator::estimate_crd`], for one of the estimates of a range ([`Shared`]).
     pub fn estimate_crd_shared(&self, shared: &Shared<'_>, source: &str) -> ObjectReport {
         let v = shared.object();
-        self.guarded(v, source, "CustomResourceDefinition", || {
-            shared.with_crd(|prepared| estimate_prepared(&self.env, v, source, prepared))
-        })
+        let report = self.guarded(v, source, "CustomResourceDefinition", || {
+            shared.with_crd(|prepared| {
+                let (report, errors) =
+                    crate::crd::estimate_prepared_keeping_errors(&self.env, v, source, prepared);
+                if let Some(errors) = errors {
+                    shared
+                        .errors
+                        .borrow_mut()
+                        .push((self.env.kubernetes, errors));
+                }
+                report
+            })
+        });
+        report
     }
 
     /// The API server's verdict on an UPDATE of `old` (a CRD as the cluster stores it) to

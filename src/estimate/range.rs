@@ -124,7 +124,7 @@ impl Differences {
     fn irrelevant_to(&self, p: &Profile) -> bool {
         let any = |words: &[&str]| words.iter().any(|w| p.tokens.contains(*w));
         if p.has_cel
-            && (self.cost_algorithm
+            && (self.cost_algorithm && !p.straight_line
                 || p.tokens.iter().any(|t| self.names.contains(t))
                 || p.called.iter().any(|t| self.calls.contains(t)))
         {
@@ -186,12 +186,19 @@ struct Profile {
     /// The tokens of them followed by a `(`: the names of calls.
     called: HashSet<String>,
     has_cel: bool,
-    /// A kind whose API versions the minors serve differently (MutatingAdmissionPolicy).
-    served_by_minor: bool,
+    /// A MutatingAdmissionPolicy: its `apiVersion` (the minors serve its versions differently,
+    /// and a report says how).
+    map_api_version: Option<String>,
     int_or_string_with_max_length: bool,
     resource_with_additional_properties: bool,
     /// A backtick in some CEL text (a quoted name, or in a literal).
     backtick: bool,
+    /// No CEL text of the object iterates, binds or builds a collection: no macro that
+    /// expands to a comprehension (`all`, `map`, `optMap`, `cel.bind`, …), no list or map
+    /// literal or index (`[`, `{`), no `dyn`. Where the two cost algorithms differ is in what
+    /// those give sizes to (iteration variables, comprehension results, literal entries, binds,
+    /// `dyn`, indexes): an object without them is estimated alike by both.
+    straight_line: bool,
     /// A call of the global `matches(s, re)` (the word not after a `.`).
     global_matches: bool,
     /// A schema node with a `default` (its rules are evaluated on it, their runtime cost
@@ -209,7 +216,13 @@ impl Profile {
     fn of(v: &Value, catalog: &SchemaCatalog) -> Profile {
         let kind = v.get("kind").and_then(Value::as_str);
         let mut p = Profile {
-            served_by_minor: kind == Some("MutatingAdmissionPolicy"),
+            map_api_version: (kind == Some("MutatingAdmissionPolicy")).then(|| {
+                v.get("apiVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            }),
+            straight_line: true,
             ..Profile::default()
         };
         p.walk(v, true);
@@ -261,6 +274,7 @@ impl Profile {
                         ) => {
                             self.has_cel = true;
                             self.backtick |= s.contains('`');
+                            self.straight_line &= is_straight_line(s);
                             self.global_matches |= calls_global(s, "matches");
                             for (word, call) in identifier_tokens(s) {
                                 if call {
@@ -277,6 +291,41 @@ impl Profile {
             _ => {}
         }
     }
+}
+
+/// Words that make a CEL text iterate, bind or convert dynamically under either cost algorithm:
+/// the macros that expand to comprehensions, and `dyn`.
+const ITERATING_WORDS: &[&str] = &[
+    "all",
+    "exists",
+    "exists_one",
+    "existsOne",
+    "map",
+    "filter",
+    "transformList",
+    "transformMap",
+    "transformMapEntry",
+    "sortBy",
+    "optMap",
+    "optFlatMap",
+    "bind",
+    "block",
+    "dyn",
+];
+
+/// Whether a CEL text is straight-line code ([`Profile::straight_line`]): none of
+/// [`ITERATING_WORDS`], and no `[` or `{` outside its literals — a text whose literals cannot be
+/// told apart is not.
+fn is_straight_line(s: &str) -> bool {
+    let Some(code) = code_outside_literals(s) else {
+        return false;
+    };
+    if code.contains(['[', '{']) {
+        return false;
+    }
+    !identifier_tokens(s)
+        .iter()
+        .any(|(w, _)| ITERATING_WORDS.contains(&w.as_str()))
 }
 
 /// Whether a CEL text calls `name` as a global function: the word outside literals and comments,
@@ -423,7 +472,22 @@ impl RangeEstimator {
             return true;
         }
         let profile = Profile::of(v, catalog);
-        !profile.served_by_minor && self.differences(i.min(j), i.max(j)).irrelevant_to(&profile)
+        self.served_alike(&profile, i, j)
+            && self.differences(i.min(j), i.max(j)).irrelevant_to(&profile)
+    }
+
+    /// Whether minors `a` and `b` serve the object alike: any object but a
+    /// MutatingAdmissionPolicy; one of those when both serve its `apiVersion` by default (a
+    /// report of a version off by default or not served says so, naming the minor).
+    fn served_alike(&self, p: &Profile, a: usize, b: usize) -> bool {
+        use crate::vap::{MapApiVersion, map_api_version};
+        let Some(api) = &p.map_api_version else {
+            return true;
+        };
+        let served = |i: usize| {
+            map_api_version(api, self.estimators[i].kubernetes_version()) == MapApiVersion::Served
+        };
+        served(a) && served(b)
     }
 
     /// One report per minor, oldest first; `None` when the kind is not estimable. `estimate`
@@ -445,20 +509,28 @@ impl RangeEstimator {
         // The index of the minor whose report the last ones copy.
         let mut representative: Option<usize> = None;
         for i in 0..n {
-            let shared = representative.filter(|&r| {
-                !profile.served_by_minor
-                    && shareable(
-                        &out[r],
-                        self.estimators[r].kubernetes_version(),
-                        self.estimators[i].kubernetes_version(),
-                    )
-                    && self.differences(r, i).irrelevant_to(&profile)
+            let to = self.estimators[i].kubernetes_version();
+            let alike = representative.filter(|&r| {
+                self.served_alike(&profile, r, i) && self.differences(r, i).irrelevant_to(&profile)
             });
-            match shared {
-                Some(r) => {
+            // The representative's report, as it stands or with its errors in this minor's
+            // words (rendered again from the field errors its estimate kept).
+            let copy = alike.and_then(|r| {
+                let from = self.estimators[r].kubernetes_version();
+                if shareable(&out[r], from, to) {
+                    Some(out[r].clone())
+                } else if rewordable(&out[r], from, to) {
+                    let errors = object.errors_worded_for(from, to)?;
                     let mut copy = out[r].clone();
-                    copy.kubernetes_version =
-                        format!("v{}", self.estimators[i].kubernetes_version());
+                    copy.errors = errors;
+                    Some(copy)
+                } else {
+                    None
+                }
+            });
+            match copy {
+                Some(mut copy) => {
+                    copy.kubernetes_version = format!("v{to}");
                     out.push(copy);
                 }
                 None => {
@@ -469,6 +541,17 @@ impl RangeEstimator {
         }
         Some(out)
     }
+}
+
+/// Whether a report of minor `from` can stand for minor `to`'s once its errors are rendered
+/// again in `to`'s words: the two differ only in how an error is rendered, not in what it says
+/// (which stored-versions detail, which bad value a failed rule on a default shows, how cel-go
+/// names the optional type, the policy compiler's output-type message: each decided when the
+/// error is made).
+fn rewordable(r: &ObjectReport, from: Version, to: Version) -> bool {
+    use crate::crd::fielderr::wording;
+    let (a, b) = (wording(from), wording(to));
+    r.stopped.is_none() && r.notes.is_empty() && [0, 6, 7, 8].iter().all(|&i| a[i] == b[i])
 }
 
 /// Whether a report of minor `from` can stand for minor `to`'s: both word every error alike (or
