@@ -256,7 +256,7 @@ impl Estimator {
     /// As [`Estimator::estimate_crd`], for one of the estimates of a range ([`Shared`]).
     pub fn estimate_crd_shared(&self, shared: &Shared<'_>, source: &str) -> ObjectReport {
         let v = shared.object();
-        let report = self.guarded(v, source, "CustomResourceDefinition", || {
+        self.guarded(v, source, "CustomResourceDefinition", || {
             shared.with_crd(|prepared| {
                 let (report, errors) =
                     crate::crd::estimate_prepared_keeping_errors(&self.env, v, source, prepared);
@@ -268,8 +268,7 @@ impl Estimator {
                 }
                 report
             })
-        });
-        report
+        })
     }
 
     /// The API server's verdict on an UPDATE of `old` (a CRD as the cluster stores it) to
