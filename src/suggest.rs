@@ -771,6 +771,8 @@ struct Search<'a> {
     /// a walk from the root and a note to each ancestor, took d² per probe of a rule d lists
     /// deep, so d³ for its search.
     applied: Vec<Option<i64>>,
+    /// The cost of every set of values probed, and the steps it took.
+    probed: HashMap<Vec<Option<i64>>, (u64, u64)>,
 }
 
 /// A search's answer: suggestions (unverified), or why there are none.
@@ -820,6 +822,26 @@ impl Search<'_> {
             return Err(Stop::Evaluations);
         }
         *self.evals_left -= 1;
+        // The same bounds asked again (a later phase probing what an earlier one did): the cost
+        // found then, its work charged again as if done.
+        if let Some(&(cost, steps)) = self.probed.get(values) {
+            budget::consume(steps);
+            return Ok(cost);
+        }
+        let before = budget::steps_left();
+        let cost = self.probe(values);
+        // Bounded: a million values kept at most (a search over many sites keeps fewer probes).
+        if (self.probed.len() + 1) * values.len() <= 1 << 20 {
+            self.probed.insert(
+                values.to_vec(),
+                (cost, before.saturating_sub(budget::steps_left())),
+            );
+        }
+        Ok(cost)
+    }
+
+    /// The finding's cost with the sites set to `values`, estimated.
+    fn probe(&mut self, values: &[Option<i64>]) -> u64 {
         budget::charge(1);
         self.apply(values);
         let mut total = self.fixed;
@@ -834,10 +856,10 @@ impl Search<'_> {
             total = total.saturating_add(c.total_part());
             judged = judged.max(c.judged());
         }
-        Ok(match self.target {
+        match self.target {
             Target::Rule => judged,
             Target::Total => total,
-        })
+        }
     }
 
     fn at_lo(&self, units: &[&Vec<usize>], values: &mut [Option<i64>]) {
@@ -2091,6 +2113,7 @@ fn search_and_verify(
         fixed,
         evals_left,
         applied: vec![None; n_sites],
+        probed: HashMap::new(),
     };
     // Only the sites' bounds change during the search: a subtree is converted again only for
     // bounds below it it has not been converted with.

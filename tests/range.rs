@@ -3,6 +3,7 @@
 //! generators, which use every library function), every shared report must equal the minor's
 //! own estimate, field for field.
 
+mod common;
 #[path = "../benches/support/fuzzgen.rs"]
 mod fuzzgen;
 
@@ -252,4 +253,162 @@ fn policies_typed_over_a_crd_follow_each_minors_schema_conversion() {
             );
         }
     }
+}
+
+/// The one-variable boolean quantifiers over every shape a schema gives them (lists and maps of
+/// strings, bounded or not, of objects, of lists, of int-or-strings), with bodies calling the
+/// functions whose cost depends on sizes: every minor's shared report equals its own. (The cost
+/// algorithms before and after cel-go v0.23, 1.32 and 1.33, give straight-line CEL the same
+/// costs but not the same drivers — the new one asks the size of every argument — so they share
+/// no CEL; `the_corpus_shares_only_what_is_alike` found that.)
+#[test]
+fn quantifiers_over_every_shape_share_only_what_is_alike() {
+    let shapes: &[(&str, serde_json::Value)] = &[
+        (
+            "strings",
+            serde_json::json!({"type": "array", "items": {"type": "string"}}),
+        ),
+        (
+            "bounded strings",
+            serde_json::json!({"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 20}}),
+        ),
+        (
+            "map of strings",
+            serde_json::json!({"type": "object", "additionalProperties": {"type": "string"}}),
+        ),
+        (
+            "objects",
+            serde_json::json!({"type": "array", "maxItems": 50, "items": {"type": "object",
+            "properties": {"name": {"type": "string"}, "port": {"type": "integer"},
+                "tags": {"type": "array", "items": {"type": "string", "maxLength": 8}}}}}),
+        ),
+        (
+            "lists of lists",
+            serde_json::json!({"type": "array", "items": {"type": "array", "maxItems": 4, "items": {"type": "string"}}}),
+        ),
+        (
+            "int-or-strings",
+            serde_json::json!({"type": "array", "maxItems": 5, "items": {"x-kubernetes-int-or-string": true, "maxLength": 9}}),
+        ),
+    ];
+    let bodies: &[&str] = &[
+        "x.size() < 10",
+        "x.matches('^[a-z]+$')",
+        "matches(x, '^[a-z]{1,5}$')",
+        "x.startsWith('a') || x.endsWith('z')",
+        "x.contains('-') && x.lowerAscii() == x",
+        "x.indexOf('a') >= 0",
+        "string(x).size() > 0",
+        "x + 'suffix' != ''",
+        "x.find('[0-9]+') != ''",
+        "isURL(x) && url(x).getHost() != ''",
+        "!format.dns1123Label().validate(x).hasValue()",
+        "isQuantity(x) && quantity(x).isLessThan(quantity('1Gi'))",
+        "x.name.size() < 64 && x.port > 0",
+        "x.tags.all(t, t.size() < 8)",
+        "x.tags.exists(t, t.matches('^a'))",
+        "x.size() > 0 && x.exists(y, y.size() > 1)",
+        "type(x) == int || x.size() < 4",
+        "self.exists_one(y, y == x)",
+    ];
+    let singles = estimators(Distribution::Kubernetes);
+    let range = RangeEstimator::new(estimators(Distribution::Kubernetes));
+    let catalog = SchemaCatalog::new();
+    let mut compared = 0;
+    for (shape, schema) in shapes {
+        for body in bodies {
+            for q in ["all", "exists", "exists_one"] {
+                let rule = format!("self.{q}(x, {body})");
+                let mut node = schema.clone();
+                node["x-kubernetes-validations"] = serde_json::json!([{"rule": rule}]);
+                let crd = serde_json::json!({
+                    "apiVersion": "apiextensions.k8s.io/v1",
+                    "kind": "CustomResourceDefinition",
+                    "metadata": {"name": "things.example.com"},
+                    "spec": {"group": "example.com", "scope": "Namespaced",
+                        "names": {"plural": "things", "kind": "Thing"},
+                        "versions": [{"name": "v1", "served": true, "storage": true,
+                            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                "spec": {"type": "object", "properties": {"l": node}}}}}}]}
+                });
+                let ranged = range
+                    .estimate_each(&crd, &catalog, |e, s| e.estimate_shared(s, "q", &catalog))
+                    .expect("a CRD");
+                for (e, r) in singles.iter().zip(&ranged) {
+                    let own = e
+                        .estimate_shared(&Shared::new(&crd), "q", &catalog)
+                        .unwrap();
+                    compared += 1;
+                    assert_eq!(
+                        serde_json::to_value(&own).unwrap(),
+                        serde_json::to_value(r).unwrap(),
+                        "{shape}: `{rule}` on 1.{}: the shared report differs from the minor's own",
+                        e.kubernetes_version().minor
+                    );
+                }
+            }
+        }
+    }
+    assert!(compared > 2000, "{compared}");
+}
+
+/// Over the public corpus (CRDs, Validating and MutatingAdmissionPolicies; skipped when absent
+/// unless `CELCOST_REQUIRE_CORPUS` is set), every minor's report from the range of all minors
+/// equals that minor's own estimate, field for field: the corpus is what the sharing rules
+/// (reworded errors, straight-line CEL across the cost algorithms, what the minors say of serving
+/// a MutatingAdmissionPolicy's version) were drawn from.
+#[test]
+fn the_corpus_shares_only_what_is_alike() {
+    let Some(corpus) = common::corpus_dir() else {
+        if std::env::var("CELCOST_REQUIRE_CORPUS").is_ok() {
+            panic!("../shared/corpus not found beside the checkout (set CELCOST_CORPUS)");
+        }
+        eprintln!("SKIPPED: ../shared/corpus not found beside the checkout (set CELCOST_CORPUS)");
+        return;
+    };
+    let mut files = Vec::new();
+    for sub in ["crds", "vaps", "maps"] {
+        common::files_under(&corpus.join(sub), &mut files);
+    }
+    let singles = estimators(Distribution::Kubernetes);
+    let range = RangeEstimator::new(estimators(Distribution::Kubernetes));
+    let catalog = SchemaCatalog::new();
+    let (mut compared, mut copies) = (0, 0);
+    for f in &files {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        for doc in parse_documents(&text) {
+            let Ok(v) = doc.value else { continue };
+            for o in objects_of(&f.display().to_string(), v) {
+                let Some(ranged) = range.estimate_each(&o.value, &catalog, |e, s| {
+                    e.estimate_shared(s, &o.source, &catalog)
+                }) else {
+                    continue;
+                };
+                for (e, r) in singles.iter().zip(&ranged) {
+                    let own = e
+                        .estimate_shared(&Shared::new(&o.value), &o.source, &catalog)
+                        .unwrap();
+                    compared += 1;
+                    assert_eq!(
+                        serde_json::to_value(&own).unwrap(),
+                        serde_json::to_value(r).unwrap(),
+                        "{} on 1.{}: the shared report differs from the minor's own",
+                        o.source,
+                        e.kubernetes_version().minor
+                    );
+                }
+                copies += ranged
+                    .windows(2)
+                    .filter(|w| {
+                        serde_json::to_value(&w[0].schemas).ok()
+                            == serde_json::to_value(&w[1].schemas).ok()
+                    })
+                    .count();
+            }
+        }
+    }
+    println!("corpus: {compared} minor reports equal their own ({copies} consecutive pairs alike)");
+    assert!(compared > 3000, "{compared}");
 }

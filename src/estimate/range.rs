@@ -123,8 +123,9 @@ impl Differences {
     /// error wording, which [`RangeEstimator`] checks on the report).
     fn irrelevant_to(&self, p: &Profile) -> bool {
         let any = |words: &[&str]| words.iter().any(|w| p.tokens.contains(*w));
+        let calls = |words: &[&str]| words.iter().any(|w| p.called.contains(*w));
         if p.has_cel
-            && (self.cost_algorithm && !p.straight_line
+            && (self.cost_algorithm
                 || p.tokens.iter().any(|t| self.names.contains(t))
                 || p.called.iter().any(|t| self.calls.contains(t)))
         {
@@ -134,8 +135,9 @@ impl Differences {
             || self.sort_by && any(&["sortBy"])
             || self.optional_macros && any(&["optMap", "optFlatMap"])
             || self.format_validator && any(&["format"])
-            || self.kubernetes_type_equality && any(KUBERNETES_TYPE_SOURCES)
-            || self.url_result_size && any(&["url"])
+            || self.kubernetes_type_equality
+                && (calls(KUBERNETES_TYPE_CONSTRUCTORS) || any(KUBERNETES_TYPE_NAMESPACES))
+            || self.url_result_size && calls(&["url"])
             || self.keywords_as_field_names && selects_reserved_word(p)
             || self.type_meta_additional_properties && p.resource_with_additional_properties
             || self.int_or_string_max_length && p.int_or_string_with_max_length
@@ -157,16 +159,11 @@ const TWO_VARIABLE_MACROS: &[&str] = &[
     "transformMap",
     "transformMapEntry",
 ];
-/// Every value of a Kubernetes CEL type comes from one of these.
-const KUBERNETES_TYPE_SOURCES: &[&str] = &[
-    "quantity",
-    "ip",
-    "cidr",
-    "url",
-    "semver",
-    "format",
-    "authorizer",
-];
+/// Every value of a Kubernetes CEL type comes from calling one of these constructors (a
+/// field named `url` makes none)...
+const KUBERNETES_TYPE_CONSTRUCTORS: &[&str] = &["quantity", "ip", "cidr", "url", "semver"];
+/// ... or from one of these namespaces or variables (`format.named(…)`, `authorizer.…`).
+const KUBERNETES_TYPE_NAMESPACES: &[&str] = &["format", "authorizer"];
 
 /// Whether an object's CEL may select a field named by a reserved word (`t.metadata.namespace`):
 /// the reserved words the lexer reads as identifiers (`true`, `false`, `null` and `in` are
@@ -193,12 +190,6 @@ struct Profile {
     resource_with_additional_properties: bool,
     /// A backtick in some CEL text (a quoted name, or in a literal).
     backtick: bool,
-    /// No CEL text of the object iterates, binds or builds a collection: no macro that
-    /// expands to a comprehension (`all`, `map`, `optMap`, `cel.bind`, …), no list or map
-    /// literal or index (`[`, `{`), no `dyn`. Where the two cost algorithms differ is in what
-    /// those give sizes to (iteration variables, comprehension results, literal entries, binds,
-    /// `dyn`, indexes): an object without them is estimated alike by both.
-    straight_line: bool,
     /// A call of the global `matches(s, re)` (the word not after a `.`).
     global_matches: bool,
     /// A schema node with a `default` (its rules are evaluated on it, their runtime cost
@@ -222,7 +213,6 @@ impl Profile {
                     .unwrap_or_default()
                     .to_string()
             }),
-            straight_line: true,
             ..Profile::default()
         };
         p.walk(v, true);
@@ -274,7 +264,6 @@ impl Profile {
                         ) => {
                             self.has_cel = true;
                             self.backtick |= s.contains('`');
-                            self.straight_line &= is_straight_line(s);
                             self.global_matches |= calls_global(s, "matches");
                             for (word, call) in identifier_tokens(s) {
                                 if call {
@@ -291,41 +280,6 @@ impl Profile {
             _ => {}
         }
     }
-}
-
-/// Words that make a CEL text iterate, bind or convert dynamically under either cost algorithm:
-/// the macros that expand to comprehensions, and `dyn`.
-const ITERATING_WORDS: &[&str] = &[
-    "all",
-    "exists",
-    "exists_one",
-    "existsOne",
-    "map",
-    "filter",
-    "transformList",
-    "transformMap",
-    "transformMapEntry",
-    "sortBy",
-    "optMap",
-    "optFlatMap",
-    "bind",
-    "block",
-    "dyn",
-];
-
-/// Whether a CEL text is straight-line code ([`Profile::straight_line`]): none of
-/// [`ITERATING_WORDS`], and no `[` or `{` outside its literals — a text whose literals cannot be
-/// told apart is not.
-fn is_straight_line(s: &str) -> bool {
-    let Some(code) = code_outside_literals(s) else {
-        return false;
-    };
-    if code.contains(['[', '{']) {
-        return false;
-    }
-    !identifier_tokens(s)
-        .iter()
-        .any(|(w, _)| ITERATING_WORDS.contains(&w.as_str()))
 }
 
 /// Whether a CEL text calls `name` as a global function: the word outside literals and comments,
@@ -510,13 +464,15 @@ impl RangeEstimator {
         let mut representative: Option<usize> = None;
         for i in 0..n {
             let to = self.estimators[i].kubernetes_version();
-            let alike = representative.filter(|&r| {
-                self.served_alike(&profile, r, i) && self.differences(r, i).irrelevant_to(&profile)
-            });
+            let alike = representative.filter(|&r| self.differences(r, i).irrelevant_to(&profile));
             // The representative's report, as it stands or with its errors in this minor's
-            // words (rendered again from the field errors its estimate kept).
+            // words (rendered again from the field errors its estimate kept); a
+            // MutatingAdmissionPolicy's with what this minor says of serving its version.
             let copy = alike.and_then(|r| {
                 let from = self.estimators[r].kubernetes_version();
+                if !self.served_alike(&profile, r, i) {
+                    return served_otherwise(&profile, &out[r], from, to);
+                }
                 if shareable(&out[r], from, to) {
                     Some(out[r].clone())
                 } else if rewordable(&out[r], from, to) {
@@ -541,6 +497,38 @@ impl RangeEstimator {
         }
         Some(out)
     }
+}
+
+/// A MutatingAdmissionPolicy's report of minor `from` as minor `to` makes it, where the two
+/// differ only in what they say of serving its `apiVersion`: both off by default (the note names
+/// the minor), or both not serving it (the one error names the minor). `None` otherwise — a
+/// report with other errors or notes, or minors that serve the version differently.
+fn served_otherwise(
+    p: &Profile,
+    r: &ObjectReport,
+    from: Version,
+    to: Version,
+) -> Option<ObjectReport> {
+    use crate::vap::{MapApiVersion, map_api_version};
+    let api = p.map_api_version.as_ref()?;
+    if r.stopped.is_some() || r.apiserver_panic.is_some() {
+        return None;
+    }
+    let mut copy = r.clone();
+    match (map_api_version(api, from), map_api_version(api, to)) {
+        (MapApiVersion::OffByDefault(a), MapApiVersion::OffByDefault(b))
+            if r.notes.len() == 1 && r.notes[0] == a && r.errors.is_empty() =>
+        {
+            copy.notes = vec![b];
+        }
+        (MapApiVersion::NotServed(a), MapApiVersion::NotServed(b))
+            if r.notes.is_empty() && r.errors.len() == 1 && r.errors[0] == a =>
+        {
+            copy.errors = vec![b];
+        }
+        _ => return None,
+    }
+    Some(copy)
 }
 
 /// Whether a report of minor `from` can stand for minor `to`'s once its errors are rendered
