@@ -412,3 +412,123 @@ fn the_corpus_shares_only_what_is_alike() {
     println!("corpus: {compared} minor reports equal their own ({copies} consecutive pairs alike)");
     assert!(compared > 3000, "{compared}");
 }
+
+/// Errors whose words a minor decides when it makes them (a detail that repeats its field before
+/// 1.34, the policy compiler's output-type message from 1.32, how cel-go names the optional type)
+/// or when it renders them: a report is shared only between minors that word its errors alike,
+/// and some are shared (a report's errors depend only on the rules its estimate consulted).
+#[test]
+fn reports_with_errors_are_shared_only_between_minors_that_word_them_alike() {
+    let objects = [
+        // A CRD rule's fieldPath that names no field: "fieldPath must be a valid path" before
+        // 1.34, "must be a valid path" after.
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.a == 'x'"
+              fieldPath: ".nope"
+            properties:
+              a: {type: string, maxLength: 10}
+"#,
+        // A policy with an owner reference without uid, a bad variable name and expressions of
+        // the wrong output type, one of them optional.
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: p
+  ownerReferences: [{apiVersion: v1, kind: X, name: y, uid: ""}]
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  variables:
+  - name: "bad-name"
+    expression: "1"
+  validations:
+  - expression: "1 + 1"
+  - expression: "optional.of(1)"
+"#,
+        // Only an owner reference without uid: the same words from 1.30 to 1.33.
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: q
+  ownerReferences: [{apiVersion: v1, kind: X, name: y, uid: ""}]
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+"#,
+        // A MutatingAdmissionPolicy that no minor before 1.36 serves, with the same error.
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: m
+  ownerReferences: [{apiVersion: v1, kind: X, name: y, uid: ""}]
+spec:
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: "[JSONPatch{op: 'add', path: '/metadata/labels/a', value: 'b'}]"
+"#,
+    ];
+    let catalog = SchemaCatalog::new();
+    let (mut compared, mut estimates, mut with_errors) = (0usize, 0usize, 0usize);
+    for d in [Distribution::Kubernetes, Distribution::OpenShift] {
+        let singles = estimators(d);
+        let range = RangeEstimator::new(estimators(d));
+        for text in objects {
+            let v: serde_json::Value = serde_yaml_ng::from_str(text).unwrap();
+            let made = std::cell::Cell::new(0usize);
+            let ranged = range
+                .estimate_each(&v, &catalog, |e, s| {
+                    made.set(made.get() + 1);
+                    e.estimate_shared(s, "t.yaml", &catalog)
+                })
+                .unwrap();
+            estimates += made.get();
+            for (e, r) in singles.iter().zip(&ranged) {
+                let own = e
+                    .estimate_shared(&Shared::new(&v), "t.yaml", &catalog)
+                    .unwrap();
+                compared += 1;
+                with_errors += usize::from(!own.errors.is_empty());
+                assert_eq!(
+                    serde_json::to_value(&own).unwrap(),
+                    serde_json::to_value(r).unwrap(),
+                    "{d:?} 1.{}: the shared report differs from the minor's own\n{text}",
+                    e.kubernetes_version().minor
+                );
+            }
+        }
+    }
+    println!("{compared} reports ({with_errors} with errors) from {estimates} estimates");
+    assert_eq!(with_errors, compared, "every report has errors");
+    assert!(
+        estimates < compared,
+        "no report with errors was shared: {estimates} estimates for {compared} reports"
+    );
+}

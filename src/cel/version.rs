@@ -27,3 +27,49 @@ impl std::fmt::Display for Version {
         write!(f, "{}.{}", self.major, self.minor)
     }
 }
+
+/// Which of a minor's error-wording rules (`crd::fielderr::wording`, by index) the current
+/// estimate consulted, on this thread: a report's words depend on those rules only, so a range
+/// shares it between minors that agree on them even where others differ.
+pub mod wording_consulted {
+    use std::cell::Cell;
+
+    thread_local! {
+        static CONSULTED: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// Notes that wording rule `rule` decided some text.
+    pub fn note(rule: usize) {
+        CONSULTED.with(|c| c.set(c.get() | 1 << rule));
+    }
+
+    /// `f`'s result and the wording rules it consulted (a bit per rule index). Nested calls see
+    /// their own; the enclosing one sees theirs too.
+    pub fn tracking<R>(f: impl FnOnce() -> R) -> (R, u32) {
+        struct Restore(u32);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                // The enclosing tracking also consulted what this one did.
+                CONSULTED.with(|c| c.set(c.get() | self.0));
+            }
+        }
+        let outer = Restore(CONSULTED.with(|c| c.replace(0)));
+        let r = f();
+        let mine = CONSULTED.with(|c| c.replace(0));
+        drop(outer);
+        CONSULTED.with(|c| c.set(c.get() | mine));
+        (r, mine)
+    }
+
+    /// `f`'s result, what it consults not noted (comparing minors' rules decides no text).
+    pub fn ignoring<R>(f: impl FnOnce() -> R) -> R {
+        struct Restore(u32);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                CONSULTED.with(|c| c.set(self.0));
+            }
+        }
+        let _restore = Restore(CONSULTED.with(|c| c.get()));
+        f()
+    }
+}

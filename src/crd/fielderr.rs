@@ -16,6 +16,7 @@ pub use govalue::GoValue;
 /// (Kubernetes 1.34, kubernetes/kubernetes#132314), rather than with Go's `%#v` after
 /// dereferencing one pointer, a nil value being the quoted string `"null"` (before).
 pub fn bad_values_as_json(k: Version) -> bool {
+    consulted(2);
     k >= Version::new(1, 34)
 }
 
@@ -23,6 +24,7 @@ pub fn bad_values_as_json(k: Version) -> bool {
 /// type's own words (`Required value: must not be empty`): Kubernetes 1.34 dropped both
 /// (kubernetes/kubernetes#132513 and its siblings).
 pub fn details_repeat_the_field(k: Version) -> bool {
+    consulted(3);
     k < Version::new(1, 34)
 }
 
@@ -39,6 +41,7 @@ pub fn detail<'a>(k: Version, repeating: &'a str, clean: &'a str) -> &'a str {
 /// Whether `field.TooLong` and `field.TooMany` say "1 byte", "1 item" rather than "1 bytes",
 /// "1 items" (Kubernetes 1.34).
 pub fn singular_units(k: Version) -> bool {
+    consulted(4);
     k >= Version::new(1, 34)
 }
 
@@ -46,6 +49,7 @@ pub fn singular_units(k: Version) -> bool {
 /// `TooLongMaxLength` into `TooLong`), rather than `TooLongMaxLength`'s "may not be longer than
 /// N" (before).
 pub fn too_long_in_bytes(k: Version) -> bool {
+    consulted(5);
     k >= Version::new(1, 32)
 }
 
@@ -53,6 +57,7 @@ pub fn too_long_in_bytes(k: Version) -> bool {
 /// 1.35 moved `IsQualifiedName` and `IsLabelValue` to `apimachinery/pkg/api/validate/content`)
 /// rather than characters (before, `util/validation.MaxLenError`).
 pub fn max_len_in_bytes(k: Version) -> bool {
+    consulted(1);
     k >= Version::new(1, 35)
 }
 
@@ -71,30 +76,74 @@ pub fn max_len(k: Version, n: usize) -> String {
 /// apiextensions 567b50c9c) rather than `must appear in spec.versions` (before). Only an update
 /// can leave one out.
 pub fn stored_version_removal_says_why(k: Version) -> bool {
+    consulted(0);
     k >= Version::new(1, 33)
 }
 
 /// Every error-wording rule of a minor, for telling whether two minors word every error alike
 /// (a range shares one estimate between them then). A new wording rule belongs here too.
 pub fn wording(k: Version) -> [bool; 9] {
-    [
-        stored_version_removal_says_why(k),
-        max_len_in_bytes(k),
-        bad_values_as_json(k),
-        details_repeat_the_field(k),
-        singular_units(k),
-        too_long_in_bytes(k),
-        output_type_errors_name_the_type(k),
-        failed_rules_show_the_value(k),
-        // cel-go v0.17.8 (1.30) names the optional type `optional` in compile errors.
-        k >= Version::new(1, 31),
-    ]
+    // Asked of two minors to compare them: consults nothing.
+    crate::cel::version::wording_consulted::ignoring(|| {
+        [
+            stored_version_removal_says_why(k),
+            max_len_in_bytes(k),
+            bad_values_as_json(k),
+            details_repeat_the_field(k),
+            singular_units(k),
+            too_long_in_bytes(k),
+            output_type_errors_name_the_type(k),
+            failed_rules_show_the_value(k),
+            optional_type_named_in_full(k),
+        ]
+    })
+}
+
+/// cel-go v0.17.8 (1.30) names the optional type `optional` in compile errors, later cel-go
+/// `optional_type`. Which text it reaches is told by the text itself (both names contain
+/// `optional`): see [`wording_rules_of`].
+fn optional_type_named_in_full(k: Version) -> bool {
+    k >= Version::new(1, 31)
+}
+
+/// The index in [`wording`] of the rule on which the optional type's name depends.
+const OPTIONAL_TYPE_NAME: usize = 8;
+
+/// Which rules of [`wording`] are applied when an error is rendered ([`FieldError::render`]):
+/// the bad value's form, units and the too-long detail. The others decide text when the error is
+/// made.
+pub const RENDER_TIME_RULES: u32 = 1 << 2 | 1 << 4 | 1 << 5;
+
+/// Notes that rule `i` of [`wording`] decided some text of the estimate under way.
+fn consulted(i: usize) {
+    crate::cel::version::wording_consulted::note(i);
+}
+
+/// The wording rules a report's errors depend on: those its estimate consulted
+/// (`consulted`, a bit per index of [`wording`]), and the optional type's name where some error
+/// names it.
+pub fn wording_rules_of<'a>(consulted: u32, errors: impl IntoIterator<Item = &'a String>) -> u32 {
+    let names_optional = errors.into_iter().any(|e| e.contains("optional"));
+    consulted
+        | if names_optional {
+            1 << OPTIONAL_TYPE_NAME
+        } else {
+            0
+        }
+}
+
+/// Whether minors `a` and `b` agree on every wording rule of `rules` (bits by index of
+/// [`wording`]).
+pub fn worded_alike(rules: u32, a: Version, b: Version) -> bool {
+    let (wa, wb) = (wording(a), wording(b));
+    (0..wa.len()).all(|i| rules & (1 << i) == 0 || wa[i] == wb[i])
 }
 
 /// A rule that fails on a default names the value (a scalar) or none (an object or array) from
 /// 1.35; before, the schema type (`Invalid value: "integer"`, `"object"`): apiextensions
 /// `schema/cel/validation.go`, `fieldErrorForReason(currentFldPath, sts.Type, …)` until 1.34.
 pub fn failed_rules_show_the_value(k: Version) -> bool {
+    consulted(7);
     k >= Version::new(1, 35)
 }
 
@@ -102,6 +151,7 @@ pub fn failed_rules_show_the_value(k: Version) -> bool {
 /// (apiserver `plugin/cel/compile.go`, 1.32: "must evaluate to bool but got int"; before, "must
 /// evaluate to bool").
 pub fn output_type_errors_name_the_type(k: Version) -> bool {
+    consulted(6);
     k >= Version::new(1, 32)
 }
 

@@ -460,6 +460,9 @@ impl RangeEstimator {
         }
         let profile = Profile::of(v, catalog);
         let mut out: Vec<ObjectReport> = Vec::with_capacity(n);
+        // The wording rules each report's text depends on (bits by index of
+        // `fielderr::wording`): those its estimate consulted.
+        let mut rules: Vec<u32> = Vec::with_capacity(n);
         // The index of the minor whose report the last ones copy.
         let mut representative: Option<usize> = None;
         for i in 0..n {
@@ -471,11 +474,11 @@ impl RangeEstimator {
             let copy = alike.and_then(|r| {
                 let from = self.estimators[r].kubernetes_version();
                 if !self.served_alike(&profile, r, i) {
-                    return served_otherwise(&profile, &out[r], from, to);
+                    return served_otherwise(&profile, &out[r], from, to, rules[r]);
                 }
-                if shareable(&out[r], from, to) {
+                if shareable(&out[r], from, to, rules[r]) {
                     Some(out[r].clone())
-                } else if rewordable(&out[r], from, to) {
+                } else if rewordable(&out[r], from, to, rules[r]) {
                     let errors = object.errors_worded_for(from, to)?;
                     let mut copy = out[r].clone();
                     copy.errors = errors;
@@ -487,10 +490,20 @@ impl RangeEstimator {
             match copy {
                 Some(mut copy) => {
                     copy.kubernetes_version = format!("v{to}");
+                    rules.push(alike.map_or(u32::MAX, |r| rules[r]));
                     out.push(copy);
                 }
                 None => {
-                    out.push(estimate(&self.estimators[i], &object)?);
+                    let (report, consulted) =
+                        crate::cel::version::wording_consulted::tracking(|| {
+                            estimate(&self.estimators[i], &object)
+                        });
+                    let report = report?;
+                    rules.push(crate::crd::fielderr::wording_rules_of(
+                        consulted,
+                        &report.errors,
+                    ));
+                    out.push(report);
                     representative = Some(i);
                 }
             }
@@ -500,31 +513,38 @@ impl RangeEstimator {
 }
 
 /// A MutatingAdmissionPolicy's report of minor `from` as minor `to` makes it, where the two
-/// differ only in what they say of serving its `apiVersion`: both off by default (the note names
-/// the minor), or both not serving it (the one error names the minor). `None` otherwise — a
-/// report with other errors or notes, or minors that serve the version differently.
+/// differ in what they say of serving its `apiVersion`: both off by default (the one note names
+/// the minor), or both not serving it (the first error names the minor); the report's other
+/// errors worded alike by both (`rules`, see [`shareable`]). `None` otherwise — a report with
+/// other notes, or minors that serve the version differently.
 fn served_otherwise(
     p: &Profile,
     r: &ObjectReport,
     from: Version,
     to: Version,
+    rules: u32,
 ) -> Option<ObjectReport> {
     use crate::vap::{MapApiVersion, map_api_version};
     let api = p.map_api_version.as_ref()?;
     if r.stopped.is_some() || r.apiserver_panic.is_some() {
         return None;
     }
+    let others_alike = |others: &[String]| {
+        others.is_empty() || crate::crd::fielderr::worded_alike(rules, from, to)
+    };
     let mut copy = r.clone();
     match (map_api_version(api, from), map_api_version(api, to)) {
         (MapApiVersion::OffByDefault(a), MapApiVersion::OffByDefault(b))
-            if r.notes.len() == 1 && r.notes[0] == a && r.errors.is_empty() =>
+            if r.notes.len() == 1 && r.notes[0] == a && others_alike(&r.errors) =>
         {
             copy.notes = vec![b];
         }
         (MapApiVersion::NotServed(a), MapApiVersion::NotServed(b))
-            if r.notes.is_empty() && r.errors.len() == 1 && r.errors[0] == a =>
+            if r.notes.is_empty()
+                && r.errors.first() == Some(&a)
+                && others_alike(&r.errors[1..]) =>
         {
-            copy.errors = vec![b];
+            copy.errors[0] = b;
         }
         _ => return None,
     }
@@ -532,24 +552,22 @@ fn served_otherwise(
 }
 
 /// Whether a report of minor `from` can stand for minor `to`'s once its errors are rendered
-/// again in `to`'s words: the two differ only in how an error is rendered, not in what it says
-/// (which stored-versions detail, which bad value a failed rule on a default shows, how cel-go
-/// names the optional type, the policy compiler's output-type message: each decided when the
-/// error is made).
-fn rewordable(r: &ObjectReport, from: Version, to: Version) -> bool {
-    use crate::crd::fielderr::wording;
-    let (a, b) = (wording(from), wording(to));
-    r.stopped.is_none() && r.notes.is_empty() && [0, 6, 7, 8].iter().all(|&i| a[i] == b[i])
+/// again in `to`'s words: the two agree on every wording rule its estimate consulted that
+/// decides text when an error is made (which stored-versions detail, whether a detail repeats
+/// its field, which bad value a failed rule on a default shows, how cel-go names the optional
+/// type, the policy compiler's output-type message), however they render one.
+fn rewordable(r: &ObjectReport, from: Version, to: Version, rules: u32) -> bool {
+    use crate::crd::fielderr::{RENDER_TIME_RULES, worded_alike};
+    r.stopped.is_none() && r.notes.is_empty() && worded_alike(rules & !RENDER_TIME_RULES, from, to)
 }
 
-/// Whether a report of minor `from` can stand for minor `to`'s: both word every error alike (or
-/// there are none), and it has no notes (they say what the minor serves). Compile errors are
-/// cel-go's words, which vary by minor only in how the optional type is named (in `wording`).
-fn shareable(r: &ObjectReport, from: Version, to: Version) -> bool {
+/// Whether a report of minor `from` can stand for minor `to`'s: both word its errors alike (the
+/// wording rules `rules` its estimate consulted, or there are no errors), and it has no notes
+/// (they say what the minor serves).
+fn shareable(r: &ObjectReport, from: Version, to: Version, rules: u32) -> bool {
     r.stopped.is_none()
         && r.notes.is_empty()
-        && (r.errors.is_empty()
-            || crate::crd::fielderr::wording(from) == crate::crd::fielderr::wording(to))
+        && (r.errors.is_empty() || crate::crd::fielderr::worded_alike(rules, from, to))
 }
 
 #[cfg(test)]
