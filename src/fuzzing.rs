@@ -1,7 +1,7 @@
 //! The bodies of the coverage-guided fuzz targets (`fuzz/fuzz_targets/`, run with `cargo fuzz`;
 //! `docs/hostile-input.md`): each takes the fuzzer's bytes, drives them through the same path as
 //! `celcost estimate` and checks what must hold of the result, panicking when it does not. The
-//! fuzz targets are one line each, and `tests/fuzz_regressions.rs` replays the inputs the fuzzer
+//! fuzz targets are one line each, and `tests/it/fuzz_regressions.rs` replays the inputs the fuzzer
 //! found through the same functions on stable, without libFuzzer.
 //!
 //! What is checked, beyond "no panic" (an estimator's panic is caught at the object's boundary

@@ -1,4 +1,4 @@
-//! celcost's layers, each module importing only from those below it (`tests/layers.rs` holds
+//! celcost's layers, each module importing only from those below it (`tests/it/layers.rs` holds
 //! the table and fails on an import outside it):
 //!
 //! | layer | modules | what |

@@ -8,7 +8,7 @@
 //! reads the target only when no body is held (a resync, a new leader).
 //!
 //! Read top-down: `run` here wires the watches and controllers. The parts, each importing only
-//! from those listed before it (`tests/layers.rs`):
+//! from those listed before it (`tests/it/layers.rs`):
 //!
 //! - [`error`], [`telemetry`] (logs), [`resource`] (the `CostReport` custom resource);
 //! - [`leader`]: leader election on a Lease; [`serve`]: watches that recover, `/healthz`,

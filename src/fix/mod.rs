@@ -1060,5 +1060,3 @@ fn fix_file(
     }
 }
 
-#[cfg(test)]
-mod tests;

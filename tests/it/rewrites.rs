@@ -3,7 +3,7 @@
 //! generated values, and — applied to a copy of its CRD and estimated again — costs what it
 //! says. Skips without the corpus unless `CELCOST_REQUIRE_CORPUS` is set.
 
-mod common;
+use crate::common;
 
 use common::{corpus_dir, files_under};
 use std::collections::BTreeMap;

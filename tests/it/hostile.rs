@@ -2,10 +2,8 @@
 //! which are deterministic), an object over its work budget is reported as not estimated while
 //! the others are estimated, and a short fuzz run finds nothing.
 
-#[path = "../benches/support/families.rs"]
-mod families;
-#[path = "../benches/support/fuzzgen.rs"]
-mod fuzzgen;
+use crate::families;
+use crate::fuzzgen;
 
 use celcost::Estimator;
 use celcost::budget::{Limits, run_measured};

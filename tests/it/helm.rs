@@ -283,7 +283,7 @@ fn chart_version_follows_cargo_toml() {
 
 /// crds/costreport.yaml and the Grafana dashboard are copied into the chart (Helm reads
 /// nothing outside it); the copies must be the repository's, byte for byte.
-/// `CELCOST_UPDATE_CRDS=1` (as tests/crd_sync.rs) writes the CRD's copy.
+/// `CELCOST_UPDATE_CRDS=1` (as tests/it/crd_sync.rs) writes the CRD's copy.
 #[test]
 fn chart_copies_are_the_repositorys_files() {
     let chart = chart_dir();

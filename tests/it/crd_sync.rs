@@ -21,7 +21,7 @@ fn committed_crd_matches_the_rust_types() {
     assert!(
         committed == generated,
         "crds/costreport.yaml is out of date with src/controller/resource.rs: run `just generate` \
-         (or CELCOST_UPDATE_CRDS=1 cargo test --test crd_sync)"
+         (or CELCOST_UPDATE_CRDS=1 cargo test --test it crd_sync::)"
     );
 }
 

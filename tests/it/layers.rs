@@ -384,7 +384,7 @@ fn every_module_has_a_layer() {
         .collect();
     assert_eq!(
         declared, placed,
-        "src/lib.rs's modules and the layers of tests/layers.rs differ: place every module in \
+        "src/lib.rs's modules and the layers of tests/it/layers.rs differ: place every module in \
          one layer"
     );
 }
@@ -413,7 +413,7 @@ fn imports_follow_the_layers() {
     }
     assert!(
         wrong.is_empty(),
-        "imports outside the layers (tests/layers.rs):\n  {}",
+        "imports outside the layers (tests/it/layers.rs):\n  {}",
         wrong.join("\n  ")
     );
     assert_eq!(circle(&edges), None, "a circle between top-level modules");
@@ -461,7 +461,7 @@ fn the_operator_keeps_its_layers() {
     );
     assert!(
         wrong.is_empty(),
-        "imports outside the operator's layers (tests/layers.rs):\n  {}",
+        "imports outside the operator's layers (tests/it/layers.rs):\n  {}",
         wrong.join("\n  ")
     );
     assert_eq!(circle(&edges), None);

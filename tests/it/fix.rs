@@ -7,7 +7,7 @@
 //! error it did not have; and a second run over the edited files changes nothing. At the
 //! default threshold and at 30 % (many more findings). Prints the figures.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -3,9 +3,8 @@
 //! generators, which use every library function), every shared report must equal the minor's
 //! own estimate, field for field.
 
-mod common;
-#[path = "../benches/support/fuzzgen.rs"]
-mod fuzzgen;
+use crate::common;
+use crate::fuzzgen;
 
 use celcost::Estimator;
 use celcost::budget::{self, Limits};

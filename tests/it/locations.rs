@@ -7,7 +7,7 @@
 //! there (the opening quote, the `|` or `>` indicator, or the first character of a plain
 //! scalar), and the YAML parser's scalar that starts there (its events, not celcost's tree).
 
-mod common;
+use crate::common;
 
 use common::{corpus_dir, files_under};
 use std::path::{Path, PathBuf};
@@ -342,7 +342,7 @@ spec:
 }
 
 /// What locating costs: reading every corpus file with and without positions, and locating
-/// every report. `cargo test --release --test locations -- --ignored --nocapture`.
+/// every report. `cargo test --release --test it locations:: -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn the_cost_of_positions() {

@@ -4,7 +4,7 @@
 //! Prints `exact: N/M rules` and the same for schema totals, verdicts and error sets, writes
 //! every mismatch to `target/conformance-mismatches.txt`, and fails below the floors.
 
-mod common;
+use crate::common;
 
 use common::{corpus_dir, files_under};
 use std::collections::{BTreeSet, HashMap};

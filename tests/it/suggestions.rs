@@ -7,7 +7,7 @@
 //! suggestion claims; with the first alternative of every finding applied together, the object
 //! is accepted and everything is below the threshold. Prints the counts.
 
-mod common;
+use crate::common;
 
 use common::{corpus_dir, files_under};
 use std::collections::BTreeMap;

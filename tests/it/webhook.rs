@@ -3,7 +3,7 @@
 //! creation, renewal, the caBundle patch, races between replicas), and the TLS server reloading
 //! its certificate (a rustls client trusting the CA from the Secret).
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -462,7 +462,7 @@ async fn policy_expressions_warn_on_their_typed_worst_case() {
 
 /// p50/p99 of the webhook's answer for the largest CRD of the corpus (parse, estimate,
 /// warnings), through the handler. Meaningful in release builds:
-/// `cargo test --release --test webhook -- --ignored --nocapture latency`.
+/// `cargo test --release --test it webhook:: -- --ignored --nocapture latency`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run with --release"]
 async fn latency_of_the_largest_corpus_crd() {
