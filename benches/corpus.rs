@@ -13,9 +13,9 @@ use celcost::Estimator;
 use celcost::budget::{CountingAllocator, Limits, run_measured};
 use celcost::cel::minor::{Distribution, KUBERNETES, NEWEST_MINOR};
 use celcost::cli::{estimate_paths, estimate_paths_range};
+use celcost::estimate::range::RangeEstimator;
 use celcost::input::{objects_of, parse_documents};
 use celcost::schema::catalog::SchemaCatalog;
-use celcost::versions::RangeEstimator;
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -118,7 +118,8 @@ fn main() {
 /// suggested bounds and cheaper rules at the default near-budget threshold, and the JSON; a
 /// fresh estimator each run, the same threads as the CLI.
 fn cli_default(dir: &Path, iterations: usize) {
-    use celcost::cli::{Advice, render_json};
+    use celcost::cli::Advice;
+    use celcost::output::json::render_json;
     let catalog = SchemaCatalog::new();
     let advice = Advice::suggesting(Some(&celcost::suggest::Settings::new(
         celcost::report::DEFAULT_NEAR_BUDGET_PERCENT,
@@ -335,7 +336,7 @@ fn suggestions(dir: &Path, iterations: usize) {
 /// The whole corpus (CRDs and policies) for the newest minor and for every minor (`all`), through the
 /// CLI's code path, each in a process of its own (so that each peak memory is its own): the
 /// range estimates each object once per group of minors that cannot differ on it
-/// (`celcost::versions::RangeEstimator`).
+/// (`celcost::estimate::range::RangeEstimator`).
 fn range(iterations: usize) {
     let run = |mode: &str| -> Option<(f64, f64)> {
         let out = std::process::Command::new(std::env::current_exe().ok()?)

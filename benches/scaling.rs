@@ -57,7 +57,7 @@ fn measure(
                 &advice,
                 &mut o,
             );
-            let _ = celcost::cli::render_json(&o.reports);
+            let _ = celcost::output::json::render_json(&o.reports);
             o
         });
         let secs = t.elapsed().as_secs_f64();
@@ -81,7 +81,7 @@ fn measure(
                 &SchemaCatalog::new(),
                 &advice,
             );
-            let _ = celcost::cli::render_json(&o.reports);
+            let _ = celcost::output::json::render_json(&o.reports);
             o
         });
         let secs = t.elapsed().as_secs_f64();

@@ -12,13 +12,6 @@ use crate::locate::ObjectSource;
 use crate::report::ObjectReport;
 use crate::schema::catalog::{GroupVersionResource, SchemaCatalog};
 
-// The outputs and the number formatting at their old paths (`celcost::cli::render_table`, ...).
-pub use crate::output::diff::{render_diff_json, render_diff_markdown, render_diff_table};
-pub use crate::output::json::render_json;
-pub use crate::output::markdown::render_markdown;
-pub use crate::output::table::render_table;
-pub use crate::report::format::{num, percent};
-
 /// A percentage on the command line: `80`, `12.5`, `80%`; above 0.
 pub fn parse_percent(s: &str) -> Result<f64, String> {
     let t = s.trim().trim_end_matches('%');
@@ -299,31 +292,6 @@ pub fn run_fix(
     run
 }
 
-/// Files under `path` (recursively for directories) that look like manifests, sorted.
-fn collect_files(path: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
-    match std::fs::metadata(path) {
-        Err(e) => errors.push(format!("{}: {e}", path.display())),
-        Ok(m) if m.is_dir() => match std::fs::read_dir(path) {
-            Err(e) => errors.push(format!("{}: {e}", path.display())),
-            Ok(rd) => {
-                let mut entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-                entries.sort();
-                for p in entries {
-                    if p.is_dir() {
-                        collect_files(&p, out, errors);
-                    } else if matches!(
-                        p.extension().and_then(|e| e.to_str()),
-                        Some("yaml" | "yml" | "json")
-                    ) {
-                        out.push(p);
-                    }
-                }
-            }
-        },
-        Ok(_) => out.push(path.to_path_buf()),
-    }
-}
-
 /// Runs `f` over `items` on `threads` workers; results keep the order of `items`.
 fn parallel<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = threads.clamp(1, items.len().max(1));
@@ -516,7 +484,7 @@ pub fn estimate_paths_advising(
     let mut outcome = Outcome::default();
     let mut files = Vec::new();
     for p in paths {
-        collect_files(p, &mut files, &mut outcome.input_errors);
+        crate::input::collect_files(p, &mut files, &mut outcome.input_errors);
     }
     let threads = threads();
     // First pass: CRDs are estimated (they do not depend on other objects), policies kept.

@@ -27,6 +27,35 @@ pub struct Document {
     pub value: Result<Value, String>,
 }
 
+/// Files under `path` (recursively for directories) that look like manifests, sorted.
+pub fn collect_files(
+    path: &std::path::Path,
+    out: &mut Vec<std::path::PathBuf>,
+    errors: &mut Vec<String>,
+) {
+    match std::fs::metadata(path) {
+        Err(e) => errors.push(format!("{}: {e}", path.display())),
+        Ok(m) if m.is_dir() => match std::fs::read_dir(path) {
+            Err(e) => errors.push(format!("{}: {e}", path.display())),
+            Ok(rd) => {
+                let mut entries: Vec<std::path::PathBuf> = rd.flatten().map(|e| e.path()).collect();
+                entries.sort();
+                for p in entries {
+                    if p.is_dir() {
+                        collect_files(&p, out, errors);
+                    } else if matches!(
+                        p.extension().and_then(|e| e.to_str()),
+                        Some("yaml" | "yml" | "json")
+                    ) {
+                        out.push(p);
+                    }
+                }
+            }
+        },
+        Ok(_) => out.push(path.to_path_buf()),
+    }
+}
+
 /// Splits and parses a manifest file. Documents are split on `---` lines first, as
 /// Kubernetes' YAML reader does, so a broken document never hides the ones after it. JSON is
 /// YAML, so one parser serves both.

@@ -33,20 +33,3 @@ pub mod suggest;
 pub mod vap;
 
 pub use estimate::Estimator;
-
-/// The CI outputs at their old path (now [`output::findings`], [`output::sarif`],
-/// [`output::github`]).
-pub mod ci {
-    pub use crate::cli::parse_percent;
-    pub use crate::output::findings::*;
-    pub use crate::output::github::*;
-    pub use crate::output::sarif::*;
-    pub use crate::report::DEFAULT_NEAR_BUDGET_PERCENT;
-}
-
-/// Ranges of minors at their old path (now [`report::versions`], the model, and
-/// [`estimate::range`], the estimators).
-pub mod versions {
-    pub use crate::estimate::range::*;
-    pub use crate::report::versions::*;
-}

@@ -11,12 +11,11 @@ use celcost::Estimator;
 use celcost::budget::{CountingAllocator, Limits};
 use celcost::cel::decls::Version;
 use celcost::cel::minor::{Distribution, Minor};
-use celcost::cli::{
-    Advice, Minors, OutputFormat, estimate_paths_advising, render_json, render_markdown,
-    render_table,
-};
+use celcost::cli::{Advice, Minors, OutputFormat, estimate_paths_advising};
 use celcost::controller::ControllerArgs;
 use celcost::estimate::range::RangeEstimator;
+use celcost::output::{json::render_json, markdown::render_markdown, table::render_table};
+use celcost::rewrite::Rewrites;
 use celcost::schema::catalog::SchemaCatalog;
 
 /// Counts the bytes each estimate holds, so that one object cannot take the process's memory
@@ -79,9 +78,8 @@ enum Command {
         /// Which CRD rules get cheaper rewrites offered: `near` (rules at or above the
         /// near-budget threshold or over their limit, and every rule of a schema whose total is),
         /// `all` (every rule; the search costs more than the estimate) or `off`.
-        #[arg(long, value_name = "WHICH", default_value = "near",
-              value_parser = ["near", "all", "off"])]
-        rewrites: String,
+        #[arg(long, value_name = "WHICH", value_enum, default_value_t = Rewrites::Near)]
+        rewrites: Rewrites,
         /// Files or directories (searched recursively for .yaml, .yml and .json).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -215,8 +213,7 @@ fn main() -> ExitCode {
                 .collect();
             let advice = Advice {
                 suggest: Some(celcost::suggest::Settings::new(near_budget_percent)),
-                rewrites: celcost::rewrite::Scope::parse(&rewrites, near_budget_percent)
-                    .unwrap_or_default(),
+                rewrites: celcost::rewrite::Scope::of(rewrites, near_budget_percent),
             };
             let catalog = SchemaCatalog::new();
             let mut outcome = if estimators.len() == 1 {

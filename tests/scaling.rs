@@ -124,10 +124,10 @@ fn run(docs: &[String]) -> Work {
                 &mut o,
             );
         }
-        let json = celcost::cli::render_json(&o.reports);
+        let json = celcost::output::json::render_json(&o.reports);
         let others = [
-            celcost::cli::render_table(&o.reports),
-            celcost::cli::render_markdown(&o.reports),
+            celcost::output::table::render_table(&o.reports),
+            celcost::output::markdown::render_markdown(&o.reports),
             celcost::output::sarif::render_sarif(&o.reports, 80.0),
             celcost::output::github::render_github(&o.reports, 80.0),
         ];

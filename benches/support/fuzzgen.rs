@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use celcost::Estimator;
 use celcost::cel::decls::{Declarations, Version};
-use celcost::cli::{Outcome, estimate_text, render_json, render_markdown, render_table};
+use celcost::cli::{Outcome, estimate_text};
+use celcost::output::{json::render_json, markdown::render_markdown, table::render_table};
 use celcost::report::{INTERNAL_ERROR, WORK_BUDGET_EXCEEDED};
 
 /// A case slower than this is a finding (a hang in the making).

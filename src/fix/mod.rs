@@ -719,31 +719,6 @@ fn compare(
     fix.left = left.into_iter().map(|(w, c)| format!("{w}: {c}")).collect();
 }
 
-/// Files under `path` (recursively for directories) that look like manifests, sorted.
-fn collect_files(path: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
-    match std::fs::metadata(path) {
-        Err(e) => errors.push(format!("{}: {e}", path.display())),
-        Ok(m) if m.is_dir() => match std::fs::read_dir(path) {
-            Err(e) => errors.push(format!("{}: {e}", path.display())),
-            Ok(rd) => {
-                let mut entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-                entries.sort();
-                for p in entries {
-                    if p.is_dir() {
-                        collect_files(&p, out, errors);
-                    } else if matches!(
-                        p.extension().and_then(|e| e.to_str()),
-                        Some("yaml" | "yml" | "json")
-                    ) {
-                        out.push(p);
-                    }
-                }
-            }
-        },
-        Ok(_) => out.push(path.to_path_buf()),
-    }
-}
-
 /// Whether controller-gen wrote the CRD (its annotation).
 fn generated(object: &Value) -> bool {
     object
@@ -758,7 +733,7 @@ pub fn fix_paths(estimators: &[Estimator], paths: &[PathBuf], options: &FixOptio
     let mut outcome = FixOutcome::default();
     let mut files = Vec::new();
     for p in paths {
-        collect_files(p, &mut files, &mut outcome.input_errors);
+        crate::input::collect_files(p, &mut files, &mut outcome.input_errors);
     }
     let mut go = if options.go.is_empty() {
         None
@@ -1059,4 +1034,3 @@ fn fix_file(
         });
     }
 }
-

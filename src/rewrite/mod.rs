@@ -67,6 +67,14 @@ impl crate::estimate::Estimator {
 /// Which rules get cheaper rewrites offered. Looking for them costs more than the estimate (each
 /// candidate is estimated and evaluated on generated values), so by default only the rules a
 /// user would act on are searched.
+/// `--rewrites`: which CRD rules get cheaper rewrites offered ([`Scope`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Rewrites {
+    Near,
+    All,
+    Off,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scope {
     /// No rule.
@@ -86,13 +94,12 @@ impl Default for Scope {
 }
 
 impl Scope {
-    /// Parses `off`, `near` (with the run's near-budget percent) or `all`.
-    pub fn parse(s: &str, near_budget_percent: f64) -> Option<Scope> {
-        match s {
-            "off" => Some(Scope::Off),
-            "near" => Some(Scope::NearBudget(near_budget_percent)),
-            "all" => Some(Scope::All),
-            _ => None,
+    /// The scope `--rewrites` names, with the run's near-budget percent.
+    pub fn of(rewrites: Rewrites, near_budget_percent: f64) -> Scope {
+        match rewrites {
+            Rewrites::Off => Scope::Off,
+            Rewrites::Near => Scope::NearBudget(near_budget_percent),
+            Rewrites::All => Scope::All,
         }
     }
 

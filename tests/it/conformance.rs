@@ -15,9 +15,9 @@ use celcost::Estimator;
 use celcost::cel::decls::Version;
 use celcost::cel::minor::{Distribution, Minor};
 use celcost::estimate::DEFAULT_KUBERNETES_VERSION;
+use celcost::estimate::range::RangeEstimator;
 use celcost::input::{objects_of, parse_documents};
 use celcost::report::ObjectReport;
-use celcost::versions::RangeEstimator;
 use serde_json::Value;
 
 /// Floors, in percent; raise them as conformance improves, never lower them to pass.

@@ -1,5 +1,5 @@
 //! A range of minors shares estimates between minors that cannot differ on an object
-//! (`celcost::versions::RangeEstimator`): on generated CRDs and policies (the fuzzer's
+//! (`celcost::estimate::range::RangeEstimator`): on generated CRDs and policies (the fuzzer's
 //! generators, which use every library function), every shared report must equal the minor's
 //! own estimate, field for field.
 
@@ -10,9 +10,9 @@ use celcost::Estimator;
 use celcost::budget::{self, Limits};
 use celcost::cel::minor::{Distribution, KUBERNETES, Minor};
 use celcost::estimate::Shared;
+use celcost::estimate::range::RangeEstimator;
 use celcost::input::{objects_of, parse_documents};
 use celcost::schema::catalog::SchemaCatalog;
-use celcost::versions::RangeEstimator;
 
 fn estimators(d: Distribution) -> Vec<Estimator> {
     KUBERNETES

@@ -141,8 +141,8 @@ fn rewrite_catalog_over_the_corpus() {
         println!(
             "| {name} | {} | {} | {} |",
             t.map_or(0, |t| t.rules),
-            celcost::cli::num(t.map_or(0, |t| t.saved.min(u64::MAX as u128) as u64)),
-            celcost::cli::num(t.map_or(0, |t| t.max_saved))
+            celcost::report::format::num(t.map_or(0, |t| t.saved.min(u64::MAX as u128) as u64)),
+            celcost::report::format::num(t.map_or(0, |t| t.max_saved))
         )
     };
     println!("| pattern | corpus rules fired | total cost saved | max saved |");
@@ -308,9 +308,15 @@ fn rewrites_are_searched_only_in_their_scope() {
 
 #[test]
 fn rewrites_scope_parses_the_cli_values() {
-    use celcost::rewrite::Scope;
-    assert_eq!(Scope::parse("near", 30.0), Some(Scope::NearBudget(30.0)));
-    assert_eq!(Scope::parse("all", 30.0), Some(Scope::All));
-    assert_eq!(Scope::parse("off", 30.0), Some(Scope::Off));
-    assert_eq!(Scope::parse("sometimes", 30.0), None);
+    use celcost::rewrite::{Rewrites, Scope};
+    use clap::ValueEnum;
+    let scope = |s: &str| {
+        Rewrites::from_str(s, false)
+            .map(|r| Scope::of(r, 30.0))
+            .ok()
+    };
+    assert_eq!(scope("near"), Some(Scope::NearBudget(30.0)));
+    assert_eq!(scope("all"), Some(Scope::All));
+    assert_eq!(scope("off"), Some(Scope::Off));
+    assert_eq!(scope("sometimes"), None);
 }

@@ -331,7 +331,7 @@ fn the_cli_types_policies_from_the_crds_of_its_input() {
             .max_cost,
         34
     );
-    let table = celcost::cli::render_table(&out.reports);
+    let table = celcost::output::table::render_table(&out.reports);
     assert!(table.contains("UPSTREAM (OBJECT: DYN)"), "{table}");
     assert!(table.contains("typed against example.com/v1/widgets — CRD widgets.example.com"));
     assert!(table.contains("drivers: object.spec.items, object.spec.items[*].id"));

@@ -247,8 +247,8 @@ fn openshift_1_37_is_upstreams_and_says_so() {
 #[test]
 fn the_clis_range_suggestions_fit_every_minor() {
     use celcost::cli::{Advice, Minors, estimate_paths_advising};
+    use celcost::estimate::range::RangeEstimator;
     use celcost::schema::catalog::SchemaCatalog;
-    use celcost::versions::RangeEstimator;
     let dir = tempfile::tempdir().unwrap();
     for f in ["backendtimeoutpolicies.yaml", "retrypolicies.yaml"] {
         std::fs::copy(fixtures().join(f), dir.path().join(f)).unwrap();
