@@ -619,13 +619,34 @@ pub struct PolicyBudget {
     pub typed_mutation_cost: Option<u64>,
 }
 
+/// What the per-rule limit is compared with: a CRD rule's cost × cardinality, or its
+/// messageExpression's cost where that is higher (the API server checks both against the limit).
+pub fn judged_rule_cost(cost: u64, message_expression_cost: Option<u64>) -> u64 {
+    cost.max(message_expression_cost.unwrap_or(0))
+}
+
+impl RuleReport {
+    /// The cost this rule is judged by ([`judged_rule_cost`]).
+    pub fn judged_cost(&self) -> u64 {
+        judged_rule_cost(self.cost, self.message_expression_cost)
+    }
+}
+
+impl ExpressionReport {
+    /// The cost a policy expression is judged by: the typed estimate where there is one, else
+    /// the untyped one; `None` for an expression not estimated.
+    pub fn judged_cost(&self) -> Option<u64> {
+        self.typed.as_ref().map(|t| t.max_cost).or(self.max_cost)
+    }
+}
+
 impl ObjectReport {
     /// The highest rule cost (rule × cardinality, or a messageExpression) of a CRD.
     pub fn highest_rule_cost(&self) -> u64 {
         self.schemas
             .iter()
             .flat_map(|s| s.rules.iter())
-            .map(|r| r.cost.max(r.message_expression_cost.unwrap_or(0)))
+            .map(RuleReport::judged_cost)
             .max()
             .unwrap_or(0)
     }

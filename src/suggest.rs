@@ -465,7 +465,7 @@ struct RuleCost {
 impl RuleCost {
     /// What the per-rule limit is compared with (the rule, or its messageExpression).
     fn judged(self) -> u64 {
-        self.cost.max(self.message.unwrap_or(0))
+        crate::report::judged_rule_cost(self.cost, self.message)
     }
 
     /// What the rule adds to its schema's total.

@@ -494,6 +494,14 @@ pub struct RuleStatus {
     pub unbounded: bool,
 }
 
+impl RuleStatus {
+    /// The cost this rule is judged by, as [`crate::report::RuleReport::judged_cost`] (in the
+    /// status's integers).
+    pub fn judged_cost(&self) -> i64 {
+        self.cost.max(self.message_expression_cost.unwrap_or(0))
+    }
+}
+
 /// What drives a rule's cost (CLI JSON: `drivers`).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]

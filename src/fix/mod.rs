@@ -287,11 +287,6 @@ pub struct FixOptions {
     pub go: Vec<PathBuf>,
 }
 
-/// What a cost is compared with: a rule's cost × cardinality, or its messageExpression's.
-fn judged(r: &crate::report::RuleReport) -> u64 {
-    r.cost.max(r.message_expression_cost.unwrap_or(0))
-}
-
 /// Every finding of a report (at or over the threshold), keyed by its field path: its cost
 /// and limit, and a description.
 fn findings(report: &ObjectReport, settings: &Settings) -> BTreeMap<String, (String, u64, u64)> {
@@ -304,7 +299,7 @@ fn findings(report: &ObjectReport, settings: &Settings) -> BTreeMap<String, (Str
             String::new()
         };
         for r in &s.rules {
-            let c = judged(r);
+            let c = r.judged_cost();
             if !settings.fits(c, PER_RULE_COST_LIMIT) {
                 let rule: String = r.rule.chars().take(60).collect();
                 out.insert(
@@ -339,7 +334,7 @@ fn cost_of(report: &ObjectReport, key: &str) -> Option<u64> {
         }
         for r in &s.rules {
             if r.rule_field_path == key {
-                return Some(judged(r));
+                return Some(r.judged_cost());
             }
         }
     }

@@ -12,7 +12,6 @@ mod update;
 
 use std::collections::{HashMap, HashSet};
 
-use super::rows::judged_cost;
 use crate::locate::error_field_path;
 use crate::report::format::{num, percent};
 use crate::report::{
@@ -175,7 +174,7 @@ fn judged_costs(r: &ObjectReport) -> Vec<(u64, u64)> {
         }
     }
     for e in &r.expressions {
-        if let Some(c) = judged_cost(e) {
+        if let Some(c) = e.judged_cost() {
             out.push((c, e.per_call_limit));
         }
     }
@@ -462,7 +461,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
             .expressions
             .iter()
             .filter(|e| kinds.contains(&e.kind.as_str()))
-            .max_by_key(|e| judged_cost(e).unwrap_or(0));
+            .max_by_key(|e| e.judged_cost().unwrap_or(0));
         let mut m = format!(
             "{}: the worst case of {what} may cost {} = {} of its runtime budget {}{}.",
             c.object(),
@@ -644,7 +643,7 @@ fn rule_findings<'a>(
 }
 
 fn expression_findings(c: &Ctx<'_>, e: &ExpressionReport, out: &mut Vec<Finding>) {
-    let Some(cost) = judged_cost(e) else {
+    let Some(cost) = e.judged_cost() else {
         return;
     };
     let limit = e.per_call_limit.max(1);

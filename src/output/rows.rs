@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use crate::report::format::{num, percent};
 use crate::report::{
-    DEFAULT_NEAR_BUDGET_PERCENT, ExpressionReport, MATCH_CONDITIONS_COST_BUDGET, ObjectReport,
-    PER_CALL_LIMIT, PER_RULE_COST_LIMIT, RUNTIME_COST_BUDGET,
+    DEFAULT_NEAR_BUDGET_PERCENT, MATCH_CONDITIONS_COST_BUDGET, ObjectReport, PER_CALL_LIMIT,
+    PER_RULE_COST_LIMIT, RUNTIME_COST_BUDGET,
 };
 
 pub(super) fn truncate(s: &str, max: usize) -> String {
@@ -62,7 +62,7 @@ pub(super) fn crd_rows(r: &ObjectReport) -> Vec<Row> {
             if !rule.compiled_by_apiserver {
                 why.push("not compiled: the schema has errors at or below this node".into());
             }
-            let cost = rule.cost.max(rule.message_expression_cost.unwrap_or(0));
+            let cost = rule.judged_cost();
             rows.push(Row {
                 cost,
                 limit: PER_RULE_COST_LIMIT,
@@ -98,7 +98,7 @@ pub(super) fn rule_suggestions(rule: &crate::report::RuleReport) -> Vec<(&'stati
     crate::suggest::suggestion_lines(
         &rule.suggestions,
         rule.no_suggestion.as_deref(),
-        rule.cost.max(rule.message_expression_cost.unwrap_or(0)),
+        rule.judged_cost(),
     )
     .into_iter()
     .map(|l| ("suggest", l))
@@ -108,11 +108,6 @@ pub(super) fn rule_suggestions(rule: &crate::report::RuleReport) -> Vec<(&'stati
 /// A schema total's suggested bounds, one line each.
 pub(super) fn total_suggestions(s: &crate::report::SchemaReport) -> Vec<String> {
     crate::suggest::suggestion_lines(&s.suggestions, s.no_suggestion.as_deref(), s.total_cost)
-}
-
-/// The cost a policy expression is judged by: the typed estimate where there is one.
-pub(crate) fn judged_cost(e: &ExpressionReport) -> Option<u64> {
-    e.typed.as_ref().map(|t| t.max_cost).or(e.max_cost)
 }
 
 pub(super) fn policy_rows(r: &ObjectReport) -> Vec<Row> {
@@ -181,7 +176,7 @@ pub(super) fn policy_rows(r: &ObjectReport) -> Vec<Row> {
         if let Some(c) = &e.compile_error {
             why.push(("does not compile", truncate(c, 120)));
         }
-        let judged = judged_cost(e);
+        let judged = e.judged_cost();
         rows.push(Row {
             cost: judged.unwrap_or(0),
             limit: PER_CALL_LIMIT,

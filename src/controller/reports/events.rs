@@ -202,7 +202,7 @@ fn advice(suggestions: &[SuggestionStatus], none: Option<&str>, before: u64) -> 
 
 /// What to do about the costliest listed rule (its first suggestion, or why none helps).
 fn top_rule_advice(s: &CostReportStatus) -> String {
-    let c = |r: &RuleStatus| r.cost.max(r.message_expression_cost.unwrap_or(0));
+    let c = RuleStatus::judged_cost;
     let mut rule: Option<&RuleStatus> = None;
     for r in s.schemas.iter().flat_map(|sc| sc.rules.iter()) {
         if rule.is_none_or(|best| c(r) > c(best)) {
@@ -239,7 +239,7 @@ fn top_rule(s: &CostReportStatus) -> String {
     // The first of the costliest (rules are listed costliest first).
     let mut rule: Option<&RuleStatus> = None;
     for r in s.schemas.iter().flat_map(|sc| sc.rules.iter()) {
-        let c = |r: &RuleStatus| r.cost.max(r.message_expression_cost.unwrap_or(0));
+        let c = RuleStatus::judged_cost;
         if rule.is_none_or(|best| c(r) > c(best)) {
             rule = Some(r);
         }

@@ -296,11 +296,6 @@ fn policy_budget_status(b: &PolicyBudget) -> PolicyBudgetStatus {
     }
 }
 
-/// The cost a CRD rule is judged by: the rule × cardinality, or its messageExpression.
-fn rule_cost(r: &RuleReport) -> u64 {
-    r.cost.max(r.message_expression_cost.unwrap_or(0))
-}
-
 /// The cost a policy expression is judged by: the typed estimate when the estimator had schemas,
 /// else upstream's (0 for an expression that does not compile: it is never evaluated).
 fn expression_cost(e: &ExpressionReport) -> u64 {
@@ -328,7 +323,7 @@ fn figures(kind: TargetKind, report: &ObjectReport) -> Figures {
             rule_costs: report
                 .schemas
                 .iter()
-                .flat_map(|s| s.rules.iter().map(rule_cost))
+                .flat_map(|s| s.rules.iter().map(RuleReport::judged_cost))
                 .collect(),
         },
         TargetKind::ValidatingAdmissionPolicy | TargetKind::MutatingAdmissionPolicy => {
@@ -677,7 +672,7 @@ fn list_rules(schemas: &[SchemaReport], n: usize, cut: &mut Cut) -> Vec<SchemaSt
             s.rules
                 .iter()
                 .enumerate()
-                .map(move |(ri, r)| (si, ri, rule_cost(r)))
+                .map(move |(ri, r)| (si, ri, r.judged_cost()))
         })
         .collect();
     // Stable: equal costs keep schema walk order.

@@ -158,8 +158,7 @@ pub fn findings(kind: TargetKind, report: &ObjectReport, near_percent: u8) -> Ve
             };
             for s in &report.schemas {
                 for r in &s.rules {
-                    let message = r.message_expression_cost.unwrap_or(0);
-                    let cost = r.cost.max(message);
+                    let cost = r.judged_cost();
                     if !near(cost, PER_RULE_COST_LIMIT) {
                         continue;
                     }
@@ -168,7 +167,7 @@ pub fn findings(kind: TargetKind, report: &ObjectReport, near_percent: u8) -> Ve
                     if same_node > 1 {
                         subject.push_str(&format!(" #{}", r.index));
                     }
-                    if message > r.cost {
+                    if r.message_expression_cost.unwrap_or(0) > r.cost {
                         subject.push_str(" messageExpression");
                     }
                     push(
