@@ -12,7 +12,7 @@ use std::time::Instant;
 use celcost::Estimator;
 use celcost::budget::{CountingAllocator, Limits, run_measured};
 use celcost::cel::minor::{Distribution, KUBERNETES, NEWEST_MINOR};
-use celcost::cli::{estimate_paths, estimate_paths_range};
+use celcost::cli::Run;
 use celcost::estimate::range::RangeEstimator;
 use celcost::input::{objects_of, parse_documents};
 use celcost::schema::catalog::SchemaCatalog;
@@ -64,7 +64,7 @@ fn main() {
         let estimator = Estimator::default();
         let cpu0 = cpu_seconds().unwrap_or(0.0);
         let t = Instant::now();
-        let outcome = estimate_paths(&estimator, std::slice::from_ref(&dir));
+        let outcome = Run::new(&estimator).paths(std::slice::from_ref(&dir));
         walls.push(t.elapsed().as_secs_f64());
         cpus.push(cpu_seconds().unwrap_or(0.0) - cpu0);
         let rules: usize = outcome
@@ -211,16 +211,16 @@ fn timed_advising(
     catalog: &SchemaCatalog,
     advice: &celcost::cli::Advice,
 ) -> (f64, f64, celcost::cli::Outcome) {
-    use celcost::cli::{Minors, estimate_paths_advising};
+    use celcost::cli::{Minors, Run};
     let estimator = Estimator::default();
     let cpu0 = cpu_seconds().unwrap_or(0.0);
     let t = Instant::now();
-    let outcome = estimate_paths_advising(
-        Minors::One(&estimator),
-        std::slice::from_ref(&dir.to_path_buf()),
-        catalog,
-        advice,
-    );
+    let outcome = Run {
+        minors: Minors::One(&estimator),
+        catalog: (catalog).clone(),
+        advice: (advice).clone(),
+    }
+    .paths(std::slice::from_ref(&dir.to_path_buf()));
     let wall = t.elapsed().as_secs_f64();
     (wall, cpu_seconds().unwrap_or(0.0) - cpu0, outcome)
 }
@@ -388,7 +388,7 @@ fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
         let t = Instant::now();
         if mode == "range" {
             let r = RangeEstimator::new(KUBERNETES.iter().map(Estimator::for_minor).collect());
-            estimate_paths_range(&r, &dirs);
+            Run::new(&r).paths(&dirs);
         } else if mode == "window" {
             let r = RangeEstimator::new(
                 celcost::cel::minor::supported_window(Distribution::Kubernetes)
@@ -397,9 +397,9 @@ fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
                     .map(Estimator::for_minor)
                     .collect(),
             );
-            estimate_paths_range(&r, &dirs);
+            Run::new(&r).paths(&dirs);
         } else {
-            estimate_paths(&Estimator::for_minor(NEWEST_MINOR), &dirs);
+            Run::new(&Estimator::for_minor(NEWEST_MINOR)).paths(&dirs);
         }
         walls.push(t.elapsed().as_secs_f64());
     }

@@ -18,8 +18,7 @@ use std::time::Instant;
 
 use celcost::Estimator;
 use celcost::budget::{CountingAllocator, Limits, run_measured};
-use celcost::cli::{Advice, Minors, Outcome, estimate_paths_advising, estimate_text_advising};
-use celcost::schema::catalog::SchemaCatalog;
+use celcost::cli::{Advice, Outcome, Run};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -50,13 +49,9 @@ fn measure(
         let t = Instant::now();
         let (outcome, usage) = run_measured(unlimited, || {
             let mut o = Outcome::default();
-            estimate_text_advising(
-                Minors::One(estimator),
-                "generated.yaml",
-                &docs[0],
-                &advice,
-                &mut o,
-            );
+            Run::new(estimator)
+                .advising(advice.clone())
+                .text("generated.yaml", &docs[0], &mut o);
             let _ = celcost::output::json::render_json(&o.reports);
             o
         });
@@ -75,12 +70,9 @@ fn measure(
         }
         let t = Instant::now();
         let (outcome, usage) = run_measured(unlimited, || {
-            let o = estimate_paths_advising(
-                Minors::One(estimator),
-                &[PathBuf::from(dir)],
-                &SchemaCatalog::new(),
-                &advice,
-            );
+            let o = Run::new(estimator)
+                .advising(advice.clone())
+                .paths(&[PathBuf::from(dir)]);
             let _ = celcost::output::json::render_json(&o.reports);
             o
         });

@@ -107,8 +107,8 @@ pub fn run_diff(
     let mut run = DiffRun::default();
     let mut per_minor: Vec<(String, Vec<ObjectDiff>, i32, Outcome)> = Vec::new();
     for e in estimators {
-        let before = estimate_paths(e, &[base.to_path_buf()]);
-        let mut after = estimate_paths(e, &[head.to_path_buf()]);
+        let before = Run::new(e).paths(&[base.to_path_buf()]);
+        let mut after = Run::new(e).paths(&[head.to_path_buf()]);
         attach_update_verdicts(e, &before, &mut after);
         if run.input_errors.is_empty() {
             run.input_errors = before
@@ -341,11 +341,49 @@ struct FirstPass {
     crds: Vec<(String, Vec<(GroupVersionResource, String)>)>,
 }
 
-/// Estimates every object in the given files and directories, files in parallel (one worker
-/// per core, `CELCOST_THREADS` to override); reports keep the order of the files. Policies get
-/// typed estimates from the CRDs found in the input (and the built-in schemas).
-pub fn estimate_paths(estimator: &Estimator, paths: &[PathBuf]) -> Outcome {
-    estimate_paths_with(Minors::One(estimator), paths, &SchemaCatalog::new())
+/// A run of `celcost estimate`: the minors it judges by, the schemas it knows besides the CRDs
+/// of its input, and the advice it adds to the estimates of CRDs. The command line's one entry
+/// point: over files and directories ([`Run::paths`]) or one file's text ([`Run::text`]).
+pub struct Run<'a> {
+    pub minors: Minors<'a>,
+    /// The schemas policies are typed over besides the input's CRDs (the built-in ones).
+    pub catalog: SchemaCatalog,
+    pub advice: Advice,
+}
+
+impl<'a> Run<'a> {
+    /// A run with the built-in schemas, no suggested bounds, and rewrites for the rules at the
+    /// default near-budget threshold.
+    pub fn new(minors: impl Into<Minors<'a>>) -> Self {
+        Run {
+            minors: minors.into(),
+            catalog: SchemaCatalog::new(),
+            advice: Advice::suggesting(None),
+        }
+    }
+
+    /// This run with the advice asked for.
+    pub fn advising(mut self, advice: Advice) -> Self {
+        self.advice = advice;
+        self
+    }
+
+    /// This run with suggested bounds as `celcost estimate` makes them ([`Advice::suggesting`]).
+    pub fn suggesting(self, suggest: Option<&crate::suggest::Settings>) -> Self {
+        self.advising(Advice::suggesting(suggest))
+    }
+}
+
+impl<'a> From<&'a Estimator> for Minors<'a> {
+    fn from(e: &'a Estimator) -> Self {
+        Minors::One(e)
+    }
+}
+
+impl<'a> From<&'a RangeEstimator> for Minors<'a> {
+    fn from(r: &'a RangeEstimator) -> Self {
+        Minors::Range(r)
+    }
 }
 
 /// The estimators of a run: one minor, or a range.
@@ -420,34 +458,6 @@ pub fn note_stand_ins(
     notes.into_iter().map(|(_, n)| n).collect()
 }
 
-/// As [`estimate_paths`], each object with every estimator (one per Kubernetes minor, oldest
-/// first), reading each file once: the reports are the newest minor's, with the verdicts and
-/// changes of all of them ([`crate::report::versions`]).
-pub fn estimate_paths_range(estimators: &RangeEstimator, paths: &[PathBuf]) -> Outcome {
-    estimate_paths_with(Minors::Range(estimators), paths, &SchemaCatalog::new())
-}
-
-/// As [`estimate_paths`], with schemas the caller knows besides the CRDs of the input.
-pub fn estimate_paths_with(
-    estimators: Minors<'_>,
-    paths: &[PathBuf],
-    catalog: &SchemaCatalog,
-) -> Outcome {
-    estimate_paths_suggesting(estimators, paths, catalog, None)
-}
-
-/// As [`estimate_paths_with`]; with `suggest`, every CRD rule and schema total over its limit
-/// or at the near-budget threshold gets suggested bounds (or why none helps), found with the
-/// estimator of the report (the newest of a range): see [`crate::suggest`].
-pub fn estimate_paths_suggesting(
-    estimators: Minors<'_>,
-    paths: &[PathBuf],
-    catalog: &SchemaCatalog,
-    suggest: Option<&crate::suggest::Settings>,
-) -> Outcome {
-    estimate_paths_advising(estimators, paths, catalog, &Advice::suggesting(suggest))
-}
-
 /// The advice a run adds to the estimates of its CRDs, found with the estimator of the report
 /// (the newest of a range).
 #[derive(Clone, Debug, Default)]
@@ -474,82 +484,85 @@ impl Advice {
     }
 }
 
-/// As [`estimate_paths_with`], with the advice asked for.
-pub fn estimate_paths_advising(
-    estimators: Minors<'_>,
-    paths: &[PathBuf],
-    catalog: &SchemaCatalog,
-    advice: &Advice,
-) -> Outcome {
-    let mut outcome = Outcome::default();
-    let mut files = Vec::new();
-    for p in paths {
-        crate::input::collect_files(p, &mut files, &mut outcome.input_errors);
-    }
-    let threads = threads();
-    // First pass: CRDs are estimated (they do not depend on other objects), policies kept.
-    // The biggest files first, so that no worker is left with a big one at the end; the
-    // results in the input's order.
-    let mut order: Vec<usize> = (0..files.len()).collect();
-    let size = |i: &usize| std::fs::metadata(&files[*i]).map_or(0, |m| m.len());
-    order.sort_by_cached_key(|i| std::cmp::Reverse(size(i)));
-    let mut first: Vec<(usize, FirstPass)> = parallel(&order, threads, |&i| {
-        (i, first_pass_file(estimators, &files[i], advice))
-    });
-    first.sort_by_key(|(i, _)| *i);
-    let first: Vec<FirstPass> = first.into_iter().map(|(_, f)| f).collect();
-    // The CRDs the policies match or take as params, read again from their files (so that the
-    // first pass need not keep every CRD of a large input in memory).
-    let mut catalog = catalog.clone();
-    let needed = needed_crds(&first);
-    for (file, sources) in &needed {
-        if let Ok(text) = std::fs::read_to_string(&files[*file]) {
-            add_crds(
-                &mut catalog,
-                &files[*file].display().to_string(),
-                &text,
-                sources,
-            );
+impl Run<'_> {
+    /// Estimates every object in the given files and directories, files in parallel (one worker
+    /// per core, `CELCOST_THREADS` to override); reports keep the order of the files. Policies
+    /// get typed estimates from the CRDs found in the input (and the run's catalog). With a
+    /// range, each object is estimated with every minor, each file read once: the reports are
+    /// the newest minor's, with the verdicts and changes of all of them
+    /// ([`crate::report::versions`]).
+    pub fn paths(&self, paths: &[PathBuf]) -> Outcome {
+        let (estimators, advice) = (self.minors, &self.advice);
+        let mut outcome = Outcome::default();
+        let mut files = Vec::new();
+        for p in paths {
+            crate::input::collect_files(p, &mut files, &mut outcome.input_errors);
         }
-    }
-    // Second pass: the policies, in parallel.
-    let policies: Vec<(&str, &serde_json::Value, Option<&ObjectSource>)> = first
-        .iter()
-        .flat_map(|f| f.slots.iter())
-        .filter_map(|s| match s {
-            Slot::Policy {
-                source,
-                value,
-                located,
-            } => Some((source.as_str(), value, located.as_ref())),
-            Slot::Done(_) => None,
-        })
-        .collect();
-    let mut estimated = parallel(&policies, threads, |(source, value, located)| {
-        let mut r = estimators.estimate(value, &catalog, |e, shared| {
-            e.estimate_shared(shared, source, &catalog)
+        let threads = threads();
+        // First pass: CRDs are estimated (they do not depend on other objects), policies kept.
+        // The biggest files first, so that no worker is left with a big one at the end; the
+        // results in the input's order.
+        let mut order: Vec<usize> = (0..files.len()).collect();
+        let size = |i: &usize| std::fs::metadata(&files[*i]).map_or(0, |m| m.len());
+        order.sort_by_cached_key(|i| std::cmp::Reverse(size(i)));
+        let mut first: Vec<(usize, FirstPass)> = parallel(&order, threads, |&i| {
+            (i, first_pass_file(estimators, &files[i], advice))
         });
-        if let (Some(r), Some(l)) = (&mut r, located) {
-            l.attach(r);
+        first.sort_by_key(|(i, _)| *i);
+        let first: Vec<FirstPass> = first.into_iter().map(|(_, f)| f).collect();
+        // The CRDs the policies match or take as params, read again from their files (so that the
+        // first pass need not keep every CRD of a large input in memory).
+        let mut catalog = self.catalog.clone();
+        let needed = needed_crds(&first);
+        for (file, sources) in &needed {
+            if let Ok(text) = std::fs::read_to_string(&files[*file]) {
+                add_crds(
+                    &mut catalog,
+                    &files[*file].display().to_string(),
+                    &text,
+                    sources,
+                );
+            }
         }
-        r
-    })
-    .into_iter();
-    for f in first {
-        for slot in f.slots {
-            match slot {
-                Slot::Done(r) => outcome.reports.push(*r),
-                Slot::Policy { .. } => {
-                    if let Some(Some(r)) = estimated.next() {
-                        outcome.reports.push(r);
+        // Second pass: the policies, in parallel.
+        let policies: Vec<(&str, &serde_json::Value, Option<&ObjectSource>)> = first
+            .iter()
+            .flat_map(|f| f.slots.iter())
+            .filter_map(|s| match s {
+                Slot::Policy {
+                    source,
+                    value,
+                    located,
+                } => Some((source.as_str(), value, located.as_ref())),
+                Slot::Done(_) => None,
+            })
+            .collect();
+        let mut estimated = parallel(&policies, threads, |(source, value, located)| {
+            let mut r = estimators.estimate(value, &catalog, |e, shared| {
+                e.estimate_shared(shared, source, &catalog)
+            });
+            if let (Some(r), Some(l)) = (&mut r, located) {
+                l.attach(r);
+            }
+            r
+        })
+        .into_iter();
+        for f in first {
+            for slot in f.slots {
+                match slot {
+                    Slot::Done(r) => outcome.reports.push(*r),
+                    Slot::Policy { .. } => {
+                        if let Some(Some(r)) = estimated.next() {
+                            outcome.reports.push(r);
+                        }
                     }
                 }
             }
+            outcome.input_errors.extend(f.input_errors);
+            outcome.skipped.extend(f.skipped);
         }
-        outcome.input_errors.extend(f.input_errors);
-        outcome.skipped.extend(f.skipped);
+        outcome
     }
-    outcome
 }
 
 /// `celcost diff`: every CRD of `after` that `before` has too (matched by name) gets, in
@@ -816,70 +829,40 @@ fn first_pass_text(
     }
 }
 
-/// Estimates the objects of one file's text; `name` is how the file is named in sources.
-/// Policies get typed estimates from the CRDs of the same text (and the built-in schemas).
-pub fn estimate_text(estimator: &Estimator, name: &str, text: &str, outcome: &mut Outcome) {
-    estimate_text_range(Minors::One(estimator), name, text, outcome)
-}
-
-/// As [`estimate_text`], with every estimator of a range ([`estimate_paths_range`]).
-pub fn estimate_text_range(estimators: Minors<'_>, name: &str, text: &str, outcome: &mut Outcome) {
-    estimate_text_suggesting(estimators, name, text, None, outcome)
-}
-
-/// As [`estimate_text_range`], with suggested bounds as `celcost estimate` makes them
-/// ([`estimate_paths_suggesting`]): what `celcost estimate FILE` does with the file's text.
-pub fn estimate_text_suggesting(
-    estimators: Minors<'_>,
-    name: &str,
-    text: &str,
-    suggest: Option<&crate::suggest::Settings>,
-    outcome: &mut Outcome,
-) {
-    estimate_text_advising(
-        estimators,
-        name,
-        text,
-        &Advice::suggesting(suggest),
-        outcome,
-    )
-}
-
-/// As [`estimate_text_range`], with the advice asked for ([`estimate_paths_advising`]).
-pub fn estimate_text_advising(
-    estimators: Minors<'_>,
-    name: &str,
-    text: &str,
-    advice: &Advice,
-    outcome: &mut Outcome,
-) {
-    let mut first = FirstPass::default();
-    first_pass_text(estimators, name, text, &mut first, advice);
-    let mut catalog = SchemaCatalog::new();
-    if first.slots.iter().any(|s| matches!(s, Slot::Policy { .. })) && !first.crds.is_empty() {
-        let sources: Vec<String> = first.crds.iter().map(|(s, _)| s.clone()).collect();
-        add_crds(&mut catalog, name, text, &sources);
-    }
-    for slot in first.slots {
-        match slot {
-            Slot::Done(r) => outcome.reports.push(*r),
-            Slot::Policy {
-                source,
-                value,
-                located,
-            } => {
-                let mut r = estimators.estimate(&value, &catalog, |e, shared| {
-                    e.estimate_shared(shared, &source, &catalog)
-                });
-                if let (Some(r), Some(l)) = (&mut r, &located) {
-                    l.attach(r);
+impl Run<'_> {
+    /// Estimates the objects of one file's text as [`Run::paths`] estimates a file's; `name` is
+    /// how the file is named in sources. Policies get typed estimates from the CRDs of the same
+    /// text (and the run's catalog).
+    pub fn text(&self, name: &str, text: &str, outcome: &mut Outcome) {
+        let estimators = self.minors;
+        let mut first = FirstPass::default();
+        first_pass_text(estimators, name, text, &mut first, &self.advice);
+        let mut catalog = std::borrow::Cow::Borrowed(&self.catalog);
+        if first.slots.iter().any(|s| matches!(s, Slot::Policy { .. })) && !first.crds.is_empty() {
+            let sources: Vec<String> = first.crds.iter().map(|(s, _)| s.clone()).collect();
+            add_crds(catalog.to_mut(), name, text, &sources);
+        }
+        for slot in first.slots {
+            match slot {
+                Slot::Done(r) => outcome.reports.push(*r),
+                Slot::Policy {
+                    source,
+                    value,
+                    located,
+                } => {
+                    let mut r = estimators.estimate(&value, &catalog, |e, shared| {
+                        e.estimate_shared(shared, &source, &catalog)
+                    });
+                    if let (Some(r), Some(l)) = (&mut r, &located) {
+                        l.attach(r);
+                    }
+                    outcome.reports.extend(r);
                 }
-                outcome.reports.extend(r);
             }
         }
+        outcome.input_errors.extend(first.input_errors);
+        outcome.skipped.extend(first.skipped);
     }
-    outcome.input_errors.extend(first.input_errors);
-    outcome.skipped.extend(first.skipped);
 }
 
 /// One report per estimator: a single minor's report as is, several combined.
@@ -923,7 +906,7 @@ mod tests {
         let e = Estimator::default();
         let mut o = Outcome::default();
         let text = "kind: [\n---\napiVersion: v1\nkind: ConfigMap\n---\n- 1\n";
-        estimate_text(&e, "f.yaml", text, &mut o);
+        Run::new(&e).text("f.yaml", text, &mut o);
         assert_eq!(o.input_errors.len(), 1, "{:?}", o.input_errors);
         assert!(o.input_errors[0].starts_with("f.yaml#1"));
     }

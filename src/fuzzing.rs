@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use crate::cli::{Minors, Outcome, estimate_text_suggesting};
+use crate::cli::{Outcome, Run};
 use crate::estimate::Estimator;
 use crate::report::{INTERNAL_ERROR, ObjectReport, WORK_BUDGET_EXCEEDED};
 use crate::suggest::Settings;
@@ -108,13 +108,9 @@ const WIDGETS_CRD: &str = include_str!("../examples/crds/widgets.example.com.yam
 
 fn estimate_text(text: &str) -> Outcome {
     let mut outcome = Outcome::default();
-    estimate_text_suggesting(
-        Minors::One(estimator()),
-        SOURCE,
-        text,
-        Some(&settings()),
-        &mut outcome,
-    );
+    Run::new(estimator())
+        .suggesting(Some(&settings()))
+        .text(SOURCE, text, &mut outcome);
     outcome
 }
 

@@ -11,12 +11,11 @@ use celcost::Estimator;
 use celcost::budget::{CountingAllocator, Limits};
 use celcost::cel::decls::Version;
 use celcost::cel::minor::{Distribution, Minor};
-use celcost::cli::{Advice, Minors, OutputFormat, estimate_paths_advising};
+use celcost::cli::{Advice, OutputFormat, Run};
 use celcost::controller::ControllerArgs;
 use celcost::estimate::range::RangeEstimator;
 use celcost::output::{json::render_json, markdown::render_markdown, table::render_table};
 use celcost::rewrite::Rewrites;
-use celcost::schema::catalog::SchemaCatalog;
 
 /// Counts the bytes each estimate holds, so that one object cannot take the process's memory
 /// (`celcost::budget`).
@@ -45,24 +44,10 @@ enum Command {
         /// Output format.
         #[arg(long, short, value_enum, default_value = "table")]
         output: OutputFormat,
-        /// Kubernetes minor whose API server to follow: `1.N` (1.30 to 1.37), a range
-        /// `1.30..1.37` or `all` (each object estimated for every minor of the range; the exit
-        /// status follows the worst). Default: the minors upstream supports (the newest three
-        /// celcost knows, 1.35..1.37): a CRD that one of the minors clusters run refuses fails.
-        #[arg(long, value_parser = parse_versions)]
-        kubernetes_version: Option<Versions>,
-        /// Whose build of that minor: `kubernetes` (upstream) or `openshift` (OpenShift and
-        /// MicroShift, which carry some CEL changes a minor early).
-        #[arg(long, default_value = "kubernetes", value_parser = Distribution::parse)]
-        distribution: Distribution,
-        /// Work budget per object, in steps: an object that needs more is reported as not
-        /// estimated (exit status 2) and the others are estimated as usual.
-        #[arg(long, default_value_t = celcost::budget::DEFAULT_STEPS)]
-        max_steps: u64,
-        /// Memory budget per object's estimate, in MiB.
-        #[arg(long, default_value_t = (celcost::budget::DEFAULT_BYTES >> 20) as u64,
-              value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
-        max_memory_mib: u64,
+        #[command(flatten)]
+        minors: MinorArgs,
+        #[command(flatten)]
+        budget: BudgetArgs,
         /// Exit with status 1 when any rule or total reaches this percentage of its limit
         /// (policies: an expression of the per-call limit, an evaluation of its runtime budget,
         /// as the table judges them), not only when the API server would reject an object.
@@ -97,14 +82,8 @@ enum Command {
         /// Output format (markdown: a pull-request comment).
         #[arg(long, short, value_enum, default_value = "table")]
         output: OutputFormat,
-        /// Kubernetes minor whose API server to follow: `1.N` (1.30 to 1.37), a range
-        /// `1.30..1.37` or `all` (the diff for each; the exit status follows the worst). Default:
-        /// the minors upstream supports (the newest three celcost knows, 1.35..1.37).
-        #[arg(long, value_parser = parse_versions)]
-        kubernetes_version: Option<Versions>,
-        /// Whose build of that minor: `kubernetes` or `openshift`.
-        #[arg(long, default_value = "kubernetes", value_parser = Distribution::parse)]
-        distribution: Distribution,
+        #[command(flatten)]
+        minors: MinorArgs,
         /// The manifests before the change.
         base: PathBuf,
         /// The manifests after the change.
@@ -130,21 +109,10 @@ enum Command {
         /// Write the edits to the files instead of printing a diff.
         #[arg(long)]
         write: bool,
-        /// Kubernetes minor whose API server to follow: `1.N`, a range `1.30..1.36` or `all`
-        /// (the bounds fit every minor of the range). Default: the minors upstream supports (the
-        /// newest three celcost knows, 1.35..1.37).
-        #[arg(long, value_parser = parse_versions)]
-        kubernetes_version: Option<Versions>,
-        /// Whose build of that minor: `kubernetes` or `openshift`.
-        #[arg(long, default_value = "kubernetes", value_parser = Distribution::parse)]
-        distribution: Distribution,
-        /// Work budget per object's estimate, in steps.
-        #[arg(long, default_value_t = celcost::budget::DEFAULT_STEPS)]
-        max_steps: u64,
-        /// Memory budget per object's estimate, in MiB.
-        #[arg(long, default_value_t = (celcost::budget::DEFAULT_BYTES >> 20) as u64,
-              value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
-        max_memory_mib: u64,
+        #[command(flatten)]
+        minors: MinorArgs,
+        #[command(flatten)]
+        budget: BudgetArgs,
         /// The near-budget threshold, in percent of the limit: rules and totals at or above it
         /// (or over the limit) are fixed, and the bounds bring them below it.
         #[arg(long, value_name = "PERCENT", default_value_t = celcost::report::DEFAULT_NEAR_BUDGET_PERCENT,
@@ -159,6 +127,53 @@ enum Command {
     Controller(Box<ControllerArgs>),
     /// Print the CostReport CustomResourceDefinition as YAML.
     Crd,
+}
+
+/// The Kubernetes builds a command judges by (`estimate`, `diff` and `fix`).
+#[derive(clap::Args, Debug)]
+struct MinorArgs {
+    /// Kubernetes minor whose API server to follow: `1.N` (1.30 to 1.37), a range `1.30..1.37`
+    /// or `all` (every minor of the range; the exit status follows the worst). Default: the
+    /// minors upstream supports (the newest three celcost knows, 1.35..1.37): a CRD that one of
+    /// the minors clusters run refuses fails.
+    #[arg(long, value_parser = parse_versions)]
+    kubernetes_version: Option<Versions>,
+    /// Whose build of that minor: `kubernetes` (upstream) or `openshift` (OpenShift and
+    /// MicroShift, which carry some CEL changes a minor early).
+    #[arg(long, default_value = "kubernetes", value_parser = Distribution::parse)]
+    distribution: Distribution,
+}
+
+impl MinorArgs {
+    /// The minors asked for (or the default window), oldest first.
+    fn minors(self) -> Vec<&'static Minor> {
+        versions_or_window(self.kubernetes_version, self.distribution)
+            .iter()
+            .filter_map(|v| Minor::of_distribution(*v, self.distribution))
+            .collect()
+    }
+}
+
+/// The work budgets of each object's estimate (`estimate` and `fix`).
+#[derive(clap::Args, Debug)]
+struct BudgetArgs {
+    /// Work budget per object, in steps: an object that needs more is reported as not
+    /// estimated (exit status 2) and the others are estimated as usual.
+    #[arg(long, default_value_t = celcost::budget::DEFAULT_STEPS)]
+    max_steps: u64,
+    /// Memory budget per object's estimate, in MiB.
+    #[arg(long, default_value_t = (celcost::budget::DEFAULT_BYTES >> 20) as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    max_memory_mib: u64,
+}
+
+impl BudgetArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            steps: self.max_steps,
+            bytes: usize::try_from(self.max_memory_mib << 20).unwrap_or(usize::MAX),
+        }
+    }
 }
 
 /// The minors of `--kubernetes-version`, oldest first.
@@ -190,23 +205,15 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Estimate {
             output,
-            kubernetes_version,
-            distribution,
-            max_steps,
-            max_memory_mib,
+            minors,
+            budget,
             fail_at,
             near_budget_percent,
             rewrites,
             paths,
         } => {
-            let limits = Limits {
-                steps: max_steps,
-                bytes: usize::try_from(max_memory_mib << 20).unwrap_or(usize::MAX),
-            };
-            let minors: Vec<&'static Minor> = versions_or_window(kubernetes_version, distribution)
-                .iter()
-                .filter_map(|v| Minor::of_distribution(*v, distribution))
-                .collect();
+            let limits = budget.limits();
+            let minors = minors.minors();
             let estimators: Vec<Estimator> = minors
                 .iter()
                 .map(|m| Estimator::for_minor(m).with_limits(limits))
@@ -215,12 +222,11 @@ fn main() -> ExitCode {
                 suggest: Some(celcost::suggest::Settings::new(near_budget_percent)),
                 rewrites: celcost::rewrite::Scope::of(rewrites, near_budget_percent),
             };
-            let catalog = SchemaCatalog::new();
             let mut outcome = if estimators.len() == 1 {
-                estimate_paths_advising(Minors::One(&estimators[0]), &paths, &catalog, &advice)
+                Run::new(&estimators[0]).advising(advice).paths(&paths)
             } else {
                 let range = RangeEstimator::new(estimators);
-                estimate_paths_advising(Minors::Range(&range), &paths, &catalog, &advice)
+                Run::new(&range).advising(advice).paths(&paths)
             };
             for note in celcost::cli::note_stand_ins(&mut outcome.reports, &minors) {
                 eprintln!("warning: {note}");
@@ -263,15 +269,11 @@ fn main() -> ExitCode {
         }
         Command::Diff {
             output,
-            kubernetes_version,
-            distribution,
+            minors,
             base,
             head,
         } => {
-            let minors: Vec<&'static Minor> = versions_or_window(kubernetes_version, distribution)
-                .iter()
-                .filter_map(|v| Minor::of_distribution(*v, distribution))
-                .collect();
+            let minors = minors.minors();
             if minors.is_empty() {
                 return ExitCode::from(2);
             }
@@ -292,20 +294,15 @@ fn main() -> ExitCode {
         Command::Fix {
             go,
             write,
-            kubernetes_version,
-            distribution,
-            max_steps,
-            max_memory_mib,
+            minors,
+            budget,
             near_budget_percent,
             paths,
         } => {
-            let limits = Limits {
-                steps: max_steps,
-                bytes: usize::try_from(max_memory_mib << 20).unwrap_or(usize::MAX),
-            };
-            let estimators: Vec<Estimator> = versions_or_window(kubernetes_version, distribution)
-                .iter()
-                .filter_map(|v| Minor::of_distribution(*v, distribution))
+            let limits = budget.limits();
+            let estimators: Vec<Estimator> = minors
+                .minors()
+                .into_iter()
                 .map(|m| Estimator::for_minor(m).with_limits(limits))
                 .collect();
             let options = celcost::fix::FixOptions {

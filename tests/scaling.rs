@@ -28,7 +28,7 @@ use std::cell::Cell;
 
 use celcost::Estimator;
 use celcost::budget::{CountingAllocator, Limits, run_measured};
-use celcost::cli::{Advice, Minors, Outcome, estimate_text_advising};
+use celcost::cli::{Advice, Outcome, Run};
 use celcost::suggest::Settings;
 
 /// How much more than the size's growth a counter may grow from n to 4n.
@@ -116,13 +116,9 @@ fn run(docs: &[String]) -> Work {
     let (outcome, usage) = run_measured(unlimited, || {
         let mut o = Outcome::default();
         for (i, d) in docs.iter().enumerate() {
-            estimate_text_advising(
-                Minors::One(&estimator),
-                &format!("{i:05}.yaml"),
-                d,
-                &advice,
-                &mut o,
-            );
+            Run::new(&estimator)
+                .advising(advice.clone())
+                .text(&format!("{i:05}.yaml"), d, &mut o);
         }
         let json = celcost::output::json::render_json(&o.reports);
         let others = [

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use celcost::Estimator;
 use celcost::cel::decls::{Declarations, Version};
-use celcost::cli::{Outcome, estimate_text};
+use celcost::cli::{Outcome, Run};
 use celcost::output::{json::render_json, markdown::render_markdown, table::render_table};
 use celcost::report::{INTERNAL_ERROR, WORK_BUDGET_EXCEEDED};
 
@@ -129,7 +129,7 @@ impl Fuzzer {
         let started = Instant::now();
         let result = catch_unwind(AssertUnwindSafe(|| {
             let mut o = Outcome::default();
-            estimate_text(&self.estimator, "fuzz.yaml", &input, &mut o);
+            Run::new(&self.estimator).text("fuzz.yaml", &input, &mut o);
             let _ = render_json(&o.reports);
             let _ = render_table(&o.reports);
             let _ = render_markdown(&o.reports);

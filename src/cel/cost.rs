@@ -254,6 +254,16 @@ impl AstNode<'_> {
     }
 }
 
+/// What a call is made on: its target and arguments as the estimators see them, their costs,
+/// and the arguments' expressions.
+#[derive(Clone, Copy)]
+struct Operands<'n, 'a> {
+    target: Option<&'n AstNode<'a>>,
+    args: &'n [AstNode<'a>],
+    costs: &'n [Cost],
+    exprs: &'a [Expr],
+}
+
 /// A call estimate: cost and, optionally, the size of the result.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CallEstimate {
@@ -782,15 +792,13 @@ impl<'a> Coster<'a> {
         let mut fn_cost = Cost::new(u64::MAX, 0);
         let mut result_size: Option<Size> = None;
         for o in overloads {
-            let est = self.function_cost(
-                e,
-                function,
-                o,
-                target_node.as_ref(),
-                &arg_nodes,
-                &arg_costs,
-                args,
-            );
+            let operands = Operands {
+                target: target_node.as_ref(),
+                args: &arg_nodes,
+                costs: &arg_costs,
+                exprs: args,
+            };
+            let est = self.function_cost(e, function, o, operands);
             fn_cost = fn_cost.union(est.cost);
             if let Some(rs) = est.result_size {
                 result_size = Some(match result_size {
@@ -828,17 +836,19 @@ impl<'a> Coster<'a> {
         sum.add(fn_cost)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn function_cost(
         &mut self,
         e: &Expr,
         function: &str,
         overload: &str,
-        target: Option<&AstNode<'a>>,
-        args: &[AstNode<'a>],
-        arg_costs: &[Cost],
-        arg_exprs: &'a [Expr],
+        operands: Operands<'_, 'a>,
     ) -> CallEstimate {
+        let Operands {
+            target,
+            args,
+            costs: arg_costs,
+            exprs: arg_exprs,
+        } = operands;
         let arg_sum = || arg_costs.iter().fold(Cost::default(), |s, c| s.add(*c));
         if let Some(est) = overload_estimate(self.embedder, overload, target, args) {
             return CallEstimate {

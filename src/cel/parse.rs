@@ -740,30 +740,9 @@ fn empty_map(h: &mut MacroExprHelper) -> cast::IdedExpr {
     h.next_expr(cast::Expr::Map(cast::MapExpr { entries: vec![] }))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn comprehension(
-    h: &mut MacroExprHelper,
-    range: cast::IdedExpr,
-    v1: String,
-    v2: Option<String>,
-    accu: &str,
-    init: cast::IdedExpr,
-    cond: cast::IdedExpr,
-    step: cast::IdedExpr,
-    result: cast::IdedExpr,
-) -> cast::IdedExpr {
-    h.next_expr(cast::Expr::Comprehension(Box::new(
-        cast::ComprehensionExpr {
-            iter_range: range,
-            iter_var: v1,
-            iter_var2: v2,
-            accu_var: accu.to_string(),
-            accu_init: init,
-            loop_cond: cond,
-            loop_step: step,
-            result,
-        },
-    )))
+/// A comprehension node made of `c`'s parts.
+fn comprehension(h: &mut MacroExprHelper, c: cast::ComprehensionExpr) -> cast::IdedExpr {
+    h.next_expr(cast::Expr::Comprehension(Box::new(c)))
 }
 
 /// A deep copy with fresh ids (cel-go `ExprHelper.Copy`), each node placed in the source where
@@ -957,7 +936,17 @@ fn quantifier(
     let (init, cond, step, result) = quant_parts(q, h, pred);
     let range = t.take().unwrap();
     Ok(Some(comprehension(
-        h, range, v, None, ACCU, init, cond, step, result,
+        h,
+        cast::ComprehensionExpr {
+            iter_range: range,
+            iter_var: v,
+            iter_var2: None,
+            accu_var: ACCU.to_string(),
+            accu_init: init,
+            loop_cond: cond,
+            loop_step: step,
+            result,
+        },
     )))
 }
 
@@ -999,14 +988,16 @@ fn quantifier2(
     let range = t.take().unwrap();
     Ok(Some(comprehension(
         h,
-        range,
-        v1,
-        Some(v2),
-        ACCU,
-        init,
-        cond,
-        step,
-        result,
+        cast::ComprehensionExpr {
+            iter_range: range,
+            iter_var: v1,
+            iter_var2: Some(v2),
+            accu_var: ACCU.to_string(),
+            accu_init: init,
+            loop_cond: cond,
+            loop_step: step,
+            result,
+        },
     )))
 }
 
@@ -1049,7 +1040,19 @@ fn build_map(
         step = call(h, operators::CONDITIONAL, vec![p, step, a]);
     }
     let result = ident(h, ACCU);
-    comprehension(h, range, v, None, ACCU, init, cond, step, result)
+    comprehension(
+        h,
+        cast::ComprehensionExpr {
+            iter_range: range,
+            iter_var: v,
+            iter_var2: None,
+            accu_var: ACCU.to_string(),
+            accu_init: init,
+            loop_cond: cond,
+            loop_step: step,
+            result,
+        },
+    )
 }
 
 fn filter_macro(
@@ -1079,7 +1082,17 @@ fn filter_macro(
     let step = call(h, operators::CONDITIONAL, vec![p, step, a]);
     let result = ident(h, ACCU);
     Ok(Some(comprehension(
-        h, range, v, None, ACCU, init, cond, step, result,
+        h,
+        cast::ComprehensionExpr {
+            iter_range: range,
+            iter_var: v,
+            iter_var2: None,
+            accu_var: ACCU.to_string(),
+            accu_init: init,
+            loop_cond: cond,
+            loop_step: step,
+            result,
+        },
     )))
 }
 
@@ -1125,14 +1138,16 @@ fn transform(
     let result = ident(h, ACCU);
     Ok(Some(comprehension(
         h,
-        range,
-        v1,
-        Some(v2),
-        ACCU,
-        init,
-        cond,
-        step,
-        result,
+        cast::ComprehensionExpr {
+            iter_range: range,
+            iter_var: v1,
+            iter_var2: Some(v2),
+            accu_var: ACCU.to_string(),
+            accu_init: init,
+            loop_cond: cond,
+            loop_step: step,
+            result,
+        },
     )))
 }
 
@@ -1162,7 +1177,19 @@ fn opt_map(
     let value = member_call(h, "value", target_copy, vec![]);
     let cond = lit_bool(h, false);
     let step = ident(h, &var);
-    let bind = comprehension(h, empty, "#unused".into(), None, &var, value, cond, step, f);
+    let bind = comprehension(
+        h,
+        cast::ComprehensionExpr {
+            iter_range: empty,
+            iter_var: "#unused".into(),
+            iter_var2: None,
+            accu_var: var.to_string(),
+            accu_init: value,
+            loop_cond: cond,
+            loop_step: step,
+            result: f,
+        },
+    );
     let then = if flat {
         bind
     } else {
@@ -1218,14 +1245,16 @@ fn sort_by(
     let cond = lit_bool(h, false);
     Ok(Some(comprehension(
         h,
-        empty,
-        "#unused".into(),
-        None,
-        INPUT,
-        target,
-        cond,
-        var_ident,
-        call_expr,
+        cast::ComprehensionExpr {
+            iter_range: empty,
+            iter_var: "#unused".into(),
+            iter_var2: None,
+            accu_var: INPUT.to_string(),
+            accu_init: target,
+            loop_cond: cond,
+            loop_step: var_ident,
+            result: call_expr,
+        },
     )))
 }
 

@@ -329,6 +329,10 @@ struct Walk<'e> {
     most_expensive: Vec<(String, u64)>,
     rules: Vec<RuleReport>,
     rule_count: u64,
+    /// The structural schema's errors, and then the CEL ones (the API server lists them in
+    /// that order).
+    schema_errors: Vec<FieldError>,
+    cel_errors: Vec<FieldError>,
 }
 
 /// Estimates one schema root.
@@ -371,6 +375,8 @@ fn estimate_schema(
         most_expensive: Vec::new(),
         rules: Vec::new(),
         rule_count: 0,
+        schema_errors: Vec::new(),
+        cel_errors: Vec::new(),
     };
     let ctx = Ctx {
         cardinality: Some(1),
@@ -385,19 +391,15 @@ fn estimate_schema(
         inside_resource_meta: false,
         defaults_forbidden: None,
     };
-    let mut schema_errors = Vec::new();
-    let mut cel_errors = Vec::new();
     w.walk(
         s,
         &mut root.field_path.clone(),
         &mut "^".to_string(),
         &ctx,
         cel_enabled,
-        &mut schema_errors,
-        &mut cel_errors,
     );
-    errors.extend(schema_errors);
-    errors.extend(cel_errors);
+    errors.append(&mut w.schema_errors);
+    errors.append(&mut w.cel_errors);
     if errors.is_empty() {
         errors.extend(checks.conversion_error);
     }
@@ -640,7 +642,6 @@ impl Walk<'_> {
     /// `fld` and `display` are the node's paths in buffers shared by the whole walk: a child
     /// appends its step and the parent truncates it afterwards, so a schema `d` levels deep
     /// holds `O(d)` bytes of paths, not `O(d²)`.
-    #[allow(clippy::too_many_arguments)]
     fn walk(
         &mut self,
         s: &Schema,
@@ -648,13 +649,11 @@ impl Walk<'_> {
         display: &mut String,
         ctx: &Ctx,
         cel_enabled: bool,
-        schema_errors: &mut Vec<FieldError>,
-        cel_errors: &mut Vec<FieldError>,
     ) {
         crate::budget::charge(1);
-        let errors_before = schema_errors.len();
+        let errors_before = self.schema_errors.len();
         let ty = self.node_type(s, ctx, cel_enabled);
-        schema_errors.extend(validate::validate_node(
+        self.schema_errors.extend(validate::validate_node(
             s,
             fld,
             validate::NodeContext {
@@ -677,7 +676,7 @@ impl Walk<'_> {
             }
             fld.push_str(".additionalProperties");
             display.push_str("[*]");
-            self.walk(ap, fld, display, &c, cel_enabled, schema_errors, cel_errors);
+            self.walk(ap, fld, display, &c, cel_enabled);
             fld.truncate(fld_len);
             display.truncate(display_len);
         }
@@ -710,15 +709,7 @@ impl Walk<'_> {
             fld.push(']');
             display.push('.');
             display.push_str(pname);
-            self.walk(
-                prop,
-                fld,
-                display,
-                &c,
-                cel_enabled,
-                schema_errors,
-                cel_errors,
-            );
+            self.walk(prop, fld, display, &c, cel_enabled);
             fld.truncate(fld_len);
             display.truncate(display_len);
         }
@@ -733,15 +724,7 @@ impl Walk<'_> {
             }
             fld.push_str(".items");
             display.push_str("[*]");
-            self.walk(
-                items,
-                fld,
-                display,
-                &c,
-                cel_enabled,
-                schema_errors,
-                cel_errors,
-            );
+            self.walk(items, fld, display, &c, cel_enabled);
             fld.truncate(fld_len);
             display.truncate(display_len);
         }
@@ -760,21 +743,13 @@ impl Walk<'_> {
                 ..ctx.clone()
             };
             let (mut mfld, mut mdisplay) = (mfld, mdisplay);
-            self.walk(
-                m,
-                &mut mfld,
-                &mut mdisplay,
-                &c,
-                false,
-                schema_errors,
-                cel_errors,
-            );
+            self.walk(m, &mut mfld, &mut mdisplay, &c, false);
         }
         if s.x_validations.is_empty() {
             return;
         }
         self.rule_count += s.x_validations.len() as u64;
-        let subtree_ok = schema_errors.len() == errors_before;
+        let subtree_ok = self.schema_errors.len() == errors_before;
         let compile = cel_enabled && subtree_ok;
         let decl = ty.decl.clone();
         let display_path = if display.as_str() == "^" {
@@ -783,7 +758,7 @@ impl Walk<'_> {
             display.to_string()
         };
         if compile && decl.is_none() {
-            cel_errors.push(FieldError::internal(
+            self.cel_errors.push(FieldError::internal(
                 &format!("{fld}.x-kubernetes-validations"),
                 "internal error: failed to construct type information for x-kubernetes-validations rules: unable to convert structural schema to CEL declarations",
             ));
@@ -860,15 +835,16 @@ impl Walk<'_> {
                 if self.suppress_per_expression_cost {
                     self.hold(&r, "rule", &rule.rule, r.cost, &e);
                 } else {
-                    cel_errors.push(e);
+                    self.cel_errors.push(e);
                 }
             }
             self.observe(&rule_fld, r.cost);
             if let Some(e) = &cr.error {
                 if e.required {
-                    cel_errors.push(FieldError::required(&rule_fld, &e.detail));
+                    self.cel_errors
+                        .push(FieldError::required(&rule_fld, &e.detail));
                 } else {
-                    cel_errors.push(FieldError::invalid(
+                    self.cel_errors.push(FieldError::invalid(
                         &rule_fld,
                         fielderr::BadValue::Go(validate::go_rule(rule)),
                         &e.detail,
@@ -877,7 +853,7 @@ impl Walk<'_> {
             }
             let me_fld = format!("{fld}.x-kubernetes-validations[{i}].messageExpression");
             if let Some(me) = &cr.message_error {
-                cel_errors.push(FieldError::invalid(
+                self.cel_errors.push(FieldError::invalid(
                     &me_fld,
                     fielderr::BadValue::Go(validate::go_rule(rule)),
                     me,
@@ -895,21 +871,21 @@ impl Walk<'_> {
                     if self.suppress_per_expression_cost {
                         self.hold(&r, "messageExpression", &rule.message_expression, mc, &e);
                     } else {
-                        cel_errors.push(e);
+                        self.cel_errors.push(e);
                     }
                 }
                 self.observe(&me_fld, mc);
             }
             if cr.uses_old_self {
                 if let Some(p) = &ctx.old_self_forbidden {
-                    cel_errors.push(FieldError::invalid(
+                    self.cel_errors.push(FieldError::invalid(
                         &rule_fld,
                         fielderr::BadValue::Str(rule.rule.clone()),
                         &format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {p}"),
                     ));
                 }
             } else if let Some(b) = rule.optional_old_self {
-                cel_errors.push(FieldError::invalid(
+                self.cel_errors.push(FieldError::invalid(
                     &format!("{fld}.x-kubernetes-validations[{i}].optionalOldSelf"),
                     fielderr::BadValue::Bool(b),
                     "may not be set if oldSelf is not used in rule",

@@ -208,9 +208,11 @@ pub fn estimate_vap_with(
             "matchCondition",
             &fp,
             &trimmed,
-            has_params,
-            true,
-            false,
+            Declared {
+                params: has_params,
+                authorizer: true,
+                variables: false,
+            },
         );
         push_error(&mut errors, &c, &fp, &trimmed);
         expressions.push(c);
@@ -246,9 +248,11 @@ pub fn estimate_vap_with(
             &format!("variable:{vname}"),
             &fp,
             &expr,
-            has_params,
-            true,
-            true,
+            Declared {
+                params: has_params,
+                authorizer: true,
+                variables: true,
+            },
         );
         push_error(&mut errors, &c, &fp, &expr);
         c.variable = Some(vname.clone());
@@ -294,9 +298,11 @@ pub fn estimate_vap_with(
                 "validation",
                 &fp,
                 &expr,
-                has_params,
-                true,
-                composition,
+                Declared {
+                    params: has_params,
+                    authorizer: true,
+                    variables: composition,
+                },
             );
             push_error(&mut errors, &c, &fp, &expr);
             validation_cost = validation_cost.saturating_add(c.report.max_cost.unwrap_or(0));
@@ -321,9 +327,11 @@ pub fn estimate_vap_with(
                 "messageExpression",
                 &mfp,
                 &me,
-                has_params,
-                false,
-                composition,
+                Declared {
+                    params: has_params,
+                    authorizer: false,
+                    variables: composition,
+                },
             );
             push_error(&mut errors, &c, &mfp, &me);
             validation_cost = validation_cost.saturating_add(c.report.max_cost.unwrap_or(0));
@@ -416,9 +424,11 @@ pub fn estimate_vap_with(
             "auditAnnotation",
             &fp,
             &trimmed,
-            has_params,
-            true,
-            composition,
+            Declared {
+                params: has_params,
+                authorizer: true,
+                variables: composition,
+            },
         );
         if let Some(e) = &c.error {
             errors.push(e.field_error(&fp, &expr));
@@ -610,7 +620,18 @@ fn variables_used(c: &CheckedExpr) -> BTreeSet<String> {
     out
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The variables a policy expression's environment declares besides the request's (apiserver
+/// `plugin/cel`'s `OptionalVariableDeclarations`, and the composited environment's `variables`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Declared {
+    /// `params`: the policy has a `paramKind`.
+    pub params: bool,
+    /// `authorizer`: every site but a messageExpression.
+    pub authorizer: bool,
+    /// `variables`: a policy with variables (and the variables themselves).
+    pub variables: bool,
+}
+
 fn compile(
     env: &Env,
     types: &mut PolicyTypes,
@@ -618,10 +639,13 @@ fn compile(
     kind: &str,
     field_path: &str,
     expr: &str,
-    has_params: bool,
-    has_authorizer: bool,
-    composition: bool,
+    declared: Declared,
 ) -> Compiled {
+    let Declared {
+        params: has_params,
+        authorizer: has_authorizer,
+        variables: composition,
+    } = declared;
     crate::budget::at(field_path);
     let vars = declare_vars(
         Type::Dyn,

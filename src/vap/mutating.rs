@@ -26,7 +26,9 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use super::types::PolicyTypes;
-use super::{Compiled, Site, compile, is_cel_identifier, meta, push_error, typed, variables_used};
+use super::{
+    Compiled, Declared, Site, compile, is_cel_identifier, meta, push_error, typed, variables_used,
+};
 
 use crate::cel::decls::Version;
 use crate::cel::env::Env;
@@ -176,9 +178,11 @@ pub fn estimate_map_with(
             "matchCondition",
             &fp,
             &trimmed,
-            has_params,
-            true,
-            false,
+            Declared {
+                params: has_params,
+                authorizer: true,
+                variables: false,
+            },
         );
         push_error(&mut errors, &c, &fp, &trimmed);
         expressions.push(c);
@@ -215,9 +219,11 @@ pub fn estimate_map_with(
             &format!("variable:{vname}"),
             &fp,
             &expr,
-            has_params,
-            true,
-            true,
+            Declared {
+                params: has_params,
+                authorizer: true,
+                variables: true,
+            },
         );
         push_error(&mut errors, &c, &fp, &expr);
         c.variable = Some(vname.clone());
@@ -278,7 +284,17 @@ pub fn estimate_map_with(
                 errors.push(FieldError::required(&fp, ""));
             } else {
                 let c = compile(
-                    env, &mut types, site, field, &fp, &trimmed, has_params, true, true,
+                    env,
+                    &mut types,
+                    site,
+                    field,
+                    &fp,
+                    &trimmed,
+                    Declared {
+                        params: has_params,
+                        authorizer: true,
+                        variables: true,
+                    },
                 );
                 push_error(&mut errors, &c, &fp, &trimmed);
                 expressions.push(c);

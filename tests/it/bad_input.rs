@@ -2,7 +2,7 @@
 //! and field path, and never a panic, a hang or lost reports for the other objects.
 
 use celcost::Estimator;
-use celcost::cli::{Outcome, estimate_text};
+use celcost::cli::{Outcome, Run};
 use serde_json::{Value, json};
 
 fn crd_with_rule(rule: &str, spec: Value) -> String {
@@ -43,7 +43,7 @@ spec:
 
 fn run(text: &str) -> Outcome {
     let mut o = Outcome::default();
-    estimate_text(&Estimator::default(), "in.yaml", text, &mut o);
+    Run::new(&Estimator::default()).text("in.yaml", text, &mut o);
     o
 }
 

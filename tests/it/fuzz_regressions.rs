@@ -3,7 +3,7 @@
 //! and over every input the fuzzer found a bug with (minimized, inline), each with the outcome
 //! it must have now.
 
-use celcost::cli::{Minors, Outcome, estimate_text_suggesting};
+use celcost::cli::{Outcome, Run};
 use celcost::fuzzing::{self, SOURCE};
 
 /// `text` through `celcost estimate`'s path (as the document targets run it), checked as the
@@ -11,13 +11,9 @@ use celcost::fuzzing::{self, SOURCE};
 fn estimate(text: &str) -> Outcome {
     let mut o = Outcome::default();
     let settings = celcost::suggest::Settings::new(celcost::report::DEFAULT_NEAR_BUDGET_PERCENT);
-    estimate_text_suggesting(
-        Minors::One(&celcost::Estimator::default()),
-        SOURCE,
-        text,
-        Some(&settings),
-        &mut o,
-    );
+    Run::new(&celcost::Estimator::default())
+        .suggesting(Some(&settings))
+        .text(SOURCE, text, &mut o);
     fuzzing::check(&o, text.len());
     o
 }

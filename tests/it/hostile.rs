@@ -7,7 +7,7 @@ use crate::fuzzgen;
 
 use celcost::Estimator;
 use celcost::budget::{Limits, run_measured};
-use celcost::cli::{Advice, Minors, Outcome, estimate_text, estimate_text_advising};
+use celcost::cli::{Advice, Outcome, Run};
 use celcost::report::{ObjectReport, WORK_BUDGET_EXCEEDED};
 use celcost::rewrite::Scope;
 
@@ -24,13 +24,9 @@ fn estimate(text: &str) -> (Vec<ObjectReport>, u64) {
             suggest: None,
             rewrites: Scope::All,
         };
-        estimate_text_advising(
-            Minors::One(&Estimator::default()),
-            "in.yaml",
-            text,
-            &advice,
-            &mut o,
-        );
+        Run::new(&Estimator::default())
+            .advising(advice.clone())
+            .text("in.yaml", text, &mut o);
         o
     });
     let o = o.expect("no stop");
@@ -136,7 +132,7 @@ fn an_object_over_its_budget_is_reported_and_the_others_estimated() {
         bytes: usize::MAX,
     });
     let mut o = Outcome::default();
-    estimate_text(&estimator, "in.yaml", &text, &mut o);
+    Run::new(&estimator).text("in.yaml", &text, &mut o);
     assert_eq!(o.reports.len(), 3);
     assert!(o.reports[0].valid && o.reports[2].valid);
     let stopped = o.reports[1].stopped.as_ref().expect("stopped");

@@ -13,7 +13,7 @@ use common::{corpus_dir, files_under};
 use std::path::{Path, PathBuf};
 
 use celcost::Estimator;
-use celcost::cli::{Outcome, estimate_text};
+use celcost::cli::{Outcome, Run};
 use celcost::report::SourceLocation;
 use saphyr_parser::{Event, Parser, ScalarStyle};
 
@@ -136,7 +136,7 @@ fn check_files(files: &[PathBuf], tally: &mut Tally) {
         };
         let name = f.display().to_string();
         let mut outcome = Outcome::default();
-        estimate_text(&estimator, &name, &text, &mut outcome);
+        Run::new(&estimator).text(&name, &text, &mut outcome);
         let lines: Vec<&str> = text.lines().collect();
         let scalars = scalars(&text);
         for r in &outcome.reports {
@@ -386,7 +386,7 @@ fn the_cost_of_positions() {
     let estimate = time(&|| {
         for (name, t) in &texts {
             let mut o = Outcome::default();
-            estimate_text(&estimator, name, t, &mut o);
+            Run::new(&estimator).text(name, t, &mut o);
             std::hint::black_box(o);
         }
     });

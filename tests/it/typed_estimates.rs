@@ -310,7 +310,7 @@ fn the_cli_types_policies_from_the_crds_of_its_input() {
     std::fs::write(dir.join("crds/widgets.json"), yaml(&crd())).unwrap();
     std::fs::write(dir.join("policy.json"), yaml(&policy())).unwrap();
     let e = Estimator::default();
-    let out = celcost::cli::estimate_paths(&e, std::slice::from_ref(&dir));
+    let out = celcost::cli::Run::new(&e).paths(std::slice::from_ref(&dir));
     std::fs::remove_dir_all(&dir).ok();
     assert!(out.input_errors.is_empty(), "{:?}", out.input_errors);
     let kinds: Vec<&str> = out.reports.iter().map(|r| r.kind.as_str()).collect();
@@ -336,10 +336,10 @@ fn the_cli_types_policies_from_the_crds_of_its_input() {
     assert!(table.contains("typed against example.com/v1/widgets — CRD widgets.example.com"));
     assert!(table.contains("drivers: object.spec.items, object.spec.items[*].id"));
 
-    // One text with both, as `estimate_text` reads it.
+    // One text with both, as `Run::text` reads it.
     let text = format!("{}\n---\n{}\n", yaml(&policy()), yaml(&crd()));
     let mut o = celcost::cli::Outcome::default();
-    celcost::cli::estimate_text(&e, "in.yaml", &text, &mut o);
+    celcost::cli::Run::new(&e).text("in.yaml", &text, &mut o);
     assert_eq!(o.reports.len(), 2);
     assert_eq!(o.reports[0].kind, "ValidatingAdmissionPolicy");
     assert_eq!(

@@ -246,9 +246,8 @@ fn openshift_1_37_is_upstreams_and_says_so() {
 /// accepted on every minor of the range.
 #[test]
 fn the_clis_range_suggestions_fit_every_minor() {
-    use celcost::cli::{Advice, Minors, estimate_paths_advising};
+    use celcost::cli::{Advice, Run};
     use celcost::estimate::range::RangeEstimator;
-    use celcost::schema::catalog::SchemaCatalog;
     let dir = tempfile::tempdir().unwrap();
     for f in ["backendtimeoutpolicies.yaml", "retrypolicies.yaml"] {
         std::fs::copy(fixtures().join(f), dir.path().join(f)).unwrap();
@@ -265,12 +264,9 @@ fn the_clis_range_suggestions_fit_every_minor() {
         .collect();
     let range = RangeEstimator::new(minors.iter().map(|m| Estimator::for_minor(m)).collect());
     let advice = Advice::suggesting(Some(&Settings::default()));
-    let out = estimate_paths_advising(
-        Minors::Range(&range),
-        &[dir.path().to_path_buf()],
-        &SchemaCatalog::new(),
-        &advice,
-    );
+    let out = Run::new(&range)
+        .advising(advice.clone())
+        .paths(&[dir.path().to_path_buf()]);
     assert_eq!(out.reports.len(), 3);
     for r in &out.reports {
         let file = r.source.split('#').next().unwrap();
