@@ -114,6 +114,19 @@ fn estimate_text(text: &str) -> Outcome {
     outcome
 }
 
+/// Every error has its parts, and they make its text.
+fn check_error_parts(errors: &[String], parts: &[crate::report::ErrorParts]) {
+    assert_eq!(errors.len(), parts.len(), "{errors:?}");
+    for (e, p) in errors.iter().zip(parts) {
+        let text = if p.field.is_empty() {
+            p.message.clone()
+        } else {
+            format!("{}: {}", p.field, p.message)
+        };
+        assert_eq!(e, &text, "an error's parts make its text");
+    }
+}
+
 /// What must hold of any input's outcome (`len`: the fuzzed input's size).
 pub fn check(outcome: &Outcome, len: usize) {
     for e in &outcome.input_errors {
@@ -135,7 +148,19 @@ pub fn check(outcome: &Outcome, len: usize) {
                 .unwrap_or_else(|e| panic!("the JSON output does not parse: {e}\n{l}"))
         })
         .collect();
-    assert_eq!(&back, reports, "the JSON output is the reports");
+    // But for the errors' parts, which it has as their text.
+    let without_parts: Vec<ObjectReport> = reports
+        .iter()
+        .cloned()
+        .map(|mut r| {
+            r.error_parts.clear();
+            if let Some(u) = &mut r.update {
+                u.error_parts.clear();
+            }
+            r
+        })
+        .collect();
+    assert_eq!(back, without_parts, "the JSON output is the reports");
     let near = crate::report::DEFAULT_NEAR_BUDGET_PERCENT;
     let _ = crate::output::table::render_table(reports);
     let _ = crate::output::markdown::render_markdown(reports);
@@ -147,6 +172,10 @@ pub fn check(outcome: &Outcome, len: usize) {
 }
 
 fn check_report(r: &ObjectReport, len: usize) {
+    check_error_parts(&r.errors, &r.error_parts);
+    if let Some(u) = &r.update {
+        check_error_parts(&u.errors, &u.error_parts);
+    }
     assert!(
         r.source.starts_with(SOURCE),
         "a report names its source: {}",

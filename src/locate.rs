@@ -151,12 +151,9 @@ impl ObjectSource {
         for e in &mut report.expressions {
             e.location = self.locate(&e.field_path);
         }
-        report.error_locations = report
-            .errors
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let (field_path, location) = self.nearest(error_field_path(e));
+        report.error_locations = (0..report.errors.len())
+            .map(|i| {
+                let (field_path, location) = self.nearest(report.error_field(i));
                 ErrorLocation {
                     error: i as u64,
                     field_path,
@@ -169,15 +166,6 @@ impl ObjectSource {
             let at = st.message.rsplit_once(" at ").map(|(_, p)| p.trim());
             st.location = Some(self.nearest(at.unwrap_or_default()).1);
         }
-    }
-}
-
-/// The field path an API server error starts with (`<field path>: <type>: <detail>`); empty
-/// when it has none.
-pub fn error_field_path(error: &str) -> &str {
-    match error.split_once(": ") {
-        Some((p, _)) if !p.is_empty() && !p.contains(char::is_whitespace) => p,
-        _ => "",
     }
 }
 
@@ -372,14 +360,5 @@ mod tests {
         let path = format!("{}rule", "a.".repeat(depth));
         assert_eq!(s.locate(&path).map(|l| l.line), Some(depth as u64 + 1));
         assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
-    }
-
-    #[test]
-    fn error_field_paths() {
-        assert_eq!(
-            error_field_path("spec.versions[0].name: Required value"),
-            "spec.versions[0].name"
-        );
-        assert_eq!(error_field_path("no matches for kind \"X\": y"), "");
     }
 }

@@ -69,6 +69,11 @@ pub struct ObjectReport {
     /// The API server's field errors, `<field path>: <type>: <detail>`.
     #[serde(default)]
     pub errors: Vec<String>,
+    /// `errors` in parts, one each (not in the JSON output, which has their text): what
+    /// celcost's outputs read of them.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub error_parts: Vec<ErrorParts>,
     /// CRDs: one entry per validated schema root.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schemas: Vec<SchemaReport>,
@@ -131,6 +136,10 @@ pub struct UpdateVerdict {
     /// Its field errors, `<field path>: <type>: <detail>`, as it words them.
     #[serde(default)]
     pub errors: Vec<String>,
+    /// `errors` in parts (not in the JSON output), as [`ObjectReport::error_parts`].
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub error_parts: Vec<ErrorParts>,
     /// Every version of the new object, and whether the update leaves its schema unchanged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub versions: Vec<VersionSchemaChange>,
@@ -619,6 +628,52 @@ pub struct PolicyBudget {
     pub typed_mutation_cost: Option<u64>,
 }
 
+/// An API server error in parts, as it was made (k8s.io/apimachinery `field.Error`): the text is
+/// `<field>: <message>`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ErrorParts {
+    /// The field path it is about; empty for an error about no field (a kind not served).
+    pub field: String,
+    /// The error type's words (`Forbidden`, `Invalid value`, …); empty for an error that is not
+    /// a field error.
+    pub kind: String,
+    /// The text after the field path: the type's words, the bad value, the detail.
+    pub message: String,
+    /// Which cost limit a cost error is about.
+    pub cost: Option<CostError>,
+}
+
+impl ErrorParts {
+    /// An error that is not a field error (its text names the field, if any, itself).
+    pub fn other(field: &str, message: &str) -> Self {
+        ErrorParts {
+            field: field.to_string(),
+            message: message.to_string(),
+            ..ErrorParts::default()
+        }
+    }
+}
+
+/// The cost limits the API server's cost errors are about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CostError {
+    /// A rule's cost × cardinality over the per-rule limit.
+    Rule,
+    /// A messageExpression's cost over the per-rule limit.
+    MessageExpression,
+    /// A rule among the costliest of a schema whose total is over the per-CRD limit.
+    ContributedToTotal,
+    /// A schema's total over the per-CRD limit.
+    Total,
+}
+
+impl CostError {
+    /// A rule's or messageExpression's own limit (not the total's).
+    pub fn per_rule(self) -> bool {
+        matches!(self, CostError::Rule | CostError::MessageExpression)
+    }
+}
+
 /// What the per-rule limit is compared with: a CRD rule's cost × cardinality, or its
 /// messageExpression's cost where that is higher (the API server checks both against the limit).
 pub fn judged_rule_cost(cost: u64, message_expression_cost: Option<u64>) -> u64 {
@@ -641,6 +696,16 @@ impl ExpressionReport {
 }
 
 impl ObjectReport {
+    /// The field path error `i` is about (empty when it names none).
+    pub fn error_field(&self, i: usize) -> &str {
+        self.error_parts.get(i).map_or("", |p| p.field.as_str())
+    }
+
+    /// Which cost limit error `i` is about, if it is a cost error.
+    pub fn error_cost(&self, i: usize) -> Option<CostError> {
+        self.error_parts.get(i).and_then(|p| p.cost)
+    }
+
     /// The highest rule cost (rule × cardinality, or a messageExpression) of a CRD.
     pub fn highest_rule_cost(&self) -> u64 {
         self.schemas

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::cel::decls::Version;
 use crate::cel::gofmt::{fixed, shortest_digits};
 pub use crate::cel::gofmt::{go_float, go_quote};
+pub use crate::report::{CostError, ErrorParts};
 pub use govalue::GoValue;
 
 /// Whether `field.Error` renders a bad value that is not a string, number or boolean as JSON
@@ -213,6 +214,8 @@ pub struct FieldError {
     pub kind: ErrorType,
     pub value: BadValue,
     pub detail: String,
+    /// Which cost limit a cost error is about (celcost's, not part of the text).
+    pub cost: Option<CostError>,
 }
 
 impl FieldError {
@@ -222,6 +225,7 @@ impl FieldError {
             kind: ErrorType::Invalid,
             value,
             detail: detail.into(),
+            cost: None,
         }
     }
     pub fn required(field: &str, detail: &str) -> Self {
@@ -230,6 +234,7 @@ impl FieldError {
             kind: ErrorType::Required,
             value: BadValue::Omit,
             detail: detail.into(),
+            cost: None,
         }
     }
     pub fn forbidden(field: &str, detail: &str) -> Self {
@@ -238,6 +243,7 @@ impl FieldError {
             kind: ErrorType::Forbidden,
             value: BadValue::Omit,
             detail: detail.into(),
+            cost: None,
         }
     }
     pub fn internal(field: &str, detail: &str) -> Self {
@@ -246,6 +252,7 @@ impl FieldError {
             kind: ErrorType::Internal,
             value: BadValue::Omit,
             detail: detail.into(),
+            cost: None,
         }
     }
     pub fn not_supported(field: &str, value: BadValue, valid: &[&str]) -> Self {
@@ -254,6 +261,7 @@ impl FieldError {
             kind: ErrorType::NotSupported(valid.iter().map(|s| s.to_string()).collect()),
             value,
             detail: String::new(),
+            cost: None,
         }
     }
     /// `field.TooLong(field, _, max)`.
@@ -263,6 +271,7 @@ impl FieldError {
             kind: ErrorType::TooLong(max),
             value: BadValue::Omit,
             detail: String::new(),
+            cost: None,
         }
     }
     /// `field.TooMany(field, actual, max)`.
@@ -276,12 +285,34 @@ impl FieldError {
                 BadValue::Omit
             },
             detail: String::new(),
+            cost: None,
         }
+    }
+
+    /// This error, about the cost limit `cost`.
+    pub fn about_cost(mut self, cost: CostError) -> Self {
+        self.cost = Some(cost);
+        self
     }
 
     /// `field.Error.Error()` as Kubernetes `k` writes it.
     pub fn render(&self, k: Version) -> String {
-        let type_str = match &self.kind {
+        format!("{}: {}", self.field, self.message(k))
+    }
+
+    /// The error in parts, its message as Kubernetes `k` writes it.
+    pub fn parts(&self, k: Version) -> ErrorParts {
+        ErrorParts {
+            field: self.field.clone(),
+            kind: self.type_words().to_string(),
+            message: self.message(k),
+            cost: self.cost,
+        }
+    }
+
+    /// The words of the error's type (`field.ErrorType.String()`).
+    fn type_words(&self) -> &'static str {
+        match &self.kind {
             ErrorType::Invalid => "Invalid value",
             ErrorType::Required => "Required value",
             ErrorType::Forbidden => "Forbidden",
@@ -290,7 +321,12 @@ impl FieldError {
             ErrorType::Duplicate => "Duplicate value",
             ErrorType::TooLong(_) => "Too long",
             ErrorType::TooMany(_) => "Too many",
-        };
+        }
+    }
+
+    /// The text after the field path: `<type>[: <value>][: <detail>]`.
+    fn message(&self, k: Version) -> String {
+        let type_str = self.type_words();
         let mut body = match (&self.kind, &self.value) {
             (
                 ErrorType::Required
@@ -317,8 +353,20 @@ impl FieldError {
             body.push_str(": ");
             body.push_str(&detail);
         }
-        format!("{}: {}", self.field, body)
+        body
     }
+}
+
+/// The errors' texts as Kubernetes `k` writes them, and their parts (a report's `errors` and
+/// `error_parts`).
+pub fn render_all(errors: &[FieldError], k: Version) -> (Vec<String>, Vec<ErrorParts>) {
+    errors
+        .iter()
+        .map(|e| {
+            let parts = e.parts(k);
+            (format!("{}: {}", parts.field, parts.message), parts)
+        })
+        .unzip()
 }
 
 /// The detail of `field.TooLong` (before 1.32, `field.TooLongMaxLength`) in Kubernetes `k`.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use compile::{RuleCompilation, compile_rule, compile_rule_in};
-use fielderr::FieldError;
+use fielderr::{CostError, FieldError};
 
 use crate::cel::env::{CheckerPanic, Env};
 use crate::report::{
@@ -43,6 +43,7 @@ impl crate::report::ObjectReport {
     pub fn set_apiserver_panic(&mut self, field_path: &str, p: &crate::cel::env::CheckerPanic) {
         self.valid = false;
         self.errors = vec![format!("{field_path}: {}", p.message())];
+        self.error_parts = vec![crate::report::ErrorParts::other(field_path, &p.message())];
         self.apiserver_panic = Some(crate::report::ApiServerPanic {
             field_path: field_path.to_string(),
             panic: p.value.to_string(),
@@ -168,7 +169,7 @@ fn estimate_write_keeping(
                 fielderr::BadValue::Omit,
                 &e.message,
             ));
-            report.errors = errors.iter().map(|e| e.render(env.kubernetes)).collect();
+            (report.errors, report.error_parts) = fielderr::render_all(&errors, env.kubernetes);
             report.valid = false;
             if let Some(k) = keep {
                 *k = Some(errors);
@@ -200,7 +201,7 @@ fn estimate_write_keeping(
         Some(u) => errors.extend(u.object_errors(crd, env.kubernetes)),
     }
     report.valid = errors.is_empty();
-    report.errors = errors.iter().map(|e| e.render(env.kubernetes)).collect();
+    (report.errors, report.error_parts) = fielderr::render_all(&errors, env.kubernetes);
     match panic {
         Some((field_path, p)) => report.set_apiserver_panic(&field_path, &p),
         None => {
@@ -405,19 +406,25 @@ fn estimate_schema(
     }
     if cel_enabled && w.total > PER_SCHEMA_COST_LIMIT {
         for (path, _) in &w.most_expensive {
-            errors.push(FieldError::forbidden(
-                path,
-                "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
-            ));
+            errors.push(
+                FieldError::forbidden(
+                    path,
+                    "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+                )
+                .about_cost(CostError::ContributedToTotal),
+            );
         }
-        errors.push(FieldError::forbidden(
-            &root.field_path,
-            &cost_error_message(
-                "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
-                w.total,
-                PER_SCHEMA_COST_LIMIT,
-            ),
-        ));
+        errors.push(
+            FieldError::forbidden(
+                &root.field_path,
+                &cost_error_message(
+                    "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+                    w.total,
+                    PER_SCHEMA_COST_LIMIT,
+                ),
+            )
+            .about_cost(CostError::Total),
+        );
     }
     let report = SchemaReport {
         schema_field_path: root.field_path.clone(),
@@ -831,7 +838,8 @@ impl Walk<'_> {
                 let e = FieldError::forbidden(
                     &rule_fld,
                     &cost_error_message("estimated rule cost", r.cost, PER_RULE_COST_LIMIT),
-                );
+                )
+                .about_cost(CostError::Rule);
                 if self.suppress_per_expression_cost {
                     self.hold(&r, "rule", &rule.rule, r.cost, &e);
                 } else {
@@ -867,7 +875,8 @@ impl Walk<'_> {
                             mc,
                             PER_RULE_COST_LIMIT,
                         ),
-                    );
+                    )
+                    .about_cost(CostError::MessageExpression);
                     if self.suppress_per_expression_cost {
                         self.hold(&r, "messageExpression", &rule.message_expression, mc, &e);
                     } else {

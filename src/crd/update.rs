@@ -254,6 +254,7 @@ pub fn judge_update(
         valid: report.valid,
         stored_only: stored_only(create, &report),
         errors: report.errors,
+        error_parts: report.error_parts,
         versions: rules.versions,
         held,
         stopped: None,

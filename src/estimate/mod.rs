@@ -92,10 +92,14 @@ impl<'v> Shared<'v> {
 
     /// The errors of minor `from`'s CRD estimate, rendered as minor `to` words them; `None`
     /// when `from` kept none (no CRD estimate, or an API server panic).
-    pub fn errors_worded_for(&self, from: Version, to: Version) -> Option<Vec<String>> {
+    pub fn errors_worded_for(
+        &self,
+        from: Version,
+        to: Version,
+    ) -> Option<(Vec<String>, Vec<crate::report::ErrorParts>)> {
         let kept = self.errors.borrow();
         let (_, errors) = kept.iter().find(|(k, _)| *k == from)?;
-        Some(errors.iter().map(|e| e.render(to)).collect())
+        Some(crate::crd::fielderr::render_all(errors, to))
     }
 
     /// `f` of the object's [`Prepared`] CRD, made now unless an earlier estimate made it.

@@ -479,9 +479,10 @@ impl RangeEstimator {
                 if shareable(&out[r], from, to, rules[r]) {
                     Some(out[r].clone())
                 } else if rewordable(&out[r], from, to, rules[r]) {
-                    let errors = object.errors_worded_for(from, to)?;
+                    let (errors, parts) = object.errors_worded_for(from, to)?;
                     let mut copy = out[r].clone();
                     copy.errors = errors;
+                    copy.error_parts = parts;
                     Some(copy)
                 } else {
                     None
@@ -544,6 +545,9 @@ fn served_otherwise(
                 && r.errors.first() == Some(&a)
                 && others_alike(&r.errors[1..]) =>
         {
+            if let Some(p) = copy.error_parts.first_mut() {
+                *p = crate::report::ErrorParts::other("", &b);
+            }
             copy.errors[0] = b;
         }
         _ => return None,

@@ -12,7 +12,7 @@ mod update;
 
 use std::collections::{HashMap, HashSet};
 
-use crate::locate::error_field_path;
+use crate::report::CostError;
 use crate::report::format::{num, percent};
 use crate::report::{
     ExpressionReport, MATCH_CONDITIONS_COST_BUDGET, ObjectReport, PER_RULE_COST_LIMIT,
@@ -364,10 +364,15 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
     }
     // Field paths whose cost errors a budget finding already carries.
     let mut covered: HashSet<String> = HashSet::new();
+    // An error over a limit (a rule's, a messageExpression's or a total's) about `path`.
+    let over_limit = |i: usize| {
+        r.error_cost(i)
+            .is_some_and(|c| c != CostError::ContributedToTotal)
+    };
     let cost_error = |path: &str| {
-        r.errors
-            .iter()
-            .find(|e| error_field_path(e) == path && e.contains("exceeds budget"))
+        (0..r.errors.len())
+            .find(|&i| r.error_field(i) == path && over_limit(i))
+            .map(|i| &r.errors[i])
     };
     for s in &r.schemas {
         for rule in &s.rules {
@@ -501,12 +506,12 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
         .map(|l| (l.error as usize, &l.location))
         .collect();
     for (i, e) in r.errors.iter().enumerate() {
-        let path = error_field_path(e);
-        if !path.is_empty() && covered.contains(path) && e.contains("exceeds budget") {
+        let path = r.error_field(i);
+        if !path.is_empty() && covered.contains(path) && over_limit(i) {
             continue;
         }
         // Explained by the total's finding.
-        if e.contains("contributed to estimated rule cost total")
+        if r.error_cost(i) == Some(CostError::ContributedToTotal)
             && r.schemas.iter().any(|s| s.exceeds_total_limit)
         {
             continue;

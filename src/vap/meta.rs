@@ -270,6 +270,7 @@ pub fn validate_spec(spec: &Value, k: Version) -> Vec<FieldError> {
                     kind: crate::crd::fielderr::ErrorType::Duplicate,
                     value: BadValue::Str(n.clone()),
                     detail: String::new(),
+                    cost: None,
                 });
             }
         }

@@ -399,6 +399,7 @@ pub fn estimate_vap_with(
                 kind: crate::crd::fielderr::ErrorType::Duplicate,
                 value: BadValue::Str(key),
                 detail: String::new(),
+                cost: None,
             });
         }
         let expr = s(a, "valueExpression");
@@ -483,7 +484,7 @@ pub fn estimate_vap_with(
     let panic = first_panic(&expressions);
     report.expressions = expressions.into_iter().map(|c| c.report).collect();
     report.valid = errors.is_empty();
-    report.errors = errors.iter().map(|e| e.render(k)).collect();
+    (report.errors, report.error_parts) = crate::crd::fielderr::render_all(&errors, k);
     if let Some((field_path, p)) = panic {
         report.set_apiserver_panic(&field_path, &p);
     }

@@ -334,10 +334,13 @@ pub fn estimate_map_with(
     // Not served: the request never reaches the validation that would panic.
     let panic = super::first_panic(&expressions).filter(|_| not_served.is_none());
     report.expressions = expressions.into_iter().map(|c| c.report).collect();
-    report.errors = not_served.into_iter().collect();
-    report
-        .errors
-        .extend(errors.iter().map(|e| e.render(env.kubernetes)));
+    let (texts, parts) = crate::crd::fielderr::render_all(&errors, env.kubernetes);
+    report.error_parts = not_served
+        .iter()
+        .map(|why| crate::report::ErrorParts::other("", why))
+        .chain(parts)
+        .collect();
+    report.errors = not_served.into_iter().chain(texts).collect();
     report.valid = report.errors.is_empty();
     if let Some((field_path, p)) = panic {
         report.set_apiserver_panic(&field_path, &p);

@@ -398,3 +398,69 @@ fn the_cost_of_positions() {
         located - plain
     );
 }
+
+/// The API server's cost errors carry which limit they are about, and every error its field:
+/// the outputs read those, not the text.
+#[test]
+fn errors_carry_their_field_and_which_cost_limit() {
+    let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              names:
+                type: array
+                items: {type: string}
+                x-kubernetes-validations:
+                - rule: "self.all(x, self.all(y, x.matches(y)))"
+                  messageExpression: "self.map(x, self.map(y, x + y).join(',')).join(',')"
+"#;
+    let mut o = Outcome::default();
+    Run::new(&Estimator::default()).text("in.yaml", crd, &mut o);
+    let r = &o.reports[0];
+    assert!(!r.valid);
+    assert_eq!(r.errors.len(), r.error_parts.len());
+    let rules = "spec.validation.openAPIV3Schema.properties[spec].properties[names].x-kubernetes-validations[0]";
+    let mut kinds = Vec::new();
+    for (i, e) in r.errors.iter().enumerate() {
+        let parts = &r.error_parts[i];
+        assert_eq!(e, &format!("{}: {}", parts.field, parts.message));
+        if parts.cost.is_some() {
+            assert_eq!(parts.kind, "Forbidden", "{e}");
+        }
+        kinds.push((parts.field.clone(), parts.cost));
+    }
+    use celcost::report::CostError;
+    assert!(
+        kinds.contains(&(format!("{rules}.rule"), Some(CostError::Rule))),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&(
+            format!("{rules}.messageExpression"),
+            Some(CostError::MessageExpression)
+        )),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&(
+            "spec.validation.openAPIV3Schema".to_string(),
+            Some(CostError::Total)
+        )),
+        "{kinds:?}"
+    );
+}

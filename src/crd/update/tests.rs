@@ -42,18 +42,27 @@ fn version(name: &str, storage: bool, n: usize) -> Value {
     })
 }
 
-fn judge(minor: &'static Minor, old: &Value, new: &Value) -> (Vec<String>, UpdateVerdict) {
+/// The errors on create, and their parts.
+#[derive(Debug)]
+struct Created(Vec<String>, Vec<crate::report::ErrorParts>);
+
+impl std::ops::Deref for Created {
+    type Target = Vec<String>;
+    fn deref(&self) -> &Vec<String> {
+        &self.0
+    }
+}
+
+fn judge(minor: &'static Minor, old: &Value, new: &Value) -> (Created, UpdateVerdict) {
     let e = Estimator::for_minor(minor);
     let r = e.estimate_update(old, new, "new", "old");
     let u = r.update.clone().expect("an update verdict");
-    (r.errors, u)
+    (Created(r.errors, r.error_parts), u)
 }
 
-fn fields(errors: &[String]) -> Vec<String> {
-    let mut f: Vec<String> = errors
-        .iter()
-        .map(|e| crate::locate::error_field_path(e).to_string())
-        .collect();
+/// The field paths of the errors, sorted.
+fn fields(errors: &[crate::report::ErrorParts]) -> Vec<String> {
+    let mut f: Vec<String> = errors.iter().map(|e| e.field.clone()).collect();
     f.sort();
     f
 }
@@ -81,14 +90,14 @@ fn unchanged_versions_escape_the_per_expression_limit() {
     for minor in every_minor() {
         let (create, u) = judge(minor, &old, &new);
         assert_eq!(
-            fields(&create),
+            fields(&create.1),
             [me(0), me(1), me(2)],
             "{}: create",
             minor.label()
         );
         assert!(!u.valid, "{}", minor.label());
         // versions[0] is exempted because it existed in the stored object.
-        assert_eq!(fields(&u.errors), [me(1), me(2)], "{}", minor.label());
+        assert_eq!(fields(&u.error_parts), [me(1), me(2)], "{}", minor.label());
         for e in &u.errors {
             assert!(
                 e.contains(
@@ -123,7 +132,7 @@ fn a_stored_schema_every_version_shared_answers_for_new_versions_too() {
     for minor in every_minor() {
         let (_, u) = judge(minor, &old, &new);
         assert_eq!(
-            fields(&u.errors),
+            fields(&u.error_parts),
             [
                 "spec.versions[1].schema.openAPIV3Schema.properties[f].x-kubernetes-validations[0].messageExpression"
             ],
@@ -146,7 +155,7 @@ fn a_stored_schema_every_version_shared_answers_for_new_versions_too() {
     let new = crd(json!([version("v1", true, 8), v2]));
     let (_, u) = judge(&KUBERNETES[6], &old, &new);
     assert_eq!(
-        fields(&u.errors),
+        fields(&u.error_parts),
         [
             "spec.versions[1].schema.openAPIV3Schema.properties[f].x-kubernetes-validations[0].messageExpression"
         ]
@@ -298,11 +307,16 @@ fn stored_expressions_compile_in_the_stored_environment() {
         let stored = compat_crd(&rule, &message);
         // On create, the library is not there.
         let (create, _) = judge(minor, &stored, &stored);
-        assert_eq!(fields(&create), all_at("rule"), "{} ({lib})", minor.label());
+        assert_eq!(
+            fields(&create.1),
+            all_at("rule"),
+            "{} ({lib})",
+            minor.label()
+        );
         // Unchanged: allowed (1.30 looked messageExpressions up among the stored rules).
         let (_, u) = judge(minor, &stored, &stored);
         if minor.stored_message_expressions_by_rule {
-            assert_eq!(fields(&u.errors), all_at("messageExpression"));
+            assert_eq!(fields(&u.error_parts), all_at("messageExpression"));
         } else {
             assert!(u.valid, "{} ({lib}): {:?}", minor.label(), u.errors);
         }
@@ -316,7 +330,7 @@ fn stored_expressions_compile_in_the_stored_environment() {
         let (_, u) = judge(minor, &compat_crd(&other_rule, &message), &stored);
         // (A rule that does not compile leaves its messageExpression uncompiled.)
         assert_eq!(
-            fields(&u.errors),
+            fields(&u.error_parts),
             all_at("rule"),
             "{} ({lib})",
             minor.label()
@@ -327,7 +341,7 @@ fn stored_expressions_compile_in_the_stored_environment() {
         // The messageExpression changed: not allowed.
         let (_, u) = judge(minor, &stored, &compat_crd(&rule, &other_message));
         assert_eq!(
-            fields(&u.errors),
+            fields(&u.error_parts),
             all_at("messageExpression"),
             "{} ({lib})",
             minor.label()

@@ -623,6 +623,7 @@ fn field_error_for_reason(
             kind: ErrorType::Duplicate,
             value,
             detail: String::new(),
+            cost: None,
         },
         _ => FieldError::invalid(fld, value, detail),
     }

@@ -3,7 +3,6 @@
 //! warnings and what the unchanged schema holds.
 
 use super::{Ctx, Finding, HELD_BY_UNCHANGED_SCHEMA, Level, UPDATE_REFUSED, one_line};
-use crate::locate::error_field_path;
 use crate::report::PER_RULE_COST_LIMIT;
 use crate::report::format::{num, percent};
 
@@ -67,8 +66,8 @@ pub(super) fn update_findings(c: &Ctx<'_>, start: usize, out: &mut Vec<Finding>)
         }
         return;
     }
-    for e in &u.errors {
-        let path = error_field_path(e);
+    for (i, e) in u.errors.iter().enumerate() {
+        let path = u.error_parts.get(i).map_or("", |p| p.field.as_str());
         let location = r.schemas.iter().find_map(|s| {
             if s.schema_field_path == path {
                 return s.location.as_ref();
