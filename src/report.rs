@@ -696,6 +696,30 @@ impl ExpressionReport {
 }
 
 impl ObjectReport {
+    /// A report on `object` (its `apiVersion` and `metadata.name`), a `kind` read from
+    /// `source`, by the Kubernetes version `kubernetes_version` (`v1.36`), with nothing
+    /// estimated yet.
+    pub fn on(
+        object: &serde_json::Value,
+        kind: &str,
+        source: &str,
+        kubernetes_version: String,
+    ) -> Self {
+        let text = |v: Option<&serde_json::Value>| {
+            v.and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        ObjectReport {
+            source: source.to_string(),
+            kind: kind.to_string(),
+            api_version: text(object.get("apiVersion")),
+            name: text(object.pointer("/metadata/name")),
+            kubernetes_version,
+            ..Default::default()
+        }
+    }
+
     /// The field path error `i` is about (empty when it names none).
     pub fn error_field(&self, i: usize) -> &str {
         self.error_parts.get(i).map_or("", |p| p.field.as_str())

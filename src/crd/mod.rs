@@ -143,23 +143,12 @@ fn estimate_write_keeping(
     update: Option<&update::UpdateRules>,
     keep: Option<&mut Option<Vec<FieldError>>>,
 ) -> (ObjectReport, Vec<HeldExpression>) {
-    let name = crd
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let mut report = ObjectReport {
-        source: source.to_string(),
-        kind: "CustomResourceDefinition".into(),
-        api_version: crd
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        name,
-        kubernetes_version: format!("v{}", env.kubernetes),
-        ..Default::default()
-    };
+    let mut report = ObjectReport::on(
+        crd,
+        "CustomResourceDefinition",
+        source,
+        format!("v{}", env.kubernetes),
+    );
     let mut errors: Vec<FieldError> = Vec::new();
     let roots = match &prepared.roots {
         Ok(r) => r,

@@ -249,25 +249,6 @@ fn one_line(s: &str, max: usize) -> String {
     }
 }
 
-/// Why a rule costs what it does (the table's why line).
-fn rule_why(rule: &RuleReport) -> Vec<String> {
-    let mut why = Vec::new();
-    if !rule.drivers.unbounded_ancestors.is_empty() {
-        why.push(format!(
-            "cardinality {} from the request size: no maxItems/maxProperties on {}",
-            num(rule.cardinality_used),
-            rule.drivers.unbounded_ancestors.join(", ")
-        ));
-    }
-    if !rule.drivers.unbounded_fields.is_empty() {
-        why.push(format!(
-            "unbounded: {} (add maxLength/maxItems/maxProperties)",
-            rule.drivers.unbounded_fields.join(", ")
-        ));
-    }
-    why
-}
-
 /// The findings of a run, report by report.
 pub fn findings(reports: &[ObjectReport], near_percent: f64) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -566,7 +547,7 @@ fn rule_findings<'a>(
         if kind.level == Level::Error {
             m.push_str(&format!(" Kubernetes {version} rejects the CRD."));
         }
-        let why = rule_why(rule);
+        let why = super::rows::drivers_why(rule);
         if !why.is_empty() {
             m.push_str(&format!(" Why: {}.", why.join("; ")));
         }

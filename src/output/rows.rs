@@ -38,24 +38,31 @@ pub(super) fn some_of(items: &[String], n: usize) -> String {
     }
 }
 
+/// Why a rule costs what it does: the unbounded ancestors its cardinality comes from, the
+/// unbounded fields it reads (the table's why lines, the findings' text).
+pub(super) fn drivers_why(rule: &crate::report::RuleReport) -> Vec<String> {
+    let mut why = Vec::new();
+    if !rule.drivers.unbounded_ancestors.is_empty() {
+        why.push(format!(
+            "cardinality {} from the request size: no maxItems/maxProperties on {}",
+            num(rule.cardinality_used),
+            rule.drivers.unbounded_ancestors.join(", ")
+        ));
+    }
+    if !rule.drivers.unbounded_fields.is_empty() {
+        why.push(format!(
+            "unbounded: {} (add maxLength/maxItems/maxProperties)",
+            rule.drivers.unbounded_fields.join(", ")
+        ));
+    }
+    why
+}
+
 pub(super) fn crd_rows(r: &ObjectReport) -> Vec<Row> {
     let mut rows = Vec::new();
     for s in &r.schemas {
         for rule in &s.rules {
-            let mut why = Vec::new();
-            if !rule.drivers.unbounded_ancestors.is_empty() {
-                why.push(format!(
-                    "cardinality {} from the request size: no maxItems/maxProperties on {}",
-                    num(rule.cardinality_used),
-                    rule.drivers.unbounded_ancestors.join(", ")
-                ));
-            }
-            if !rule.drivers.unbounded_fields.is_empty() {
-                why.push(format!(
-                    "unbounded: {} (add maxLength/maxItems/maxProperties)",
-                    rule.drivers.unbounded_fields.join(", ")
-                ));
-            }
+            let mut why = drivers_why(rule);
             if let Some(e) = &rule.compile_error {
                 why.push(format!("does not compile: {}", truncate(e, 120)));
             }

@@ -152,23 +152,13 @@ pub fn estimate_vap_with(
     source: &str,
     catalog: &SchemaCatalog,
 ) -> ObjectReport {
-    let name = vap
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let mut report = ObjectReport {
-        source: source.to_string(),
-        kind: "ValidatingAdmissionPolicy".into(),
-        api_version: vap
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        name: name.clone(),
-        kubernetes_version: format!("v{}", env.kubernetes),
-        ..Default::default()
-    };
+    let mut report = ObjectReport::on(
+        vap,
+        "ValidatingAdmissionPolicy",
+        source,
+        format!("v{}", env.kubernetes),
+    );
+    let name = report.name.clone();
     let k = env.kubernetes;
     let mut errors: Vec<FieldError> = meta::validate_object_meta(vap.get("metadata"), k);
     let spec = vap.get("spec").unwrap_or(&Value::Null);
@@ -193,73 +183,28 @@ pub fn estimate_vap_with(
     };
 
     for (i, mc) in list("matchConditions").iter().enumerate() {
-        let fp = format!("spec.matchConditions[{i}].expression");
-        let expr = s(mc, "expression");
-        let trimmed = expr.trim().to_string();
-        if trimmed.is_empty() {
-            errors.push(FieldError::required(&fp, ""));
-            continue;
-        }
-        // matchConditions use the stateless compiler: no `variables`.
-        let c = compile(
+        let declared = Declared {
+            params: has_params,
+            ..Declared::default()
+        };
+        expressions.extend(compile_match_condition(
             env,
             &mut types,
-            Site::MatchCondition,
-            "matchCondition",
-            &fp,
-            &trimmed,
-            Declared {
-                params: has_params,
-                authorizer: true,
-                variables: false,
-            },
-        );
-        push_error(&mut errors, &c, &fp, &trimmed);
-        expressions.push(c);
+            i,
+            mc,
+            declared,
+            &mut errors,
+        ));
     }
     for (i, v) in variables.iter().enumerate() {
-        let fp = format!("spec.variables[{i}].expression");
-        let vname = s(v, "name");
-        let expr = s(v, "expression");
-        if vname.trim().is_empty() {
-            errors.push(FieldError::required(
-                &format!("spec.variables[{i}].name"),
-                "name is not specified",
-            ));
-        } else if !is_cel_identifier(&vname) {
-            errors.push(FieldError::invalid(
-                &format!("spec.variables[{i}].name"),
-                BadValue::Str(vname.clone()),
-                detail(
-                    k,
-                    "name is not a valid CEL identifier",
-                    "must be a valid CEL identifier",
-                ),
-            ));
-        }
-        if expr.trim().is_empty() {
-            errors.push(FieldError::required(&fp, "expression is not specified"));
+        let declared = Declared {
+            params: has_params,
+            ..Declared::default()
+        };
+        let Some(c) = compile_variable(env, &mut types, i, v, declared, &mut errors) else {
             continue;
-        }
-        let mut c = compile(
-            env,
-            &mut types,
-            Site::Variable,
-            &format!("variable:{vname}"),
-            &fp,
-            &expr,
-            Declared {
-                params: has_params,
-                authorizer: true,
-                variables: true,
-            },
-        );
-        push_error(&mut errors, &c, &fp, &expr);
-        c.variable = Some(vname.clone());
-        // `CompileAndStoreVariable` declares the compile result's output type: none (`dyn`)
-        // when it was refused.
-        let out = c.accepted().map(|ch| ch.output_type().clone());
-        types.add_variable(&vname, out.as_ref());
+        };
+        let vname = c.variable.clone().unwrap_or_default();
         let uses = c.checked.as_ref().map(variables_used).unwrap_or_default();
         compiled_vars.insert(
             vname.clone(),
@@ -283,8 +228,7 @@ pub fn estimate_vap_with(
             "validations or auditAnnotations must contain at least one item",
         ));
     }
-    let mut validation_cost = 0u64;
-    let mut validation_vars: BTreeSet<String> = BTreeSet::new();
+    let mut validations_budgeted = Budgeted::default();
     for (i, v) in validations.iter().enumerate() {
         let fp = format!("spec.validations[{i}].expression");
         let expr = s(v, "expression");
@@ -305,10 +249,7 @@ pub fn estimate_vap_with(
                 },
             );
             push_error(&mut errors, &c, &fp, &expr);
-            validation_cost = validation_cost.saturating_add(c.report.max_cost.unwrap_or(0));
-            if let Some(ch) = &c.checked {
-                validation_vars.extend(variables_used(ch));
-            }
+            validations_budgeted.add(&c);
             expressions.push(c);
         }
         let me = s(v, "messageExpression");
@@ -334,10 +275,7 @@ pub fn estimate_vap_with(
                 },
             );
             push_error(&mut errors, &c, &mfp, &me);
-            validation_cost = validation_cost.saturating_add(c.report.max_cost.unwrap_or(0));
-            if let Some(ch) = &c.checked {
-                validation_vars.extend(variables_used(ch));
-            }
+            validations_budgeted.add(&c);
             expressions.push(c);
         }
         let msg = s(v, "message");
@@ -374,8 +312,7 @@ pub fn estimate_vap_with(
             }
         }
     }
-    let mut audit_cost = 0u64;
-    let mut audit_vars = BTreeSet::new();
+    let mut audits_budgeted = Budgeted::default();
     let mut keys = BTreeSet::new();
     for (i, a) in audits.iter().enumerate() {
         let fp = format!("spec.auditAnnotations[{i}].valueExpression");
@@ -434,10 +371,7 @@ pub fn estimate_vap_with(
         if let Some(e) = &c.error {
             errors.push(e.field_error(&fp, &expr));
         }
-        audit_cost = audit_cost.saturating_add(c.report.max_cost.unwrap_or(0));
-        if let Some(ch) = &c.checked {
-            audit_vars.extend(variables_used(ch));
-        }
+        audits_budgeted.add(&c);
         expressions.push(c);
     }
     let var_cost = |used: &BTreeSet<String>| -> u64 {
@@ -461,11 +395,15 @@ pub fn estimate_vap_with(
             s.saturating_add(c.report.max_cost.unwrap_or(0))
         });
     report.policy_budget = Some(PolicyBudget {
-        validation_cost: validation_cost.saturating_add(var_cost(&validation_vars)),
+        validation_cost: validations_budgeted
+            .cost
+            .saturating_add(var_cost(&validations_budgeted.variables)),
         typed_validation_cost: None,
         match_conditions_cost: match_cost,
         typed_match_conditions_cost: None,
-        audit_annotations_cost: audit_cost.saturating_add(var_cost(&audit_vars)),
+        audit_annotations_cost: audits_budgeted
+            .cost
+            .saturating_add(var_cost(&audits_budgeted.variables)),
         typed_audit_annotations_cost: None,
         mutation_cost: None,
         typed_mutation_cost: None,
@@ -619,6 +557,116 @@ fn variables_used(c: &CheckedExpr) -> BTreeSet<String> {
         }
     });
     out
+}
+
+/// A policy's `matchConditions[i]`, compiled with the stateless compiler (no `variables`;
+/// `authorizer` declared); `None` when it has no expression (a field error then).
+fn compile_match_condition(
+    env: &Env,
+    types: &mut PolicyTypes,
+    i: usize,
+    mc: &Value,
+    declared: Declared,
+    errors: &mut Vec<FieldError>,
+) -> Option<Compiled> {
+    let fp = format!("spec.matchConditions[{i}].expression");
+    let expr = mc
+        .get("expression")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let trimmed = expr.trim();
+    if trimmed.is_empty() {
+        errors.push(FieldError::required(&fp, ""));
+        return None;
+    }
+    let declared = Declared {
+        authorizer: true,
+        variables: false,
+        ..declared
+    };
+    let c = compile(
+        env,
+        types,
+        Site::MatchCondition,
+        "matchCondition",
+        &fp,
+        trimmed,
+        declared,
+    );
+    push_error(errors, &c, &fp, trimmed);
+    Some(c)
+}
+
+/// A policy's `variables[i]`, its name checked, compiled in the composited environment and
+/// declared for the expressions after it (`CompileAndStoreVariable`: its output type, or `dyn`
+/// when it was refused); `None` when it has no expression (a field error then).
+fn compile_variable(
+    env: &Env,
+    types: &mut PolicyTypes,
+    i: usize,
+    v: &Value,
+    declared: Declared,
+    errors: &mut Vec<FieldError>,
+) -> Option<Compiled> {
+    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
+    let fp = format!("spec.variables[{i}].expression");
+    let (vname, expr) = (s("name"), s("expression"));
+    if vname.trim().is_empty() {
+        errors.push(FieldError::required(
+            &format!("spec.variables[{i}].name"),
+            "name is not specified",
+        ));
+    } else if !is_cel_identifier(vname) {
+        errors.push(FieldError::invalid(
+            &format!("spec.variables[{i}].name"),
+            BadValue::Str(vname.to_string()),
+            detail(
+                env.kubernetes,
+                "name is not a valid CEL identifier",
+                "must be a valid CEL identifier",
+            ),
+        ));
+    }
+    if expr.trim().is_empty() {
+        errors.push(FieldError::required(&fp, "expression is not specified"));
+        return None;
+    }
+    let declared = Declared {
+        authorizer: true,
+        variables: true,
+        ..declared
+    };
+    let mut c = compile(
+        env,
+        types,
+        Site::Variable,
+        &format!("variable:{vname}"),
+        &fp,
+        expr,
+        declared,
+    );
+    push_error(errors, &c, &fp, expr);
+    c.variable = Some(vname.to_string());
+    let out = c.accepted().map(|ch| ch.output_type().clone());
+    types.add_variable(vname, out.as_ref());
+    Some(c)
+}
+
+/// The expressions of one runtime budget (the validations with their messageExpressions, or the
+/// audit annotations): their costs summed, and the variables they read (each costed once).
+#[derive(Default)]
+struct Budgeted {
+    cost: u64,
+    variables: BTreeSet<String>,
+}
+
+impl Budgeted {
+    fn add(&mut self, c: &Compiled) {
+        self.cost = self.cost.saturating_add(c.report.max_cost.unwrap_or(0));
+        if let Some(ch) = &c.checked {
+            self.variables.extend(variables_used(ch));
+        }
+    }
 }
 
 /// The variables a policy expression's environment declares besides the request's (apiserver

@@ -26,9 +26,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use super::types::PolicyTypes;
-use super::{
-    Compiled, Declared, Site, compile, is_cel_identifier, meta, push_error, typed, variables_used,
-};
+use super::{Compiled, Declared, Site, compile, meta, push_error, typed, variables_used};
 
 use crate::cel::decls::Version;
 use crate::cel::env::Env;
@@ -129,18 +127,7 @@ pub fn estimate_map_with(
             .to_string()
     };
     let api_version = s(map, "apiVersion");
-    let mut report = ObjectReport {
-        source: source.to_string(),
-        kind: KIND.into(),
-        api_version: api_version.clone(),
-        name: map
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        kubernetes_version: format!("v{}", env.kubernetes),
-        ..Default::default()
-    };
+    let mut report = ObjectReport::on(map, KIND, source, format!("v{}", env.kubernetes));
     let not_served = match map_api_version(&api_version, env.kubernetes) {
         MapApiVersion::Served => None,
         MapApiVersion::OffByDefault(note) => {
@@ -163,73 +150,29 @@ pub fn estimate_map_with(
     let mut types = PolicyTypes::new();
     let mut expressions: Vec<Compiled> = Vec::new();
 
+    let declared = Declared {
+        params: has_params,
+        ..Declared::default()
+    };
     for (i, mc) in list("matchConditions").iter().enumerate() {
-        let fp = format!("spec.matchConditions[{i}].expression");
-        let trimmed = s(mc, "expression").trim().to_string();
-        if trimmed.is_empty() {
-            errors.push(FieldError::required(&fp, ""));
-            continue;
-        }
-        // The stateless compiler: no `variables`.
-        let c = compile(
+        expressions.extend(super::compile_match_condition(
             env,
             &mut types,
-            Site::MatchCondition,
-            "matchCondition",
-            &fp,
-            &trimmed,
-            Declared {
-                params: has_params,
-                authorizer: true,
-                variables: false,
-            },
-        );
-        push_error(&mut errors, &c, &fp, &trimmed);
-        expressions.push(c);
+            i,
+            mc,
+            declared,
+            &mut errors,
+        ));
     }
     for (i, v) in list("variables").iter().enumerate() {
-        let fp = format!("spec.variables[{i}].expression");
-        let vname = s(v, "name");
-        let expr = s(v, "expression");
-        if vname.trim().is_empty() {
-            errors.push(FieldError::required(
-                &format!("spec.variables[{i}].name"),
-                "name is not specified",
-            ));
-        } else if !is_cel_identifier(&vname) {
-            let detail = crate::crd::fielderr::detail(
-                env.kubernetes,
-                "name is not a valid CEL identifier",
-                "must be a valid CEL identifier",
-            );
-            errors.push(FieldError::invalid(
-                &format!("spec.variables[{i}].name"),
-                BadValue::Str(vname.clone()),
-                detail,
-            ));
-        }
-        if expr.trim().is_empty() {
-            errors.push(FieldError::required(&fp, "expression is not specified"));
-            continue;
-        }
-        let mut c = compile(
+        expressions.extend(super::compile_variable(
             env,
             &mut types,
-            Site::Variable,
-            &format!("variable:{vname}"),
-            &fp,
-            &expr,
-            Declared {
-                params: has_params,
-                authorizer: true,
-                variables: true,
-            },
-        );
-        push_error(&mut errors, &c, &fp, &expr);
-        c.variable = Some(vname.clone());
-        let out = c.accepted().map(|ch| ch.output_type().clone());
-        types.add_variable(&vname, out.as_ref());
-        expressions.push(c);
+            i,
+            v,
+            declared,
+            &mut errors,
+        ));
     }
     let mutations = list("mutations");
     if mutations.is_empty() {
