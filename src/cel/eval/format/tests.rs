@@ -1,3 +1,6 @@
+//! Tests of cel-go's `format` (the `ext.Strings` string formatting), against the values cel-go
+//! gives.
+
 use super::*;
 use crate::cel::decls::Version;
 use crate::cel::eval::{GoError, Interpreter, Outcome, cel_go_error};

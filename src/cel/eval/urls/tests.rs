@@ -1,3 +1,5 @@
+//! Tests of the Kubernetes URL library over Go's `net/url`: the accessors' values and errors.
+
 use super::*;
 
 /// What the accessors give, or the error (`UNWORDED` for an error whose text differs between
