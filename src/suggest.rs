@@ -73,11 +73,15 @@ use crate::report::{
     ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, SchemaReport, Suggestion,
     suggestion_groups,
 };
+use crate::schema::Schema;
 use crate::schema::decltype::{
     DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES, RuleSizes, escape, schema_decl_type,
     unescape,
 };
-use crate::schema::{AdditionalProperties, Schema};
+use crate::schema::path::{
+    Node, Step, field_path, parse as parse_steps, rule_path as schema_path, walk as node,
+    walk_mut as node_mut,
+};
 
 mod implied;
 
@@ -250,111 +254,7 @@ fn candidates(lo: i64, below: Option<i64>) -> Vec<i64> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Schema paths.
-
-/// One step down a schema.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum Step {
-    Prop(String),
-    Items,
-    Values,
-}
-
-fn child<'s>(s: &'s Schema, step: &Step) -> Option<&'s Schema> {
-    match step {
-        Step::Prop(n) => s.properties.get(n),
-        Step::Items => s.items.as_deref(),
-        Step::Values => s.additional_properties_schema(),
-    }
-}
-
-fn child_mut<'s>(s: &'s mut Schema, step: &Step) -> Option<&'s mut Schema> {
-    match step {
-        Step::Prop(n) => s.properties.get_mut(n),
-        Step::Items => s.items.as_deref_mut(),
-        Step::Values => match &mut s.additional_properties {
-            Some(AdditionalProperties::Schema(b)) => Some(b),
-            _ => None,
-        },
-    }
-}
-
-fn node<'s>(root: &'s Schema, path: &[Step]) -> Option<&'s Schema> {
-    budget::charge(path.len() as u64);
-    path.iter().try_fold(root, child)
-}
-
-fn node_mut<'s>(root: &'s mut Schema, path: &[Step]) -> Option<&'s mut Schema> {
-    budget::charge(path.len() as u64);
-    path.iter().try_fold(root, child_mut)
-}
-
-/// `<root>.properties[spec].items`, as `nodeFieldPath`.
-fn field_path(root: &str, path: &[Step]) -> String {
-    let mut s = root.to_string();
-    for step in path {
-        match step {
-            Step::Prop(n) => {
-                s.push_str(".properties[");
-                s.push_str(n);
-                s.push(']');
-            }
-            Step::Items => s.push_str(".items"),
-            Step::Values => s.push_str(".additionalProperties"),
-        }
-    }
-    s
-}
-
-/// `^.spec.tags[*]`, as rule paths.
-fn schema_path(path: &[Step]) -> String {
-    let mut s = "^".to_string();
-    for step in path {
-        match step {
-            Step::Prop(n) => {
-                s.push('.');
-                s.push_str(n);
-            }
-            Step::Items | Step::Values => s.push_str("[*]"),
-        }
-    }
-    s
-}
-
-/// The steps of a `nodeFieldPath` below its root (`.properties[a].items`), property names
-/// matched against the schema (they may hold `.` or `]`).
-fn parse_steps(root: &Schema, mut rest: &str) -> Option<Vec<Step>> {
-    let mut steps = Vec::new();
-    let mut cur = root;
-    let ends = |r: &str| r.is_empty() || r.starts_with('.');
-    while !rest.is_empty() {
-        budget::charge(1);
-        let (step, after) = if let Some(r) = rest.strip_prefix(".items").filter(|r| ends(r)) {
-            (Step::Items, r)
-        } else if let Some(r) = rest
-            .strip_prefix(".additionalProperties")
-            .filter(|r| ends(r))
-        {
-            (Step::Values, r)
-        } else {
-            let r = rest.strip_prefix(".properties[")?;
-            let name = cur
-                .properties
-                .keys()
-                .filter(|p| {
-                    r.strip_prefix(p.as_str())
-                        .and_then(|t| t.strip_prefix(']'))
-                        .is_some_and(ends)
-                })
-                .max_by_key(|p| p.len())?;
-            (Step::Prop(name.clone()), &r[name.len() + 1..])
-        };
-        cur = child(cur, &step)?;
-        steps.push(step);
-        rest = after;
-    }
-    Some(steps)
-}
+// Schema paths: `crate::schema::path`.
 
 /// The keyword that bounds the size of a node the estimator reads, if any.
 fn size_keyword(s: &Schema) -> Option<Keyword> {
@@ -509,7 +409,7 @@ fn node_decl(
     let mut d = schema_decl_type(s, is_root || s.x_embedded_resource, env.minor, "selfType")?;
     let mut converted = d.clone();
     for step in &path[convert_at..] {
-        let c = child(s, step)?;
+        let c = Node::child(s, step)?;
         let next = match step {
             Step::Prop(n) => escape(n).and_then(|e| d.field(&e).cloned()),
             Step::Items | Step::Values => d.elem().cloned(),
@@ -531,7 +431,7 @@ fn node_decl(
 fn conversion_point(root: &Schema, path: &[Step]) -> usize {
     let mut nodes = vec![root];
     for step in path {
-        match nodes.last().and_then(|s| child(s, step)) {
+        match nodes.last().and_then(|s| Node::child(*s, step)) {
             Some(c) => nodes.push(c),
             None => return path.len(),
         }
@@ -626,7 +526,7 @@ impl RuleModel {
                 (Some(c), Some(e)) => Some(multiply_with_overflow_guard_card(c, e)),
                 _ => None,
             };
-            s = child(s, step)?;
+            s = Node::child(s, step)?;
         }
         Some(RuleCost {
             cost: multiply_with_overflow_guard(max_cost, card.unwrap_or(fallback)),
@@ -1457,7 +1357,7 @@ fn rule_sites(
         if let Some(k) = cardinality_keyword(s) {
             add(sites, s, &model.node[..i], k, true);
         }
-        match child(s, step) {
+        match Node::child(s, step) {
             Some(c) => s = c,
             None => break,
         }
@@ -1549,7 +1449,7 @@ fn read_steps(
                 }
             },
         };
-        match child(s, &step) {
+        match Node::child(s, &step) {
             Some(c) => s = c,
             None => {
                 return Err((
@@ -2266,7 +2166,7 @@ fn node_addresses(root: &Schema, path: &[Step]) -> Vec<usize> {
     let mut s = root;
     out.push(s as *const Schema as usize);
     for step in path {
-        match child(s, step) {
+        match Node::child(s, step) {
             Some(c) => {
                 s = c;
                 out.push(s as *const Schema as usize);
@@ -2454,15 +2354,7 @@ fn with_bounds<T>(
 }
 
 fn json_node<'v>(object: &'v mut Value, pointer: &str, path: &[Step]) -> Option<&'v mut Value> {
-    let mut v = object.pointer_mut(pointer)?;
-    for step in path {
-        v = match step {
-            Step::Prop(n) => v.get_mut("properties")?.get_mut(n)?,
-            Step::Items => v.get_mut("items")?,
-            Step::Values => v.get_mut("additionalProperties")?,
-        };
-    }
-    Some(v)
+    node_mut(object.pointer_mut(pointer)?, path)
 }
 
 fn suggested_bound(root_field_path: &str, s: &Site, value: i64, cost_after: u64) -> Suggestion {

@@ -48,31 +48,11 @@ use crate::suggest::{Keyword, Settings, suggest};
 /// Rounds of suggest-and-apply per object at most (a range's minors can ask for more than one).
 pub const MAX_ROUNDS: usize = 4;
 
-/// One step down a schema.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Step {
-    /// `properties[name]`.
-    Prop(String),
-    /// `items`.
-    Items,
-    /// `additionalProperties`.
-    Values,
-}
-
-/// `^.spec.tags[*]`, as rule paths name nodes.
-pub fn schema_path(steps: &[Step]) -> String {
-    let mut s = "^".to_string();
-    for step in steps {
-        match step {
-            Step::Prop(n) => {
-                s.push('.');
-                s.push_str(n);
-            }
-            Step::Items | Step::Values => s.push_str("[*]"),
-        }
-    }
-    s
-}
+pub use crate::schema::path::Step;
+use crate::schema::path::{
+    parse as parse_steps, rule_path as schema_path, walk as schema_node,
+    walk_mut as schema_node_mut,
+};
 
 /// A bound to set: on the schema node `steps` below the schema root at the JSON pointer `root`
 /// of the object.
@@ -341,43 +321,6 @@ fn cost_of(report: &ObjectReport, key: &str) -> Option<u64> {
     None
 }
 
-/// The steps of a `nodeFieldPath` below a schema root (`.properties[a].items`), property
-/// names matched against the schema (they may hold `.` or `]`).
-pub fn parse_steps(schema: &Value, mut rest: &str) -> Option<Vec<Step>> {
-    let ends = |r: &str| r.is_empty() || r.starts_with('.');
-    let mut cur = schema;
-    let mut out = Vec::new();
-    while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix(".items").filter(|r| ends(r)) {
-            cur = cur.get("items")?;
-            out.push(Step::Items);
-            rest = r;
-        } else if let Some(r) = rest
-            .strip_prefix(".additionalProperties")
-            .filter(|r| ends(r))
-        {
-            cur = cur.get("additionalProperties")?;
-            out.push(Step::Values);
-            rest = r;
-        } else {
-            let r = rest.strip_prefix(".properties[")?;
-            let props = cur.get("properties")?.as_object()?;
-            let name = props
-                .keys()
-                .filter(|k| {
-                    r.strip_prefix(k.as_str())
-                        .and_then(|t| t.strip_prefix(']'))
-                        .is_some_and(ends)
-                })
-                .max_by_key(|k| k.len())?;
-            rest = &r[name.len() + 1..];
-            cur = props.get(name)?;
-            out.push(Step::Prop(name.clone()));
-        }
-    }
-    Some(out)
-}
-
 /// A schema node's type as [`Bound::node_type`] names it.
 fn node_type(n: &Value) -> String {
     if n.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
@@ -387,27 +330,6 @@ fn node_type(n: &Value) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string()
-}
-
-/// The schema node `steps` below `root`.
-pub fn schema_node<'v>(root: &'v Value, steps: &[Step]) -> Option<&'v Value> {
-    steps.iter().try_fold(root, |v, s| match s {
-        Step::Prop(n) => v.get("properties")?.get(n),
-        Step::Items => v.get("items"),
-        Step::Values => v.get("additionalProperties"),
-    })
-}
-
-fn schema_node_mut<'v>(root: &'v mut Value, steps: &[Step]) -> Option<&'v mut Value> {
-    let mut v = root;
-    for s in steps {
-        v = match s {
-            Step::Prop(n) => v.get_mut("properties")?.get_mut(n)?,
-            Step::Items => v.get_mut("items")?,
-            Step::Values => v.get_mut("additionalProperties")?,
-        };
-    }
-    Some(v)
 }
 
 /// The schema roots a suggestion's `path` is under, and the steps below them.

@@ -38,6 +38,7 @@ use crate::cel::eval::{Interpreter, Val};
 use crate::cel::parse::{ParserOptions, parse_unexpanded};
 use crate::report::{ObjectReport, Rewrite, RuleReport};
 use crate::schema::Schema;
+use crate::schema::path::Step;
 
 use catalog::{EXPRESSION_PATTERNS, ListChange, UniqueBy};
 use check::{Subject, Verdict};
@@ -625,7 +626,7 @@ fn estimate_change(
 /// own keywords (not their rules or value validations) and their scalar fields, the node its
 /// whole subtree.
 fn skeleton(crd: &Value, path: &NodePath) -> Value {
-    fn prune(s: &Value, steps: &[site::Step]) -> Value {
+    fn prune(s: &Value, steps: &[Step]) -> Value {
         let Some((step, rest)) = steps.split_first() else {
             return s.clone();
         };
@@ -647,7 +648,7 @@ fn skeleton(crd: &Value, path: &NodePath) -> Value {
                     let mut props = serde_json::Map::new();
                     if let Some(ps) = v.as_object() {
                         for (name, p) in ps {
-                            if matches!(step, site::Step::Property(n) if n == name) {
+                            if matches!(step, Step::Prop(n) if n == name) {
                                 props.insert(name.clone(), prune(p, rest));
                             } else if !compound(p) {
                                 let mut leaf = p.clone();
@@ -660,10 +661,10 @@ fn skeleton(crd: &Value, path: &NodePath) -> Value {
                     }
                     out.insert(k.clone(), Value::Object(props));
                 }
-                "items" if matches!(step, site::Step::Items) => {
+                "items" if matches!(step, Step::Items) => {
                     out.insert(k.clone(), prune(v, rest));
                 }
-                "additionalProperties" if matches!(step, site::Step::AdditionalProperties) => {
+                "additionalProperties" if matches!(step, Step::Values) => {
                     out.insert(k.clone(), prune(v, rest));
                 }
                 "items"

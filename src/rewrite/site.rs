@@ -8,15 +8,8 @@ use serde_json::Value;
 use crate::cel::env::Env;
 use crate::crd::{compile_rule, multiply_with_overflow_guard};
 use crate::schema::decltype::{DeclType, DeclTypeProvider, escape, schema_decl_type};
+use crate::schema::path::{self, Step};
 use crate::schema::{Schema, ValidationRule};
-
-/// One step of a node field path below the schema root.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Step {
-    Property(String),
-    Items,
-    AdditionalProperties,
-}
 
 /// A schema root of a CRD and the steps to a node, from a `nodeFieldPath`
 /// (`spec.versions[1].schema.openAPIV3Schema.properties[spec].items`).
@@ -31,7 +24,7 @@ const HOISTED: &str = "spec.validation.openAPIV3Schema";
 
 impl NodePath {
     pub fn parse(field_path: &str) -> Option<NodePath> {
-        let (version, mut rest) = if let Some(r) = field_path.strip_prefix(HOISTED) {
+        let (version, rest) = if let Some(r) = field_path.strip_prefix(HOISTED) {
             (None, r)
         } else {
             let r = field_path.strip_prefix("spec.versions[")?;
@@ -40,35 +33,7 @@ impl NodePath {
             let r = r[close + 1..].strip_prefix(".schema.openAPIV3Schema")?;
             (Some(i), r)
         };
-        let mut steps = Vec::new();
-        while !rest.is_empty() {
-            if let Some(r) = rest.strip_prefix(".items") {
-                steps.push(Step::Items);
-                rest = r;
-            } else if let Some(r) = rest.strip_prefix(".additionalProperties") {
-                steps.push(Step::AdditionalProperties);
-                rest = r;
-            } else if let Some(r) = rest.strip_prefix(".properties[") {
-                // The name ends at the `]` followed by the next step or the end.
-                let mut end = None;
-                for (i, _) in r.match_indices(']') {
-                    let after = &r[i + 1..];
-                    if after.is_empty()
-                        || after.starts_with(".properties[")
-                        || after.starts_with(".items")
-                        || after.starts_with(".additionalProperties")
-                    {
-                        end = Some(i);
-                        break;
-                    }
-                }
-                let end = end?;
-                steps.push(Step::Property(r[..end].to_string()));
-                rest = &r[end + 1..];
-            } else {
-                return None;
-            }
-        }
+        let steps = path::parse_unchecked(rest)?;
         Some(NodePath { version, steps })
     }
 
@@ -90,27 +55,13 @@ impl NodePath {
     }
 
     /// The JSON node below a raw root.
-    pub fn node<'a>(&self, mut at: &'a Value) -> Option<&'a Value> {
-        for s in &self.steps {
-            at = match s {
-                Step::Property(p) => at.get("properties")?.get(p)?,
-                Step::Items => at.get("items")?,
-                Step::AdditionalProperties => at.get("additionalProperties")?,
-            };
-        }
-        Some(at)
+    pub fn node<'a>(&self, at: &'a Value) -> Option<&'a Value> {
+        path::walk(at, &self.steps)
     }
 
     /// The JSON node below a raw root.
-    pub fn node_mut<'a>(&self, mut at: &'a mut Value) -> Option<&'a mut Value> {
-        for s in &self.steps {
-            at = match s {
-                Step::Property(p) => at.get_mut("properties")?.get_mut(p)?,
-                Step::Items => at.get_mut("items")?,
-                Step::AdditionalProperties => at.get_mut("additionalProperties")?,
-            };
-        }
-        Some(at)
+    pub fn node_mut<'a>(&self, at: &'a mut Value) -> Option<&'a mut Value> {
+        path::walk_mut(at, &self.steps)
     }
 }
 
@@ -157,7 +108,7 @@ impl Site {
                 });
             };
             let (next, child) = match step {
-                Step::Property(name) => (
+                Step::Prop(name) => (
                     at.properties.get(name)?,
                     d.as_ref()
                         .and_then(|d| escape(name).and_then(|e| d.field(&e).cloned())),
@@ -166,7 +117,7 @@ impl Site {
                     at.items.as_deref()?,
                     d.as_ref().and_then(|d| d.elem().cloned()),
                 ),
-                Step::AdditionalProperties => (
+                Step::Values => (
                     at.additional_properties_schema()?,
                     d.as_ref().and_then(|d| d.elem().cloned()),
                 ),

@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod decltype;
+pub mod path;
 
 use indexmap::IndexMap;
 use serde_json::Value;

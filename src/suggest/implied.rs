@@ -28,7 +28,7 @@
 
 use serde_json::Value;
 
-use super::{Keyword, Step, child, node};
+use super::{Keyword, Node, Step, node};
 use crate::cel::ast::{Expr, ExprKind, Literal};
 use crate::cel::minor::Minor;
 use crate::cel::parse::{ParserOptions, parse_unexpanded};
@@ -329,7 +329,7 @@ pub fn implied_bound(root: &Schema, path: &[Step], k: Keyword, minor: &Minor) ->
     // A list's `self.all(x, …)` rules, for its items.
     if let Some((Step::Items, parent_path)) = path.split_last() {
         let parent = node(root, parent_path)?;
-        debug_assert!(child(parent, &Step::Items).is_some());
+        debug_assert!(Node::child(parent, &Step::Items).is_some());
         for r in &parent.x_validations {
             best = tighter(best, of_rule(&r.rule, k, true));
         }

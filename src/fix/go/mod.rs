@@ -50,9 +50,10 @@ use serde_json::Value;
 
 use self::syntax::{Expr, Field, GoFile, Place};
 use super::yaml::{TextEdit, apply_edits};
-use super::{Bound, FixOptions, FixOutcome, ObjectFix, Step, compare, plan_bounds, schema_path};
+use super::{Bound, FixOptions, FixOutcome, ObjectFix, compare, plan_bounds};
 use crate::estimate::Estimator;
 use crate::report::ObjectReport;
+use crate::schema::path::{Step, rule_path as schema_path, walk_mut};
 use crate::suggest::{Keyword, Settings};
 
 /// Steps through named types and aliases at most (a cycle of aliases ends here).
@@ -1294,8 +1295,7 @@ impl GoTypes {
                 let Some(root) = out.pointer_mut(&pointer) else {
                     continue;
                 };
-                if let Some(n) = super::schema_node_mut(root, &steps).and_then(Value::as_object_mut)
-                {
+                if let Some(n) = walk_mut(root, &steps).and_then(Value::as_object_mut) {
                     let now = n.get(keyword).and_then(Value::as_i64);
                     if now.is_none_or(|c| c > value) {
                         n.insert(keyword.to_string(), Value::from(value));
