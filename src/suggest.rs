@@ -1776,8 +1776,10 @@ fn search_findings(
         .collect();
     let limits = estimator.limits();
     let mut steps_left = limits.steps;
-    let mut evals_left = settings.max_evaluations;
-    let mut verifications_left = settings.max_verifications;
+    let mut left = SearchBudget {
+        evals_left: settings.max_evaluations,
+        verifications_left: settings.max_verifications,
+    };
     let mut verified = Verified::default();
     let mut roots: Vec<Option<Option<Root>>> = (0..report.schemas.len()).map(|_| None).collect();
     for (si, finding) in findings {
@@ -1786,7 +1788,7 @@ fn search_findings(
             .get_or_insert_with(|| Root::read(object, &schema.schema_field_path, &schema.versions));
         let answer: Result<Vec<Vec<Suggestion>>, String> = match root {
             None => Err("no suggestion: the schema could not be read back from the object".into()),
-            Some(_) if steps_left == 0 || evals_left == 0 || verifications_left == 0 => Err(
+            Some(_) if steps_left == 0 || left.evals_left == 0 || left.verifications_left == 0 => Err(
                 "no suggestion: the search's work budget for this object is spent (on the findings above)"
                     .into(),
             ),
@@ -1798,15 +1800,15 @@ fn search_findings(
                 let (res, usage) = stacker::grow(SEARCH_STACK, || {
                     budget::run_measured(budget_now, || {
                         search_and_verify(
-                            estimator,
-                            object,
-                            report,
-                            si,
-                            finding,
+                            &Searched {
+                                estimator,
+                                object,
+                                report,
+                                settings,
+                            },
+                            (si, finding),
                             root,
-                            settings,
-                            &mut evals_left,
-                            &mut verifications_left,
+                            &mut left,
                             &mut verified,
                             &mut others,
                         )
@@ -1891,20 +1893,42 @@ impl Verified {
 }
 
 /// One finding: search, then verify each candidate on a copy of the object.
-#[allow(clippy::too_many_arguments)]
+/// What an object's search runs on: the estimator, the object, its report and the settings.
+struct Searched<'a> {
+    estimator: &'a Estimator,
+    object: &'a Value,
+    report: &'a ObjectReport,
+    settings: &'a Settings,
+}
+
+/// What is left of an object's search budget: probes and verifications, over its findings.
+struct SearchBudget {
+    evals_left: usize,
+    verifications_left: usize,
+}
+
+/// Bounds to verify: set on a copy of `object` at the schema roots `pointers`.
+struct Probe<'a> {
+    object: &'a Value,
+    pointers: &'a [String],
+    bounds: &'a [(&'a Site, i64)],
+    settings: &'a Settings,
+}
+
 fn search_and_verify(
-    estimator: &Estimator,
-    object: &Value,
-    report: &ObjectReport,
-    si: usize,
-    finding: Finding,
+    cx: &Searched<'_>,
+    (si, finding): (usize, Finding),
     root: &mut Root,
-    settings: &Settings,
-    evals_left: &mut usize,
-    verifications_left: &mut usize,
+    left: &mut SearchBudget,
     verified: &mut Verified,
     others: &mut [Other<'_>],
 ) -> Result<Vec<Vec<Suggestion>>, String> {
+    let Searched {
+        estimator,
+        object,
+        report,
+        settings,
+    } = *cx;
     let env = estimator.env();
     let schema = &report.schemas[si];
     let fp = schema.schema_field_path.as_str();
@@ -2011,7 +2035,7 @@ fn search_and_verify(
         models,
         depends,
         fixed,
-        evals_left,
+        evals_left: &mut left.evals_left,
         applied: vec![None; n_sites],
         probed: HashMap::new(),
     };
@@ -2039,34 +2063,20 @@ fn search_and_verify(
     let mut out = Vec::new();
     let mut rejected = Vec::new();
     for g in groups {
-        if *verifications_left == 0 {
+        if left.verifications_left == 0 {
             break;
         }
-        *verifications_left -= 1;
+        left.verifications_left -= 1;
         let bounds: Vec<(&Site, i64)> = g.bounds.iter().map(|&(i, v)| (&sites[i], v)).collect();
-        match verify(
-            estimator,
+        let probe = Probe {
             object,
-            report,
-            si,
-            finding,
-            &root.pointers,
-            &bounds,
+            pointers: &root.pointers,
+            bounds: &bounds,
             settings,
-            verified,
-        ) {
+        };
+        match verify(estimator, report, (si, finding), &probe, verified) {
             Ok(after) if settings.fits(after, limit) && after < before => {
-                match fits_elsewhere(
-                    others,
-                    object,
-                    report,
-                    (si, finding),
-                    &root.pointers,
-                    &bounds,
-                    settings,
-                    limit,
-                    verifications_left,
-                ) {
+                match fits_elsewhere(others, report, (si, finding), &probe, limit, left) {
                     Ok(()) => out.push(
                         bounds
                             .iter()
@@ -2103,18 +2113,20 @@ fn search_and_verify(
 
 /// Whether bounds that fit the finding on the searched minor fit it on every other minor too
 /// (each estimated whole with them, as [`verify`] does); an error naming the first that does not.
-#[allow(clippy::too_many_arguments)]
 fn fits_elsewhere(
     others: &mut [Other<'_>],
-    object: &Value,
     report: &ObjectReport,
     finding: (usize, Finding),
-    pointers: &[String],
-    bounds: &[(&Site, i64)],
-    settings: &Settings,
+    probe: &Probe<'_>,
     limit: u64,
-    verifications_left: &mut usize,
+    left: &mut SearchBudget,
 ) -> Result<(), String> {
+    let Probe {
+        object,
+        pointers,
+        bounds,
+        settings,
+    } = *probe;
     for o in others.iter_mut() {
         // A rule another minor does not compile (or a schema it does not have) is not judged
         // there.
@@ -2128,22 +2140,12 @@ fn fits_elsewhere(
         {
             continue;
         }
-        if *verifications_left == 0 {
+        if left.verifications_left == 0 {
             return Err("the search's verifications for this object are spent".into());
         }
-        *verifications_left -= 1;
-        let after = verify(
-            o.estimator,
-            object,
-            o.base,
-            osi,
-            of,
-            pointers,
-            bounds,
-            settings,
-            &mut o.verified,
-        )
-        .map_err(|e| format!("on Kubernetes {}: {e}", o.estimator.kubernetes_version()))?;
+        left.verifications_left -= 1;
+        let after = verify(o.estimator, o.base, (osi, of), probe, &mut o.verified)
+            .map_err(|e| format!("on Kubernetes {}: {e}", o.estimator.kubernetes_version()))?;
         if !settings.fits(after, limit) {
             return Err(format!(
                 "{} gives {} on Kubernetes {}",
@@ -2179,18 +2181,19 @@ fn node_addresses(root: &Schema, path: &[Step]) -> Vec<usize> {
 
 /// Applies the bounds to a copy of the object, estimates it whole, and returns the finding's
 /// cost then; an error when the copy has an error the object did not have (other than costs).
-#[allow(clippy::too_many_arguments)]
 fn verify(
     estimator: &Estimator,
-    object: &Value,
     report: &ObjectReport,
-    si: usize,
-    finding: Finding,
-    pointers: &[String],
-    bounds: &[(&Site, i64)],
-    settings: &Settings,
+    (si, finding): (usize, Finding),
+    probe: &Probe<'_>,
     verified: &mut Verified,
 ) -> Result<u64, String> {
+    let Probe {
+        object,
+        pointers,
+        bounds,
+        settings,
+    } = *probe;
     let key = verified.key(si, bounds);
     let after = match verified.done.get(&key) {
         Some((after, steps)) => {
