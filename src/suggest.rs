@@ -2217,16 +2217,13 @@ fn verify(
     if let Some(st) = &after.stopped {
         return Err(st.message.clone());
     }
-    let is_cost = |e: &str| {
-        e.contains("estimated rule cost")
-            || e.contains("estimated messageExpression cost")
-            || e.contains("contributed to estimated rule cost total")
-            || e.contains("estimated rule cost total")
-    };
+    // A new error other than a cost one (those the search weighs).
     if let Some(e) = after
         .errors
         .iter()
-        .find(|e| !is_cost(e) && !report.errors.contains(e))
+        .enumerate()
+        .find(|&(i, e)| after.error_cost(i).is_none() && !report.errors.contains(e))
+        .map(|(_, e)| e)
     {
         return Err(format!("the bounds make the schema invalid: {e}"));
     }

@@ -651,20 +651,20 @@ fn holder_of_opt(lease: Option<&Lease>) -> Option<&str> {
     holder_of(lease?)
 }
 
-/// A running elector: [`Running::stop`] releases the lease.
-pub struct Running {
+/// A running elector: [`RunningElector::stop`] releases the lease.
+pub struct RunningElector {
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
 }
 
-impl Running {
+impl RunningElector {
     /// Starts `elector` on its own task.
-    pub fn spawn(elector: Elector) -> Running {
+    pub fn spawn(elector: Elector) -> RunningElector {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(elector.run(async move {
             let _ = stopped.await;
         }));
-        Running { stop, task }
+        RunningElector { stop, task }
     }
 
     /// Stops renewing and releases the lease (if held); returns once the release is sent.

@@ -466,7 +466,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     let (leadership, elector) = match lease {
         Some(lease) => {
             let (elector, leadership) = leader::Elector::new(client.clone(), lease, leader_metrics);
-            (leadership, Some(leader::Running::spawn(elector)))
+            (leadership, Some(leader::RunningElector::spawn(elector)))
         }
         None => {
             leader_metrics.leader.set(1);
@@ -515,7 +515,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     .await?;
     // Readiness is the webhook's (what the Services route to): it needs no watch to answer, so
     // it stays in its Service while the watches recover. The watches' health is /watches.
-    let readiness: http::Readiness = match webhook.as_ref().map(webhook::Running::serving) {
+    let readiness: http::Readiness = match webhook.as_ref().map(webhook::RunningWebhook::serving) {
         Some(serving) => Arc::new(move || serving.ready()),
         None => Arc::new(|| Ok(())),
     };
@@ -661,7 +661,7 @@ fn keep_what_the_reconciler_reads<K: kube::Resource>(obj: &mut PartialObjectMeta
 }
 
 /// The controller of one kind.
-struct Running<K: Target> {
+struct KindController<K: Target> {
     run: futures::future::BoxFuture<'static, ()>,
     /// The watched targets.
     targets: Store<PartialObjectMeta<K>>,
@@ -694,7 +694,7 @@ fn controller_for<K: Target>(
     shared: &Shared,
     observe: Vec<futures::channel::mpsc::UnboundedSender<PartialObjectMeta<K>>>,
     crds: Option<CrdLinks>,
-) -> Running<K> {
+) -> KindController<K> {
     let kind = K::KIND;
     // The reports: from the watch cache (`resourceVersion=0`) in one response, metadata only.
     // Watches ask for bookmarks (the default) and last `timeout` on the server: a watch that
@@ -898,7 +898,7 @@ fn controller_for<K: Target>(
     let run = futures::future::select(Box::pin(run), Box::pin(reaper))
         .map(|_| ())
         .boxed();
-    Running {
+    KindController {
         run,
         targets,
         listed,

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use celcost::controller::leader::{Elector, LeaderMetrics, Leadership, LeaseConfig, Running};
+use celcost::controller::leader::{
+    Elector, LeaderMetrics, Leadership, LeaseConfig, RunningElector,
+};
 use http::{Method, Request, Response, StatusCode};
 use kube::Client;
 use kube::client::Body;
@@ -99,7 +101,7 @@ fn lease(holder: &str, rv: &str, renew: &str, transitions: i32) -> Value {
 struct Replica {
     server: Server,
     leadership: Leadership,
-    running: Option<Running>,
+    running: Option<RunningElector>,
     registry: Registry,
 }
 
@@ -122,7 +124,7 @@ fn replica(me: &str) -> Replica {
     Replica {
         server: Server(handle),
         leadership,
-        running: Some(Running::spawn(elector)),
+        running: Some(RunningElector::spawn(elector)),
         registry,
     }
 }

@@ -340,7 +340,7 @@ impl Backoff {
 /// What to call when a relist shows that objects were deleted while the watch was away.
 pub type OnGone = Box<dyn Fn(&str) + Send + Sync>;
 
-struct Running<K> {
+struct WatchTask<K> {
     name: String,
     make: Box<dyn Fn() -> BoxStream<'static, Result<Event<K>, watcher::Error>> + Send>,
     inner: BoxStream<'static, Result<Event<K>, watcher::Error>>,
@@ -367,7 +367,7 @@ where
     K: kube::Resource + Send + 'static,
 {
     health.with(name, |_| ());
-    let state = Running {
+    let state = WatchTask {
         name: name.to_string(),
         inner: make(),
         make: Box::new(make),
@@ -412,7 +412,7 @@ where
     })
 }
 
-impl<K: kube::Resource> Running<K> {
+impl<K: kube::Resource> WatchTask<K> {
     /// An answer from the API server: the backoff starts over, an outage ends.
     fn succeeded(&mut self, event: &Event<K>) {
         self.mark_up(matches!(event, Event::InitDone));

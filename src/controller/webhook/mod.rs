@@ -706,7 +706,7 @@ pub async fn serve_tls(
 }
 
 /// A running webhook: its server and its certificate loop.
-pub struct Running {
+pub struct RunningWebhook {
     stop: tokio::sync::watch::Sender<bool>,
     server: tokio::task::JoinHandle<()>,
     certs: tokio::task::JoinHandle<()>,
@@ -734,7 +734,7 @@ impl Serving {
     }
 }
 
-impl Running {
+impl RunningWebhook {
     /// What readiness reads.
     pub fn serving(&self) -> Serving {
         self.serving.clone()
@@ -755,7 +755,7 @@ pub async fn start(
     enabled: bool,
     client: &kube::Client,
     state: WebhookState,
-) -> Result<Option<Running>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Option<RunningWebhook>, Box<dyn std::error::Error + Send + Sync>> {
     if !enabled {
         return Ok(None);
     }
@@ -810,7 +810,7 @@ pub async fn start(
         metrics,
         until_stopped(stopped),
     ));
-    Ok(Some(Running {
+    Ok(Some(RunningWebhook {
         stop,
         server,
         certs,
