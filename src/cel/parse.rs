@@ -740,6 +740,32 @@ fn empty_map(h: &mut MacroExprHelper) -> cast::IdedExpr {
     h.next_expr(cast::Expr::Map(cast::MapExpr { entries: vec![] }))
 }
 
+/// A comprehension over `range` (its variables `v1`, `v2`) into the accumulator `@result`, from
+/// its initial value, condition, step and result (`parts`).
+fn accumulating(
+    range: cast::IdedExpr,
+    v1: String,
+    v2: Option<String>,
+    parts: (
+        cast::IdedExpr,
+        cast::IdedExpr,
+        cast::IdedExpr,
+        cast::IdedExpr,
+    ),
+) -> cast::ComprehensionExpr {
+    let (accu_init, loop_cond, loop_step, result) = parts;
+    cast::ComprehensionExpr {
+        iter_range: range,
+        iter_var: v1,
+        iter_var2: v2,
+        accu_var: ACCU.to_string(),
+        accu_init,
+        loop_cond,
+        loop_step,
+        result,
+    }
+}
+
 /// A comprehension node made of `c`'s parts.
 fn comprehension(h: &mut MacroExprHelper, c: cast::ComprehensionExpr) -> cast::IdedExpr {
     h.next_expr(cast::Expr::Comprehension(Box::new(c)))
@@ -937,16 +963,7 @@ fn quantifier(
     let range = t.take().unwrap();
     Ok(Some(comprehension(
         h,
-        cast::ComprehensionExpr {
-            iter_range: range,
-            iter_var: v,
-            iter_var2: None,
-            accu_var: ACCU.to_string(),
-            accu_init: init,
-            loop_cond: cond,
-            loop_step: step,
-            result,
-        },
+        accumulating(range, v, None, (init, cond, step, result)),
     )))
 }
 
@@ -988,16 +1005,7 @@ fn quantifier2(
     let range = t.take().unwrap();
     Ok(Some(comprehension(
         h,
-        cast::ComprehensionExpr {
-            iter_range: range,
-            iter_var: v1,
-            iter_var2: Some(v2),
-            accu_var: ACCU.to_string(),
-            accu_init: init,
-            loop_cond: cond,
-            loop_step: step,
-            result,
-        },
+        accumulating(range, v1, Some(v2), (init, cond, step, result)),
     )))
 }
 
@@ -1040,19 +1048,7 @@ fn build_map(
         step = call(h, operators::CONDITIONAL, vec![p, step, a]);
     }
     let result = ident(h, ACCU);
-    comprehension(
-        h,
-        cast::ComprehensionExpr {
-            iter_range: range,
-            iter_var: v,
-            iter_var2: None,
-            accu_var: ACCU.to_string(),
-            accu_init: init,
-            loop_cond: cond,
-            loop_step: step,
-            result,
-        },
-    )
+    comprehension(h, accumulating(range, v, None, (init, cond, step, result)))
 }
 
 fn filter_macro(
@@ -1083,16 +1079,7 @@ fn filter_macro(
     let result = ident(h, ACCU);
     Ok(Some(comprehension(
         h,
-        cast::ComprehensionExpr {
-            iter_range: range,
-            iter_var: v,
-            iter_var2: None,
-            accu_var: ACCU.to_string(),
-            accu_init: init,
-            loop_cond: cond,
-            loop_step: step,
-            result,
-        },
+        accumulating(range, v, None, (init, cond, step, result)),
     )))
 }
 
@@ -1138,16 +1125,7 @@ fn transform(
     let result = ident(h, ACCU);
     Ok(Some(comprehension(
         h,
-        cast::ComprehensionExpr {
-            iter_range: range,
-            iter_var: v1,
-            iter_var2: Some(v2),
-            accu_var: ACCU.to_string(),
-            accu_init: init,
-            loop_cond: cond,
-            loop_step: step,
-            result,
-        },
+        accumulating(range, v1, Some(v2), (init, cond, step, result)),
     )))
 }
 
