@@ -778,7 +778,7 @@ fn fix_file(
             }
             if let (Some(g), Some(root)) = (go.as_deref_mut(), go_root) {
                 fix.target = "go";
-                g.fix_object(estimators, &o.value, &o.source, root, before, fix, options);
+                g.fix_object(estimators, &o, root, before, fix, options);
                 continue;
             }
             let planned = plan_bounds(

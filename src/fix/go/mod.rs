@@ -1073,17 +1073,16 @@ impl GoTypes {
     /// Records one object's fix in the Go types: the bounds planned with placements checked,
     /// the edits (applied in [`GoTypes::finish`]), and the costs of the CRD the edited types
     /// would generate.
-    #[allow(clippy::too_many_arguments)]
     pub fn fix_object(
         &mut self,
         estimators: &[Estimator],
-        object: &Value,
-        source: &str,
+        found: &crate::input::FoundObject,
         roots: BTreeMap<String, DeclRef>,
         before: Vec<ObjectReport>,
         mut fix: ObjectFix,
         options: &FixOptions,
     ) {
+        let (object, source) = (&found.value, found.source.as_str());
         let planned = {
             let me = &*self;
             plan_bounds(estimators, object, source, &options.settings, &mut |b| {
