@@ -422,6 +422,24 @@ impl<'a> Minors<'a> {
         }
     }
 
+    /// A policy's report, typed over the schemas of `catalog`, its expressions located in the
+    /// input where `located` says.
+    fn estimate_policy(
+        self,
+        value: &serde_json::Value,
+        source: &str,
+        located: Option<&ObjectSource>,
+        catalog: &SchemaCatalog,
+    ) -> Option<ObjectReport> {
+        let mut r = self.estimate(value, catalog, |e, shared| {
+            e.estimate_shared(shared, source, catalog)
+        });
+        if let (Some(r), Some(l)) = (&mut r, located) {
+            l.attach(r);
+        }
+        r
+    }
+
     /// An object's report: one minor's, or the newest's carrying the range's matrix.
     /// `catalog` holds the schemas `f` types a policy over.
     fn estimate(
@@ -538,13 +556,7 @@ impl Run<'_> {
             })
             .collect();
         let mut estimated = parallel(&policies, threads, |(source, value, located)| {
-            let mut r = estimators.estimate(value, &catalog, |e, shared| {
-                e.estimate_shared(shared, source, &catalog)
-            });
-            if let (Some(r), Some(l)) = (&mut r, located) {
-                l.attach(r);
-            }
-            r
+            estimators.estimate_policy(value, source, *located, &catalog)
         })
         .into_iter();
         for f in first {
@@ -850,13 +862,12 @@ impl Run<'_> {
                     value,
                     located,
                 } => {
-                    let mut r = estimators.estimate(&value, &catalog, |e, shared| {
-                        e.estimate_shared(shared, &source, &catalog)
-                    });
-                    if let (Some(r), Some(l)) = (&mut r, &located) {
-                        l.attach(r);
-                    }
-                    outcome.reports.extend(r);
+                    outcome.reports.extend(estimators.estimate_policy(
+                        &value,
+                        &source,
+                        located.as_ref(),
+                        &catalog,
+                    ));
                 }
             }
         }

@@ -46,19 +46,17 @@ pub mod wording_consulted {
     /// `f`'s result and the wording rules it consulted (a bit per rule index). Nested calls see
     /// their own; the enclosing one sees theirs too.
     pub fn tracking<R>(f: impl FnOnce() -> R) -> (R, u32) {
+        /// Puts back what the enclosing tracking had consulted, beside what this one did (also
+        /// when `f` unwinds: an estimate stopped by its work budget).
         struct Restore(u32);
         impl Drop for Restore {
             fn drop(&mut self) {
-                // The enclosing tracking also consulted what this one did.
                 CONSULTED.with(|c| c.set(c.get() | self.0));
             }
         }
-        let outer = Restore(CONSULTED.with(|c| c.replace(0)));
+        let _outer = Restore(CONSULTED.with(|c| c.replace(0)));
         let r = f();
-        let mine = CONSULTED.with(|c| c.replace(0));
-        drop(outer);
-        CONSULTED.with(|c| c.set(c.get() | mine));
-        (r, mine)
+        (r, CONSULTED.with(Cell::get))
     }
 
     /// `f`'s result, what it consults not noted (comparing minors' rules decides no text).
