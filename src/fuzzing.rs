@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{Outcome, Run};
 use crate::estimate::Estimator;
+use crate::fixtures;
 use crate::report::{INTERNAL_ERROR, ObjectReport, WORK_BUDGET_EXCEEDED};
 use crate::suggest::Settings;
 
@@ -266,41 +267,29 @@ pub fn expression_documents(expr: &str) -> Vec<Value> {
     if let (Some(p), Some(s)) = (spec_properties.as_object_mut(), scalars.as_object()) {
         p.extend(s.clone());
     }
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": { "name": "fuzzes.example.com" },
-        "spec": {
-            "group": "example.com",
-            "names": { "kind": "Fuzz", "listKind": "FuzzList", "plural": "fuzzes", "singular": "fuzz" },
-            "scope": "Namespaced",
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "schema": { "openAPIV3Schema": {
-                    "type": "object",
-                    "properties": {
-                        "spec": {
-                            "type": "object",
-                            "x-kubernetes-validations": rule(json!({ "fieldPath": ".name" })),
-                            "properties": spec_properties
-                        }
-                    },
-                    "x-kubernetes-validations": rule(json!({}))
-                } }
-            }]
-        }
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "x-kubernetes-validations": rule(json!({ "fieldPath": ".name" })),
+                "properties": spec_properties
+            }
+        },
+        "x-kubernetes-validations": rule(json!({}))
     });
-    let constraints = json!({
-        "resourceRules": [{
-            "apiGroups": ["example.com"], "apiVersions": ["v1"],
-            "operations": ["CREATE", "UPDATE"], "resources": ["fuzzes"]
-        }]
-    });
-    let vap = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": { "name": "fuzz" },
-        "spec": {
+    let crd = fixtures::crd(
+        "example.com",
+        "fuzzes",
+        "Fuzz",
+        "Namespaced",
+        json!([fixtures::version("v1", true, schema)]),
+    );
+    let constraints = fixtures::match_resource("example.com", "fuzzes", &["CREATE", "UPDATE"]);
+    let vap = fixtures::policy(
+        "ValidatingAdmissionPolicy",
+        "fuzz",
+        json!({
             "failurePolicy": "Fail",
             "paramKind": { "apiVersion": "example.com/v1", "kind": "Fuzz" },
             "matchConstraints": constraints,
@@ -314,14 +303,13 @@ pub fn expression_documents(expr: &str) -> Vec<Value> {
                 { "expression": "variables.w == variables.v" }
             ],
             "auditAnnotations": [{ "key": "k", "valueExpression": expr }]
-        }
-    });
+        }),
+    );
     let map = |api: &str| {
-        json!({
-            "apiVersion": api,
-            "kind": "MutatingAdmissionPolicy",
-            "metadata": { "name": "fuzz" },
-            "spec": {
+        let mut map = fixtures::policy(
+            "MutatingAdmissionPolicy",
+            "fuzz",
+            json!({
                 "failurePolicy": "Fail",
                 "reinvocationPolicy": "Never",
                 "matchConstraints": constraints,
@@ -332,8 +320,10 @@ pub fn expression_documents(expr: &str) -> Vec<Value> {
                       "applyConfiguration": { "expression": expr } },
                     { "patchType": "JSONPatch", "jsonPatch": { "expression": expr } }
                 ]
-            }
-        })
+            }),
+        );
+        map["apiVersion"] = json!(api);
+        map
     };
     vec![
         crd,

@@ -3,7 +3,7 @@
 //!
 //! | layer | modules | what |
 //! |---|---|---|
-//! | base | `budget`, `goregexp`, `positions`, `input`, `report` | work budgets, Go regexps, YAML input with positions; the report model, its limits and number formatting |
+//! | base | `budget`, `goregexp`, `positions`, `input`, `report`, `fixtures` | work budgets, Go regexps, YAML input with positions; the report model, its limits and number formatting; the objects tests wrap their cases in |
 //! | CEL | `cel` | parse, check, estimate one expression |
 //! | schemas | `schema` | OpenAPI schemas as CEL types |
 //! | objects | `crd`, `vap` | a CRD's rules and totals; a policy's expressions |
@@ -20,6 +20,8 @@ pub mod crd;
 pub mod diff;
 pub mod estimate;
 pub mod fix;
+#[doc(hidden)]
+pub mod fixtures;
 pub mod fuzzing;
 pub mod goregexp;
 pub mod input;

@@ -84,33 +84,12 @@ impl CostEmbedder for KubernetesEstimator<'_> {
                 let sz = size(target?);
                 let to_replace = size(&args[0]);
                 let with = size(&args[1]);
-                let (mut count, mut retained) = (Size::default(), Size::default());
-                if to_replace.min == 0 {
-                    count.max = if sz.max < u64::MAX {
-                        sz.max + 1
-                    } else {
-                        sz.max
-                    };
-                    retained.max = sz.max;
-                } else if with.max <= to_replace.min {
-                    count.max = 0;
-                    retained.max = sz.max;
-                } else {
-                    count.max = go_f64_to_u64((sz.max as f64 / to_replace.min as f64).ceil());
-                }
-                if to_replace.max == 0 {
-                    count.min = if sz.min < u64::MAX {
-                        sz.min + 1
-                    } else {
-                        sz.min
-                    };
-                    retained.min = sz.min;
-                } else if to_replace.max <= with.min {
-                    count.min = 0;
-                    retained.min = sz.min;
-                } else {
-                    count.min = go_f64_to_u64((sz.min as f64 / to_replace.max as f64).ceil());
-                }
+                let (count_max, retained_max) =
+                    replace_bound(sz.max, to_replace.min, with.max <= to_replace.min);
+                let (count_min, retained_min) =
+                    replace_bound(sz.min, to_replace.max, to_replace.max <= with.min);
+                let count = Size::new(count_min, count_max);
+                let retained = Size::new(retained_min, retained_max);
                 let result = count.mul(with).add(retained);
                 Some(CallEstimate {
                     cost: sz.factor(2.0 * STRING_TRAVERSAL_COST_FACTOR),
@@ -286,4 +265,18 @@ fn go_f64_to_u64(f: f64) -> u64 {
         return 1 << 63;
     }
     f as u64
+}
+
+/// One bound (lowest or highest) of `replace`'s match count and retained length, from the
+/// string's bound `len`, the pattern's opposite bound `pattern`, and whether a replacement can
+/// not make the string longer (Kubernetes `library/cost.go`): an empty pattern matches between
+/// every two characters; no growth keeps the bound; else a match per `pattern` characters.
+fn replace_bound(len: u64, pattern: u64, no_growth: bool) -> (u64, u64) {
+    if pattern == 0 {
+        (len.saturating_add(1), len)
+    } else if no_growth {
+        (0, len)
+    } else {
+        (go_f64_to_u64((len as f64 / pattern as f64).ceil()), 0)
+    }
 }

@@ -624,81 +624,74 @@ fn build_env(opts: ParserOptions) -> cel::Env {
     add_macros(cel::Env::default(), opts)
 }
 
+/// One macro's expansion (cel-go's `MacroExpander`).
+type Expander =
+    fn(&mut MacroExprHelper, &mut Option<cast::IdedExpr>, &mut Vec<cast::IdedExpr>) -> MacroResult;
+
 /// cel-go's macros on `env` (a macro `env` already has stays).
 fn add_macros(mut env: cel::Env, opts: ParserOptions) -> cel::Env {
-    let mut add = |m: Macro| {
-        let _ = env.add_macro(m);
-    };
-    add(Macro::global("has", 1, has));
-    add(Macro::receiver("all", 2, |h, t, a| {
-        quantifier(Quant::All, h, t, a)
-    }));
-    add(Macro::receiver("exists", 2, |h, t, a| {
-        quantifier(Quant::Exists, h, t, a)
-    }));
-    add(Macro::receiver("exists_one", 2, |h, t, a| {
-        quantifier(Quant::ExistsOne, h, t, a)
-    }));
-    // The one-variable `existsOne` spelling is not a macro of the Kubernetes environment (only
-    // `exists_one` is); the two-variable library adds a three-argument `existsOne` below.
-    add(Macro::receiver("map", 2, map_macro));
-    add(Macro::receiver("map", 3, map_macro));
-    add(Macro::receiver("filter", 2, filter_macro));
-    if opts.two_var_comprehensions {
-        add(Macro::receiver("all", 3, |h, t, a| {
-            met_gated_macro();
-            quantifier2(Quant::All, h, t, a)
-        }));
-        add(Macro::receiver("exists", 3, |h, t, a| {
-            met_gated_macro();
-            quantifier2(Quant::Exists, h, t, a)
-        }));
-        add(Macro::receiver("existsOne", 3, |h, t, a| {
-            met_gated_macro();
+    // The receiver macros each option brings: name, argument count, expansion.
+    let base: &[(&str, usize, Expander)] = &[
+        ("all", 2, |h, t, a| quantifier(Quant::All, h, t, a)),
+        ("exists", 2, |h, t, a| quantifier(Quant::Exists, h, t, a)),
+        ("exists_one", 2, |h, t, a| {
+            quantifier(Quant::ExistsOne, h, t, a)
+        }),
+        // The one-variable `existsOne` spelling is not a macro of the Kubernetes environment
+        // (only `exists_one` is); the two-variable library adds a three-argument `existsOne`.
+        ("map", 2, map_macro),
+        ("map", 3, map_macro),
+        ("filter", 2, filter_macro),
+    ];
+    let two_var: &[(&str, usize, Expander)] = &[
+        ("all", 3, |h, t, a| quantifier2(Quant::All, h, t, a)),
+        ("exists", 3, |h, t, a| quantifier2(Quant::Exists, h, t, a)),
+        ("existsOne", 3, |h, t, a| {
             quantifier2(Quant::ExistsOne, h, t, a)
-        }));
-        add(Macro::receiver("exists_one", 3, |h, t, a| {
-            met_gated_macro();
+        }),
+        ("exists_one", 3, |h, t, a| {
             quantifier2(Quant::ExistsOne, h, t, a)
-        }));
-        add(Macro::receiver("transformList", 3, |h, t, a| {
-            met_gated_macro();
+        }),
+        ("transformList", 3, |h, t, a| {
             transform(Transform::List, h, t, a)
-        }));
-        add(Macro::receiver("transformList", 4, |h, t, a| {
-            met_gated_macro();
+        }),
+        ("transformList", 4, |h, t, a| {
             transform(Transform::List, h, t, a)
-        }));
-        add(Macro::receiver("transformMap", 3, |h, t, a| {
-            met_gated_macro();
+        }),
+        ("transformMap", 3, |h, t, a| {
             transform(Transform::Map, h, t, a)
-        }));
-        add(Macro::receiver("transformMap", 4, |h, t, a| {
-            met_gated_macro();
+        }),
+        ("transformMap", 4, |h, t, a| {
             transform(Transform::Map, h, t, a)
-        }));
-        add(Macro::receiver("transformMapEntry", 3, |h, t, a| {
-            met_gated_macro();
+        }),
+        ("transformMapEntry", 3, |h, t, a| {
             transform(Transform::MapEntry, h, t, a)
-        }));
-        add(Macro::receiver("transformMapEntry", 4, |h, t, a| {
-            met_gated_macro();
+        }),
+        ("transformMapEntry", 4, |h, t, a| {
             transform(Transform::MapEntry, h, t, a)
-        }));
-    }
-    if opts.optional_syntax {
-        add(Macro::receiver("optMap", 2, |h, t, a| {
-            opt_map(false, h, t, a)
-        }));
-        add(Macro::receiver("optFlatMap", 2, |h, t, a| {
-            opt_map(true, h, t, a)
-        }));
-    }
-    if opts.lists_sort_by {
-        add(Macro::receiver("sortBy", 2, |h, t, a| {
-            met_gated_macro();
-            sort_by(h, t, a)
-        }));
+        }),
+    ];
+    let optional: &[(&str, usize, Expander)] = &[
+        ("optMap", 2, |h, t, a| opt_map(false, h, t, a)),
+        ("optFlatMap", 2, |h, t, a| opt_map(true, h, t, a)),
+    ];
+    let sort: &[(&str, usize, Expander)] = &[("sortBy", 2, sort_by)];
+    let _ = env.add_macro(Macro::global("has", 1, has));
+    // A gated macro's use is noted (`met_gated_macro`): it needs a library some minors lack.
+    for (group, on, gated) in [
+        (base, true, false),
+        (two_var, opts.two_var_comprehensions, true),
+        (optional, opts.optional_syntax, false),
+        (sort, opts.lists_sort_by, true),
+    ] {
+        for &(name, args, expand) in group.iter().filter(|_| on) {
+            let _ = env.add_macro(Macro::receiver(name, args, move |h, t, a| {
+                if gated {
+                    met_gated_macro();
+                }
+                expand(h, t, a)
+            }));
+        }
     }
     env
 }
@@ -1014,16 +1007,7 @@ fn map_macro(
     t: &mut Option<cast::IdedExpr>,
     args: &mut Vec<cast::IdedExpr>,
 ) -> MacroResult {
-    let v = match &args[0].expr {
-        cast::Expr::Ident(n) if n == ACCU || n == LEGACY_ACCU => {
-            return Err(h.new_error(
-                args[0].id,
-                "iteration variable overwrites accumulator variable",
-            ));
-        }
-        cast::Expr::Ident(n) => n.clone(),
-        _ => return Err(h.new_error(args[0].id, "argument is not an identifier")),
-    };
+    let v = iter_ident(h, &args[0], "argument is not an identifier")?;
     let f = args.pop().unwrap();
     let filter = if args.len() == 2 { args.pop() } else { None };
     args.clear();
@@ -1051,36 +1035,17 @@ fn build_map(
     comprehension(h, accumulating(range, v, None, (init, cond, step, result)))
 }
 
+/// `filter` is `map` with a condition whose element is the variable itself.
 fn filter_macro(
     h: &mut MacroExprHelper,
     t: &mut Option<cast::IdedExpr>,
     args: &mut Vec<cast::IdedExpr>,
 ) -> MacroResult {
-    let v = match &args[0].expr {
-        cast::Expr::Ident(n) if n == ACCU || n == LEGACY_ACCU => {
-            return Err(h.new_error(
-                args[0].id,
-                "iteration variable overwrites accumulator variable",
-            ));
-        }
-        cast::Expr::Ident(n) => n.clone(),
-        _ => return Err(h.new_error(args[0].id, "argument is not an identifier")),
-    };
+    let v = iter_ident(h, &args[0], "argument is not an identifier")?;
     let p = args.pop().unwrap();
     let var = args.pop().unwrap();
     let range = t.take().unwrap();
-    let init = list(h, vec![]);
-    let cond = lit_bool(h, true);
-    let a = ident(h, ACCU);
-    let l = list(h, vec![var]);
-    let step = call(h, operators::ADD, vec![a, l]);
-    let a = ident(h, ACCU);
-    let step = call(h, operators::CONDITIONAL, vec![p, step, a]);
-    let result = ident(h, ACCU);
-    Ok(Some(comprehension(
-        h,
-        accumulating(range, v, None, (init, cond, step, result)),
-    )))
+    Ok(Some(build_map(h, range, v, Some(p), var)))
 }
 
 #[derive(Clone, Copy)]

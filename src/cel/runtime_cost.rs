@@ -567,24 +567,22 @@ fn apply(function: &str, v: &[Val]) -> Result<R, Stop> {
         ("-_", [Double(d)]) => ok(Double(-d)),
         ("@not_strictly_false", [x]) => ok(Bool(!matches!(x, Bool(false)))),
         ("_+_" | "_-_" | "_*_" | "_/_" | "_%_", [Int(x), Int(y)]) => {
-            let r = match function {
-                "_+_" => x.checked_add(*y),
-                "_-_" => x.checked_sub(*y),
-                "_*_" => x.checked_mul(*y),
-                "_/_" => x.checked_div(*y),
-                _ => x.checked_rem(*y),
-            };
-            r.map_or_else(error, |r| ok(Int(r)))
+            let ops = [
+                i64::checked_add,
+                i64::checked_sub,
+                i64::checked_mul,
+                i64::checked_div,
+            ];
+            checked(function, ops, i64::checked_rem, *x, *y).map_or_else(error, |r| ok(Int(r)))
         }
         ("_+_" | "_-_" | "_*_" | "_/_" | "_%_", [Uint(x), Uint(y)]) => {
-            let r = match function {
-                "_+_" => x.checked_add(*y),
-                "_-_" => x.checked_sub(*y),
-                "_*_" => x.checked_mul(*y),
-                "_/_" => x.checked_div(*y),
-                _ => x.checked_rem(*y),
-            };
-            r.map_or_else(error, |r| ok(Uint(r)))
+            let ops = [
+                u64::checked_add,
+                u64::checked_sub,
+                u64::checked_mul,
+                u64::checked_div,
+            ];
+            checked(function, ops, u64::checked_rem, *x, *y).map_or_else(error, |r| ok(Uint(r)))
         }
         ("_+_" | "_-_" | "_*_" | "_/_", [Double(x), Double(y)]) => ok(Double(match function {
             "_+_" => x + y,
@@ -723,6 +721,24 @@ fn apply(function: &str, v: &[Val]) -> Result<R, Stop> {
         ("bool", [Bool(b)]) => ok(Bool(*b)),
         // Wrong operand types (cel-go's `no such overload`) and everything else: not followed.
         _ => unsupported,
+    }
+}
+
+/// `_+_`, `_-_`, `_*_`, `_/_` (`ops`, in that order) or else `_%_` (`rem`) of whole numbers;
+/// overflow and division by zero are `None`.
+fn checked<T>(
+    function: &str,
+    ops: [fn(T, T) -> Option<T>; 4],
+    rem: fn(T, T) -> Option<T>,
+    x: T,
+    y: T,
+) -> Option<T> {
+    match ["_+_", "_-_", "_*_", "_/_"]
+        .iter()
+        .position(|f| *f == function)
+    {
+        Some(i) => ops[i](x, y),
+        None => rem(x, y),
     }
 }
 

@@ -11,23 +11,10 @@ use crate::estimate::Estimator;
 
 /// A CRD whose `spec.f` is `node`.
 fn crd(node: Value) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
-            "scope": "Namespaced",
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {
-                    "type": "object",
-                    "properties": {"spec": {"type": "object", "properties": {"f": node}}}
-                }}
-            }]
-        }
-    })
+    crate::fixtures::widgets(json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"f": node}}}
+    }))
 }
 
 fn with_rule(mut node: Value, rule: &str) -> Value {

@@ -841,23 +841,16 @@ mod tests {
 
     #[test]
     fn crds_are_added_per_version_with_object_meta() {
-        let crd = json!({
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": "widgets.example.com"},
-            "spec": {
-                "group": "example.com",
-                "names": {"plural": "widgets", "kind": "Widget"},
-                "versions": [
-                    {"name": "v1", "served": true, "schema": {"openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": true,
-                        "properties": {"spec": {"type": "object", "properties": {
-                            "name": {"type": "string", "maxLength": 10}}}}}}},
-                    {"name": "v2", "served": true}
-                ]
-            }
-        });
+        let v1 = json!({
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": true,
+            "properties": {"spec": {"type": "object", "properties": {
+                "name": {"type": "string", "maxLength": 10}}}}});
+        let mut crd = crate::fixtures::widgets(v1);
+        crd["spec"]["versions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "v2", "served": true}));
         let mut c = SchemaCatalog::without_builtins();
         let added = c.add_crd(crd);
         assert_eq!(
@@ -884,17 +877,7 @@ mod tests {
         use crate::cel::decls::Version;
         use crate::cel::minor::{Distribution, Minor};
         let crd = |spec: Value| {
-            json!({
-                "apiVersion": "apiextensions.k8s.io/v1",
-                "kind": "CustomResourceDefinition",
-                "metadata": {"name": "widgets.example.com"},
-                "spec": {
-                    "group": "example.com",
-                    "names": {"plural": "widgets", "kind": "Widget"},
-                    "versions": [{"name": "v1", "served": true, "schema": {"openAPIV3Schema": {
-                        "type": "object", "properties": {"spec": spec}}}}]
-                }
-            })
+            crate::fixtures::widgets(json!({"type": "object", "properties": {"spec": spec}}))
         };
         let minor =
             |m| Minor::of_distribution(Version::new(1, m), Distribution::Kubernetes).unwrap();

@@ -842,24 +842,23 @@ mod tests {
 
     use crate::Estimator;
     use crate::cel::decls::Version;
+    use crate::fixtures::{match_resource, policy};
 
     #[test]
     fn details_name_their_field_before_1_34() {
-        let vap = json!({
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": "p"},
-            "spec": {
+        let vap = policy(
+            "ValidatingAdmissionPolicy",
+            "p",
+            json!({
                 "failurePolicy": "Fail",
-                "matchConstraints": {"resourceRules": [{"operations": ["CREATE"],
-                    "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]},
+                "matchConstraints": match_resource("", "pods", &["CREATE"]),
                 "variables": [{"name": "a-b", "expression": "1"}],
                 "validations": [
                     {"expression": "true", "message": " "},
                     {"expression": "true", "message": "a\nb"}
                 ]
-            }
-        });
+            }),
+        );
         let errors = |minor| {
             let mut e = Estimator::new(Version::new(1, minor))
                 .estimate(&vap, "test")
@@ -892,22 +891,20 @@ mod tests {
     /// name the type.
     #[test]
     fn wrong_output_types_are_compile_errors() {
-        let vap = json!({
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": "p"},
-            "spec": {
+        let vap = policy(
+            "ValidatingAdmissionPolicy",
+            "p",
+            json!({
                 "failurePolicy": "Fail",
-                "matchConstraints": {"resourceRules": [{"operations": ["CREATE"],
-                    "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]},
+                "matchConstraints": match_resource("apps", "deployments", &["CREATE"]),
                 "validations": [
                     {"expression": "'invalid value'"},
                     {"expression": "object.spec.replicas > 1",
                      "messageExpression": "object.spec.replicas"}
                 ],
                 "auditAnnotations": [{"key": "a", "valueExpression": "object.metadata.name"}]
-            }
-        });
+            }),
+        );
         for minor in 30..=36 {
             let r = Estimator::new(Version::new(1, minor))
                 .estimate(&vap, "test")
@@ -961,21 +958,19 @@ mod tests {
     /// found before it) and the policy is refused.
     #[test]
     fn checker_panic_aborts_the_request() {
-        let vap = json!({
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": "p"},
-            "spec": {
+        let vap = policy(
+            "ValidatingAdmissionPolicy",
+            "p",
+            json!({
                 "failurePolicy": "Fail",
-                "matchConstraints": {"resourceRules": [{"operations": ["CREATE"],
-                    "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+                "matchConstraints": match_resource("", "configmaps", &["CREATE"]),
                 "validations": [
                     {"expression": "1"},
                     {"expression": "{?'app': object.data[?'app']}.size() <= 1"},
                     {"expression": "[?object.x].size() == 0"}
                 ]
-            }
-        });
+            }),
+        );
         for minor in 30..=36 {
             let r = Estimator::new(Version::new(1, minor))
                 .estimate(&vap, "test")

@@ -340,6 +340,7 @@ fn mutation_cost(expressions: &[Compiled], max: impl Fn(&Compiled) -> u64) -> u6
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{self, match_resource};
     use serde_json::json;
 
     fn policy(api: &str, spec: Value) -> Value {
@@ -353,9 +354,7 @@ mod tests {
 
     fn spec_with(mutations: Value, extra: Value) -> Value {
         let mut spec = json!({
-            "matchConstraints": {"resourceRules": [{
-                "apiGroups": ["apps"], "apiVersions": ["v1"],
-                "operations": ["CREATE"], "resources": ["deployments"]}]},
+            "matchConstraints": match_resource("apps", "deployments", &["CREATE"]),
             "reinvocationPolicy": "Never",
             "mutations": mutations,
         });
@@ -586,15 +585,12 @@ mod tests {
     #[test]
     fn spec_shape_errors() {
         let env = Env::for_kubernetes(Version::new(1, 36));
-        let p = json!({
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "MutatingAdmissionPolicy",
-            "metadata": {"name": "shape"},
-            "spec": {
+        let p = fixtures::policy(
+            "MutatingAdmissionPolicy",
+            "shape",
+            json!({
                 "failurePolicy": "Maybe",
-                "matchConstraints": {"resourceRules": [{
-                    "apiGroups": ["apps"], "apiVersions": ["v1"],
-                    "operations": ["CREATE", "DELETE"], "resources": ["deployments"]}]},
+                "matchConstraints": match_resource("apps", "deployments", &["CREATE", "DELETE"]),
                 "mutations": [
                     {"patchType": "JSONPatch", "applyConfiguration": {"expression": "Object{}"}},
                     {"patchType": "ApplyConfiguration", "jsonPatch": {"expression": "[]"}},
@@ -603,8 +599,8 @@ mod tests {
                     {"patchType": "JSONPatch"},
                     {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "  "}},
                 ],
-            },
-        });
+            }),
+        );
         let r = estimate_map(&env, &p, "t");
         let got: BTreeSet<&str> = r.errors.iter().map(String::as_str).collect();
         let want: BTreeSet<&str> = [

@@ -15,7 +15,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     // shared constants and number formatting.
     (
         "base",
-        &["budget", "goregexp", "positions", "input", "report"],
+        &[
+            "budget",
+            "goregexp",
+            "positions",
+            "input",
+            "report",
+            "fixtures",
+        ],
     ),
     ("cel", &["cel"]),
     ("schemas", &["schema"]),

@@ -387,31 +387,16 @@ enum Mode {
     Fragment,
 }
 
+/// RFC 3986's sub-delims, which Go's `shouldEscape` (in a host) and `validEncoded` let through.
+const SUB_DELIMS: &[u8] = b"!$&'()*+,;=";
+
 /// `shouldEscape`.
 fn should_escape(c: u8, mode: Mode) -> bool {
     if c.is_ascii_alphanumeric() {
         return false;
     }
     if mode == Mode::Host
-        && matches!(
-            c,
-            b'!' | b'$'
-                | b'&'
-                | b'\''
-                | b'('
-                | b')'
-                | b'*'
-                | b'+'
-                | b','
-                | b';'
-                | b'='
-                | b':'
-                | b'['
-                | b']'
-                | b'<'
-                | b'>'
-                | b'"'
-        )
+        && (SUB_DELIMS.contains(&c) || matches!(c, b':' | b'[' | b']' | b'<' | b'>' | b'"'))
     {
         return false;
     }
@@ -523,24 +508,9 @@ fn escape(s: &[u8], mode: Mode) -> Vec<u8> {
 /// `validEncoded`.
 fn valid_encoded(s: &[u8], mode: Mode) -> bool {
     s.iter().all(|&c| {
-        matches!(
-            c,
-            b'!' | b'$'
-                | b'&'
-                | b'\''
-                | b'('
-                | b')'
-                | b'*'
-                | b'+'
-                | b','
-                | b';'
-                | b'='
-                | b':'
-                | b'@'
-                | b'['
-                | b']'
-                | b'%'
-        ) || !should_escape(c, mode)
+        SUB_DELIMS.contains(&c)
+            || matches!(c, b':' | b'@' | b'[' | b']' | b'%')
+            || !should_escape(c, mode)
     })
 }
 

@@ -9,37 +9,24 @@ use serde_json::{Value, json};
 use crate::Estimator;
 use crate::cel::decls::Declarations;
 use crate::cel::minor::{KUBERNETES, Minor, OPENSHIFT};
+use crate::fixtures;
 use crate::report::UpdateVerdict;
 
 fn crd(versions: Value) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "plural.group.com"},
-        "spec": {
-            "group": "group.com",
-            "scope": "Cluster",
-            "names": {"plural": "plural", "singular": "singular", "kind": "Plural", "listKind": "PluralList"},
-            "versions": versions,
-        }
-    })
+    fixtures::crd("group.com", "plural", "Plural", "Cluster", versions)
 }
 
 /// A version whose schema has `f`, a list of unbounded strings, with a rule whose
 /// messageExpression concatenates `n` of them (over the per-expression limit for n ≥ 8).
 fn version(name: &str, storage: bool, n: usize) -> Value {
     let concat: Vec<String> = (0..n).map(|i| format!("self[{i}]")).collect();
-    json!({
-        "name": name, "served": true, "storage": storage,
-        "schema": {"openAPIV3Schema": {
-            "type": "object",
-            "properties": {"f": {
-                "type": "array",
-                "items": {"type": "string"},
-                "x-kubernetes-validations": [{"rule": "true", "messageExpression": concat.join(" + ")}],
-            }},
-        }},
-    })
+    let rule = json!([{"rule": "true", "messageExpression": concat.join(" + ")}]);
+    let f = json!({"type": "array", "items": {"type": "string"}, "x-kubernetes-validations": rule});
+    fixtures::version(
+        name,
+        storage,
+        json!({"type": "object", "properties": {"f": f}}),
+    )
 }
 
 /// The errors on create, and their parts.

@@ -5,27 +5,21 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use crate::Estimator;
+use crate::fixtures;
 
 /// A one-version CRD with `schema` as its `openAPIV3Schema`.
 fn crd(schema: Value, status: bool) -> Value {
-    let mut version = json!({
-        "name": "v1", "served": true, "storage": true,
-        "schema": {"openAPIV3Schema": schema},
-    });
+    let mut version = fixtures::version("v1", true, schema);
     if status {
         version["subresources"] = json!({"status": {}});
     }
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "foos.x.example.com"},
-        "spec": {
-            "group": "x.example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "foos", "singular": "foo", "kind": "Foo", "listKind": "FooList"},
-            "versions": [version],
-        },
-    })
+    fixtures::crd(
+        "x.example.com",
+        "foos",
+        "Foo",
+        "Namespaced",
+        json!([version]),
+    )
 }
 
 /// Checks the error set, and which rules the API server compiles (`(path, index, compiled)`).
