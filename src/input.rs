@@ -564,44 +564,34 @@ fn parse_go_int(s: &str) -> Option<Number> {
 fn is_yaml_float(s: &str) -> bool {
     // ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$
     let b = s.as_bytes();
-    let mut i = 0;
-    if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
-        i += 1;
-    }
-    let start = i;
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        let d = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
+    let at = |i: usize, set: &[u8]| b.get(i).is_some_and(|c| set.contains(c));
+    // The digits from `i` on, `i` past them: how many.
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
         }
-        if i == d {
+        *i - start
+    };
+    let mut i = usize::from(at(0, b"-+"));
+    if at(i, b".") {
+        i += 1;
+        if digits(&mut i) == 0 {
             return false;
         }
     } else {
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == start {
+        if digits(&mut i) == 0 {
             return false;
         }
-        if i < b.len() && b[i] == b'.' {
+        if at(i, b".") {
             i += 1;
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
+            digits(&mut i);
         }
     }
-    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+    if at(i, b"eE") {
         i += 1;
-        if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
-            i += 1;
-        }
-        let d = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == d {
+        i += usize::from(at(i, b"-+"));
+        if digits(&mut i) == 0 {
             return false;
         }
     }
@@ -701,6 +691,16 @@ mod tests {
         let deep = "[".repeat(20_000);
         assert!(parse_documents(&deep)[0].value.is_err());
         assert!(parse_documents("a\0b")[0].value.is_err());
+    }
+
+    #[test]
+    fn yaml_floats_as_the_core_schema_resolves_them() {
+        for f in ["1.5", ".5", "-1.", "+0", "1e3", "+1.5E-3", "-.5e+10", "007"] {
+            assert!(is_yaml_float(f), "{f}");
+        }
+        for f in ["", ".", "-", "1e", "1.2.3", "e3", ".e3", "1e+", "1,5", "0x1", " 1"] {
+            assert!(!is_yaml_float(f), "{f}");
+        }
     }
 
     #[test]

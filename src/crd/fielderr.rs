@@ -264,6 +264,22 @@ impl FieldError {
             cost: None,
         }
     }
+    /// `field.NotSupported` for `value`, of the Go string type `go_type`, unless it is one of
+    /// `supported`.
+    pub fn unless_one_of(
+        field: &str,
+        go_type: &'static str,
+        value: &str,
+        supported: &[&str],
+    ) -> Option<Self> {
+        (!supported.contains(&value)).then(|| {
+            Self::not_supported(
+                field,
+                BadValue::Go(GoValue::NamedStr(go_type, value.into())),
+                supported,
+            )
+        })
+    }
     /// `field.TooLong(field, _, max)`.
     pub fn too_long(field: &str, max: i64) -> Self {
         FieldError {

@@ -3,11 +3,10 @@
 use std::fmt::Write as _;
 
 use super::rows::{
-    error_at, header, minor_name, policy_lines, rows, step_text, total_suggestions, truncate,
-    version_lines,
+    error_at, header, minor_name, policy_lines, rows, schema_total, step_text, total_suggestions,
+    truncate, version_lines,
 };
-use crate::report::format::{num, percent};
-use crate::report::{ObjectReport, PER_SCHEMA_COST_LIMIT};
+use crate::report::ObjectReport;
 
 /// Renders reports as Markdown, worst rules first (policies: upstream's and the typed estimate
 /// side by side, as in the table).
@@ -71,16 +70,7 @@ pub fn render_markdown(reports: &[ObjectReport]) -> String {
             }
         }
         for s in &r.schemas {
-            writeln!(
-                out,
-                "- `{}` (versions {}): total **{}** = {} of {}",
-                s.schema_field_path,
-                s.versions.join(", "),
-                num(s.total_cost),
-                percent(s.total_cost, PER_SCHEMA_COST_LIMIT),
-                num(PER_SCHEMA_COST_LIMIT)
-            )
-            .unwrap();
+            writeln!(out, "- {}", schema_total(s, "`", "**")).unwrap();
             for l in total_suggestions(s) {
                 writeln!(out, "  - suggest: {}", esc(&l)).unwrap();
             }

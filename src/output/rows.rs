@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::report::format::{num, percent};
 use crate::report::{
     DEFAULT_NEAR_BUDGET_PERCENT, MATCH_CONDITIONS_COST_BUDGET, ObjectReport, PER_CALL_LIMIT,
-    PER_RULE_COST_LIMIT, RUNTIME_COST_BUDGET,
+    PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RUNTIME_COST_BUDGET,
 };
 
 pub(super) fn truncate(s: &str, max: usize) -> String {
@@ -110,6 +110,20 @@ pub(super) fn rule_suggestions(rule: &crate::report::RuleReport) -> Vec<(&'stati
     .into_iter()
     .map(|l| ("suggest", l))
     .collect()
+}
+
+/// A schema's total against the per-CRD budget: `{path} (versions …): total {n} = {p} of
+/// {limit}`, the path between `code` and the total between `strong` (Markdown's marks; none in
+/// the table).
+pub(super) fn schema_total(s: &crate::report::SchemaReport, code: &str, strong: &str) -> String {
+    format!(
+        "{code}{}{code} (versions {}): total {strong}{}{strong} = {} of {}",
+        s.schema_field_path,
+        s.versions.join(", "),
+        num(s.total_cost),
+        percent(s.total_cost, PER_SCHEMA_COST_LIMIT),
+        num(PER_SCHEMA_COST_LIMIT)
+    )
 }
 
 /// A schema total's suggested bounds, one line each.

@@ -3,10 +3,9 @@
 use std::fmt::Write as _;
 
 use super::rows::{
-    error_at, header, policy_lines, rows, total_suggestions, truncate, version_lines,
+    error_at, header, policy_lines, rows, schema_total, total_suggestions, truncate, version_lines,
 };
-use crate::report::format::{num, percent};
-use crate::report::{ObjectReport, PER_SCHEMA_COST_LIMIT};
+use crate::report::ObjectReport;
 
 const CRD_HEADS: [&str; 6] = [
     "COST",
@@ -39,16 +38,7 @@ pub fn render_table(reports: &[ObjectReport]) -> String {
             writeln!(out, "  {l}").unwrap();
         }
         for s in &r.schemas {
-            writeln!(
-                out,
-                "  {} (versions {}): total {} = {} of {}",
-                s.schema_field_path,
-                s.versions.join(", "),
-                num(s.total_cost),
-                percent(s.total_cost, PER_SCHEMA_COST_LIMIT),
-                num(PER_SCHEMA_COST_LIMIT)
-            )
-            .unwrap();
+            writeln!(out, "  {}", schema_total(s, "", "")).unwrap();
             for l in total_suggestions(s) {
                 writeln!(out, "      suggest: {l}").unwrap();
             }

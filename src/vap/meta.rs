@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::cel::decls::Version;
-use crate::crd::fielderr::{BadValue, FieldError, GoValue, detail};
+use crate::crd::fielderr::{BadValue, FieldError, detail};
 
 fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty()
@@ -157,34 +157,22 @@ pub fn validate_object_meta(meta: Option<&Value>, k: Version) -> Vec<FieldError>
 /// Required and enumerated spec fields (values after the API server's defaulting).
 pub fn validate_spec(spec: &Value, k: Version) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    if let Some(fp) = spec.get("failurePolicy").and_then(Value::as_str)
-        && fp != "Fail"
-        && fp != "Ignore"
-    {
-        {
-            errs.push(FieldError::not_supported(
-                "spec.failurePolicy",
-                BadValue::Go(GoValue::NamedStr(
-                    "admissionregistration.FailurePolicyType",
-                    fp.into(),
-                )),
-                &["Fail", "Ignore"],
-            ));
-        }
+    if let Some(fp) = spec.get("failurePolicy").and_then(Value::as_str) {
+        errs.extend(FieldError::unless_one_of(
+            "spec.failurePolicy",
+            "admissionregistration.FailurePolicyType",
+            fp,
+            &["Fail", "Ignore"],
+        ));
     }
     match spec.get("matchConstraints") {
         None | Some(Value::Null) => errs.push(FieldError::required("spec.matchConstraints", "")),
         Some(mc) => {
-            if let Some(mp) = mc.get("matchPolicy").and_then(Value::as_str)
-                && mp != "Exact"
-                && mp != "Equivalent"
-            {
-                errs.push(FieldError::not_supported(
+            if let Some(mp) = mc.get("matchPolicy").and_then(Value::as_str) {
+                errs.extend(FieldError::unless_one_of(
                     "spec.matchConstraints.matchPolicy",
-                    BadValue::Go(GoValue::NamedStr(
-                        "admissionregistration.MatchPolicyType",
-                        mp.into(),
-                    )),
+                    "admissionregistration.MatchPolicyType",
+                    mp,
                     &["Equivalent", "Exact"],
                 ));
             }
@@ -222,16 +210,12 @@ pub fn validate_spec(spec: &Value, k: Version) -> Vec<FieldError> {
                     }
                     for (j, op) in arr("operations").iter().enumerate() {
                         let op = op.as_str().unwrap_or_default();
-                        if !["*", "CONNECT", "CREATE", "DELETE", "UPDATE"].contains(&op) {
-                            errs.push(FieldError::not_supported(
-                                &format!("{base}.operations[{j}]"),
-                                BadValue::Go(GoValue::NamedStr(
-                                    "admissionregistration.OperationType",
-                                    op.into(),
-                                )),
-                                &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"],
-                            ));
-                        }
+                        errs.extend(FieldError::unless_one_of(
+                            &format!("{base}.operations[{j}]"),
+                            "admissionregistration.OperationType",
+                            op,
+                            &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"],
+                        ));
                     }
                     if arr("apiGroups").is_empty() {
                         errs.push(FieldError::required(&format!("{base}.apiGroups"), ""));

@@ -32,7 +32,7 @@ use crate::cel::cost::{Cost, estimate};
 use crate::cel::env::{CheckerPanic, Env, JSONPATCH_TYPE, OBJECT_TYPE, PatchTypes};
 use crate::cel::k8s_cost::KubernetesEstimator;
 use crate::cel::types::Type;
-use crate::crd::fielderr::{BadValue, FieldError, GoValue, detail};
+use crate::crd::fielderr::{BadValue, FieldError, detail};
 use crate::report::{ExpressionReport, ObjectReport, PER_CALL_LIMIT, PolicyBudget, TypedEstimate};
 use crate::schema::catalog::SchemaCatalog;
 use types::PolicyTypes;
@@ -303,13 +303,12 @@ pub fn estimate_vap_with(
         if let Some(r) = v.get("reason").and_then(Value::as_str) {
             // `supportedValidationPolicyReason` (1.30-1.36): no `Unauthorized`.
             const REASONS: [&str; 3] = ["Forbidden", "Invalid", "RequestEntityTooLarge"];
-            if !REASONS.contains(&r) {
-                errors.push(FieldError::not_supported(
-                    &format!("spec.validations[{i}].reason"),
-                    BadValue::Go(GoValue::NamedStr("v1.StatusReason", r.to_string())),
-                    &REASONS,
-                ));
-            }
+            errors.extend(FieldError::unless_one_of(
+                &format!("spec.validations[{i}].reason"),
+                "v1.StatusReason",
+                r,
+                &REASONS,
+            ));
         }
     }
     let mut audits_budgeted = Budgeted::default();

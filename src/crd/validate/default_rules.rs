@@ -144,19 +144,15 @@ impl<'e> DefaultRules<'e> {
             .as_ref()
             .map(|d| DeclTypeProvider::new(&[d], self.env.minor));
         let mut fld = dfld.to_string();
-        self.node(
-            &mut fld,
-            s,
-            decl.as_ref(),
-            provider.as_ref(),
-            default,
-            &mut errs,
-        );
-        if errs.is_empty() {
-            // CRDValidationRatcheting (on by default from 1.30): the update from nothing to the
-            // default, where only rules with `optionalOldSelf` differ (`oldSelf` is none;
-            // other transition rules are skipped, the rest pass again).
-            self.second_run = true;
+        // The second run, if the first found nothing: CRDValidationRatcheting (on by default
+        // from 1.30), the update from nothing to the default, where only rules with
+        // `optionalOldSelf` differ (`oldSelf` is none; other transition rules are skipped, the
+        // rest pass again).
+        for second_run in [false, true] {
+            if second_run && !errs.is_empty() {
+                break;
+            }
+            self.second_run = second_run;
             self.node(
                 &mut fld,
                 s,
@@ -165,8 +161,8 @@ impl<'e> DefaultRules<'e> {
                 default,
                 &mut errs,
             );
-            self.second_run = false;
         }
+        self.second_run = false;
         errs
     }
 

@@ -269,18 +269,8 @@ fn would_prune(x: &Value, s: Option<&Schema>, embedded: bool) -> bool {
             let Some(s) = s else {
                 return !map.is_empty();
             };
-            map.iter().any(|(k, v)| {
-                if embedded && is_meta_field(k) {
-                    return false;
-                }
-                if let Some(p) = s.properties.get(k) {
-                    would_prune(v, Some(p), p.x_embedded_resource)
-                } else if let Some(ap) = &s.additional_properties {
-                    would_prune_additional(v, ap)
-                } else {
-                    true
-                }
-            })
+            map.iter()
+                .any(|(k, v)| would_prune_field(k, v, s, embedded, true))
         }
         Value::Array(items) => {
             let item_schema = s.and_then(|s| s.items.as_deref());
@@ -291,21 +281,27 @@ fn would_prune(x: &Value, s: Option<&Schema>, embedded: bool) -> bool {
     }
 }
 
+/// Whether pruning removes field `k` (value `v`) of an object of schema `s`, or something below
+/// it; a field the schema does not know is `unknown` (pruned, or kept by `skipPrune`).
+fn would_prune_field(k: &str, v: &Value, s: &Schema, embedded: bool, unknown: bool) -> bool {
+    if embedded && is_meta_field(k) {
+        return false;
+    }
+    if let Some(p) = s.properties.get(k) {
+        would_prune(v, Some(p), p.x_embedded_resource)
+    } else if let Some(ap) = &s.additional_properties {
+        would_prune_additional(v, ap)
+    } else {
+        unknown
+    }
+}
+
 /// `skipPrune`: unknown fields stay, known ones are pruned below.
 fn would_prune_preserving(x: &Value, s: &Schema, embedded: bool) -> bool {
     match x {
-        Value::Object(map) => map.iter().any(|(k, v)| {
-            if embedded && is_meta_field(k) {
-                return false;
-            }
-            if let Some(p) = s.properties.get(k) {
-                would_prune(v, Some(p), p.x_embedded_resource)
-            } else if let Some(ap) = &s.additional_properties {
-                would_prune_additional(v, ap)
-            } else {
-                false
-            }
-        }),
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| would_prune_field(k, v, s, embedded, false)),
         Value::Array(items) => match s.items.as_deref() {
             Some(i) => items
                 .iter()

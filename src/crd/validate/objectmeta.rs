@@ -174,17 +174,7 @@ fn validate_embedded_resource(
         match key.as_str() {
             "apiVersion" => {
                 let f = child(pth, "apiVersion");
-                match v.as_str() {
-                    None => errs.push(FieldError::invalid(
-                        &f,
-                        BadValue::any(v.clone()),
-                        "must be a string",
-                    )),
-                    Some("") => errs.push(FieldError::invalid(
-                        &f,
-                        BadValue::Str(String::new()),
-                        "must not be empty",
-                    )),
+                match non_empty_string(&f, v, errs) {
                     Some(gv) if gv != "/" && gv.matches('/').count() > 1 => {
                         errs.push(FieldError::invalid(
                             &f,
@@ -192,34 +182,22 @@ fn validate_embedded_resource(
                             &format!("unexpected GroupVersion string: {gv}"),
                         ))
                     }
-                    Some(_) => {}
+                    _ => {}
                 }
             }
             "kind" => {
                 let f = child(pth, "kind");
-                match v.as_str() {
-                    None => errs.push(FieldError::invalid(
-                        &f,
-                        BadValue::any(v.clone()),
-                        "must be a string",
-                    )),
-                    Some("") => errs.push(FieldError::invalid(
-                        &f,
-                        BadValue::Str(String::new()),
-                        "must not be empty",
-                    )),
-                    Some(kind) => {
-                        let problems = dns1035_label(&kind.to_lowercase());
-                        if !problems.is_empty() {
-                            errs.push(FieldError::invalid(
-                                &f,
-                                BadValue::Str(kind.to_string()),
-                                &format!(
-                                    "may have mixed case, but should otherwise match: {}",
-                                    problems.join(",")
-                                ),
-                            ));
-                        }
+                if let Some(kind) = non_empty_string(&f, v, errs) {
+                    let problems = dns1035_label(&kind.to_lowercase());
+                    if !problems.is_empty() {
+                        errs.push(FieldError::invalid(
+                            &f,
+                            BadValue::Str(kind.to_string()),
+                            &format!(
+                                "may have mixed case, but should otherwise match: {}",
+                                problems.join(",")
+                            ),
+                        ));
                     }
                 }
             }
@@ -236,6 +214,25 @@ fn validate_embedded_resource(
 }
 
 /// `RegexError(msg, fmt, examples...)`.
+/// `v` if it is a string that is not empty; else the error the embedded resource's
+/// `apiVersion` and `kind` get for it.
+fn non_empty_string<'v>(f: &str, v: &'v Value, errs: &mut Vec<FieldError>) -> Option<&'v str> {
+    match v.as_str() {
+        None => errs.push(FieldError::invalid(
+            f,
+            BadValue::any(v.clone()),
+            "must be a string",
+        )),
+        Some("") => errs.push(FieldError::invalid(
+            f,
+            BadValue::Str(String::new()),
+            "must not be empty",
+        )),
+        Some(s) => return Some(s),
+    }
+    None
+}
+
 fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     let mut out = format!("{msg} (e.g. ");
     for (i, e) in examples.iter().enumerate() {
