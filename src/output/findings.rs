@@ -60,6 +60,47 @@ pub struct FindingKind {
     pub level: Level,
 }
 
+impl FindingKind {
+    /// `over budget:` or `near budget:`, as the finding's title says it.
+    fn budget_word(&self) -> &'static str {
+        if self.level == Level::Error {
+            "over budget:"
+        } else {
+            "near budget:"
+        }
+    }
+
+    /// An error's verdict: the minor refuses the CRD.
+    fn push_rejects(&self, m: &mut String, version: &str) {
+        if self.level == Level::Error {
+            m.push_str(&format!(" Kubernetes {version} rejects the CRD."));
+        }
+    }
+}
+
+/// The API server's own error on `path`, when it gives one (the path is `covered` then).
+fn push_api_error(
+    m: &mut String,
+    covered: &mut HashSet<String>,
+    path: &str,
+    error: Option<&String>,
+) {
+    if let Some(e) = error {
+        covered.insert(path.to_string());
+        m.push_str(&format!(" The API server: {e}"));
+    }
+}
+
+/// A finding's advice, each part when there is one: the suggested bound, the cheaper rule.
+fn push_advice(m: &mut String, suggestion: Option<String>, cheaper: Option<String>) {
+    if let Some(s) = suggestion {
+        m.push_str(&format!(" Suggestion: {s}"));
+    }
+    if let Some(rw) = cheaper {
+        m.push_str(&format!(" Cheaper: {rw}."));
+    }
+}
+
 macro_rules! kinds {
     ($($konst:ident = $id:literal, $name:literal, $level:ident, $short:literal, $full:literal;)*) => {
         $(pub const $konst: &FindingKind = &FindingKind {
@@ -397,32 +438,27 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
                 num(PER_SCHEMA_COST_LIMIT),
                 c.share_text(kind),
             );
-            if kind.level == Level::Error {
-                m.push_str(&format!(" Kubernetes {version} rejects the CRD."));
-            }
+            kind.push_rejects(&mut m, version);
             if !worst.is_empty() {
                 m.push_str(&format!(" The costliest: {}.", worst.join("; ")));
             }
-            if let Some(e) = cost_error(&s.schema_field_path) {
-                covered.insert(s.schema_field_path.clone());
-                m.push_str(&format!(" The API server: {e}"));
-            }
-            if let Some(sg) = schema_suggestion_text(s) {
-                m.push_str(&format!(" Suggestion: {sg}"));
-            }
-            if let Some(rw) = crate::rewrite::schema_rewrites_text(s) {
-                m.push_str(&format!(" Cheaper: {rw}."));
-            }
+            push_api_error(
+                &mut m,
+                &mut covered,
+                &s.schema_field_path,
+                cost_error(&s.schema_field_path),
+            );
+            push_advice(
+                &mut m,
+                schema_suggestion_text(s),
+                crate::rewrite::schema_rewrites_text(s),
+            );
             out.push(c.finding(
                 kind,
                 kind.level,
                 format!(
                     "celcost: CRD total {} {} of 100M",
-                    if kind.level == Level::Error {
-                        "over budget:"
-                    } else {
-                        "near budget:"
-                    },
+                    kind.budget_word(),
                     percent(s.total_cost, PER_SCHEMA_COST_LIMIT)
                 ),
                 m,
@@ -469,11 +505,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
             kind.level,
             format!(
                 "celcost: policy evaluation {} {} of {}",
-                if kind.level == Level::Error {
-                    "over budget:"
-                } else {
-                    "near budget:"
-                },
+                kind.budget_word(),
                 percent(cost, limit),
                 num(limit)
             ),
@@ -544,33 +576,28 @@ fn rule_findings<'a>(
             num(rule.cardinality_used),
             c.share_text(kind)
         );
-        if kind.level == Level::Error {
-            m.push_str(&format!(" Kubernetes {version} rejects the CRD."));
-        }
+        kind.push_rejects(&mut m, version);
         let why = super::rows::drivers_why(rule);
         if !why.is_empty() {
             m.push_str(&format!(" Why: {}.", why.join("; ")));
         }
-        if let Some(e) = cost_error(&rule.rule_field_path) {
-            covered.insert(rule.rule_field_path.clone());
-            m.push_str(&format!(" The API server: {e}"));
-        }
-        if let Some(s) = suggestion_text(rule) {
-            m.push_str(&format!(" Suggestion: {s}"));
-        }
-        if let Some(rw) = crate::rewrite::rewrite_text(rule) {
-            m.push_str(&format!(" Cheaper: {rw}."));
-        }
+        push_api_error(
+            &mut m,
+            covered,
+            &rule.rule_field_path,
+            cost_error(&rule.rule_field_path),
+        );
+        push_advice(
+            &mut m,
+            suggestion_text(rule),
+            crate::rewrite::rewrite_text(rule),
+        );
         out.push(c.finding(
             kind,
             kind.level,
             format!(
                 "celcost: rule {} {} of 10M ({unit})",
-                if kind.level == Level::Error {
-                    "over budget:"
-                } else {
-                    "near budget:"
-                },
+                kind.budget_word(),
                 percent(rule.cost, PER_RULE_COST_LIMIT)
             ),
             m,
@@ -599,24 +626,15 @@ fn rule_findings<'a>(
             num(PER_RULE_COST_LIMIT),
             c.share_text(kind)
         );
-        if kind.level == Level::Error {
-            m.push_str(&format!(" Kubernetes {version} rejects the CRD."));
-        }
-        if let Some(e) = cost_error(&path) {
-            covered.insert(path.clone());
-            m.push_str(&format!(" The API server: {e}"));
-        }
+        kind.push_rejects(&mut m, version);
+        push_api_error(&mut m, covered, &path, cost_error(&path));
         out.push(
             c.finding(
                 kind,
                 kind.level,
                 format!(
                     "celcost: messageExpression {} {} of 10M ({unit})",
-                    if kind.level == Level::Error {
-                        "over budget:"
-                    } else {
-                        "near budget:"
-                    },
+                    kind.budget_word(),
                     percent(cost, PER_RULE_COST_LIMIT)
                 ),
                 m,
@@ -685,11 +703,7 @@ fn expression_findings(c: &Ctx<'_>, e: &ExpressionReport, out: &mut Vec<Finding>
         format!(
             "celcost: {} {} {} of 1M",
             e.kind,
-            if kind.level == Level::Error {
-                "over budget:"
-            } else {
-                "near budget:"
-            },
+            kind.budget_word(),
             percent(cost, limit)
         ),
         m,
