@@ -146,6 +146,73 @@ impl Expr {
         }
     }
 
+    /// This node with each child replaced by `f` of it (left to right, as [`Expr::walk`] visits
+    /// them): the one traversal of the rewriters that rebuild a tree.
+    pub fn map_children(&self, f: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
+        let kind = match &self.kind {
+            ExprKind::Literal(_) | ExprKind::Ident(_) => self.kind.clone(),
+            ExprKind::Select {
+                operand,
+                field,
+                test_only,
+            } => ExprKind::Select {
+                operand: Box::new(f(operand)),
+                field: field.clone(),
+                test_only: *test_only,
+            },
+            ExprKind::Call {
+                function,
+                target,
+                args,
+            } => ExprKind::Call {
+                function: function.clone(),
+                target: target.as_ref().map(|t| Box::new(f(t))),
+                args: args.iter().map(&mut *f).collect(),
+            },
+            ExprKind::List {
+                elements,
+                optional_indices,
+            } => ExprKind::List {
+                elements: elements.iter().map(&mut *f).collect(),
+                optional_indices: optional_indices.clone(),
+            },
+            ExprKind::Map { entries } => ExprKind::Map {
+                entries: entries
+                    .iter()
+                    .map(|m| MapEntry {
+                        id: m.id,
+                        key: f(&m.key),
+                        value: f(&m.value),
+                        optional: m.optional,
+                    })
+                    .collect(),
+            },
+            ExprKind::Struct { type_name, fields } => ExprKind::Struct {
+                type_name: type_name.clone(),
+                fields: fields
+                    .iter()
+                    .map(|x| StructField {
+                        id: x.id,
+                        name: x.name.clone(),
+                        value: f(&x.value),
+                        optional: x.optional,
+                    })
+                    .collect(),
+            },
+            ExprKind::Comprehension(c) => ExprKind::Comprehension(Box::new(Comprehension {
+                iter_range: f(&c.iter_range),
+                iter_var: c.iter_var.clone(),
+                iter_var2: c.iter_var2.clone(),
+                accu_var: c.accu_var.clone(),
+                accu_init: f(&c.accu_init),
+                loop_cond: f(&c.loop_cond),
+                loop_step: f(&c.loop_step),
+                result: f(&c.result),
+            })),
+        };
+        Expr { id: self.id, kind }
+    }
+
     /// `a.b.c` as a qualified name when the expression is an identifier or a chain of
     /// (non-test) selects on one: cel-go `containers.ToQualifiedName`.
     pub fn qualified_name(&self) -> Option<String> {

@@ -1009,67 +1009,7 @@ fn lower(e: &Expr, found: &mut bool) -> Expr {
                 }
             };
         }
-        ExprKind::Literal(_) | ExprKind::Ident(_) => e.kind.clone(),
-        ExprKind::Select {
-            operand,
-            field,
-            test_only,
-        } => ExprKind::Select {
-            operand: Box::new(lower(operand, found)),
-            field: field.clone(),
-            test_only: *test_only,
-        },
-        ExprKind::Call {
-            function,
-            target,
-            args,
-        } => ExprKind::Call {
-            function: function.clone(),
-            target: target.as_ref().map(|t| Box::new(lower(t, found))),
-            args: args.iter().map(|a| lower(a, found)).collect(),
-        },
-        ExprKind::List {
-            elements,
-            optional_indices,
-        } => ExprKind::List {
-            elements: elements.iter().map(|x| lower(x, found)).collect(),
-            optional_indices: optional_indices.clone(),
-        },
-        ExprKind::Map { entries } => ExprKind::Map {
-            entries: entries
-                .iter()
-                .map(|m| super::ast::MapEntry {
-                    id: m.id,
-                    key: lower(&m.key, found),
-                    value: lower(&m.value, found),
-                    optional: m.optional,
-                })
-                .collect(),
-        },
-        ExprKind::Struct { type_name, fields } => ExprKind::Struct {
-            type_name: type_name.clone(),
-            fields: fields
-                .iter()
-                .map(|f| super::ast::StructField {
-                    id: f.id,
-                    name: f.name.clone(),
-                    value: lower(&f.value, found),
-                    optional: f.optional,
-                })
-                .collect(),
-        },
-        ExprKind::Comprehension(c) => {
-            ExprKind::Comprehension(Box::new(super::ast::Comprehension {
-                iter_range: lower(&c.iter_range, found),
-                iter_var: c.iter_var.clone(),
-                iter_var2: c.iter_var2.clone(),
-                accu_var: c.accu_var.clone(),
-                accu_init: lower(&c.accu_init, found),
-                loop_cond: lower(&c.loop_cond, found),
-                loop_step: lower(&c.loop_step, found),
-                result: lower(&c.result, found),
-            }))
-        }
+        _ => return e.map_children(&mut |x| lower(x, found)),
     };
     Expr { id: e.id, kind }
 }

@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 
 use crate::cel::ast::build::{call, int, node, string};
-use crate::cel::ast::{Expr, ExprKind, Literal, MapEntry, StructField};
+use crate::cel::ast::{Expr, ExprKind, Literal};
 use crate::schema::Schema;
 use crate::schema::decltype::escape;
 
@@ -211,58 +211,7 @@ pub fn rewrite_everywhere(e: &Expr, f: Transform) -> (Expr, usize) {
 fn rewrite_with(e: &Expr, f: &dyn Fn(&Expr) -> Option<Expr>) -> (Expr, usize) {
     fn go(e: &Expr, f: &dyn Fn(&Expr) -> Option<Expr>, n: &mut usize) -> Expr {
         crate::budget::charge(1);
-        let kind = match &e.kind {
-            ExprKind::Select {
-                operand,
-                field,
-                test_only,
-            } => ExprKind::Select {
-                operand: Box::new(go(operand, f, n)),
-                field: field.clone(),
-                test_only: *test_only,
-            },
-            ExprKind::Call {
-                function,
-                target,
-                args,
-            } => ExprKind::Call {
-                function: function.clone(),
-                target: target.as_ref().map(|t| Box::new(go(t, f, n))),
-                args: args.iter().map(|a| go(a, f, n)).collect(),
-            },
-            ExprKind::List {
-                elements,
-                optional_indices,
-            } => ExprKind::List {
-                elements: elements.iter().map(|a| go(a, f, n)).collect(),
-                optional_indices: optional_indices.clone(),
-            },
-            ExprKind::Map { entries } => ExprKind::Map {
-                entries: entries
-                    .iter()
-                    .map(|en| MapEntry {
-                        id: en.id,
-                        key: go(&en.key, f, n),
-                        value: go(&en.value, f, n),
-                        optional: en.optional,
-                    })
-                    .collect(),
-            },
-            ExprKind::Struct { type_name, fields } => ExprKind::Struct {
-                type_name: type_name.clone(),
-                fields: fields
-                    .iter()
-                    .map(|fl| StructField {
-                        id: fl.id,
-                        name: fl.name.clone(),
-                        value: go(&fl.value, f, n),
-                        optional: fl.optional,
-                    })
-                    .collect(),
-            },
-            other => other.clone(),
-        };
-        let e = Expr { id: e.id, kind };
+        let e = e.map_children(&mut |x| go(x, f, n));
         match f(&e) {
             Some(r) => {
                 *n += 1;
