@@ -8,7 +8,9 @@ use std::collections::{HashMap, HashSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, UpdateVerdict};
+use crate::report::{
+    CostUnit, ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, UpdateVerdict,
+};
 
 /// One object in the base, the head, or both.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -104,55 +106,49 @@ struct Unit {
 }
 
 fn units(r: &ObjectReport) -> Vec<Unit> {
-    let mut out = Vec::new();
-    let several = r.schemas.len() > 1;
-    for s in &r.schemas {
-        let root = if several {
-            format!("{}: ", s.schema_field_path)
-        } else {
-            String::new()
-        };
-        out.push(Unit {
-            place: format!("{} total", s.schema_field_path),
-            label: format!("{} total", s.schema_field_path),
-            expression: String::new(),
-            cost: Some(s.total_cost),
-            limit: PER_SCHEMA_COST_LIMIT,
-            compile_error: None,
-        });
-        for rule in &s.rules {
-            out.push(Unit {
-                place: format!("{root}{}", rule.path),
-                label: format!("{root}{} [{}]", rule.path, rule.index),
-                expression: rule.rule.clone(),
-                cost: rule.compile_error.is_none().then_some(rule.cost),
-                limit: PER_RULE_COST_LIMIT,
-                compile_error: rule.compile_error.clone(),
-            });
-            if let Some(m) = &rule.message_expression {
-                out.push(Unit {
-                    place: format!("{root}{} messageExpression", rule.path),
-                    label: format!("{root}{} [{}] messageExpression", rule.path, rule.index),
-                    expression: m.clone(),
+    let prefix = |schema: Option<&str>| schema.map(|p| format!("{p}: ")).unwrap_or_default();
+    r.cost_units()
+        .into_iter()
+        .map(|u| {
+            let label = u.label();
+            match u {
+                CostUnit::Total(s) => Unit {
+                    place: label.clone(),
+                    label,
+                    expression: String::new(),
+                    cost: Some(s.total_cost),
+                    limit: PER_SCHEMA_COST_LIMIT,
+                    compile_error: None,
+                },
+                CostUnit::Rule { schema, rule } => Unit {
+                    place: format!("{}{}", prefix(schema), rule.path),
+                    label,
+                    expression: rule.rule.clone(),
+                    cost: rule.compile_error.is_none().then_some(rule.cost),
+                    limit: PER_RULE_COST_LIMIT,
+                    compile_error: rule.compile_error.clone(),
+                },
+                CostUnit::MessageExpression { schema, rule } => Unit {
+                    place: format!("{}{} messageExpression", prefix(schema), rule.path),
+                    label,
+                    expression: rule.message_expression.clone().unwrap_or_default(),
                     cost: rule.message_expression_cost,
                     limit: PER_RULE_COST_LIMIT,
                     compile_error: rule.message_expression_compile_error.clone(),
-                });
+                },
+                // A policy expression's place is its list (`spec.validations`), its index the
+                // entry.
+                CostUnit::Expression(e) => Unit {
+                    place: list_of(&e.field_path),
+                    label,
+                    expression: e.expression.clone(),
+                    cost: e.typed.as_ref().map(|t| t.max_cost).or(e.max_cost),
+                    limit: e.per_call_limit,
+                    compile_error: e.compile_error.clone(),
+                },
             }
-        }
-    }
-    for e in &r.expressions {
-        // A policy expression's place is its list (`spec.validations`), its index the entry.
-        out.push(Unit {
-            place: list_of(&e.field_path),
-            label: e.field_path.clone(),
-            expression: e.expression.clone(),
-            cost: e.typed.as_ref().map(|t| t.max_cost).or(e.max_cost),
-            limit: e.per_call_limit,
-            compile_error: e.compile_error.clone(),
-        });
-    }
-    out
+        })
+        .collect()
 }
 
 /// `spec.validations[2].expression` → `spec.validations[].expression`.

@@ -695,7 +695,65 @@ impl ExpressionReport {
     }
 }
 
+/// One thing of a report whose cost is judged against a limit: a schema's total, a rule, a
+/// rule's messageExpression, a policy's expression ([`ObjectReport::cost_units`]).
+#[derive(Clone, Copy, Debug)]
+pub enum CostUnit<'a> {
+    Total(&'a SchemaReport),
+    /// `schema`: the schema's field path when the object has several (CRDs whose versions
+    /// have schemas of their own), which the rule's label starts with.
+    Rule {
+        schema: Option<&'a str>,
+        rule: &'a RuleReport,
+    },
+    MessageExpression {
+        schema: Option<&'a str>,
+        rule: &'a RuleReport,
+    },
+    Expression(&'a ExpressionReport),
+}
+
+impl CostUnit<'_> {
+    /// The unit's name, one per unit of a report: `spec.versions[0]…: ^.spec [2]`,
+    /// `… messageExpression`, `<schema> total`, a policy expression's field path.
+    pub fn label(&self) -> String {
+        let prefix = |schema: Option<&str>| schema.map(|p| format!("{p}: ")).unwrap_or_default();
+        match self {
+            CostUnit::Total(s) => format!("{} total", s.schema_field_path),
+            CostUnit::Rule { schema, rule } => {
+                format!("{}{} [{}]", prefix(*schema), rule.path, rule.index)
+            }
+            CostUnit::MessageExpression { schema, rule } => format!(
+                "{}{} [{}] messageExpression",
+                prefix(*schema),
+                rule.path,
+                rule.index
+            ),
+            CostUnit::Expression(e) => e.field_path.clone(),
+        }
+    }
+}
+
 impl ObjectReport {
+    /// Every unit whose cost is judged, in report order: each schema's total, then its rules
+    /// each followed by its messageExpression; then the policy's expressions.
+    pub fn cost_units(&self) -> Vec<CostUnit<'_>> {
+        let several = self.schemas.len() > 1;
+        let mut out = Vec::new();
+        for s in &self.schemas {
+            let schema = several.then_some(s.schema_field_path.as_str());
+            out.push(CostUnit::Total(s));
+            for rule in &s.rules {
+                out.push(CostUnit::Rule { schema, rule });
+                if rule.message_expression.is_some() {
+                    out.push(CostUnit::MessageExpression { schema, rule });
+                }
+            }
+        }
+        out.extend(self.expressions.iter().map(CostUnit::Expression));
+        out
+    }
+
     /// A report on `object` (its `apiVersion` and `metadata.name`), a `kind` read from
     /// `source`, by the Kubernetes version `kubernetes_version` (`v1.36`), with nothing
     /// estimated yet.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT};
+use super::{CostUnit, ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT};
 
 /// An object's verdict on one minor.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -263,65 +263,53 @@ fn units(r: &ObjectReport) -> Vec<(String, String, VersionStep)> {
         exceeds_limit: exceeds,
         compile_error: err.cloned(),
     };
-    let mut out = Vec::new();
-    let several = r.schemas.len() > 1;
-    for s in &r.schemas {
-        let prefix = if several {
-            format!("{}: ", s.schema_field_path)
-        } else {
-            String::new()
-        };
-        out.push((
-            format!("{} total", s.schema_field_path),
-            String::new(),
-            step(
-                Some(s.total_cost),
-                PER_SCHEMA_COST_LIMIT,
-                s.exceeds_total_limit,
-                None,
-            ),
-        ));
-        for rule in &s.rules {
-            let key = format!("{prefix}{} [{}]", rule.path, rule.index);
-            let compiled = rule.compile_error.is_none();
-            out.push((
-                key.clone(),
-                rule.rule.clone(),
-                step(
-                    compiled.then_some(rule.cost),
-                    PER_RULE_COST_LIMIT,
-                    rule.exceeds_cost_limit,
-                    rule.compile_error.as_ref(),
-                ),
-            ));
-            if let Some(m) = &rule.message_expression {
-                let cost = rule.message_expression_cost;
-                out.push((
-                    format!("{key} messageExpression"),
-                    m.clone(),
+    r.cost_units()
+        .into_iter()
+        .map(|u| {
+            let (expression, value) = match u {
+                CostUnit::Total(s) => (
+                    String::new(),
                     step(
-                        cost,
-                        PER_RULE_COST_LIMIT,
-                        cost.is_some_and(|c| c > PER_RULE_COST_LIMIT),
-                        rule.message_expression_compile_error.as_ref(),
+                        Some(s.total_cost),
+                        PER_SCHEMA_COST_LIMIT,
+                        s.exceeds_total_limit,
+                        None,
                     ),
-                ));
-            }
-        }
-    }
-    for e in &r.expressions {
-        out.push((
-            e.field_path.clone(),
-            e.expression.clone(),
-            step(
-                e.max_cost,
-                e.per_call_limit,
-                e.max_cost_exceeds_per_call_limit.unwrap_or(false),
-                e.compile_error.as_ref(),
-            ),
-        ));
-    }
-    out
+                ),
+                CostUnit::Rule { rule, .. } => (
+                    rule.rule.clone(),
+                    step(
+                        rule.compile_error.is_none().then_some(rule.cost),
+                        PER_RULE_COST_LIMIT,
+                        rule.exceeds_cost_limit,
+                        rule.compile_error.as_ref(),
+                    ),
+                ),
+                CostUnit::MessageExpression { rule, .. } => {
+                    let cost = rule.message_expression_cost;
+                    (
+                        rule.message_expression.clone().unwrap_or_default(),
+                        step(
+                            cost,
+                            PER_RULE_COST_LIMIT,
+                            cost.is_some_and(|c| c > PER_RULE_COST_LIMIT),
+                            rule.message_expression_compile_error.as_ref(),
+                        ),
+                    )
+                }
+                CostUnit::Expression(e) => (
+                    e.expression.clone(),
+                    step(
+                        e.max_cost,
+                        e.per_call_limit,
+                        e.max_cost_exceeds_per_call_limit.unwrap_or(false),
+                        e.compile_error.as_ref(),
+                    ),
+                ),
+            };
+            (u.label(), expression, value)
+        })
+        .collect()
 }
 
 /// `current`'s report, carrying the matrix of it and the next minor's (the operator's view: the
