@@ -103,7 +103,7 @@ pub fn estimate_prepared(
     source: &str,
     prepared: &Prepared<'_>,
 ) -> ObjectReport {
-    estimate_write(env, crd, source, prepared, None).0
+    estimate_write(env, crd, source, prepared, None, None).0
 }
 
 /// [`estimate_prepared`], with the field errors its `errors` are rendered from (`None` when
@@ -117,25 +117,15 @@ pub fn estimate_prepared_keeping_errors(
     prepared: &Prepared<'_>,
 ) -> (ObjectReport, Option<Vec<FieldError>>) {
     let mut kept = None;
-    let (report, _) = estimate_write_keeping(env, crd, source, prepared, None, Some(&mut kept));
+    let (report, _) = estimate_write(env, crd, source, prepared, None, Some(&mut kept));
     (report, kept)
 }
 
 /// The CRD walk of a create (`update` = `None`) or of an update of a stored object
 /// ([`update::UpdateRules`]): the report, and on update the expressions over the per-expression
-/// limit that an unchanged schema lets through.
+/// limit that an unchanged schema lets through. `keep` (when given) receives the field errors
+/// `errors` is rendered from.
 fn estimate_write(
-    env: &Env,
-    crd: &Value,
-    source: &str,
-    prepared: &Prepared<'_>,
-    update: Option<&update::UpdateRules>,
-) -> (ObjectReport, Vec<HeldExpression>) {
-    estimate_write_keeping(env, crd, source, prepared, update, None)
-}
-
-/// [`estimate_write`]; `keep` (when given) receives the field errors `errors` is rendered from.
-fn estimate_write_keeping(
     env: &Env,
     crd: &Value,
     source: &str,

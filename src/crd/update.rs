@@ -248,7 +248,7 @@ pub fn judge_update(
     drop(old_prepared);
     let rules = UpdateRules::new(old, new, env.minor, old_structural);
     let prepared = Prepared::new(new);
-    let (report, held) = estimate_write(env, new, &create.source, &prepared, Some(&rules));
+    let (report, held) = estimate_write(env, new, &create.source, &prepared, Some(&rules), None);
     UpdateVerdict {
         stored_source: stored_source.to_string(),
         valid: report.valid,

@@ -511,28 +511,8 @@ impl<'a> SchemaValidator<'a> {
             }
         }
         let size = items.len() as i64;
-        if let Some(min) = s.min_items
-            && size < min
-        {
-            result.add(OpenAPIError::validation(
-                Code::Other,
-                path,
-                Some(BadValue::Int(size)),
-                format!("{path} in body should have at least {min} items"),
-            ));
-        }
-        if let Some(max) = s.max_items
-            && size > max
-        {
-            result.add(OpenAPIError::Validation {
-                code: Code::MaxItems,
-                name: path.to_string(),
-                value: Some(BadValue::Int(size)),
-                valid: Some(max),
-                values: vec![],
-                message: format!("{path} in body should have at most {max} items"),
-            });
-        }
+        let bounds = (s.min_items, s.max_items);
+        add_count_errors(&mut result, path, size, bounds, "items", Code::MaxItems);
         if s.unique_items
             && items
                 .iter()
@@ -556,28 +536,15 @@ impl<'a> SchemaValidator<'a> {
         let path = self.path;
         let mut res = Outcome::default();
         let num_keys = map.len() as i64;
-        if let Some(min) = s.min_properties
-            && num_keys < min
-        {
-            res.add(OpenAPIError::validation(
-                Code::Other,
-                path,
-                Some(BadValue::Int(num_keys)),
-                format!("{path} in body should have at least {min} properties"),
-            ));
-        }
-        if let Some(max) = s.max_properties
-            && num_keys > max
-        {
-            res.add(OpenAPIError::Validation {
-                code: Code::TooManyProperties,
-                name: path.to_string(),
-                value: Some(BadValue::Int(num_keys)),
-                valid: Some(max),
-                values: vec![],
-                message: format!("{path} in body should have at most {max} properties"),
-            });
-        }
+        let bounds = (s.min_properties, s.max_properties);
+        add_count_errors(
+            &mut res,
+            path,
+            num_keys,
+            bounds,
+            "properties",
+            Code::TooManyProperties,
+        );
         let additional = if self.nested {
             None
         } else {
@@ -949,5 +916,39 @@ pub fn go_deep_equal(a: &Value, b: &Value) -> bool {
                     .all(|(k, v)| y.get(k).is_some_and(|w| go_deep_equal(v, w)))
         }
         _ => a == b,
+    }
+}
+
+/// go-openapi's errors for a count of `noun` (`items`, `properties`) outside the schema's
+/// `(min, max)`: `MinItems`/`MaxItems`, `MinProperties`/`MaxProperties`.
+fn add_count_errors(
+    out: &mut Outcome,
+    path: &str,
+    count: i64,
+    (min, max): (Option<i64>, Option<i64>),
+    noun: &str,
+    max_code: Code,
+) {
+    if let Some(min) = min
+        && count < min
+    {
+        out.add(OpenAPIError::validation(
+            Code::Other,
+            path,
+            Some(BadValue::Int(count)),
+            format!("{path} in body should have at least {min} {noun}"),
+        ));
+    }
+    if let Some(max) = max
+        && count > max
+    {
+        out.add(OpenAPIError::Validation {
+            code: max_code,
+            name: path.to_string(),
+            value: Some(BadValue::Int(count)),
+            valid: Some(max),
+            values: vec![],
+            message: format!("{path} in body should have at most {max} {noun}"),
+        });
     }
 }
