@@ -219,6 +219,17 @@ pub struct FieldError {
 }
 
 impl FieldError {
+    /// `field.Invalid` of the string `value` whose detail, before 1.34 ([`detail`]), starts
+    /// with the field's own name: `message must not contain line breaks`.
+    pub fn invalid_string(field: &str, value: &str, k: Version, clean: &str) -> Self {
+        let name = field.rsplit('.').next().unwrap_or(field);
+        let repeating = format!("{name} {clean}");
+        Self::invalid(
+            field,
+            BadValue::Str(value.to_string()),
+            detail(k, &repeating, clean),
+        )
+    }
     pub fn invalid(field: &str, value: BadValue, detail: &str) -> Self {
         FieldError {
             field: field.into(),

@@ -280,24 +280,18 @@ pub fn estimate_vap_with(
         }
         let msg = s(v, "message");
         if !msg.is_empty() && msg.trim().is_empty() {
-            errors.push(FieldError::invalid(
+            errors.push(FieldError::invalid_string(
                 &format!("spec.validations[{i}].message"),
-                BadValue::Str(msg.clone()),
-                detail(
-                    k,
-                    "message must be non-empty if specified",
-                    "must be non-empty if specified",
-                ),
+                &msg,
+                k,
+                "must be non-empty if specified",
             ));
         } else if msg.trim().contains('\n') || msg.trim().contains('\r') {
-            errors.push(FieldError::invalid(
+            errors.push(FieldError::invalid_string(
                 &format!("spec.validations[{i}].message"),
-                BadValue::Str(msg.clone()),
-                detail(
-                    k,
-                    "message must not contain line breaks",
-                    "must not contain line breaks",
-                ),
+                &msg,
+                k,
+                "must not contain line breaks",
             ));
         }
         if let Some(r) = v.get("reason").and_then(Value::as_str) {

@@ -243,6 +243,14 @@ impl<'e> DefaultRules<'e> {
         self.unevaluated.push(format!("{fld}: {rule}: {why}"));
     }
 
+    /// A rule not evaluated: its estimated cost charged to the budget, which is uncertain
+    /// from then on when the estimate does not rule out the runtime limits (`over_limit`).
+    fn skip_charging(&mut self, fld: &str, rule: &str, cost: u64, over_limit: bool, why: &str) {
+        self.budget = self.budget.saturating_sub(cost);
+        self.budget_uncertain |= over_limit;
+        self.skip(fld, rule, why);
+    }
+
     /// `validateExpressions`: each rule of the node on `value`.
     fn rules(
         &mut self,
@@ -310,20 +318,21 @@ impl<'e> DefaultRules<'e> {
                 _ => Count::Unsupported,
             };
             if static_cost > limit && !matches!(counted, Count::Counted(_)) {
-                self.budget = self.budget.saturating_sub(static_cost);
-                self.budget_uncertain = true;
-                self.skip(
+                self.skip_charging(
                     fld,
                     &rule.rule,
+                    static_cost,
+                    true,
                     "its estimated cost does not rule out the runtime cost limits",
                 );
                 continue;
             }
             let Some(v) = v else {
-                self.budget = self.budget.saturating_sub(static_cost);
-                self.skip(
+                self.skip_charging(
                     fld,
                     &rule.rule,
+                    static_cost,
+                    false,
                     "the default has values celcost does not evaluate",
                 );
                 continue;
@@ -343,11 +352,11 @@ impl<'e> DefaultRules<'e> {
                     self.budget = self.budget.saturating_sub(static_cost)
                 }
                 None => {
-                    self.budget = self.budget.saturating_sub(static_cost);
-                    self.budget_uncertain = true;
-                    self.skip(
+                    self.skip_charging(
                         fld,
                         &rule.rule,
+                        static_cost,
+                        true,
                         "its estimated cost does not rule out the runtime cost limits, and celcost cannot count its runtime cost",
                     );
                     continue;

@@ -327,24 +327,18 @@ fn x_validations(s: &Schema, fld: &str, k: Version, errs: &mut Vec<FieldError>) 
                 "rule is not specified",
             ));
         } else if !rule.message.is_empty() && trimmed_msg.is_empty() {
-            errs.push(FieldError::invalid(
+            errs.push(FieldError::invalid_string(
                 &format!("{base}.message"),
-                BadValue::Str(rule.message.clone()),
-                detail(
-                    k,
-                    "message must be non-empty if specified",
-                    "must be non-empty if specified",
-                ),
+                &rule.message,
+                k,
+                "must be non-empty if specified",
             ));
         } else if has_newlines(trimmed_msg) {
-            errs.push(FieldError::invalid(
+            errs.push(FieldError::invalid_string(
                 &format!("{base}.message"),
-                BadValue::Str(rule.message.clone()),
-                detail(
-                    k,
-                    "message must not contain line breaks",
-                    "must not contain line breaks",
-                ),
+                &rule.message,
+                k,
+                "must not contain line breaks",
             ));
         } else if has_newlines(trimmed_rule) && trimmed_msg.is_empty() {
             errs.push(FieldError::required(
@@ -372,25 +366,19 @@ fn x_validations(s: &Schema, fld: &str, k: Version, errs: &mut Vec<FieldError>) 
         }
         let fp = &rule.field_path;
         if !fp.is_empty() && fp.trim().is_empty() {
-            errs.push(FieldError::invalid(
+            errs.push(FieldError::invalid_string(
                 &format!("{base}.fieldPath"),
-                BadValue::Str(fp.clone()),
-                detail(
-                    k,
-                    "fieldPath must be non-empty if specified",
-                    "must be non-empty if specified",
-                ),
+                fp,
+                k,
+                "must be non-empty if specified",
             ));
         }
         if has_newlines(fp) {
-            errs.push(FieldError::invalid(
+            errs.push(FieldError::invalid_string(
                 &format!("{base}.fieldPath"),
-                BadValue::Str(fp.clone()),
-                detail(
-                    k,
-                    "fieldPath must not contain line breaks",
-                    "must not contain line breaks",
-                ),
+                fp,
+                k,
+                "must not contain line breaks",
             ));
         }
         if !fp.is_empty() && structural::conversion_error(s).is_none() && !valid_field_path(fp, s) {
