@@ -214,6 +214,10 @@ pub struct AstNode<'a> {
     pub ty: Type,
     pub expr: Option<&'a Expr>,
     pub computed_size: Option<Size>,
+    /// [`CostAlgorithm::ScopedLocals`]: the expression whose embedder size `computed_size` is
+    /// (itself, or what a variable stands for), told the embedder when a cost reads it
+    /// ([`CostEmbedder::size_consumed`]).
+    pub size_origin: Option<ExprId>,
 }
 
 impl AstNode<'_> {
@@ -224,6 +228,7 @@ impl AstNode<'_> {
             ty,
             expr: None,
             computed_size: None,
+            size_origin: None,
         }
     }
 
@@ -283,7 +288,15 @@ impl CallEstimate {
 /// The embedder's two hooks (cel-go `checker.CostEstimator`): Kubernetes answers sizes from
 /// the schema and call costs from its libraries.
 pub trait CostEmbedder {
+    /// The size a cost needs: asked where a call's or a comprehension's cost reads it.
     fn estimate_size(&self, node: &AstNode<'_>) -> Option<Size>;
+    /// The size of a node asked ahead of any cost that reads it (cel-go v0.23+ sizes every
+    /// node it walks): [`CostEmbedder::size_consumed`] tells when a cost reads it.
+    fn probe_size(&self, node: &AstNode<'_>) -> Option<Size> {
+        self.estimate_size(node)
+    }
+    /// A cost read the size [`CostEmbedder::probe_size`] gave for expression `origin`.
+    fn size_consumed(&self, _origin: ExprId) {}
     fn estimate_call_cost(
         &self,
         function: &str,
@@ -296,9 +309,19 @@ pub trait CostEmbedder {
 /// `ComputedSize`, else the embedder's size, else unknown (cel-go ext `estimateSize`,
 /// Kubernetes `sizeEstimate`).
 pub fn node_size(embedder: &dyn CostEmbedder, n: &AstNode<'_>) -> Size {
-    n.computed_size
+    computed_size(embedder, n)
         .or_else(|| embedder.estimate_size(n))
         .unwrap_or(UNKNOWN)
+}
+
+/// The node's `ComputedSize`, read by a cost (the embedder is told where it came from).
+pub fn computed_size(embedder: &dyn CostEmbedder, n: &AstNode<'_>) -> Option<Size> {
+    if n.computed_size.is_some()
+        && let Some(o) = n.size_origin
+    {
+        embedder.size_consumed(o);
+    }
+    n.computed_size
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -323,6 +346,8 @@ fn union_entry(a: Option<EntrySize>, b: Option<EntrySize>) -> Option<EntrySize> 
 struct LocalVar {
     path: Path,
     size: Option<Size>,
+    /// Where `size` came from ([`AstNode::size_origin`]).
+    origin: Option<ExprId>,
     entry: Option<EntrySize>,
     /// [`CostAlgorithm::IterRanges`]: an iteration variable's path is `path` (the range's) plus
     /// this element, appended at every reference; `None`: no path (a range neither list nor map).
@@ -359,6 +384,7 @@ pub fn estimate(checked: &CheckedExpr, embedder: &dyn CostEmbedder, opts: CostOp
         embedder,
         paths: vec![None; n],
         sizes: vec![None; n],
+        origins: vec![None; n],
         entries: vec![None; n],
         locals: HashMap::new(),
         presence_cost: Cost::fixed(opts.presence_test_cost),
@@ -373,6 +399,8 @@ struct Coster<'a> {
     embedder: &'a dyn CostEmbedder,
     paths: Vec<Option<Path>>,
     sizes: Vec<Option<Size>>,
+    /// [`AstNode::size_origin`] of each expression's size.
+    origins: Vec<Option<ExprId>>,
     entries: Vec<Option<EntrySize>>,
     locals: HashMap<String, Vec<LocalVar>>,
     presence_cost: Cost,
@@ -456,9 +484,11 @@ impl<'a> Coster<'a> {
             ty: self.ty(e),
             expr: Some(e),
             computed_size: None,
+            size_origin: None,
         };
-        if let Some(s) = self.embedder.estimate_size(&node) {
+        if let Some(s) = self.embedder.probe_size(&node) {
             self.sizes[e.id as usize] = Some(s);
+            self.origins[e.id as usize] = Some(e.id);
             return Some(s);
         }
         if is_scalar(&node.ty) {
@@ -468,9 +498,24 @@ impl<'a> Coster<'a> {
             && let Some(v) = self.peek(n)
             && v.size.is_some()
         {
-            return v.size;
+            let (size, origin) = (v.size, v.origin);
+            self.origins[e.id as usize] = origin;
+            return size;
         }
         None
+    }
+
+    /// Where the size of `e` came from, if from the embedder.
+    fn origin(&self, e: &Expr) -> Option<ExprId> {
+        self.origins[e.id as usize]
+    }
+
+    /// `e`'s size is `from`'s.
+    fn set_size_of(&mut self, e: ExprId, from: &Expr, s: Option<Size>) {
+        if s.is_some() {
+            self.origins[e as usize] = self.origin(from);
+        }
+        self.set_size(e, s);
     }
 
     /// [`CostAlgorithm::IterRanges`]: `ComputedSize()` of the node handed to estimators: the
@@ -496,6 +541,7 @@ impl<'a> Coster<'a> {
             ty: self.ty(e),
             expr: Some(e),
             computed_size: self.derived_size(e),
+            size_origin: None,
         }
     }
 
@@ -517,6 +563,7 @@ impl<'a> Coster<'a> {
             ty: self.ty(e),
             expr: Some(e),
             computed_size: size,
+            size_origin: self.origin(e),
         }
     }
 
@@ -640,6 +687,7 @@ impl<'a> Coster<'a> {
                     LocalVar {
                         path: range_path,
                         size: None,
+                        origin: None,
                         entry: None,
                         reference_appends: appends,
                     },
@@ -663,7 +711,7 @@ impl<'a> Coster<'a> {
                     sum = sum.add(self.cost(&c.result));
                     self.pop(&c.accu_var);
                     let s = self.compute_size(&c.result);
-                    self.set_size(e.id, s);
+                    self.set_size_of(e.id, &c.result, s);
                     let en = self.entry_size(&c.result);
                     self.set_entry(e.id, en);
                     return sum;
@@ -686,6 +734,9 @@ impl<'a> Coster<'a> {
                 sum = sum.add(self.cost(&c.result));
                 self.pop(&c.accu_var);
                 let range_cnt = self.size_or_unknown(&c.iter_range);
+                if let Some(o) = self.origin(&c.iter_range) {
+                    self.embedder.size_consumed(o);
+                }
                 sum = sum.add(range_cnt.mul(step_cost.add(loop_cost)));
                 match &c.accu_init.kind {
                     ExprKind::Literal(_) => {
@@ -713,6 +764,7 @@ impl<'a> Coster<'a> {
             LocalVar {
                 path,
                 size,
+                origin: self.origin(e),
                 entry,
                 reference_appends: None,
             },
@@ -749,6 +801,7 @@ impl<'a> Coster<'a> {
             LocalVar {
                 path,
                 size,
+                origin: None,
                 entry: None,
                 reference_appends: None,
             },
@@ -767,7 +820,7 @@ impl<'a> Coster<'a> {
         if function == "dyn" && args.len() == 1 && !self.iter_ranges {
             let c = self.cost(&args[0]);
             let s = self.compute_size(&args[0]);
-            self.set_size(e.id, s);
+            self.set_size_of(e.id, &args[0], s);
             let en = self.entry_size(&args[0]);
             self.set_entry(e.id, en);
             return Cost::fixed(1).add(c);
@@ -871,7 +924,7 @@ impl<'a> Coster<'a> {
             if iter_ranges {
                 legacy_node_size(embedder, n)
             } else {
-                n.computed_size.unwrap_or(UNKNOWN)
+                computed_size(embedder, n).unwrap_or(UNKNOWN)
             }
         };
         match overload {

@@ -1,9 +1,10 @@
 //! Kubernetes' call-cost estimator, `k8s.io/apiserver/pkg/cel/library/cost.go`
 //! (`CostEstimator.EstimateCallCost`), keyed by function name, restated.
 
+use super::ast::ExprId;
 use super::cost::{
     AstNode, CallEstimate, Cost, CostEmbedder, REGEX_STRING_LENGTH_COST_FACTOR,
-    STRING_TRAVERSAL_COST_FACTOR, Size, node_size,
+    STRING_TRAVERSAL_COST_FACTOR, Size, computed_size, node_size,
 };
 use super::minor::Minor;
 use super::types::{Kind, Type};
@@ -17,6 +18,12 @@ pub const MAX_FORMAT_SIZE: u64 = 64;
 /// policies (upstream) have none.
 pub trait SizeSource {
     fn estimate_size(&self, node: &AstNode<'_>) -> Option<Size>;
+    /// [`CostEmbedder::probe_size`].
+    fn probe_size(&self, node: &AstNode<'_>) -> Option<Size> {
+        self.estimate_size(node)
+    }
+    /// [`CostEmbedder::size_consumed`].
+    fn size_consumed(&self, _origin: ExprId) {}
 }
 
 /// `library.CostEstimator{SizeEstimator: …}`.
@@ -29,6 +36,16 @@ pub struct KubernetesEstimator<'s> {
 impl CostEmbedder for KubernetesEstimator<'_> {
     fn estimate_size(&self, node: &AstNode<'_>) -> Option<Size> {
         self.sizes.and_then(|s| s.estimate_size(node))
+    }
+
+    fn probe_size(&self, node: &AstNode<'_>) -> Option<Size> {
+        self.sizes.and_then(|s| s.probe_size(node))
+    }
+
+    fn size_consumed(&self, origin: ExprId) {
+        if let Some(s) = self.sizes {
+            s.size_consumed(origin);
+        }
     }
 
     fn estimate_call_cost(
@@ -216,7 +233,7 @@ impl CostEmbedder for KubernetesEstimator<'_> {
                         )),
                         "kubernetes.URL" => {
                             // Upstream reads the right-hand side's size twice.
-                            let size = match rhs.computed_size {
+                            let size = match computed_size(self, rhs) {
                                 Some(r) => r.union(r),
                                 None => Size::fixed(1),
                             };

@@ -1,8 +1,10 @@
 //! Compiling one rule the way apiextensions `schema/cel/compilation.go` `compileRule` does.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::cel::ast::ExprId;
 use crate::cel::cost::{AstNode, Size, estimate};
 use crate::cel::env::{CheckerPanic, Env};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
@@ -33,24 +35,61 @@ pub struct RuleCompilation {
     pub panic: Option<CheckerPanic>,
 }
 
-/// Records the unbounded schema nodes the estimator asked about.
+/// Records the unbounded schema nodes whose size a cost read: asked by a call's cost (cel-go
+/// before v0.23), or sized ahead and read later (v0.23+, which sizes every node it walks; a size
+/// no cost reads drives nothing). The same nodes under both algorithms where their costs agree.
 struct Recording<'a> {
     inner: &'a RuleSizes,
     seen: RefCell<Vec<String>>,
+    /// Unbounded nodes sized ahead, by expression, until a cost reads them.
+    probed: RefCell<HashMap<ExprId, String>>,
+}
+
+impl Recording<'_> {
+    fn record(&self, rel: String) {
+        let mut seen = self.seen.borrow_mut();
+        if !seen.contains(&rel) {
+            seen.push(rel);
+        }
+    }
+
+    /// The size, and the path (relative, display form) of an unbounded node.
+    fn resolve(&self, node: &AstNode<'_>) -> Option<(Size, Option<String>)> {
+        let path = node.path_elems();
+        let t = self.inner.resolve(&path)?;
+        let rel = t
+            .is_unbounded_sized()
+            .then(|| crate::schema::decltype::display_path(&path[1..]));
+        Some((Size::new(0, t.max_elements as u64), rel))
+    }
 }
 
 impl SizeSource for Recording<'_> {
     fn estimate_size(&self, node: &AstNode<'_>) -> Option<Size> {
-        let path = node.path_elems();
-        let t = self.inner.resolve(&path)?;
-        if t.is_unbounded_sized() {
-            let rel = crate::schema::decltype::display_path(&path[1..]);
-            let mut seen = self.seen.borrow_mut();
-            if !seen.contains(&rel) {
-                seen.push(rel);
-            }
+        let (size, rel) = self.resolve(node)?;
+        if let Some(rel) = rel {
+            self.record(rel);
         }
-        Some(Size::new(0, t.max_elements as u64))
+        Some(size)
+    }
+
+    fn probe_size(&self, node: &AstNode<'_>) -> Option<Size> {
+        let (size, rel) = self.resolve(node)?;
+        match (rel, node.expr) {
+            (Some(rel), Some(e)) => {
+                self.probed.borrow_mut().insert(e.id, rel);
+            }
+            (Some(rel), None) => self.record(rel),
+            (None, _) => {}
+        }
+        Some(size)
+    }
+
+    fn size_consumed(&self, origin: ExprId) {
+        let rel = self.probed.borrow().get(&origin).cloned();
+        if let Some(rel) = rel {
+            self.record(rel);
+        }
     }
 }
 
@@ -122,6 +161,7 @@ pub fn compile_rule_in(
     let recording = Recording {
         inner: &sizes,
         seen: RefCell::new(Vec::new()),
+        probed: RefCell::new(HashMap::new()),
     };
     let embedder = KubernetesEstimator {
         minor: env.minor,
@@ -154,4 +194,57 @@ pub fn compile_rule_in(
     }
     out.unbounded_fields = recording.seen.into_inner();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::cel::decls::Version;
+    use crate::estimate::Estimator;
+
+    /// The drivers of the one rule `rule` on `spec`, a string `s` and a list `l` of strings,
+    /// none bounded, under minor 1.`minor`.
+    fn drivers(minor: u32, rule: &str) -> (u64, Vec<String>) {
+        let spec = json!({
+            "type": "object",
+            "properties": {
+                "s": {"type": "string"},
+                "l": {"type": "array", "items": {"type": "string"}},
+            },
+            "x-kubernetes-validations": [{"rule": rule}],
+        });
+        let crd = crate::fixtures::widgets(json!({"type": "object", "properties": {"spec": spec}}));
+        let r = Estimator::new(Version::new(1, minor)).estimate_crd(&crd, "t");
+        let rule = &r.schemas[0].rules[0];
+        (rule.max_cost, rule.drivers.unbounded_fields.clone())
+    }
+
+    /// Drivers are the unbounded sizes a cost reads: the same before cel-go v0.23 (1.32, which
+    /// asks sizes where a cost needs them) and after (1.33, which sizes every node first), and
+    /// none where no cost depends on a size (`size()` is constant time).
+    #[test]
+    fn drivers_are_the_sizes_a_cost_reads_under_both_algorithms() {
+        let cases: &[(&str, &[&str])] = &[
+            ("size(self.s) > 0", &[]),
+            ("self.s.size() < 10 && size(self.l) < 3", &[]),
+            ("self.s.startsWith('a')", &[]),
+            ("self.s.contains('a')", &["^.spec.s"]),
+            (
+                "self.s == 'x' || self.l[0].contains('y')",
+                &["^.spec.s", "^.spec.l[*]"],
+            ),
+            ("self.s + 'x' != self.l[0]", &["^.spec.s", "^.spec.l[*]"]),
+            ("'a' in self.l", &["^.spec.l"]),
+            ("has(self.s) ? self.s.matches('^a+$') : true", &["^.spec.s"]),
+        ];
+        for (rule, want) in cases {
+            let (old_cost, old) = drivers(32, rule);
+            let (new_cost, new) = drivers(33, rule);
+            assert_eq!(old_cost, new_cost, "{rule}: costs");
+            let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+            assert_eq!(old, want, "{rule} on 1.32");
+            assert_eq!(new, want, "{rule} on 1.33");
+        }
+    }
 }

@@ -125,7 +125,7 @@ impl Differences {
         let any = |words: &[&str]| words.iter().any(|w| p.tokens.contains(*w));
         let calls = |words: &[&str]| words.iter().any(|w| p.called.contains(*w));
         if p.has_cel
-            && (self.cost_algorithm
+            && (self.cost_algorithm && p.algorithm_dependent
                 || p.tokens.iter().any(|t| self.names.contains(t))
                 || p.called.iter().any(|t| self.calls.contains(t)))
         {
@@ -183,6 +183,9 @@ struct Profile {
     /// The tokens of them followed by a `(`: the names of calls.
     called: HashSet<String>,
     has_cel: bool,
+    /// Some CEL of the object may be costed differently by cel-go's two estimators
+    /// ([`algorithm_dependent`]).
+    algorithm_dependent: bool,
     /// A MutatingAdmissionPolicy: its `apiVersion` (the minors serve its versions differently,
     /// and a report says how).
     map_api_version: Option<String>,
@@ -263,6 +266,7 @@ impl Profile {
                             Value::String(s),
                         ) => {
                             self.has_cel = true;
+                            self.algorithm_dependent |= algorithm_dependent(s);
                             self.backtick |= s.contains('`');
                             self.global_matches |= calls_global(s, "matches");
                             for (word, call) in identifier_tokens(s) {
@@ -280,6 +284,43 @@ impl Profile {
             _ => {}
         }
     }
+}
+
+/// Whether cel-go's estimators before and from v0.23 ([`crate::cel::cost::CostAlgorithm`]) may
+/// cost a CEL text differently, or read different sizes of it: they differ on what holds a
+/// value (comprehensions, `cel.bind`, the macros that expand to them, policy variables), on
+/// sizes carried through `dyn`, optional values and the elements of list and map literals
+/// (indexed: `][`, `}[`). Straight-line CEL otherwise reads the same sizes at the same calls
+/// (tests/it/range.rs compares them). Over-approximates: any such word or mark, anywhere.
+fn algorithm_dependent(s: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "all",
+        "exists",
+        "exists_one",
+        "existsOne",
+        "map",
+        "filter",
+        "transformList",
+        "transformMap",
+        "transformMapEntry",
+        "bind",
+        "sortBy",
+        "optMap",
+        "optFlatMap",
+        "optional",
+        "dyn",
+        "variables",
+    ];
+    let Some(code) = code_outside_literals(s) else {
+        return true;
+    };
+    let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    ["][", "}[", ".?", "[?", "{?", ",?"]
+        .iter()
+        .any(|m| code.contains(m))
+        || identifier_tokens(s)
+            .iter()
+            .any(|(t, _)| WORDS.contains(&t.as_str()))
 }
 
 /// Whether a CEL text calls `name` as a global function: the word outside literals and comments,
@@ -591,6 +632,29 @@ mod tests {
             .collect();
         t.sort();
         t
+    }
+
+    #[test]
+    fn straight_line_cel_is_costed_alike_by_both_algorithms() {
+        for s in [
+            "self.s.startsWith('all') && size(self.l) < 3",
+            "self.a[0].b == 'x' // map(",
+            "'exists' in self.l",
+        ] {
+            assert!(!algorithm_dependent(s), "{s}");
+        }
+        for s in [
+            "self.l.all(x, x != '')",
+            "cel.bind(n, self.s, n + n)",
+            "variables.v > 1",
+            "dyn(self.s).size() > 0",
+            "self.?s.orValue('') != ''",
+            "[self.a, self.b] [0].size() > 0",
+            "{'a': self.s}['a'] == 'x'",
+            "'unterminated",
+        ] {
+            assert!(algorithm_dependent(s), "{s}");
+        }
     }
 
     #[test]
