@@ -478,8 +478,9 @@ pub struct Drivers {
     /// request-size estimate (`^.spec.items`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unbounded_ancestors: Vec<String>,
-    /// Strings, lists and maps the rule reads that have no maxLength / maxItems /
-    /// maxProperties, so their size is estimated from the 3 MiB request limit.
+    /// Strings, lists and maps without maxLength / maxItems / maxProperties (so sized from the
+    /// 3 MiB request limit) whose size the rule's cost reads: a call whose cost grows with it,
+    /// a comprehension over it (`size()` reads none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unbounded_fields: Vec<String>,
 }
