@@ -306,18 +306,47 @@ fn instructions_of_the_cli_grow_at_most_n_log_n_in_every_dimension() {
         let _ = std::fs::remove_dir_all(&d);
         (refs, input + out.stdout.len() as u64)
     };
-    let (fixed, _) = count("empty", &[String::new()]);
-    let mut failures = Vec::new();
     let all = families::all();
     for name in SEARCHED {
         assert!(all.iter().any(|f| f.name == name), "no family {name:?}");
     }
-    for (i, fam) in all.into_iter().enumerate() {
-        if !SEARCHED.contains(&fam.name) {
-            continue;
+    // Every run at once, as many at a time as there are cores: instruction counts do not
+    // depend on what else runs.
+    let mut jobs: Vec<(String, Vec<String>)> = vec![("empty".into(), vec![String::new()])];
+    let mut measured = Vec::new();
+    for (i, fam) in all.iter().enumerate() {
+        if SEARCHED.contains(&fam.name) {
+            jobs.push((format!("{i}-n"), (fam.make)(fam.base)));
+            jobs.push((format!("{i}-4n"), (fam.make)(fam.base * 4)));
+            measured.push(fam);
         }
-        let (a, sa) = count(&format!("{i}-n"), &(fam.make)(fam.base));
-        let (b, sb) = count(&format!("{i}-4n"), &(fam.make)(fam.base * 4));
+    }
+    let next = std::sync::Mutex::new(0usize);
+    let results = std::sync::Mutex::new(vec![(0u64, 0u64); jobs.len()]);
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let j = {
+                        let mut n = next.lock().unwrap();
+                        *n += 1;
+                        *n - 1
+                    };
+                    let Some((label, docs)) = jobs.get(j) else {
+                        break;
+                    };
+                    let r = count(label, docs);
+                    results.lock().unwrap()[j] = r;
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap();
+    let (fixed, _) = results[0];
+    let mut failures = Vec::new();
+    for (k, fam) in measured.into_iter().enumerate() {
+        let ((a, sa), (b, sb)) = (results[1 + 2 * k], results[2 + 2 * k]);
         let (a, b) = (a.saturating_sub(fixed).max(1), b.saturating_sub(fixed));
         let size_growth = (sb as f64 / sa as f64).max(4.0);
         let allowed = SLACK * size_growth;
