@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::edit::realign;
 use super::*;
 use crate::fix::{Bound, FixOptions, FixOutcome, Step};
 use crate::suggest::Keyword;
