@@ -7,6 +7,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use super::Schema;
+use super::path::{Node, Step};
 use crate::cel::checker::TypeProvider;
 use crate::cel::cost::{AstNode, Size};
 use crate::cel::decls::Version;
@@ -188,20 +189,155 @@ pub fn display_path(path: &[std::rc::Rc<str>]) -> String {
     s
 }
 
-/// Conversions already made, while [`with_conversion_memo`] runs: by node (its address), root
-/// flag and the bounds below the node (a signature of the changes [`note_bound_change`] was
+/// Conversions already made, for a caller that converts the same schema again and again while
+/// changing only bounds, and needs only the sizes of the types (the suggested bounds' search,
+/// which owns one for as long as it searches one tree): by node ([`NodeId`]), root flag and the
+/// bounds below the node (a signature of the changes [`ConversionMemo::note_bound_change`] was
 /// told of: zero for a node nothing below changed, the same again once a change is undone).
+/// Every change of a bound must be told; the tree must not otherwise change. Conversions made
+/// with it name no object types: a conversion costs in proportion to the nodes whose bounds
+/// below changed, not to the schema.
 #[derive(Default)]
-struct ConversionMemo {
-    signatures: HashMap<usize, u64, NumberHash>,
+pub struct ConversionMemo {
+    /// Node identities: by parent and place ([`ConversionMemo::child_key`]).
+    ids: HashMap<u64, u32, NumberHash>,
+    signatures: HashMap<u32, u64, NumberHash>,
     done: HashMap<ConversionKey, Option<Arc<DeclType>>, NumberHash>,
 }
 
-/// A remembered conversion: the node's address, its root flag, whether the structural adaptor
-/// converts it, and the signature of the bounds below it.
-type ConversionKey = (usize, bool, bool, u64);
+/// A node of the tree a [`ConversionMemo`] is for: the root, or a child by its parent and place
+/// (a property's index, the items, the values, a resource root's `ObjectMeta` override's
+/// property); given when first asked for, never reused while the memo lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeId(u32);
 
-/// A hash of a few numbers (addresses, flags, signatures) by multiplying, as rustc's `FxHasher`
+/// Where a child is under its parent, for its [`NodeId`].
+#[derive(Clone, Copy)]
+enum Place {
+    Items,
+    Values,
+    Property(usize),
+    Override(usize),
+}
+
+/// A remembered conversion: the node, its root flag, whether the structural adaptor converts
+/// it, and the signature of the bounds below it.
+type ConversionKey = (u32, bool, bool, u64);
+
+/// A memo and the node being converted with it.
+type Memo<'m> = Option<(&'m mut ConversionMemo, NodeId)>;
+
+impl ConversionMemo {
+    /// The root of the tree.
+    pub const ROOT: NodeId = NodeId(0);
+
+    fn child_key(parent: NodeId, place: Place) -> u64 {
+        let (tag, i) = match place {
+            Place::Items => (0, 0),
+            Place::Values => (1, 0),
+            Place::Property(i) => (2, i),
+            Place::Override(i) => (3, i),
+        };
+        (u64::from(parent.0) << 32) ^ ((i as u64) << 2) ^ tag
+    }
+
+    fn at(&mut self, parent: NodeId, place: Place) -> NodeId {
+        let next = u32::try_from(self.ids.len() + 1).expect("fewer than 2^32 nodes");
+        NodeId(
+            *self
+                .ids
+                .entry(Self::child_key(parent, place))
+                .or_insert(next),
+        )
+    }
+
+    /// The child of node `parent` (whose schema is `s`) one `step` down, if `s` has it.
+    pub fn child(&mut self, parent: NodeId, s: &Schema, step: &Step) -> Option<NodeId> {
+        let place = match step {
+            Step::Prop(n) => Place::Property(s.properties.get_index_of(n)?),
+            Step::Items => {
+                s.items.as_ref()?;
+                Place::Items
+            }
+            Step::Values => {
+                s.additional_properties_schema()?;
+                Place::Values
+            }
+        };
+        Some(self.at(parent, place))
+    }
+
+    /// The nodes from `root` (the tree's root) down `path`, as far as the schema has them.
+    pub fn path(&mut self, root: &Schema, path: &[Step]) -> Vec<NodeId> {
+        let mut out = Vec::with_capacity(path.len() + 1);
+        let (mut s, mut at) = (root, Self::ROOT);
+        out.push(at);
+        for step in path {
+            match (Node::child(s, step), self.child(at, s, step)) {
+                (Some(c), Some(id)) => {
+                    (s, at) = (c, id);
+                    out.push(at);
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// Tells the memo that bound `site` (any number naming it) changed from `from` to `to` on
+    /// the node whose ancestors (from the root) and itself are `path`.
+    pub fn note_bound_change(
+        &mut self,
+        path: &[NodeId],
+        site: usize,
+        from: Option<i64>,
+        to: Option<i64>,
+    ) {
+        if from == to {
+            return;
+        }
+        crate::budget::charge(path.len() as u64);
+        let mark = |v: Option<i64>| {
+            use std::hash::Hasher;
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            h.write_usize(site);
+            h.write_i64(v.unwrap_or(i64::MIN));
+            h.write_u8(u8::from(v.is_some()));
+            h.finish()
+        };
+        let delta = mark(from) ^ mark(to);
+        for &at in path {
+            *self.signatures.entry(at.0).or_insert(0) ^= delta;
+        }
+    }
+
+    /// [`schema_decl_type`] of node `at` (whose schema is `s`), remembered.
+    pub fn schema_decl_type(
+        &mut self,
+        s: &Schema,
+        at: NodeId,
+        is_resource_root: bool,
+        minor: &'static Minor,
+    ) -> Option<Arc<DeclType>> {
+        decl_type(
+            s,
+            is_resource_root,
+            minor,
+            "",
+            Adaptor::Structural,
+            Some((self, at)),
+        )
+    }
+}
+
+/// The memo and node for a child of the node being converted.
+fn below<'a>(memo: &'a mut Memo<'_>, place: Place) -> Memo<'a> {
+    let (m, at) = memo.as_mut()?;
+    let id = m.at(*at, place);
+    Some((&mut **m, id))
+}
+
+/// A hash of a few numbers (node ids, flags, signatures) by multiplying, as rustc's `FxHasher`
 /// does: a change of a bound notes it to each ancestor of its node, and SipHash made that most
 /// of the suggested bounds' search.
 #[derive(Clone, Copy, Default)]
@@ -238,57 +374,8 @@ impl std::hash::Hasher for NumberHasher {
     }
 }
 
-/// Conversions [`with_conversion_memo`] keeps at most.
+/// Conversions a [`ConversionMemo`] keeps at most.
 const MEMO_CAPACITY: usize = 65_536;
-
-thread_local! {
-    static CONVERSIONS: std::cell::RefCell<Option<ConversionMemo>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `f` with the conversions of [`schema_decl_type`] remembered, for a caller that converts
-/// the same schema again and again while changing only bounds, and needs only the sizes of the
-/// types (the suggested bounds' search). Every change of a bound must be told with
-/// [`note_bound_change`]; the schema must not otherwise change, move or be dropped while `f`
-/// runs. Meanwhile object types are not named (`name` is ignored): a conversion costs in
-/// proportion to the nodes whose bounds below changed, not to the schema.
-pub fn with_conversion_memo<R>(f: impl FnOnce() -> R) -> R {
-    let before = CONVERSIONS.with(|c| c.replace(Some(ConversionMemo::default())));
-    struct Restore(Option<Option<ConversionMemo>>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let before = self.0.take().flatten();
-            let _ = CONVERSIONS.try_with(|c| *c.borrow_mut() = before);
-        }
-    }
-    let _restore = Restore(Some(before));
-    f()
-}
-
-/// Tells [`with_conversion_memo`] that bound `site` (any number naming it) changed from `from`
-/// to `to` on the node whose address and ancestors' addresses are `path`.
-pub fn note_bound_change(path: &[usize], site: usize, from: Option<i64>, to: Option<i64>) {
-    if from == to {
-        return;
-    }
-    crate::budget::charge(path.len() as u64);
-    let mark = |v: Option<i64>| {
-        use std::hash::Hasher;
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        h.write_usize(site);
-        h.write_i64(v.unwrap_or(i64::MIN));
-        h.write_u8(u8::from(v.is_some()));
-        h.finish()
-    };
-    let delta = mark(from) ^ mark(to);
-    CONVERSIONS.with(|c| {
-        if let Some(m) = c.borrow_mut().as_mut() {
-            for &at in path {
-                *m.signatures.entry(at).or_insert(0) ^= delta;
-            }
-        }
-    });
-}
 
 /// Which of a minor's conversion rules can change a schema's DeclType (see [`convert`]): the
 /// minors that agree on the rules a schema reads convert it alike. Over-approximated: every node
@@ -363,7 +450,7 @@ pub fn schema_decl_type(
     minor: &'static Minor,
     name: &str,
 ) -> Option<Arc<DeclType>> {
-    decl_type(s, is_resource_root, minor, name, Adaptor::Structural)
+    decl_type(s, is_resource_root, minor, name, Adaptor::Structural, None)
 }
 
 /// Converts the OpenAPI schema of a resource a policy matches (`openapi.SchemaDeclType`), as
@@ -374,7 +461,7 @@ pub fn openapi_schema_decl_type(
     minor: &'static Minor,
     name: &str,
 ) -> Option<Arc<DeclType>> {
-    decl_type(s, is_resource_root, minor, name, Adaptor::OpenApi)
+    decl_type(s, is_resource_root, minor, name, Adaptor::OpenApi, None)
 }
 
 fn decl_type(
@@ -383,41 +470,32 @@ fn decl_type(
     minor: &'static Minor,
     name: &str,
     adaptor: Adaptor,
+    memo: Memo<'_>,
 ) -> Option<Arc<DeclType>> {
-    let at = s as *const Schema as usize;
-    let remembered = CONVERSIONS.with(|c| {
-        let c = c.borrow();
-        let m = c.as_ref()?;
-        let key = (
-            at,
-            is_resource_root,
-            adaptor == Adaptor::Structural,
-            m.signatures.get(&at).copied().unwrap_or(0),
-        );
-        Some((key, m.done.get(&key).cloned()))
-    });
-    match remembered {
-        None => convert(s, is_resource_root, minor, name, adaptor),
-        Some((_, Some(d))) => d,
-        Some((key, None)) => {
-            let d = convert(s, is_resource_root, minor, "", adaptor);
-            CONVERSIONS.with(|c| {
-                if let Some(m) = c.borrow_mut().as_mut() {
-                    // Bounded: forgotten when full (each probe adds the nodes it changed).
-                    if m.done.len() >= MEMO_CAPACITY {
-                        m.done.clear();
-                    }
-                    m.done.insert(key, d.clone());
-                }
-            });
-            d
-        }
+    let Some((m, at)) = memo else {
+        return convert(s, is_resource_root, minor, name, adaptor, None);
+    };
+    let key = (
+        at.0,
+        is_resource_root,
+        adaptor == Adaptor::Structural,
+        m.signatures.get(&at.0).copied().unwrap_or(0),
+    );
+    if let Some(d) = m.done.get(&key) {
+        return d.clone();
     }
+    let d = convert(s, is_resource_root, minor, "", adaptor, Some((&mut *m, at)));
+    // Bounded: forgotten when full (each probe adds the nodes it changed).
+    if m.done.len() >= MEMO_CAPACITY {
+        m.done.clear();
+    }
+    m.done.insert(key, d.clone());
+    d
 }
 
-/// `name.part`, the name of a child's object type; nothing while [`with_conversion_memo`] runs.
-fn child_name(name: &str, part: &str) -> String {
-    if CONVERSIONS.with(|c| c.borrow().is_some()) {
+/// `name.part`, the name of a child's object type; nothing when converting with a memo.
+fn child_name(memo: &Memo<'_>, name: &str, part: &str) -> String {
+    if memo.is_some() {
         String::new()
     } else {
         format!("{name}.{part}")
@@ -430,6 +508,7 @@ fn convert(
     minor: &'static Minor,
     name: &str,
     adaptor: Adaptor,
+    mut memo: Memo<'_>,
 ) -> Option<Arc<DeclType>> {
     let version = minor.compatibility;
     crate::budget::charge(1);
@@ -456,8 +535,9 @@ fn convert(
                 items,
                 items.x_embedded_resource,
                 minor,
-                &child_name(name, "@idx"),
+                &child_name(&memo, name, "@idx"),
                 adaptor,
+                below(&mut memo, Place::Items),
             )?;
             let (max, bounded) = match s.max_items {
                 Some(m) => (zero_if_negative(m), true),
@@ -481,8 +561,9 @@ fn convert(
                     ap,
                     ap.x_embedded_resource,
                     minor,
-                    &child_name(name, "@elem"),
+                    &child_name(&memo, name, "@elem"),
                     adaptor,
+                    below(&mut memo, Place::Values),
                 )?;
                 let (max, bounded) = match s.max_properties {
                     Some(m) => (zero_if_negative(m), true),
@@ -505,12 +586,21 @@ fn convert(
             let props = s
                 .properties
                 .iter()
-                .filter(|(p, _)| !overridden(p))
-                .chain(meta_overrides.iter().flat_map(|m| m.properties.iter()));
-            for (pname, prop) in props {
+                .enumerate()
+                .filter(|(_, (p, _))| !overridden(p))
+                .map(|(i, p)| (Place::Property(i), p))
+                .chain(
+                    meta_overrides
+                        .iter()
+                        .flat_map(|m| m.properties.iter().enumerate())
+                        .map(|(i, p)| (Place::Override(i), p)),
+                );
+            for (place, (pname, prop)) in props {
                 let escaped = escape(pname);
-                let child = child_name(name, escaped.as_deref().unwrap_or(pname));
-                if let Some(ft) = decl_type(prop, prop.x_embedded_resource, minor, &child, adaptor)
+                let child = child_name(&memo, name, escaped.as_deref().unwrap_or(pname));
+                let at = below(&mut memo, place);
+                if let Some(ft) =
+                    decl_type(prop, prop.x_embedded_resource, minor, &child, adaptor, at)
                 {
                     let required = s.required.iter().any(|r| r == pname);
                     if required && prop.default.is_none() {

@@ -165,8 +165,8 @@ fn is_size_of(e: &Expr, v: &str) -> bool {
     }
 }
 
-/// What one conjunct of a rule over `v` (`self`, or an `all` variable) implies for `k`.
-fn of_form(e: &Expr, v: &str, k: Keyword) -> Option<Implied> {
+/// A call's function, target and arguments; `None` for any other expression.
+fn call(e: &Expr) -> Option<(&str, Option<&Expr>, &[Expr])> {
     let ExprKind::Call {
         function,
         target,
@@ -175,7 +175,13 @@ fn of_form(e: &Expr, v: &str, k: Keyword) -> Option<Implied> {
     else {
         return None;
     };
-    match (function.as_str(), target.as_deref(), args.as_slice()) {
+    Some((function.as_str(), target.as_deref(), args.as_slice()))
+}
+
+/// What one conjunct of a rule over `v` (`self`, or an `all` variable) implies for `k`.
+fn of_form(e: &Expr, v: &str, k: Keyword) -> Option<Implied> {
+    let (function, target, args) = call(e)?;
+    match (function, target, args) {
         ("_&&_", None, [a, b]) => tighter(of_form(a, v, k), of_form(b, v, k)),
         ("matches", Some(t), [re]) | ("matches", None, [t, re])
             if k == Keyword::MaxLength && is_ident(t, v) =>
@@ -187,7 +193,7 @@ fn of_form(e: &Expr, v: &str, k: Keyword) -> Option<Implied> {
         }
         ("_<=_" | "_<_", None, [a, b]) | ("_>=_" | "_>_", None, [b, a]) if is_size_of(a, v) => {
             let n = int_literal(b)?;
-            let strict = matches!(function.as_str(), "_<_" | "_>_");
+            let strict = matches!(function, "_<_" | "_>_");
             let value = if strict { n.checked_sub(1)? } else { n };
             (value >= 0).then(|| Implied {
                 value,
@@ -339,15 +345,7 @@ pub fn implied_bound(root: &Schema, path: &[Step], k: Keyword, minor: &Minor) ->
 
 /// `self.all(x, F(x))` (or a conjunction with one): what F implies for `x`.
 fn of_all(e: &Expr, k: Keyword) -> Option<Implied> {
-    let ExprKind::Call {
-        function,
-        target,
-        args,
-    } = &e.kind
-    else {
-        return None;
-    };
-    match (function.as_str(), target.as_deref(), args.as_slice()) {
+    match call(e)? {
         ("_&&_", None, [a, b]) => tighter(of_all(a, k), of_all(b, k)),
         ("all", Some(t), [var, body]) if is_ident(t, "self") => {
             let ExprKind::Ident(v) = &var.kind else {

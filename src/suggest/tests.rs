@@ -192,13 +192,18 @@ fn an_unbounded_list_of_unbounded_strings_gets_verified_round_bounds() {
     assert!(line.contains(" → "), "{line}");
 }
 
-#[test]
-fn a_bound_that_is_too_large_is_lowered() {
-    let o = crd(
+/// A list of host names already bounded, far too long for its rule: only a lowering helps.
+fn bounded_hosts() -> Value {
+    crd(
         json!({"hosts": {"type": "array", "maxItems": 1_000_000, "items": {"type": "string", "maxLength": 253},
             "x-kubernetes-validations": [{"rule": "self.all(h, h.matches('^[a-z.]+$'))"}]}}),
         json!([]),
-    );
+    )
+}
+
+#[test]
+fn a_bound_that_is_too_large_is_lowered() {
+    let o = bounded_hosts();
     let r = run(36, &o, &Settings::default());
     let rule = &r.schemas[0].rules[0];
     assert!(!rule.suggestions.is_empty(), "{:?}", rule.no_suggestion);
@@ -540,11 +545,7 @@ fn additions_before_lowerings_and_lowerings_named() {
         rule.suggestions
     );
     // Everything bounded already: only a lowering helps, and it is named as breaking.
-    let o = crd(
-        json!({"hosts": {"type": "array", "maxItems": 1_000_000, "items": {"type": "string", "maxLength": 253},
-            "x-kubernetes-validations": [{"rule": "self.all(h, h.matches('^[a-z.]+$'))"}]}}),
-        json!([]),
-    );
+    let o = bounded_hosts();
     let r = run(36, &o, &Settings::default());
     let rule = &r.schemas[0].rules[0];
     let first = suggestion_groups(&rule.suggestions)[0].clone();

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::edit::realign;
 use super::*;
 use crate::fix::{Bound, FixOptions, FixOutcome, Step};
 use crate::suggest::Keyword;
@@ -79,58 +80,73 @@ fn the_root_type_is_found_by_group_version_and_kind() {
 fn each_kind_of_node_gets_its_marker_where_controller_gen_reads_it() {
     let g = GoTypes::load(&[fixture().join("api")]).unwrap();
     let one = |steps: &[Step], k, v| place(&g, &bound(steps, k, v)).map(|x| x.join("; "));
-    // A list field: MaxItems on the field.
-    let hosts = prop(&["spec", "hosts"]);
-    assert!(
-        one(&hosts, Keyword::MaxItems, 20)
-            .unwrap()
-            .starts_with("+kubebuilder:validation:MaxItems=20 on field v1.WidgetSpec.Hosts")
-    );
-    // Its items, of a named type (through the alias Host): on the type's declaration.
-    let mut items = hosts.clone();
-    items.push(Step::Items);
-    assert!(
-        one(&items, Keyword::MaxLength, 64)
-            .unwrap()
-            .starts_with("+kubebuilder:validation:MaxLength=64 on type v1.Hostname")
-    );
-    // The items of an unnamed list of strings: items: on the field.
-    let mut paths = prop(&["spec", "paths"]);
-    paths.push(Step::Items);
-    assert!(
-        one(&paths, Keyword::MaxLength, 64)
-            .unwrap()
-            .starts_with("+kubebuilder:validation:items:MaxLength=64 on field v1.WidgetSpec.Paths")
-    );
-    // A field of an inlined embedded struct of another package.
-    assert!(
-        one(&prop(&["spec", "tags"]), Keyword::MaxItems, 9)
-            .unwrap()
-            .starts_with("+kubebuilder:validation:MaxItems=9 on field common.Shared.Tags")
-    );
-    // A named list type's field takes no MaxItems: on the list type.
-    assert!(
-        one(&prop(&["spec", "aliases"]), Keyword::MaxItems, 9)
-            .unwrap()
-            .starts_with("+kubebuilder:validation:MaxItems=9 on type v1.Hostnames")
-    );
-    // Map values of a named type: on the type; of `string`: refused with the reason.
-    let mut labels = prop(&["spec", "labels"]);
-    labels.push(Step::Values);
-    assert!(
-        one(&labels, Keyword::MaxLength, 63)
-            .unwrap()
-            .starts_with("+kubebuilder:validation:MaxLength=63 on type v1.LabelValue")
-    );
-    let mut notes = prop(&["spec", "notes"]);
-    notes.push(Step::Values);
-    let e = one(&notes, Keyword::MaxLength, 63).unwrap_err();
+    let below = |names: &[&str], step: Step| {
+        let mut p = prop(names);
+        p.push(step);
+        p
+    };
+    let cases = [
+        // A list field: MaxItems on the field.
+        (
+            prop(&["spec", "hosts"]),
+            Keyword::MaxItems,
+            20,
+            "+kubebuilder:validation:MaxItems=20 on field v1.WidgetSpec.Hosts",
+        ),
+        // Its items, of a named type (through the alias Host): on the type's declaration.
+        (
+            below(&["spec", "hosts"], Step::Items),
+            Keyword::MaxLength,
+            64,
+            "+kubebuilder:validation:MaxLength=64 on type v1.Hostname",
+        ),
+        // The items of an unnamed list of strings: items: on the field.
+        (
+            below(&["spec", "paths"], Step::Items),
+            Keyword::MaxLength,
+            64,
+            "+kubebuilder:validation:items:MaxLength=64 on field v1.WidgetSpec.Paths",
+        ),
+        // A field of an inlined embedded struct of another package.
+        (
+            prop(&["spec", "tags"]),
+            Keyword::MaxItems,
+            9,
+            "+kubebuilder:validation:MaxItems=9 on field common.Shared.Tags",
+        ),
+        // A named list type's field takes no MaxItems: on the list type.
+        (
+            prop(&["spec", "aliases"]),
+            Keyword::MaxItems,
+            9,
+            "+kubebuilder:validation:MaxItems=9 on type v1.Hostnames",
+        ),
+        // Map values of a named type: on the type (of `string`: refused, below).
+        (
+            below(&["spec", "labels"], Step::Values),
+            Keyword::MaxLength,
+            63,
+            "+kubebuilder:validation:MaxLength=63 on type v1.LabelValue",
+        ),
+        // The map field itself: MaxProperties on the field.
+        (
+            prop(&["spec", "notes"]),
+            Keyword::MaxProperties,
+            5,
+            "+kubebuilder:validation:MaxProperties=5 on field v1.WidgetSpec.Notes",
+        ),
+    ];
+    for (steps, k, v, want) in cases {
+        let got = one(&steps, k, v).unwrap();
+        assert!(got.starts_with(want), "{got}");
+    }
+    let e = one(
+        &below(&["spec", "notes"], Step::Values),
+        Keyword::MaxLength,
+        63,
+    )
+    .unwrap_err();
     assert!(e.contains("no named type of their own"), "{e}");
-    assert!(
-        one(&prop(&["spec", "notes"]), Keyword::MaxProperties, 5)
-            .unwrap()
-            .starts_with("+kubebuilder:validation:MaxProperties=5 on field v1.WidgetSpec.Notes")
-    );
     // A pointer to a named string type.
     assert!(
         one(&prop(&["spec", "primary"]), Keyword::MaxLength, 5)

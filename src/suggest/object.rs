@@ -1,0 +1,339 @@
+//! One object's findings searched and verified within its budget (`Searched`, `SearchBudget`,
+//! `Probe`), the answers put back on its report.
+
+use super::*;
+
+/// A finding's suggestions, or why there are none.
+pub(super) type Answered = (Vec<Suggestion>, Option<String>);
+
+pub(super) fn apply_answers(report: &mut ObjectReport, answers: Vec<(usize, Finding, Answered)>) {
+    for (si, finding, (sugg, none)) in answers {
+        let schema = &mut report.schemas[si];
+        match finding {
+            Finding::Rule(ri) => {
+                schema.rules[ri].suggestions = sugg;
+                schema.rules[ri].no_suggestion = none;
+            }
+            Finding::Total => {
+                schema.suggestions = sugg;
+                schema.no_suggestion = none;
+            }
+        }
+    }
+}
+
+/// Searches `findings` of `report` (`estimator`'s) and verifies each candidate on `estimator`
+/// and on every minor of `others`.
+pub(super) fn search_findings(
+    estimator: &Estimator,
+    others: &[(&Estimator, &ObjectReport)],
+    alike: Option<Alike<'_>>,
+    object: &Value,
+    report: &ObjectReport,
+    findings: Vec<(usize, Finding)>,
+    settings: &Settings,
+) -> Vec<(usize, Finding, Answered)> {
+    let mut out = Vec::new();
+    if findings.is_empty() {
+        return out;
+    }
+    let mut others: Vec<Other<'_>> = others
+        .iter()
+        .map(|(e, r)| Other {
+            estimator: e,
+            base: r,
+            verified: Verified::default(),
+            alike,
+            searched: estimator,
+        })
+        .collect();
+    let limits = estimator.limits();
+    let mut steps_left = limits.steps;
+    let mut left = SearchBudget {
+        evals_left: settings.max_evaluations,
+        verifications_left: settings.max_verifications,
+    };
+    let mut verified = Verified::default();
+    let mut roots: Vec<Option<Option<Root>>> = (0..report.schemas.len()).map(|_| None).collect();
+    for (si, finding) in findings {
+        let schema = &report.schemas[si];
+        let root = roots[si]
+            .get_or_insert_with(|| Root::read(object, &schema.schema_field_path, &schema.versions));
+        let answer: Result<Vec<Vec<Suggestion>>, String> = match root {
+            None => Err("no suggestion: the schema could not be read back from the object".into()),
+            Some(_) if steps_left == 0 || left.evals_left == 0 || left.verifications_left == 0 => Err(
+                "no suggestion: the search's work budget for this object is spent (on the findings above)"
+                    .into(),
+            ),
+            Some(root) => {
+                let budget_now = Limits {
+                    steps: steps_left,
+                    bytes: limits.bytes,
+                };
+                let (res, usage) = stacker::grow(SEARCH_STACK, || {
+                    budget::run_measured(budget_now, || {
+                        search_and_verify(
+                            &Searched {
+                                estimator,
+                                object,
+                                report,
+                                settings,
+                            },
+                            (si, finding),
+                            root,
+                            &mut left,
+                            &mut verified,
+                            &mut others,
+                        )
+                    })
+                });
+                steps_left = steps_left.saturating_sub(usage.steps);
+                match res {
+                    Ok(a) => a,
+                    Err(stop) => {
+                        // Stopped mid-search: the schema may hold a probe's bounds; read again
+                        // for the next finding.
+                        roots[si] = None;
+                        Err(format!("no suggestion: the search stopped: {stop}"))
+                    }
+                }
+            }
+        };
+        let (sugg, none) = match answer {
+            Ok(groups) => (
+                groups
+                    .into_iter()
+                    .enumerate()
+                    .flat_map(|(g, bounds)| {
+                        bounds.into_iter().map(move |mut b| {
+                            b.group = g as u32;
+                            b
+                        })
+                    })
+                    .collect(),
+                None,
+            ),
+            Err(why) => (Vec::new(), Some(why)),
+        };
+        out.push((si, finding, (sugg, none)));
+    }
+    out
+}
+
+/// What an object's search runs on: the estimator, the object, its report and the settings.
+pub(super) struct Searched<'a> {
+    pub(super) estimator: &'a Estimator,
+    pub(super) object: &'a Value,
+    pub(super) report: &'a ObjectReport,
+    pub(super) settings: &'a Settings,
+}
+
+/// What is left of an object's search budget: probes and verifications, over its findings.
+pub(super) struct SearchBudget {
+    pub(super) evals_left: usize,
+    pub(super) verifications_left: usize,
+}
+
+/// Bounds to verify: set on a copy of `object` at the schema roots `pointers`.
+pub(super) struct Probe<'a> {
+    pub(super) object: &'a Value,
+    pub(super) pointers: &'a [String],
+    pub(super) bounds: &'a [(&'a Site, i64)],
+    pub(super) settings: &'a Settings,
+}
+
+/// One finding: search, then verify each candidate on a copy of the object.
+pub(super) fn search_and_verify(
+    cx: &Searched<'_>,
+    (si, finding): (usize, Finding),
+    root: &mut Root,
+    left: &mut SearchBudget,
+    verified: &mut Verified,
+    others: &mut [Other<'_>],
+) -> Result<Vec<Vec<Suggestion>>, String> {
+    let Searched {
+        estimator,
+        object,
+        report,
+        settings,
+    } = *cx;
+    let env = estimator.env();
+    let schema = &report.schemas[si];
+    let fp = schema.schema_field_path.as_str();
+    // The models: the rule, or every rule of the schema that costs anything.
+    let chosen: Vec<usize> = match finding {
+        Finding::Rule(ri) => vec![ri],
+        Finding::Total => {
+            let mut v: Vec<usize> = (0..schema.rules.len())
+                .filter(|&ri| RuleCost::of_report(&schema.rules[ri]).total_part() > 0)
+                .collect();
+            v.sort_by_key(|&ri| {
+                std::cmp::Reverse(RuleCost::of_report(&schema.rules[ri]).total_part())
+            });
+            v.truncate(MAX_TOTAL_RULES);
+            v
+        }
+    };
+    let mut models = Vec::new();
+    let mut depends = Vec::new();
+    let mut found = Sites::default();
+    let mut notes = Vec::new();
+    let mut fixed = schema.total_cost;
+    let mut unit_groups = Vec::new();
+    for &ri in &chosen {
+        let r = &schema.rules[ri];
+        let built = r
+            .node_field_path
+            .strip_prefix(fp)
+            .and_then(|rest| parse_steps(&root.schema, rest))
+            .and_then(|path| RuleModel::build(env, &root.schema, path, r.index as usize));
+        let Some(mut m) = built else {
+            if finding != Finding::Total {
+                return Err(if r.compile_error.is_some() || !r.compiled_by_apiserver {
+                    "no suggestion: the rule does not compile".into()
+                } else {
+                    "no suggestion: internal: the rule could not be found again in the schema"
+                        .into()
+                });
+            }
+            continue;
+        };
+        let reads = RefCell::new(Vec::new());
+        let got = m.eval(env, &root.schema, Some(&reads), None);
+        let want = RuleCost::of_report(r);
+        if got != Some(want) {
+            if finding == Finding::Total {
+                continue;
+            }
+            return Err(format!(
+                "no suggestion: internal: re-estimating the rule gives {:?}, the estimate {want:?}",
+                got
+            ));
+        }
+        m.base = want;
+        fixed = fixed.saturating_sub(want.total_part());
+        let own = rule_sites(
+            env,
+            &root.schema,
+            &m,
+            &reads.into_inner(),
+            &mut found,
+            &mut notes,
+        );
+        unit_groups.push(own);
+        models.push(m);
+    }
+    let sites = found.sites;
+    // A model depends on every site on its node's way from the root and below it.
+    for m in &models {
+        depends.push(
+            (0..sites.len())
+                .filter(|&i| {
+                    let s: &Site = &sites[i];
+                    s.node.starts_with(&m.node) || m.node.starts_with(&s.node)
+                })
+                .collect(),
+        );
+    }
+    let units = units_of(&sites, &unit_groups);
+    let (limit, before) = match finding {
+        Finding::Rule(ri) => (
+            PER_RULE_COST_LIMIT,
+            RuleCost::of_report(&schema.rules[ri]).judged(),
+        ),
+        Finding::Total => (PER_SCHEMA_COST_LIMIT, schema.total_cost),
+    };
+    let target = match finding {
+        Finding::Rule(_) => Target::Rule,
+        Finding::Total => Target::Total,
+    };
+    // Only the sites' bounds change during the search: the memo of its conversions knows the
+    // nodes they are on.
+    let mut memo = ConversionMemo::default();
+    let ids = sites
+        .iter()
+        .map(|s: &Site| memo.path(&root.schema, &s.node))
+        .collect();
+    let n_sites = sites.len();
+    let mut search = Search {
+        env,
+        root: &mut root.schema,
+        memo,
+        ids,
+        target,
+        limit,
+        settings,
+        sites,
+        models,
+        depends,
+        fixed,
+        evals_left: &mut left.evals_left,
+        applied: vec![None; n_sites],
+        probed: HashMap::new(),
+    };
+    let answer = search.run(units, &notes);
+    search.restore();
+    let answer = match answer {
+        Ok(a) => a,
+        Err(Stop::Evaluations) => {
+            return Err(format!(
+                "no suggestion: the search's probes for this object ({}) are spent",
+                settings.max_evaluations
+            ));
+        }
+    };
+    let groups = match answer {
+        Answer::None(why) => return Err(why),
+        Answer::Groups(g) => g,
+    };
+    let sites = search.sites;
+    let mut out = Vec::new();
+    let mut rejected = Vec::new();
+    for g in groups {
+        if left.verifications_left == 0 {
+            break;
+        }
+        left.verifications_left -= 1;
+        let bounds: Vec<(&Site, i64)> = g.bounds.iter().map(|&(i, v)| (&sites[i], v)).collect();
+        let probe = Probe {
+            object,
+            pointers: &root.pointers,
+            bounds: &bounds,
+            settings,
+        };
+        match verify(estimator, report, (si, finding), &probe, verified) {
+            Ok(after) if settings.fits(after, limit) && after < before => {
+                match fits_elsewhere(others, report, (si, finding), &probe, limit, left) {
+                    Ok(()) => out.push(
+                        bounds
+                            .iter()
+                            .map(|(s, v)| suggested_bound(fp, s, *v, after))
+                            .collect(),
+                    ),
+                    Err(e) => rejected.push(e),
+                }
+            }
+            Ok(after) => rejected.push(format!(
+                "{} gives {} once estimated whole",
+                bounds
+                    .iter()
+                    .map(|(s, v)| format!("{}: {v} on {}", s.keyword.name(), schema_path(&s.node)))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                num(after)
+            )),
+            Err(e) => rejected.push(e),
+        }
+    }
+    if out.is_empty() {
+        return Err(if rejected.is_empty() {
+            "no suggestion: the search's verifications for this object are spent".into()
+        } else {
+            format!(
+                "no bound helps without breaking the schema: {}",
+                rejected.join("; ")
+            )
+        });
+    }
+    Ok(out)
+}

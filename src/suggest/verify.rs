@@ -1,0 +1,328 @@
+//! Verification: bounds applied to a copy of the object, estimated whole (on every minor),
+//! memoized by the bounds; and the suggestions made of them.
+
+use super::*;
+
+/// Verified bounds kept per object at most (more verifications than that forget them all).
+pub(super) const MAX_VERIFIED: usize = 64;
+
+/// The whole-object estimates of one object's verifications, by the bounds applied: a rule and
+/// its schema's total, or rules on the same field, often verify the same bounds. A key is the
+/// schema and one number per bound (its site interned here), not the sites' paths.
+#[derive(Default)]
+pub(super) struct Verified {
+    /// Site nodes by path.
+    pub(super) nodes: HashMap<Vec<Step>, u32>,
+    /// The estimate (or why the bounds could not be applied) and the steps it took.
+    pub(super) done: HashMap<VerifiedKey, (Result<Rc<ObjectReport>, String>, u64)>,
+    /// The object's copy each verification sets its bounds on and puts back afterwards
+    /// ([`with_bounds`]): made once, not once per verification (a copy of a large CRD for each
+    /// of an object's findings was 5 % of a run with suggestions at 30 %).
+    pub(super) copy: Option<Value>,
+}
+
+/// A schema (its index) and its bounds: (node, keyword, value).
+pub(super) type VerifiedKey = (usize, Vec<(u32, Keyword, i64)>);
+
+impl Verified {
+    pub(super) fn key(&mut self, si: usize, bounds: &[(&Site, i64)]) -> VerifiedKey {
+        if self.done.len() >= MAX_VERIFIED {
+            self.done.clear();
+            self.nodes.clear();
+        }
+        let ids = bounds
+            .iter()
+            .map(|(s, v)| {
+                let node = match self.nodes.get(s.node.as_slice()) {
+                    Some(&n) => n,
+                    None => {
+                        let n = self.nodes.len() as u32;
+                        self.nodes.insert(s.node.clone(), n);
+                        n
+                    }
+                };
+                (node, s.keyword, *v)
+            })
+            .collect();
+        (si, ids)
+    }
+}
+
+/// Whether bounds that fit the finding on the searched minor fit it on every other minor too
+/// (each estimated whole with them, as [`verify`] does); an error naming the first that does not.
+pub(super) fn fits_elsewhere(
+    others: &mut [Other<'_>],
+    report: &ObjectReport,
+    finding: (usize, Finding),
+    probe: &Probe<'_>,
+    limit: u64,
+    left: &mut SearchBudget,
+) -> Result<(), String> {
+    let Probe {
+        object,
+        pointers,
+        bounds,
+        settings,
+    } = *probe;
+    for o in others.iter_mut() {
+        // A rule another minor does not compile (or a schema it does not have) is not judged
+        // there.
+        let Some((osi, of)) = same_finding(report, finding, o.base) else {
+            continue;
+        };
+        // A minor that estimates the bounded copy as the searched one does: the same answer.
+        if let Some(alike) = o.alike
+            && apply_bounds(object, pointers, bounds)
+                .is_ok_and(|copy| alike(o.searched, o.estimator, &copy))
+        {
+            continue;
+        }
+        if left.verifications_left == 0 {
+            return Err("the search's verifications for this object are spent".into());
+        }
+        left.verifications_left -= 1;
+        let after = verify(o.estimator, o.base, (osi, of), probe, &mut o.verified)
+            .map_err(|e| format!("on Kubernetes {}: {e}", o.estimator.kubernetes_version()))?;
+        if !settings.fits(after, limit) {
+            return Err(format!(
+                "{} gives {} on Kubernetes {}",
+                bounds
+                    .iter()
+                    .map(|(s, v)| format!("{}: {v} on {}", s.keyword.name(), schema_path(&s.node)))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                num(after),
+                o.estimator.kubernetes_version()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Applies the bounds to a copy of the object, estimates it whole, and returns the finding's
+/// cost then; an error when the copy has an error the object did not have (other than costs).
+pub(super) fn verify(
+    estimator: &Estimator,
+    report: &ObjectReport,
+    (si, finding): (usize, Finding),
+    probe: &Probe<'_>,
+    verified: &mut Verified,
+) -> Result<u64, String> {
+    let Probe {
+        object,
+        pointers,
+        bounds,
+        settings,
+    } = *probe;
+    let key = verified.key(si, bounds);
+    let after = match verified.done.get(&key) {
+        Some((after, steps)) => {
+            // The same bounds were estimated for another finding of this object: that estimate,
+            // its steps taken again as if it had run (the budgets, so the outputs, are as
+            // without it).
+            budget::consume(*steps);
+            after.clone()
+        }
+        None => {
+            let before = budget::steps_left();
+            let copy = verified.copy.get_or_insert_with(|| object.clone());
+            let after = with_bounds(copy, object, pointers, bounds, |copy| {
+                Rc::new(estimator.estimate_crd(copy, &report.source))
+            });
+            let steps = before.saturating_sub(budget::steps_left());
+            verified.done.insert(key, (after.clone(), steps));
+            after
+        }
+    }?;
+    if let Some(st) = &after.stopped {
+        return Err(st.message.clone());
+    }
+    // A new error other than a cost one (those the search weighs).
+    if let Some(e) = after
+        .errors
+        .iter()
+        .enumerate()
+        .find(|&(i, e)| after.error_cost(i).is_none() && !report.errors.contains(e))
+        .map(|(_, e)| e)
+    {
+        return Err(format!("the bounds make the schema invalid: {e}"));
+    }
+    let schema = &report.schemas[si];
+    let version = schema.versions.first();
+    let Some(now) = after.schemas.iter().find(|s| {
+        s.schema_field_path == schema.schema_field_path
+            || version.is_some_and(|v| s.versions.contains(v))
+    }) else {
+        return Err("the schema is not estimated any more".into());
+    };
+    // Nothing that fit before may stop fitting (a bound looser than the request-size estimate
+    // raises the rules that fall back to it).
+    if now.total_cost > schema.total_cost
+        && settings.fits(schema.total_cost, PER_SCHEMA_COST_LIMIT)
+        && !settings.fits(now.total_cost, PER_SCHEMA_COST_LIMIT)
+    {
+        return Err(format!(
+            "the bounds raise the schema's total to {}",
+            num(now.total_cost)
+        ));
+    }
+    for x in &now.rules {
+        let was = schema
+            .rules
+            .iter()
+            .find(|r| r.index == x.index && r.path == x.path)
+            .map(|r| RuleCost::of_report(r).judged());
+        let is = RuleCost::of_report(x).judged();
+        if let Some(was) = was
+            && is > was
+            && settings.fits(was, PER_RULE_COST_LIMIT)
+            && !settings.fits(is, PER_RULE_COST_LIMIT)
+        {
+            return Err(format!(
+                "the bounds raise the rule at {} to {}",
+                x.path,
+                num(is)
+            ));
+        }
+    }
+    match finding {
+        Finding::Total => Ok(now.total_cost),
+        Finding::Rule(ri) => {
+            let r = &schema.rules[ri];
+            let rel = r
+                .node_field_path
+                .strip_prefix(schema.schema_field_path.as_str())
+                .unwrap_or_default();
+            now.rules
+                .iter()
+                .find(|x| {
+                    x.index == r.index
+                        && x.node_field_path
+                            .strip_prefix(now.schema_field_path.as_str())
+                            == Some(rel)
+                })
+                .map(|x| RuleCost::of_report(x).judged())
+                .ok_or_else(|| "the rule is not estimated any more".to_string())
+        }
+    }
+}
+
+/// A copy of the object with the bounds set on every version's schema.
+pub(super) fn apply_bounds(
+    object: &Value,
+    pointers: &[String],
+    bounds: &[(&Site, i64)],
+) -> Result<Value, String> {
+    let mut copy = object.clone();
+    for p in pointers {
+        for (site, v) in bounds {
+            let Some(n) = json_node(&mut copy, p, &site.node) else {
+                return Err(format!("{} is not in the object", schema_path(&site.node)));
+            };
+            if let Some(o) = n.as_object_mut() {
+                o.insert(site.keyword.name().to_string(), Value::from(*v));
+            }
+        }
+    }
+    Ok(copy)
+}
+
+/// `f` of `copy` (a copy of `object`) with the bounds set as [`apply_bounds`] sets them on a
+/// copy; `copy` is as it was afterwards (each member set is put back, or removed in place when
+/// it was not there, so the members' order is the same too).
+pub(super) fn with_bounds<T>(
+    copy: &mut Value,
+    object: &Value,
+    pointers: &[String],
+    bounds: &[(&Site, i64)],
+    f: impl FnOnce(&Value) -> T,
+) -> Result<T, String> {
+    let mut undo: Vec<(&str, &Site, Option<Value>)> = Vec::new();
+    let mut missing = None;
+    'set: for p in pointers {
+        for (site, v) in bounds {
+            let Some(n) = json_node(copy, p, &site.node) else {
+                missing = Some(format!("{} is not in the object", schema_path(&site.node)));
+                break 'set;
+            };
+            if let Some(o) = n.as_object_mut() {
+                let was = o.insert(site.keyword.name().to_string(), Value::from(*v));
+                undo.push((p.as_str(), *site, was));
+            }
+        }
+    }
+    let out = match missing {
+        Some(e) => Err(e),
+        None => Ok(f(copy)),
+    };
+    for (p, site, was) in undo.into_iter().rev() {
+        let Some(o) = json_node(copy, p, &site.node).and_then(Value::as_object_mut) else {
+            // Cannot happen (the node's bound was just set there); the copy is made again.
+            *copy = object.clone();
+            break;
+        };
+        match was {
+            Some(w) => {
+                o.insert(site.keyword.name().to_string(), w);
+            }
+            None => {
+                o.shift_remove(site.keyword.name());
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn json_node<'v>(
+    object: &'v mut Value,
+    pointer: &str,
+    path: &[Step],
+) -> Option<&'v mut Value> {
+    node_mut(object.pointer_mut(pointer)?, path)
+}
+
+pub(super) fn suggested_bound(
+    root_field_path: &str,
+    s: &Site,
+    value: i64,
+    cost_after: u64,
+) -> Suggestion {
+    let name = s.keyword.marker_name();
+    let go = |path: &[Step]| schema_path(path).trim_start_matches('^').to_string();
+    let (marker, on) = match (s.node.last(), s.node.iter().rev().nth(1)) {
+        (Some(Step::Prop(_)), _) => (
+            format!("+kubebuilder:validation:{name}={value}"),
+            go(&s.node),
+        ),
+        (Some(Step::Items), Some(Step::Prop(_))) => (
+            format!("+kubebuilder:validation:items:{name}={value}"),
+            go(&s.node[..s.node.len() - 1]),
+        ),
+        (None, _) => (
+            format!("+kubebuilder:validation:{name}={value}"),
+            "(the root type)".to_string(),
+        ),
+        _ => (
+            format!("+kubebuilder:validation:{name}={value}"),
+            format!("(type of {})", go(&s.node)),
+        ),
+    };
+    let implied_by = s
+        .implied
+        .as_ref()
+        .filter(|_| s.is_safe(value))
+        .map(|i| i.why.clone());
+    Suggestion {
+        path: field_path(root_field_path, &s.node),
+        schema_path: schema_path(&s.node),
+        keyword: s.keyword.name().to_string(),
+        value,
+        cost_after,
+        group: 0,
+        current: s.current,
+        marker,
+        marker_on: on,
+        safe: implied_by.is_some(),
+        implied_by,
+    }
+}
