@@ -651,7 +651,10 @@ impl<'de> serde::de::Visitor<'de> for TopLevel<'_> {
     }
 }
 
-/// A JSON value written to `out` as it is read, as `serde_json` writes a `Value`.
+/// A JSON value written to `out` as it is read, as `serde_json` writes a `Value` (non-finite
+/// floats as `null`): [`serde_transcode`] feeds what the deserializer reads straight to a
+/// `serde_json` serializer. Only the object's top level ([`TopLevel`]) is copied by hand, as it
+/// reads `metadata` into [`kube::api::ObjectMeta`] and drops its `managedFields` on the way.
 struct Json<'a> {
     out: &'a mut Vec<u8>,
 }
@@ -660,105 +663,8 @@ impl<'de> serde::de::DeserializeSeed<'de> for Json<'_> {
     type Value = ();
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl Json<'_> {
-    fn write<T: serde::Serialize + ?Sized, E: serde::de::Error>(self, v: &T) -> Result<(), E> {
-        serde_json::to_writer(self.out, v).map_err(E::custom)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for Json<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<(), E> {
-        self.write(&v)
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<(), E> {
-        self.write(&v)
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<(), E> {
-        self.write(&v)
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<(), E> {
-        // As `serde_json::Value` keeps it: a number, or null where JSON has none.
-        self.write(&serde_json::Number::from_f64(v))
-    }
-
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
-        self.write(v)
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        self.out.extend_from_slice(b"null");
-        Ok(())
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
-        self.visit_unit()
-    }
-
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.out.push(b'[');
-        let mut first = true;
-        loop {
-            let mark = self.out.len();
-            if !first {
-                self.out.push(b',');
-            }
-            let more = seq
-                .next_element_seed(Json {
-                    out: &mut *self.out,
-                })?
-                .is_some();
-            if !more {
-                self.out.truncate(mark);
-                break;
-            }
-            first = false;
-        }
-        self.out.push(b']');
-        Ok(())
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        self.out.push(b'{');
-        let mut first = true;
-        loop {
-            let mark = self.out.len();
-            if !first {
-                self.out.push(b',');
-            }
-            let more = map
-                .next_key_seed(Json {
-                    out: &mut *self.out,
-                })?
-                .is_some();
-            if !more {
-                self.out.truncate(mark);
-                break;
-            }
-            self.out.push(b':');
-            map.next_value_seed(Json {
-                out: &mut *self.out,
-            })?;
-            first = false;
-        }
-        self.out.push(b'}');
-        Ok(())
+        serde_transcode::transcode(d, &mut serde_json::Serializer::new(self.out))
+            .map_err(serde::de::Error::custom)
     }
 }
 
