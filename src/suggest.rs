@@ -1193,7 +1193,9 @@ impl Search<'_> {
         notes: &[String],
     ) -> String {
         let limit = self.limit;
-        let share = |c: u64| crate::report::format::percent(c, limit);
+        let share = |c: u64| {
+            crate::report::format::percent(c, limit, crate::report::format::PercentStyle::REPORT)
+        };
         if units.is_empty() && self.sites.iter().all(|s| !s.has_room()) && !notes.is_empty() {
             // What the cost depends on is out of the schema's reach: say that first.
             return format!(

@@ -221,7 +221,13 @@ impl FixOutcome {
                 out.push_str(&format!("  note: {n}\n"));
             }
             for c in &o.costs {
-                let share = |v: u64| crate::report::format::percent(v, c.limit);
+                let share = |v: u64| {
+                    crate::report::format::percent(
+                        v,
+                        c.limit,
+                        crate::report::format::PercentStyle::REPORT,
+                    )
+                };
                 match c.after {
                     Some(a) => out.push_str(&format!(
                         "  cost: {}: {} → {} ({} → {} of {})\n",

@@ -6,13 +6,13 @@ use std::fmt::Write as _;
 
 use crate::diff::ObjectDiff;
 use crate::report::UpdateVerdict;
-use crate::report::format::{num, percent};
+use crate::report::format::{PercentStyle, num, percent};
 
 /// `4,100,000 = 41.0%`, or `does not compile`, or `—`.
 fn diff_value(cost: Option<u64>, err: &Option<String>, limit: u64) -> String {
     match (cost, err) {
         (_, Some(_)) => "does not compile".into(),
-        (Some(c), None) => format!("{} = {}", num(c), percent(c, limit)),
+        (Some(c), None) => format!("{} = {}", num(c), percent(c, limit, PercentStyle::REPORT)),
         (None, None) => "—".into(),
     }
 }
@@ -69,7 +69,7 @@ pub fn update_lines(u: &UpdateVerdict) -> Vec<String> {
                 h.index,
                 h.what,
                 num(h.cost),
-                percent(h.cost, crate::report::PER_RULE_COST_LIMIT)
+                percent(h.cost, crate::report::PER_RULE_COST_LIMIT, PercentStyle::REPORT)
             ));
         }
     } else {
@@ -162,7 +162,7 @@ pub fn render_diff_markdown(d: &[ObjectDiff]) -> String {
         for u in &o.units {
             let pct = |c: Option<u64>, e: &Option<String>| match (c, e) {
                 (_, Some(_)) => "does not compile".to_string(),
-                (Some(c), None) => percent(c, u.limit),
+                (Some(c), None) => percent(c, u.limit, PercentStyle::REPORT),
                 (None, None) => "—".to_string(),
             };
             writeln!(

@@ -13,7 +13,7 @@ mod update;
 use std::collections::{HashMap, HashSet};
 
 use crate::report::CostError;
-use crate::report::format::{num, percent};
+use crate::report::format::{PercentStyle, num, percent};
 use crate::report::{
     ExpressionReport, MATCH_CONDITIONS_COST_BUDGET, ObjectReport, PER_RULE_COST_LIMIT,
     PER_SCHEMA_COST_LIMIT, RUNTIME_COST_BUDGET, RuleReport, SchemaReport, SourceLocation,
@@ -382,7 +382,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
                         x.path,
                         x.index,
                         num(x.cost),
-                        percent(x.cost, PER_SCHEMA_COST_LIMIT)
+                        percent(x.cost, PER_SCHEMA_COST_LIMIT, PercentStyle::REPORT)
                     )
                 })
                 .collect();
@@ -393,7 +393,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
                 s.versions.join(", "),
                 s.rule_count,
                 num(s.total_cost),
-                percent(s.total_cost, PER_SCHEMA_COST_LIMIT),
+                percent(s.total_cost, PER_SCHEMA_COST_LIMIT, PercentStyle::REPORT),
                 num(PER_SCHEMA_COST_LIMIT),
                 c.share_text(kind),
             );
@@ -423,7 +423,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
                     } else {
                         "near budget:"
                     },
-                    percent(s.total_cost, PER_SCHEMA_COST_LIMIT)
+                    percent(s.total_cost, PER_SCHEMA_COST_LIMIT, PercentStyle::REPORT)
                 ),
                 m,
                 s.location.as_ref(),
@@ -452,7 +452,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
             "{}: the worst case of {what} may cost {} = {} of its runtime budget {}{}.",
             c.object(),
             num(cost),
-            percent(cost, limit),
+            percent(cost, limit, PercentStyle::REPORT),
             num(limit),
             c.share_text(kind)
         );
@@ -474,7 +474,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
                 } else {
                     "near budget:"
                 },
-                percent(cost, limit),
+                percent(cost, limit, PercentStyle::REPORT),
                 num(limit)
             ),
             m,
@@ -538,7 +538,7 @@ fn rule_findings<'a>(
             c.object(),
             one_line(&rule.rule, 200),
             num(rule.cost),
-            percent(rule.cost, PER_RULE_COST_LIMIT),
+            percent(rule.cost, PER_RULE_COST_LIMIT, PercentStyle::REPORT),
             num(PER_RULE_COST_LIMIT),
             num(rule.max_cost),
             num(rule.cardinality_used),
@@ -571,7 +571,7 @@ fn rule_findings<'a>(
                 } else {
                     "near budget:"
                 },
-                percent(rule.cost, PER_RULE_COST_LIMIT)
+                percent(rule.cost, PER_RULE_COST_LIMIT, PercentStyle::REPORT)
             ),
             m,
             rule.location.as_ref(),
@@ -595,7 +595,7 @@ fn rule_findings<'a>(
             c.object(),
             one_line(me, 200),
             num(cost),
-            percent(cost, PER_RULE_COST_LIMIT),
+            percent(cost, PER_RULE_COST_LIMIT, PercentStyle::REPORT),
             num(PER_RULE_COST_LIMIT),
             c.share_text(kind)
         );
@@ -617,7 +617,7 @@ fn rule_findings<'a>(
                     } else {
                         "near budget:"
                     },
-                    percent(cost, PER_RULE_COST_LIMIT)
+                    percent(cost, PER_RULE_COST_LIMIT, PercentStyle::REPORT)
                 ),
                 m,
                 rule.message_expression_location
@@ -648,7 +648,7 @@ fn expression_findings(c: &Ctx<'_>, e: &ExpressionReport, out: &mut Vec<Finding>
         one_line(&e.expression, 200),
         e.field_path,
         num(cost),
-        percent(cost, limit),
+        percent(cost, limit, PercentStyle::REPORT),
         num(limit),
         c.share_text(kind)
     );
@@ -690,7 +690,7 @@ fn expression_findings(c: &Ctx<'_>, e: &ExpressionReport, out: &mut Vec<Finding>
             } else {
                 "near budget:"
             },
-            percent(cost, limit)
+            percent(cost, limit, PercentStyle::REPORT)
         ),
         m,
         e.location.as_ref(),
@@ -775,7 +775,7 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                     (None, Some(cost)) => format!(
                         "{} = {} of {} (over the limit)",
                         num(cost),
-                        percent(cost, s.limit),
+                        percent(cost, s.limit, PercentStyle::REPORT),
                         num(s.limit)
                     ),
                     (None, None) => "over the limit".into(),
@@ -828,7 +828,7 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                     (Some(cost), None) => format!(
                         "{} = {} of {}",
                         num(cost),
-                        percent(cost, s.limit),
+                        percent(cost, s.limit, PercentStyle::REPORT),
                         num(s.limit)
                     ),
                     _ => "absent".into(),
@@ -840,7 +840,7 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 (None, Some(cost)) => format!(
                     "{} = {} of {} (over the limit; exceeds budget by factor of {})",
                     num(cost),
-                    percent(cost, after.limit),
+                    percent(cost, after.limit, PercentStyle::REPORT),
                     num(after.limit),
                     crate::report::format::budget_factor(cost, after.limit)
                 ),

@@ -6,7 +6,7 @@ use super::rows::{
     error_at, header, minor_name, policy_lines, rows, step_text, total_suggestions, truncate,
     version_lines,
 };
-use crate::report::format::{num, percent};
+use crate::report::format::{PercentStyle, num, percent};
 use crate::report::{ObjectReport, PER_SCHEMA_COST_LIMIT};
 
 /// Renders reports as Markdown, worst rules first (policies: upstream's and the typed estimate
@@ -77,7 +77,7 @@ pub fn render_markdown(reports: &[ObjectReport]) -> String {
                 s.schema_field_path,
                 s.versions.join(", "),
                 num(s.total_cost),
-                percent(s.total_cost, PER_SCHEMA_COST_LIMIT),
+                percent(s.total_cost, PER_SCHEMA_COST_LIMIT, PercentStyle::REPORT),
                 num(PER_SCHEMA_COST_LIMIT)
             )
             .unwrap();

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::format::{num, percent};
+use crate::report::format::{PercentStyle, num, percent};
 use crate::report::{
     DEFAULT_NEAR_BUDGET_PERCENT, MATCH_CONDITIONS_COST_BUDGET, ObjectReport, PER_CALL_LIMIT,
     PER_RULE_COST_LIMIT, RUNTIME_COST_BUDGET,
@@ -75,7 +75,7 @@ pub(super) fn crd_rows(r: &ObjectReport) -> Vec<Row> {
                 limit: PER_RULE_COST_LIMIT,
                 cells: vec![
                     num(rule.cost),
-                    percent(rule.cost, PER_RULE_COST_LIMIT),
+                    percent(rule.cost, PER_RULE_COST_LIMIT, PercentStyle::REPORT),
                     num(rule.max_cost),
                     num(rule.cardinality_used),
                     format!("{}[{}]", rule.path, rule.index),
@@ -195,7 +195,7 @@ pub(super) fn policy_rows(r: &ObjectReport) -> Vec<Row> {
                     .map(|t| num(t.max_cost))
                     .unwrap_or_else(|| "-".into()),
                 judged
-                    .map(|c| percent(c, PER_CALL_LIMIT))
+                    .map(|c| percent(c, PER_CALL_LIMIT, PercentStyle::REPORT))
                     .unwrap_or_else(|| "-".into()),
                 e.kind.clone(),
                 e.field_path.clone(),
@@ -293,7 +293,11 @@ pub(super) fn step_text(s: &crate::report::versions::VersionStep) -> String {
             } else {
                 ""
             };
-            format!("{} = {}{over}", num(c), percent(c, s.limit))
+            format!(
+                "{} = {}{over}",
+                num(c),
+                percent(c, s.limit, PercentStyle::REPORT)
+            )
         }
         (None, None) => "absent".into(),
     }
@@ -441,10 +445,15 @@ pub(super) fn policy_lines(r: &ObjectReport) -> Vec<String> {
                 "{what} (budget {}): upstream (object: dyn) {} = {}",
                 num(limit),
                 num(upstream),
-                percent(upstream, limit)
+                percent(upstream, limit, PercentStyle::REPORT)
             );
             if let Some(t) = typed {
-                let _ = write!(l, "; typed {} = {}", num(t), percent(t, limit));
+                let _ = write!(
+                    l,
+                    "; typed {} = {}",
+                    num(t),
+                    percent(t, limit, PercentStyle::REPORT)
+                );
             }
             l
         };

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use super::rows::{
     error_at, header, policy_lines, rows, total_suggestions, truncate, version_lines,
 };
-use crate::report::format::{num, percent};
+use crate::report::format::{PercentStyle, num, percent};
 use crate::report::{ObjectReport, PER_SCHEMA_COST_LIMIT};
 
 const CRD_HEADS: [&str; 6] = [
@@ -45,7 +45,7 @@ pub fn render_table(reports: &[ObjectReport]) -> String {
                 s.schema_field_path,
                 s.versions.join(", "),
                 num(s.total_cost),
-                percent(s.total_cost, PER_SCHEMA_COST_LIMIT),
+                percent(s.total_cost, PER_SCHEMA_COST_LIMIT, PercentStyle::REPORT),
                 num(PER_SCHEMA_COST_LIMIT)
             )
             .unwrap();

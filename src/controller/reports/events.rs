@@ -3,10 +3,11 @@
 //! advice they carry. Pure: no IO.
 
 use super::conditions::is_ready;
-use super::status::{CONDITION_READY, CONDITION_UPGRADE_SAFE, reason, thousands, truncate};
+use super::status::{CONDITION_READY, CONDITION_UPGRADE_SAFE, reason};
 use crate::controller::resource::{
     BudgetLevel, CostReportStatus, RuleStatus, SchemaStatus, SuggestionStatus, TargetKind,
 };
+use crate::report::format::{thousands, truncate};
 
 /// An event to publish about a target.
 #[derive(Clone, Debug, PartialEq, Eq)]

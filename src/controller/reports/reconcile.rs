@@ -129,7 +129,7 @@ pub async fn reconcile<K: Target>(
                 let ev = Event {
                     type_: EventType::Warning,
                     reason: e.event_reason().to_string(),
-                    note: Some(super::status::truncate(&e.to_string(), 1024).0),
+                    note: Some(crate::report::format::truncate(&e.to_string(), 1024).0),
                     action: "WriteReport".to_string(),
                     secondary: None,
                 };

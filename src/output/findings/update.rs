@@ -4,7 +4,7 @@
 
 use super::{Ctx, Finding, HELD_BY_UNCHANGED_SCHEMA, Level, UPDATE_REFUSED, one_line};
 use crate::report::PER_RULE_COST_LIMIT;
-use crate::report::format::{num, percent};
+use crate::report::format::{PercentStyle, num, percent};
 
 /// `celcost diff`: an object with an update verdict (HEAD applied over BASE). A refused update
 /// gives its errors; an accepted one turns the create's errors of the object (from `start` in
@@ -57,7 +57,7 @@ pub(super) fn update_findings(c: &Ctx<'_>, start: usize, out: &mut Vec<Finding>)
                     h.path,
                     h.index,
                     num(h.cost),
-                    percent(h.cost, PER_RULE_COST_LIMIT),
+                    percent(h.cost, PER_RULE_COST_LIMIT, PercentStyle::REPORT),
                     h.versions.join(", "),
                     h.error
                 ),
