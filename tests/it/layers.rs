@@ -43,8 +43,8 @@ const SAME_LAYER: &[(&str, &str)] = &[
 /// The layers inside `src/controller/`, lowest first: each folder imports only from lower
 /// ones (and `crate::` modules below the operator).
 const CONTROLLER_LAYERS: &[(&str, &[&str])] = &[
-    // Errors, logs, the `CostReport` custom resource.
-    ("shared", &["error", "telemetry", "resource"]),
+    // Retry delays, errors, logs, the `CostReport` custom resource.
+    ("shared", &["backoff", "error", "telemetry", "resource"]),
     // Leader election; watches, the admin server and metrics.
     ("running", &["leader", "serve"]),
     // One `CostReport` per target: the reconciles, what they share, the report's status.

@@ -37,6 +37,8 @@ use kube::runtime::watcher::{self, Event};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+
+use crate::controller::backoff::Backoff;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
@@ -308,35 +310,6 @@ pub fn classify(e: &watcher::Error, settings: &WatchSettings) -> Failure {
     }
 }
 
-/// Full-jitter-from-half exponential backoff: `[d/2, d]` with `d` doubling from `min` to `max`.
-#[derive(Clone, Debug)]
-pub struct Backoff {
-    min: Duration,
-    max: Duration,
-    next: Duration,
-}
-
-impl Backoff {
-    pub fn new(min: Duration, max: Duration) -> Self {
-        Backoff {
-            min,
-            max,
-            next: min,
-        }
-    }
-
-    pub fn next_delay(&mut self) -> Duration {
-        let d = self.next;
-        self.next = (self.next * 2).min(self.max);
-        let half = d / 2;
-        half + d.saturating_sub(half).mul_f64(fastrand::f64())
-    }
-
-    pub fn reset(&mut self) {
-        self.next = self.min;
-    }
-}
-
 /// What to call when a relist shows that objects were deleted while the watch was away.
 pub type OnGone = Box<dyn Fn(&str) + Send + Sync>;
 
@@ -371,7 +344,7 @@ where
         name: name.to_string(),
         inner: make(),
         make: Box::new(make),
-        backoff: Backoff::new(settings.min_backoff, settings.max_backoff),
+        backoff: Backoff::jittered(settings.min_backoff, settings.max_backoff),
         settings,
         health,
         known: HashSet::new(),
@@ -731,17 +704,6 @@ mod tests {
             ),
             Failure::Other
         );
-    }
-
-    #[test]
-    fn backoff_is_jittered_capped_and_reset() {
-        let mut b = Backoff::new(Duration::from_millis(200), Duration::from_secs(2));
-        let delays: Vec<Duration> = (0..10).map(|_| b.next_delay()).collect();
-        assert!(delays[0] >= Duration::from_millis(100) && delays[0] <= Duration::from_millis(200));
-        assert!(delays.iter().all(|d| *d <= Duration::from_secs(2)));
-        assert!(delays[9] >= Duration::from_secs(1));
-        b.reset();
-        assert!(b.next_delay() <= Duration::from_millis(200));
     }
 
     /// A CRD as the API server sends it: managed fields, numbers of every kind, escapes,
