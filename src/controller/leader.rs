@@ -395,7 +395,7 @@ impl Elector {
         if self.leads().is_some() {
             return retry;
         }
-        let jittered = retry.mul_f64(1.0 + JITTER * fastrand::f64());
+        let jittered = crate::controller::backoff::stretched(retry, JITTER, fastrand::f64());
         match self.expiry_of_other() {
             Some(at) => {
                 let until = at.saturating_duration_since(Instant::now());

@@ -19,6 +19,7 @@
 //!   status ([`reports::status`]);
 //! - [`webhook`]: the admission webhook, its warnings and its certificates.
 
+pub mod backoff;
 pub mod error;
 pub mod leader;
 pub mod reports;

@@ -228,7 +228,7 @@ async fn webhook_warns_at_apply_and_stays_out_of_the_way_when_down() {
         .cost;
     let line = format!(
         "celcost: ^.spec.names costs {} = {}% of the 10,000,000 per-rule limit",
-        celcost::controller::status::thousands(expected),
+        celcost::report::format::thousands(expected),
         expected / 100_000
     );
     let (ok, stderr, took) = kubectl_apply(&near).await;

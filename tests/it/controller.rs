@@ -1578,7 +1578,7 @@ async fn backoff_grows_to_five_minutes_and_an_unreachable_server_is_retried_with
 
 #[test]
 fn jitter_spreads_retries_between_half_and_all_of_the_backoff() {
-    use celcost::controller::reconcile::{backoff, jittered};
+    use celcost::controller::backoff::{exponential as backoff, jittered};
     let d = backoff(4, Duration::from_secs(1), Duration::from_secs(300));
     assert_eq!(d, Duration::from_secs(8));
     assert_eq!(jittered(d, 0.0), Duration::from_secs(4));

@@ -2,7 +2,8 @@
 //! only from the layers below it, and from the few modules of its own layer this table names.
 //! The test reads `src/` (every `crate::…` path: `use` declarations and paths inline, and
 //! `super::` paths that climb out of a top-level module) and fails on an import outside the
-//! table, on a circle, and on a module the table does not place. Test code (`#[cfg(test)]`
+//! table, on a circle, and on a module the table does not place. Inside `src/controller/` it also
+//! reads which module (file) imports which, across the folders, and fails on a circle among them. Test code (`#[cfg(test)]`
 //! items, `tests.rs` files) may use any layer: a test of a lower layer may drive the whole
 //! estimator.
 
@@ -49,8 +50,8 @@ const SAME_LAYER: &[(&str, &str)] = &[
 /// The layers inside `src/controller/`, lowest first: each folder imports only from lower
 /// ones (and `crate::` modules below the operator).
 const CONTROLLER_LAYERS: &[(&str, &[&str])] = &[
-    // Errors, logs, the `CostReport` custom resource.
-    ("shared", &["error", "telemetry", "resource"]),
+    // Retry delays, errors, logs, the `CostReport` custom resource.
+    ("shared", &["backoff", "error", "telemetry", "resource"]),
     // Leader election; watches, the admin server and metrics.
     ("running", &["leader", "serve"]),
     // One `CostReport` per target: the reconciles, what they share, the report's status.
@@ -343,6 +344,154 @@ fn imports() -> BTreeMap<(String, String), BTreeSet<String>> {
     out
 }
 
+/// Every path of a `use` tree, or of a path inline, as its segments: `a::{b::C, d}` →
+/// `[a, b, C]`, `[a, d]`; `a::b::f(` → `[a, b, f]`.
+fn tree_paths(text: &str) -> Vec<Vec<String>> {
+    let mut segs = Vec::new();
+    let mut rest = text.trim_start();
+    loop {
+        if let Some(inner) = rest.strip_prefix('{') {
+            // A group: split at its top-level commas, each a tree under what came before.
+            let mut depth = 0usize;
+            let mut start = 0;
+            let mut out = Vec::new();
+            for (i, c) in inner.char_indices() {
+                let end = match c {
+                    '{' => {
+                        depth += 1;
+                        false
+                    }
+                    '}' if depth == 0 => true,
+                    '}' => {
+                        depth -= 1;
+                        false
+                    }
+                    ',' if depth == 0 => true,
+                    _ => false,
+                };
+                if end {
+                    for mut tail in tree_paths(&inner[start..i]) {
+                        if tail.first().is_some_and(|t| t == "self") {
+                            tail.remove(0);
+                        }
+                        let mut full = segs.clone();
+                        full.extend(tail);
+                        out.push(full);
+                    }
+                    start = i + 1;
+                    if c == '}' {
+                        break;
+                    }
+                }
+            }
+            return out;
+        }
+        let id = ident_at(rest);
+        if id.is_empty() {
+            break;
+        }
+        segs.push(id.to_string());
+        match rest[id.len()..].trim_start().strip_prefix("::") {
+            Some(r) => rest = r.trim_start(),
+            None => break,
+        }
+    }
+    if segs.is_empty() {
+        Vec::new()
+    } else {
+        vec![segs]
+    }
+}
+
+/// The modules of the files `files` (module path from the crate's root, the file's code)
+/// import, each as the module (a file) a path lands in: `crate::`, `super::` and `self::`
+/// paths, and in a module with submodules the paths that start with one of them (`reports::x`
+/// in `controller/mod.rs`). Paths into the file's own module are left out; so is test code.
+fn module_imports(files: &[(Vec<String>, String)]) -> BTreeSet<(String, String)> {
+    let known: BTreeSet<&[String]> = files.iter().map(|(m, _)| m.as_slice()).collect();
+    let mut edges = BTreeSet::new();
+    for (module, code) in files {
+        let children: Vec<&str> = known
+            .iter()
+            .filter(|k| k.len() == module.len() + 1 && k.starts_with(module))
+            .map(|k| k[module.len()].as_str())
+            .collect();
+        let bytes = code.as_bytes();
+        let boundary = |i: usize| {
+            i == 0
+                || !(bytes[i - 1].is_ascii_alphanumeric()
+                    || bytes[i - 1] == b'_'
+                    || bytes[i - 1] == b':'
+                    || bytes[i - 1] == b'$')
+        };
+        let mut i = 0;
+        while i < code.len() {
+            let rest = &code[i..];
+            if !boundary(i) || !rest.starts_with(|c: char| c.is_alphabetic() || c == '_') {
+                i += rest.chars().next().unwrap().len_utf8();
+                continue;
+            }
+            let id = ident_at(rest);
+            let base: Option<(Vec<String>, &str)> = match id {
+                "crate" => rest.strip_prefix("crate::").map(|r| (Vec::new(), r)),
+                "self" => rest.strip_prefix("self::").map(|r| (module.clone(), r)),
+                "super" => {
+                    let mut ups = 0;
+                    let mut r = rest;
+                    while let Some(t) = r.strip_prefix("super::") {
+                        ups += 1;
+                        r = t;
+                    }
+                    (ups > 0 && ups <= module.len())
+                        .then(|| (module[..module.len() - ups].to_vec(), r))
+                }
+                c if children.contains(&c) && rest[c.len()..].starts_with("::") => {
+                    Some((module.clone(), rest))
+                }
+                _ => None,
+            };
+            let Some((base, after)) = base else {
+                i += id.len().max(1);
+                continue;
+            };
+            for tail in tree_paths(after) {
+                let mut full = base.clone();
+                full.extend(tail);
+                // The module (a file) the path lands in: its longest known prefix.
+                let to = (1..=full.len())
+                    .rev()
+                    .map(|n| &full[..n])
+                    .find(|p| known.contains(p));
+                if let Some(to) = to
+                    && to != module.as_slice()
+                {
+                    edges.insert((module.join("::"), to.join("::")));
+                }
+            }
+            i += (rest.len() - after.len()).max(id.len());
+        }
+    }
+    edges
+}
+
+/// The operator's files as [`module_imports`] reads them (test files left out).
+fn controller_files() -> Vec<(Vec<String>, String)> {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root.join("controller"), &mut files);
+    files
+        .into_iter()
+        .filter_map(|f| {
+            let module = module_path(f.strip_prefix(&root).unwrap());
+            if module.last().is_some_and(|m| m == "tests") {
+                return None;
+            }
+            let code = without_tests(&code_of(&std::fs::read_to_string(&f).unwrap()));
+            Some((module, code))
+        })
+        .collect()
+}
+
 fn layer_of(layers: &[(&str, &[&str])], m: &str) -> Option<usize> {
     layers.iter().position(|(_, ms)| ms.contains(&m))
 }
@@ -472,6 +621,88 @@ fn the_operator_keeps_its_layers() {
         wrong.join("\n  ")
     );
     assert_eq!(circle(&edges), None);
+}
+
+#[test]
+fn no_circle_between_the_operators_modules() {
+    let files = controller_files();
+    assert!(files.len() > 20, "{} files", files.len());
+    let edges = module_imports(&files);
+    // The reader sees across the folders.
+    for edge in [
+        ("controller::reports::status", "controller::reports::stored"),
+        ("controller::webhook::warnings", "controller::resource"),
+        (
+            "controller::reports::reconcile",
+            "controller::reports::status",
+        ),
+    ] {
+        assert!(
+            edges.contains(&(edge.0.to_string(), edge.1.to_string())),
+            "{edge:?} not seen among {edges:?}"
+        );
+    }
+    if let Some(c) = circle(&edges) {
+        panic!(
+            "a circle of imports between the operator's modules: {}",
+            c.join(" → ")
+        );
+    }
+}
+
+#[test]
+fn the_circle_finder_finds_circles() {
+    let edges = |e: &[(&str, &str)]| -> BTreeSet<(String, String)> {
+        e.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    assert_eq!(circle(&edges(&[("a", "b"), ("b", "c"), ("a", "c")])), None);
+    assert_eq!(
+        circle(&edges(&[("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")])),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+    // The shape of the old status.rs ↔ stored.rs: helpers imported one way, a function the
+    // other, inline.
+    let m = |p: &str| p.split("::").map(str::to_string).collect::<Vec<_>>();
+    let old = [
+        (
+            m("controller::reports::status"),
+            code_of(
+                "use crate::controller::resource::{A, cap};\nfn f() { super::stored::update_status(x) }",
+            ),
+        ),
+        (
+            m("controller::reports::stored"),
+            code_of("use super::status::{cap, percent, thousands, truncate};"),
+        ),
+        (
+            m("controller::reports"),
+            code_of("pub mod status;\npub mod stored;"),
+        ),
+        (m("controller::resource"), String::new()),
+        (
+            m("controller"),
+            code_of("use reports::stored::X;\nfn g() { self::resource::cap(1) }"),
+        ),
+    ];
+    let got = module_imports(&old);
+    assert_eq!(
+        got,
+        edges(&[
+            ("controller", "controller::reports::stored"),
+            ("controller", "controller::resource"),
+            ("controller::reports::status", "controller::reports::stored"),
+            ("controller::reports::status", "controller::resource"),
+            ("controller::reports::stored", "controller::reports::status"),
+        ])
+    );
+    assert_eq!(
+        circle(&got).map(|c| c.join(" → ")).as_deref(),
+        Some(
+            "controller::reports::stored → controller::reports::status → controller::reports::stored"
+        )
+    );
 }
 
 #[test]

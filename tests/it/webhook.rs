@@ -176,7 +176,7 @@ async fn near_budget_crd_gets_a_warning_per_rule() {
     let w = warnings_of(&admit(&st, crd).await);
     let full = format!(
         "celcost: ^.spec.f00 costs {} = {}% of the 10,000,000 per-rule limit; {hint}",
-        celcost::controller::status::thousands(expected),
+        celcost::report::format::thousands(expected),
         expected / 100_000
     );
     // The whole line, or (over the API server's 256 runes a warning) its start, cut after the

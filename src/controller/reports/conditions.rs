@@ -7,11 +7,11 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::status::{
     CONDITION_ESTIMATED, CONDITION_READY, CONDITION_UPGRADE_SAFE, CONDITION_WITHIN_BUDGET, reason,
-    thousands, truncate,
 };
 use crate::controller::resource::{
     BudgetLevel, CostReportStatus, MAX_TEXT_LEN, Summary, TargetKind,
 };
+use crate::report::format::{thousands, truncate};
 
 /// The status of a target the estimator could not report on.
 pub fn failed_status(kubernetes_version: &str) -> CostReportStatus {

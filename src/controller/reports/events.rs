@@ -3,10 +3,11 @@
 //! advice they carry. Pure: no IO.
 
 use super::conditions::is_ready;
-use super::status::{CONDITION_READY, CONDITION_UPGRADE_SAFE, reason, thousands, truncate};
+use super::status::{CONDITION_READY, CONDITION_UPGRADE_SAFE, reason};
 use crate::controller::resource::{
     BudgetLevel, CostReportStatus, RuleStatus, SchemaStatus, SuggestionStatus, TargetKind,
 };
+use crate::report::format::{thousands, truncate};
 
 /// An event to publish about a target.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,11 +72,14 @@ pub fn transitions(
             BudgetLevel::WithinBudget => String::new(),
             _ => top_rule_advice(new),
         };
-        let (warning, reason, head) = match s.rule_level {
-            BudgetLevel::OverBudget => (true, reason::RULE_OVER_BUDGET, "over"),
-            BudgetLevel::NearBudget => (true, reason::RULE_NEAR_BUDGET, "near"),
-            BudgetLevel::WithinBudget => (false, reason::RULE_WITHIN_BUDGET, "back within"),
-        };
+        let (warning, reason, head) = level_words(
+            s.rule_level,
+            [
+                reason::RULE_OVER_BUDGET,
+                reason::RULE_NEAR_BUDGET,
+                reason::RULE_WITHIN_BUDGET,
+            ],
+        );
         out.push(Transition {
             warning,
             reason,
@@ -99,11 +103,14 @@ pub fn transitions(
             BudgetLevel::WithinBudget => String::new(),
             _ => top_total_advice(new),
         };
-        let (warning, reason, head) = match s.total_level {
-            BudgetLevel::OverBudget => (true, reason::TOTAL_OVER_BUDGET, "over"),
-            BudgetLevel::NearBudget => (true, reason::TOTAL_NEAR_BUDGET, "near"),
-            BudgetLevel::WithinBudget => (false, reason::TOTAL_WITHIN_BUDGET, "back within"),
-        };
+        let (warning, reason, head) = level_words(
+            s.total_level,
+            [
+                reason::TOTAL_OVER_BUDGET,
+                reason::TOTAL_NEAR_BUDGET,
+                reason::TOTAL_WITHIN_BUDGET,
+            ],
+        );
         out.push(Transition {
             warning,
             reason,
@@ -190,6 +197,18 @@ pub fn suggestion_phrase(suggestions: &[SuggestionStatus], before: u64) -> Optio
         thousands(before),
         thousands(first.cost_after.max(0) as u64)
     ))
+}
+
+/// A budget level's Event: (a warning, its reason among `[over, near, within]`, the words).
+fn level_words(
+    level: BudgetLevel,
+    reasons: [&'static str; 3],
+) -> (bool, &'static str, &'static str) {
+    match level {
+        BudgetLevel::OverBudget => (true, reasons[0], "over"),
+        BudgetLevel::NearBudget => (true, reasons[1], "near"),
+        BudgetLevel::WithinBudget => (false, reasons[2], "back within"),
+    }
 }
 
 fn advice(suggestions: &[SuggestionStatus], none: Option<&str>, before: u64) -> String {

@@ -33,6 +33,7 @@ use super::context::{Computed, Context, Dep, Memo, get_json};
 use super::events::transitions;
 use super::schemas::{self, Head};
 use super::status::{estimate_status, reason};
+use crate::controller::backoff;
 use crate::controller::error::Error;
 use crate::controller::resource::{
     CostReport, CostReportSpec, CostReportStatus, TargetKind, TargetRef,
@@ -129,7 +130,7 @@ pub async fn reconcile<K: Target>(
                 let ev = Event {
                     type_: EventType::Warning,
                     reason: e.event_reason().to_string(),
-                    note: Some(super::status::truncate(&e.to_string(), 1024).0),
+                    note: Some(crate::report::format::truncate(&e.to_string(), 1024).0),
                     action: "WriteReport".to_string(),
                     secondary: None,
                 };
@@ -173,29 +174,15 @@ pub fn error_policy<K: Target>(
         ctx.settings.max_backoff
     };
     let delay = error.retry_after().unwrap_or_else(|| {
-        let full = backoff(n, ctx.settings.min_backoff, max);
+        let full = backoff::exponential(n, ctx.settings.min_backoff, max);
         if ctx.settings.jitter {
-            jittered(full, fastrand::f64())
+            backoff::jittered(full, fastrand::f64())
         } else {
             full
         }
     });
     warn!(kind = K::KIND.short(), name = %meta.name_any(), error = %error, attempt = n, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
-}
-
-/// `min × 2^(n-1)`, at most `max`.
-pub fn backoff(n: u32, min: Duration, max: Duration) -> Duration {
-    let factor = 1u32
-        .checked_shl(n.saturating_sub(1).min(20))
-        .unwrap_or(u32::MAX);
-    min.saturating_mul(factor).min(max)
-}
-
-/// `delay` scaled into [half, all] of it by `r` in [0, 1): retries of targets that failed
-/// together spread out instead of coming back together.
-pub fn jittered(delay: Duration, r: f64) -> Duration {
-    delay.mul_f64(0.5 + 0.5 * r.clamp(0.0, 1.0))
 }
 
 fn target_ref_of<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {

@@ -2,6 +2,7 @@
 //! the next minor's verdict. The conditions are [`super::conditions`], the transitions that
 //! deserve an event [`super::events`]. Pure: no IO.
 
+use crate::report::format::{PercentStyle, percent_in, thousands, truncate};
 use crate::report::versions::{VersionChange, VersionMatrix, VersionStep};
 use crate::report::{
     Drivers, ExpressionReport, ObjectReport, PER_CALL_LIMIT, PER_RULE_COST_LIMIT,
@@ -13,7 +14,7 @@ use crate::controller::resource::{
     BudgetLevel, CostReportStatus, DriversStatus, ExpressionStatus, MAX_DRIVERS, MAX_ERRORS,
     MAX_EXPRESSION_LEN, MAX_LISTED_RULES, MAX_LISTED_SCHEMAS, MAX_TEXT_LEN, NextVersionStatus,
     PolicyBudgetStatus, PolicyTypingStatus, RuleStatus, SchemaStatus, SuggestionStatus, Summary,
-    TargetKind, TypedEstimateStatus, TypedSchemaStatus,
+    TargetKind, TypedEstimateStatus, TypedSchemaStatus, cap,
 };
 
 /// Upper bound of the serialized status. The whole object must stay well below the 256 KiB we
@@ -71,31 +72,6 @@ impl Default for StatusSettings {
     }
 }
 
-/// A u64 cost as the int64 the API server can store, and whether it had to be capped.
-pub fn cap(v: u64) -> (i64, bool) {
-    match i64::try_from(v) {
-        Ok(i) => (i, false),
-        Err(_) => (i64::MAX, true),
-    }
-}
-
-/// `cost` as a percentage of `limit`: `0.3%`, `85.0%`, `1250%`, or `unbounded` for a saturated
-/// estimate.
-pub fn percent(cost: u64, limit: u64) -> String {
-    if cost == u64::MAX {
-        return "unbounded".to_string();
-    }
-    let p = cost as f64 * 100.0 / limit.max(1) as f64;
-    if p < 100.0 {
-        format!("{p:.1}%")
-    } else if p < 100_000.0 {
-        format!("{p:.0}%")
-    } else {
-        // The exact number is in the cost field; a column this wide helps nobody.
-        ">99999%".to_string()
-    }
-}
-
 /// Where `cost` stands against `limit`: over when above it (the API server's test), near when at
 /// or above `near_percent` of it.
 pub fn level(cost: u64, limit: u64, near_percent: u8) -> BudgetLevel {
@@ -106,34 +82,6 @@ pub fn level(cost: u64, limit: u64, near_percent: u8) -> BudgetLevel {
     } else {
         BudgetLevel::WithinBudget
     }
-}
-
-/// `12345678` as `12,345,678`.
-pub fn thousands(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Cuts `s` to at most `max` bytes on a char boundary, ending with `…` when cut.
-pub fn truncate(s: &str, max: usize) -> (String, bool) {
-    if s.len() <= max {
-        return (s.to_string(), false);
-    }
-    let ell = '…';
-    let mut end = max.saturating_sub(ell.len_utf8());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut out = s[..end].to_string();
-    out.push(ell);
-    (out, true)
 }
 
 /// Truncation bookkeeping while converting.
@@ -372,11 +320,11 @@ pub fn estimate_status(
     let summary = Summary {
         rule_limit: f.rule_limit as i64,
         highest_rule_cost,
-        highest_rule_percent: percent(f.highest_rule, f.rule_limit),
+        highest_rule_percent: percent_in(f.highest_rule, f.rule_limit, PercentStyle::STATUS),
         rule_level: level(f.highest_rule, f.rule_limit, near),
         total_limit: f.total_limit as i64,
         highest_total_cost,
-        highest_total_percent: percent(f.highest_total, f.total_limit),
+        highest_total_percent: percent_in(f.highest_total, f.total_limit, PercentStyle::STATUS),
         total_level: level(f.highest_total, f.total_limit, near),
         near_budget_percent: i32::from(near),
         rules_near_budget: rules_near,
@@ -490,7 +438,7 @@ fn change_text(c: &VersionChange) -> String {
             (Some(cost), None) => format!(
                 "{} ({}{})",
                 thousands(cost),
-                percent(cost, s.limit),
+                percent_in(cost, s.limit, PercentStyle::STATUS),
                 if s.exceeds_limit {
                     ", over the limit"
                 } else {

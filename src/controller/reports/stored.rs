@@ -5,11 +5,11 @@
 //! never a bare "rejected": the object is served, updates that keep its schemas may pass, and
 //! a schema change is refused until the named rule fits. Pure: no IO.
 
-use super::status::{cap, percent, thousands, truncate};
 use crate::controller::resource::{
     CostReportStatus, HeldExpressionStatus, MAX_ERRORS, MAX_EXPRESSION_LEN, MAX_TEXT_LEN,
-    StoredOnlyStatus, TargetKind, UpdateStatus,
+    StoredOnlyStatus, TargetKind, UpdateStatus, cap,
 };
+use crate::report::format::{PercentStyle, percent_in, thousands, truncate};
 use crate::report::{PER_RULE_COST_LIMIT, UpdateVerdict};
 
 /// Whether the schemas of a CRD may change, as the API server of the cluster judges an update.
@@ -124,7 +124,12 @@ pub fn schema_updatable(
             reason::UPDATES_REFUSED,
             format!(
                 "{refused_on_create} It refuses every update of it too, even one that keeps its schemas: {}",
-                // The total's own error says more than what contributed to it.
+                // The total's own error says more than what contributed to it. Told by its text:
+                // this sees the status only, whose errors are text (`UpdateStatus::errors`, what
+                // the CRD stores). The parts (`UpdateVerdict::error_parts`, `CostError::
+                // ContributedToTotal`) are in the estimator's report, which `update_status` has
+                // already turned into this text; carrying them over would take a new status
+                // field, a change of the CRD's schema.
                 u.errors
                     .iter()
                     .find(|e| !e.contains("contributed to estimated rule cost total"))
@@ -189,7 +194,7 @@ fn what_passes(status: &CostReportStatus, u: &UpdateStatus) -> String {
                             h.index,
                             h.what,
                             thousands(cost),
-                            percent(cost, PER_RULE_COST_LIMIT)
+                            percent_in(cost, PER_RULE_COST_LIMIT, PercentStyle::STATUS)
                         )
                     })
                     .collect();

@@ -37,6 +37,8 @@ use kube::runtime::watcher::{self, Event};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+
+use crate::controller::backoff::Backoff;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
@@ -308,35 +310,6 @@ pub fn classify(e: &watcher::Error, settings: &WatchSettings) -> Failure {
     }
 }
 
-/// Full-jitter-from-half exponential backoff: `[d/2, d]` with `d` doubling from `min` to `max`.
-#[derive(Clone, Debug)]
-pub struct Backoff {
-    min: Duration,
-    max: Duration,
-    next: Duration,
-}
-
-impl Backoff {
-    pub fn new(min: Duration, max: Duration) -> Self {
-        Backoff {
-            min,
-            max,
-            next: min,
-        }
-    }
-
-    pub fn next_delay(&mut self) -> Duration {
-        let d = self.next;
-        self.next = (self.next * 2).min(self.max);
-        let half = d / 2;
-        half + d.saturating_sub(half).mul_f64(fastrand::f64())
-    }
-
-    pub fn reset(&mut self) {
-        self.next = self.min;
-    }
-}
-
 /// What to call when a relist shows that objects were deleted while the watch was away.
 pub type OnGone = Box<dyn Fn(&str) + Send + Sync>;
 
@@ -371,7 +344,7 @@ where
         name: name.to_string(),
         inner: make(),
         make: Box::new(make),
-        backoff: Backoff::new(settings.min_backoff, settings.max_backoff),
+        backoff: Backoff::jittered(settings.min_backoff, settings.max_backoff),
         settings,
         health,
         known: HashSet::new(),
@@ -651,7 +624,10 @@ impl<'de> serde::de::Visitor<'de> for TopLevel<'_> {
     }
 }
 
-/// A JSON value written to `out` as it is read, as `serde_json` writes a `Value`.
+/// A JSON value written to `out` as it is read, as `serde_json` writes a `Value` (non-finite
+/// floats as `null`): [`serde_transcode`] feeds what the deserializer reads straight to a
+/// `serde_json` serializer. Only the object's top level ([`TopLevel`]) is copied by hand, as it
+/// reads `metadata` into [`kube::api::ObjectMeta`] and drops its `managedFields` on the way.
 struct Json<'a> {
     out: &'a mut Vec<u8>,
 }
@@ -660,105 +636,8 @@ impl<'de> serde::de::DeserializeSeed<'de> for Json<'_> {
     type Value = ();
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl Json<'_> {
-    fn write<T: serde::Serialize + ?Sized, E: serde::de::Error>(self, v: &T) -> Result<(), E> {
-        serde_json::to_writer(self.out, v).map_err(E::custom)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for Json<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<(), E> {
-        self.write(&v)
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<(), E> {
-        self.write(&v)
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<(), E> {
-        self.write(&v)
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<(), E> {
-        // As `serde_json::Value` keeps it: a number, or null where JSON has none.
-        self.write(&serde_json::Number::from_f64(v))
-    }
-
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
-        self.write(v)
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        self.out.extend_from_slice(b"null");
-        Ok(())
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
-        self.visit_unit()
-    }
-
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.out.push(b'[');
-        let mut first = true;
-        loop {
-            let mark = self.out.len();
-            if !first {
-                self.out.push(b',');
-            }
-            let more = seq
-                .next_element_seed(Json {
-                    out: &mut *self.out,
-                })?
-                .is_some();
-            if !more {
-                self.out.truncate(mark);
-                break;
-            }
-            first = false;
-        }
-        self.out.push(b']');
-        Ok(())
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        self.out.push(b'{');
-        let mut first = true;
-        loop {
-            let mark = self.out.len();
-            if !first {
-                self.out.push(b',');
-            }
-            let more = map
-                .next_key_seed(Json {
-                    out: &mut *self.out,
-                })?
-                .is_some();
-            if !more {
-                self.out.truncate(mark);
-                break;
-            }
-            self.out.push(b':');
-            map.next_value_seed(Json {
-                out: &mut *self.out,
-            })?;
-            first = false;
-        }
-        self.out.push(b'}');
-        Ok(())
+        serde_transcode::transcode(d, &mut serde_json::Serializer::new(self.out))
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -825,17 +704,6 @@ mod tests {
             ),
             Failure::Other
         );
-    }
-
-    #[test]
-    fn backoff_is_jittered_capped_and_reset() {
-        let mut b = Backoff::new(Duration::from_millis(200), Duration::from_secs(2));
-        let delays: Vec<Duration> = (0..10).map(|_| b.next_delay()).collect();
-        assert!(delays[0] >= Duration::from_millis(100) && delays[0] <= Duration::from_millis(200));
-        assert!(delays.iter().all(|d| *d <= Duration::from_secs(2)));
-        assert!(delays[9] >= Duration::from_secs(1));
-        b.reset();
-        assert!(b.next_delay() <= Duration::from_millis(200));
     }
 
     /// A CRD as the API server sends it: managed fields, numbers of every kind, escapes,

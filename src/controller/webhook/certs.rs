@@ -43,6 +43,8 @@ use rustls::sign::CertifiedKey;
 use serde_json::json;
 use tracing::{debug, info, warn};
 
+use crate::controller::backoff::Backoff;
+
 /// Keys of the Secret.
 pub const CA_CERT: &str = "ca.crt";
 pub const CA_KEY: &str = "ca.key";
@@ -730,7 +732,11 @@ pub async fn run(
 ) {
     tokio::pin!(shutdown);
     let mut failing: Option<String> = None;
-    let mut backoff = Duration::from_secs(1);
+    // 1 s doubling to the refresh period.
+    let mut backoff = Backoff::exact(
+        Duration::from_secs(1),
+        s.refresh.max(Duration::from_secs(1)),
+    );
     loop {
         let delay = match sync_once(&client, &s, &resolver, now()).await {
             Ok(expiry) => {
@@ -740,17 +746,16 @@ pub async fn run(
                 if let Some(t) = expiry {
                     on_expiry(t);
                 }
-                backoff = Duration::from_secs(1);
+                backoff.reset();
                 s.refresh
             }
             Err(e) => {
                 let text = e.to_string();
+                let d = backoff.next_delay();
                 if failing.as_deref() != Some(text.as_str()) {
-                    warn!(error = %text, retry_in = ?backoff, "webhook certificate handling failed");
+                    warn!(error = %text, retry_in = ?d, "webhook certificate handling failed");
                 }
                 failing = Some(text);
-                let d = backoff;
-                backoff = (backoff * 2).min(s.refresh.max(Duration::from_secs(1)));
                 d
             }
         };

@@ -26,8 +26,8 @@ use crate::report::{
     RUNTIME_COST_BUDGET, RuleReport,
 };
 
-use crate::controller::reports::status::thousands;
 use crate::controller::resource::TargetKind;
+use crate::report::format::thousands;
 
 /// Most warning lines per response, the "N more" line included.
 pub const MAX_WARNINGS: usize = 10;
