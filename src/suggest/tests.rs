@@ -11,22 +11,14 @@ fn estimator(minor: u32) -> Estimator {
 
 /// A CRD whose `spec` has the given properties (and rules on `spec`).
 fn crd(spec_props: Value, spec_rules: Value) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "things.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "things", "kind": "Thing"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
-                    "type": "object",
-                    "properties": spec_props,
-                    "x-kubernetes-validations": spec_rules,
-                }}}}}]
-        }
-    })
+    let spec = json!({
+        "type": "object",
+        "properties": spec_props,
+        "x-kubernetes-validations": spec_rules,
+    });
+    let schema = json!({"type": "object", "properties": {"spec": spec}});
+    let versions = json!([crate::fixtures::version("v1", true, schema)]);
+    crate::fixtures::crd("example.com", "things", "Thing", "Namespaced", versions)
 }
 
 fn run(minor: u32, object: &Value, settings: &Settings) -> ObjectReport {

@@ -237,22 +237,17 @@ fn stays_under_the_size_budget() {
 fn the_status_and_the_warning_event_carry_the_bound_to_add() {
     use crate::controller::{CostEstimator, WithNextMinor};
     use crate::schema::catalog::SchemaCatalog;
-    let crd = serde_json::json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "things.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "things", "kind": "Thing"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
-                    "type": "object", "properties": {"hosts": {"type": "array",
-                        "maxItems": 100, "items": {"type": "string"},
-                        "x-kubernetes-validations": [
-                            {"rule": "self.all(h, h.matches('^[a-z.]+$'))"}]}}}}}}}]
-        }
-    });
+    let hosts = serde_json::json!({"type": "array", "maxItems": 100, "items": {"type": "string"},
+        "x-kubernetes-validations": [{"rule": "self.all(h, h.matches('^[a-z.]+$'))"}]});
+    let schema = serde_json::json!({"type": "object", "properties": {"spec": {
+        "type": "object", "properties": {"hosts": hosts}}}});
+    let crd = crate::fixtures::crd(
+        "example.com",
+        "things",
+        "Thing",
+        "Namespaced",
+        serde_json::json!([crate::fixtures::version("v1", true, schema)]),
+    );
     let pair = WithNextMinor {
         current: crate::estimate::Estimator::default(),
         next: None,
