@@ -93,6 +93,21 @@ impl SizeSource for Recording<'_> {
     }
 }
 
+/// A rule's variables: `self` of the node's type, `oldSelf` the same (optional with
+/// `optionalOldSelf`).
+pub fn rule_variables(rule: &ValidationRule, decl: &DeclType) -> Vec<(String, Type)> {
+    let self_type = decl.cel.clone();
+    let old_self = if rule.optional_old_self == Some(true) {
+        Type::optional(self_type.clone())
+    } else {
+        self_type.clone()
+    };
+    vec![
+        ("self".to_string(), self_type),
+        ("oldSelf".to_string(), old_self),
+    ]
+}
+
 /// Compiles a rule (and its messageExpression) against the node's DeclType.
 pub fn compile_rule(
     env: &Env,
@@ -117,16 +132,7 @@ pub fn compile_rule_in(
     if rule.rule.trim().is_empty() {
         return out;
     }
-    let self_type = decl.cel.clone();
-    let old_self = if rule.optional_old_self == Some(true) {
-        Type::optional(self_type.clone())
-    } else {
-        self_type.clone()
-    };
-    let vars = vec![
-        ("self".to_string(), self_type),
-        ("oldSelf".to_string(), old_self),
-    ];
+    let vars = rule_variables(rule, decl);
     let checked = match env.compile(&rule.rule, &vars, provider) {
         Ok(c) => c,
         Err(e) => {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use compile::{RuleCompilation, compile_rule, compile_rule_in};
+pub use compile::{RuleCompilation, compile_rule, compile_rule_in, rule_variables};
 use fielderr::{CostError, FieldError};
 
 use crate::cel::env::{CheckerPanic, Env};

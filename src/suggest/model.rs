@@ -163,16 +163,7 @@ impl RuleModel {
         let convert_at = conversion_point(root, &path);
         let (converted, decl) = node_decl(env, root, &path, convert_at, None)?;
         let provider = DeclTypeProvider::new(&[&converted], env.minor);
-        let self_type = decl.cel.clone();
-        let old_self = if rule.optional_old_self == Some(true) {
-            Type::optional(self_type.clone())
-        } else {
-            self_type.clone()
-        };
-        let vars = vec![
-            ("self".to_string(), self_type),
-            ("oldSelf".to_string(), old_self),
-        ];
+        let vars = crate::crd::rule_variables(rule, &decl);
         let checked = env.compile(&rule.rule, &vars, &provider).ok()?;
         if *checked.output_type() != Type::Bool || env.program_error(&checked).is_some() {
             return None;
