@@ -1,3 +1,6 @@
+//! Tests of the suggested bounds: the search on small CRDs (what is bounded, by how much, the
+//! implied bounds first, a lowering named as breaking), across minors, and within its budget.
+
 use super::*;
 use crate::cel::decls::Version;
 use crate::cel::minor::{Distribution, Minor};
