@@ -1,5 +1,6 @@
-//! Tests of the suggested bounds: the search on small CRDs (what is bounded, by how much, the
-//! implied bounds first, a lowering named as breaking), across minors, and within its budget.
+//! Tests of the suggested bounds on small CRDs: the candidate values and the search over them,
+//! what is bounded and by how much, the findings no bound helps, the implied bounds first and a
+//! lowering named as breaking, and hostile shapes that end within the search's budget.
 
 use super::*;
 use crate::cel::decls::Version;
