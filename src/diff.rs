@@ -106,7 +106,7 @@ struct Unit {
 }
 
 fn units(r: &ObjectReport) -> Vec<Unit> {
-    let prefix = |schema: Option<&str>| schema.map(|p| format!("{p}: ")).unwrap_or_default();
+    let prefix = crate::report::cost_unit_prefix;
     r.cost_units()
         .into_iter()
         .map(|u| {

@@ -714,11 +714,17 @@ pub enum CostUnit<'a> {
     Expression(&'a ExpressionReport),
 }
 
+/// What a rule's unit name starts with: its schema's field path when the object has several
+/// (`spec.versions[1].schema.openAPIV3Schema: `), else nothing.
+pub fn cost_unit_prefix(schema: Option<&str>) -> String {
+    schema.map(|p| format!("{p}: ")).unwrap_or_default()
+}
+
 impl CostUnit<'_> {
     /// The unit's name, one per unit of a report: `spec.versions[0]…: ^.spec [2]`,
     /// `… messageExpression`, `<schema> total`, a policy expression's field path.
     pub fn label(&self) -> String {
-        let prefix = |schema: Option<&str>| schema.map(|p| format!("{p}: ")).unwrap_or_default();
+        let prefix = cost_unit_prefix;
         match self {
             CostUnit::Total(s) => format!("{} total", s.schema_field_path),
             CostUnit::Rule { schema, rule } => {

@@ -265,11 +265,12 @@ impl Profile {
                             "rule" | "messageExpression" | "expression" | "valueExpression",
                             Value::String(s),
                         ) => {
+                            let text = CelText::of(s);
                             self.has_cel = true;
-                            self.algorithm_dependent |= algorithm_dependent(s);
+                            self.algorithm_dependent |= algorithm_dependent(&text);
                             self.backtick |= s.contains('`');
-                            self.global_matches |= calls_global(s, "matches");
-                            for (word, call) in identifier_tokens(s) {
+                            self.global_matches |= calls_global(&text, "matches");
+                            for (word, call) in text.tokens {
                                 if call {
                                     self.called.insert(word.clone());
                                 }
@@ -292,7 +293,7 @@ impl Profile {
 /// sizes carried through `dyn`, optional values and the elements of list and map literals
 /// (indexed: `][`, `}[`). Straight-line CEL otherwise reads the same sizes at the same calls
 /// (tests/it/range.rs compares them). Over-approximates: any such word or mark, anywhere.
-fn algorithm_dependent(s: &str) -> bool {
+fn algorithm_dependent(text: &CelText<'_>) -> bool {
     const WORDS: &[&str] = &[
         "all",
         "exists",
@@ -311,25 +312,23 @@ fn algorithm_dependent(s: &str) -> bool {
         "dyn",
         "variables",
     ];
-    let Some(code) = code_outside_literals(s) else {
+    let Some(code) = &text.code else {
         return true;
     };
     let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
     ["][", "}[", ".?", "[?", "{?", ",?"]
         .iter()
         .any(|m| code.contains(m))
-        || identifier_tokens(s)
-            .iter()
-            .any(|(t, _)| WORDS.contains(&t.as_str()))
+        || text.tokens.iter().any(|(t, _)| WORDS.contains(&t.as_str()))
 }
 
 /// Whether a CEL text calls `name` as a global function: the word outside literals and comments,
 /// not after a `.` (a receiver call) — or the text's literals cannot be told apart.
-fn calls_global(s: &str, name: &str) -> bool {
-    if !s.contains(name) {
+fn calls_global(text: &CelText<'_>, name: &str) -> bool {
+    if !text.text.contains(name) {
         return false;
     }
-    let Some(code) = code_outside_literals(s) else {
+    let Some(code) = &text.code else {
         return true;
     };
     let word = |c: char| c.is_alphanumeric() || c == '_';
@@ -346,13 +345,34 @@ fn calls_global(s: &str, name: &str) -> bool {
 /// literals cannot be told apart (an unterminated one, an unknown prefix) gives every word, each
 /// as a call.
 fn identifier_tokens(s: &str) -> Vec<(String, bool)> {
+    CelText::of(s).tokens
+}
+
+/// A CEL text as a profile reads it, read once: its code outside literals and comments
+/// ([`code_outside_literals`]) and its words ([`identifier_tokens`]).
+struct CelText<'s> {
+    text: &'s str,
+    code: Option<String>,
+    tokens: Vec<(String, bool)>,
+}
+
+impl<'s> CelText<'s> {
+    fn of(text: &'s str) -> Self {
+        let code = code_outside_literals(text);
+        let tokens = tokens_of(code.as_deref(), text);
+        CelText { text, code, tokens }
+    }
+}
+
+/// [`identifier_tokens`] of `s`, whose code outside literals is `code`.
+fn tokens_of(code: Option<&str>, s: &str) -> Vec<(String, bool)> {
     let word = |c: char| c.is_alphanumeric() || c == '_';
-    let (code, readable) = match code_outside_literals(s) {
+    let (code, readable) = match code {
         Some(code) => (code, true),
-        None => (s.to_string(), false),
+        None => (s, false),
     };
     let mut out = Vec::new();
-    let mut rest = code.as_str();
+    let mut rest = code;
     while let Some(start) = rest.find(word) {
         let after = &rest[start..];
         let end = after.find(|c: char| !word(c)).unwrap_or(after.len());
@@ -641,7 +661,7 @@ mod tests {
             "self.a[0].b == 'x' // map(",
             "'exists' in self.l",
         ] {
-            assert!(!algorithm_dependent(s), "{s}");
+            assert!(!algorithm_dependent(&CelText::of(s)), "{s}");
         }
         for s in [
             "self.l.all(x, x != '')",
@@ -653,7 +673,7 @@ mod tests {
             "{'a': self.s}['a'] == 'x'",
             "'unterminated",
         ] {
-            assert!(algorithm_dependent(s), "{s}");
+            assert!(algorithm_dependent(&CelText::of(s)), "{s}");
         }
     }
 
@@ -693,15 +713,36 @@ mod tests {
 
     #[test]
     fn global_calls_are_told_from_receiver_calls() {
-        assert!(calls_global("matches(self, '^a$')", "matches"));
-        assert!(calls_global("!matches (self.x, 'b')", "matches"));
-        assert!(calls_global("self.a.all(x, matches(x, 'c'))", "matches"));
-        assert!(!calls_global("self.matches('^a$')", "matches"));
-        assert!(!calls_global("self . matches('^a$')", "matches"));
-        assert!(!calls_global("self.x == 'matches(y)'", "matches"));
-        assert!(!calls_global("self.rematches == 1", "matches"));
+        assert!(calls_global(
+            &CelText::of("matches(self, '^a$')"),
+            "matches"
+        ));
+        assert!(calls_global(
+            &CelText::of("!matches (self.x, 'b')"),
+            "matches"
+        ));
+        assert!(calls_global(
+            &CelText::of("self.a.all(x, matches(x, 'c'))"),
+            "matches"
+        ));
+        assert!(!calls_global(
+            &CelText::of("self.matches('^a$')"),
+            "matches"
+        ));
+        assert!(!calls_global(
+            &CelText::of("self . matches('^a$')"),
+            "matches"
+        ));
+        assert!(!calls_global(
+            &CelText::of("self.x == 'matches(y)'"),
+            "matches"
+        ));
+        assert!(!calls_global(
+            &CelText::of("self.rematches == 1"),
+            "matches"
+        ));
         // Unreadable literals: assumed.
-        assert!(calls_global("'open matches(x", "matches"));
+        assert!(calls_global(&CelText::of("'open matches(x"), "matches"));
     }
 
     #[test]

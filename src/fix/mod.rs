@@ -334,27 +334,16 @@ fn node_type(n: &Value) -> String {
 
 /// The schema roots a suggestion's `path` is under, and the steps below them.
 fn roots_of(object: &Value, path: &str, versions: &[String]) -> Option<(Vec<String>, Vec<Step>)> {
-    let vs = object.pointer("/spec/versions")?.as_array()?;
-    let mut roots = Vec::new();
-    let rest;
-    if let Some(r) = path.strip_prefix("spec.validation.openAPIV3Schema") {
-        rest = r;
-        for (i, v) in vs.iter().enumerate() {
-            let named = v
-                .get("name")
-                .and_then(Value::as_str)
-                .is_some_and(|n| versions.iter().any(|x| x == n));
-            let p = format!("/spec/versions/{i}/schema/openAPIV3Schema");
-            if named && object.pointer(&p).is_some_and(|s| !s.is_null()) {
-                roots.push(p);
-            }
+    const SHARED: &str = "spec.validation.openAPIV3Schema";
+    let rest = match path.strip_prefix(SHARED) {
+        Some(rest) => rest,
+        None => {
+            let (_, r) = path.strip_prefix("spec.versions[")?.split_once(']')?;
+            r.strip_prefix(".schema.openAPIV3Schema")?
         }
-    } else {
-        let r = path.strip_prefix("spec.versions[")?;
-        let (i, r) = r.split_once(']')?;
-        rest = r.strip_prefix(".schema.openAPIV3Schema")?;
-        roots.push(format!("/spec/versions/{i}/schema/openAPIV3Schema"));
-    }
+    };
+    let schema_field_path = &path[..path.len() - rest.len()];
+    let roots = crate::suggest::schema_pointers(object, schema_field_path, versions);
     let first = object.pointer(roots.first()?)?;
     let steps = parse_steps(first, rest)?;
     Some((roots, steps))

@@ -237,22 +237,36 @@ struct Root {
     schema: Schema,
 }
 
+/// The JSON pointers of the `openAPIV3Schema`s a report's schema (`schema_field_path`, serving
+/// `versions`) is: its version's, or each named version's of a schema they all share
+/// (`spec.validation`); those that are present and not null.
+pub fn schema_pointers(
+    object: &Value,
+    schema_field_path: &str,
+    versions: &[String],
+) -> Vec<String> {
+    let Some(vs) = object.pointer("/spec/versions").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let mut pointers = Vec::new();
+    for (i, v) in vs.iter().enumerate() {
+        let named = v
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| versions.iter().any(|x| x == n));
+        let p = format!("/spec/versions/{i}/schema/openAPIV3Schema");
+        let exact = schema_field_path == format!("spec.versions[{i}].schema.openAPIV3Schema");
+        let shared = schema_field_path == "spec.validation.openAPIV3Schema" && named;
+        if (exact || shared) && object.pointer(&p).is_some_and(|s| !s.is_null()) {
+            pointers.push(p);
+        }
+    }
+    pointers
+}
+
 impl Root {
     fn read(object: &Value, field_path: &str, versions: &[String]) -> Option<Root> {
-        let vs = object.pointer("/spec/versions")?.as_array()?;
-        let mut pointers = Vec::new();
-        for (i, v) in vs.iter().enumerate() {
-            let named = v
-                .get("name")
-                .and_then(Value::as_str)
-                .is_some_and(|n| versions.iter().any(|x| x == n));
-            let p = format!("/spec/versions/{i}/schema/openAPIV3Schema");
-            let exact = field_path == format!("spec.versions[{i}].schema.openAPIV3Schema");
-            let shared = field_path == "spec.validation.openAPIV3Schema" && named;
-            if (exact || shared) && object.pointer(&p).is_some_and(|s| !s.is_null()) {
-                pointers.push(p);
-            }
-        }
+        let pointers = schema_pointers(object, field_path, versions);
         let first = object.pointer(pointers.first()?)?;
         let schema = Schema::from_json(first, field_path).ok()?;
         Some(Root { pointers, schema })
