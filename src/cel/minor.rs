@@ -246,8 +246,16 @@ const K1_37: Minor = Minor {
 /// Upstream Kubernetes, oldest first.
 pub const KUBERNETES: [Minor; 8] = [K1_30, K1_31, K1_32, K1_33, K1_34, K1_35, K1_36, K1_37];
 
+/// OpenShift's build of an upstream minor: upstream's rules, plus the carries a minor's entry
+/// below sets.
+const fn openshift(upstream: Minor) -> Minor {
+    Minor {
+        distribution: Distribution::OpenShift,
+        ..upstream
+    }
+}
+
 const OS1_30: Minor = Minor {
-    distribution: Distribution::OpenShift,
     // base.go introduces IP and CIDR at 1.27 (so they are in the 1.29 environment) and
     // carries the Format library, introduced at 1.30.
     library_introduced: &[
@@ -256,53 +264,33 @@ const OS1_30: Minor = Minor {
         ("kubernetes.format", v(30)),
     ],
     missing_libraries: CEL_GO_BEFORE_0_23,
-    ..K1_30
+    ..openshift(K1_30)
 };
 
 const OS1_31: Minor = Minor {
-    distribution: Distribution::OpenShift,
     // Format introduced at 1.30, so new expressions of 1.31 have it.
     library_introduced: &[("kubernetes.format", v(30))],
-    ..K1_31
-};
-
-const OS1_32: Minor = Minor {
-    distribution: Distribution::OpenShift,
-    ..K1_32
+    ..openshift(K1_31)
 };
 
 const OS1_33: Minor = Minor {
-    distribution: Distribution::OpenShift,
     // The int-or-string maxLength change (upstream 1.34) is carried in 1.33.
     int_or_string_max_length: true,
-    ..K1_33
-};
-
-const OS1_34: Minor = Minor {
-    distribution: Distribution::OpenShift,
-    ..K1_34
-};
-
-const OS1_35: Minor = Minor {
-    distribution: Distribution::OpenShift,
-    ..K1_35
-};
-
-const OS1_36: Minor = Minor {
-    distribution: Distribution::OpenShift,
-    ..K1_36
-};
-
-/// OpenShift has not shipped 1.37 (no openshift/kubernetes 1.37 is vendored anywhere reachable):
-/// upstream's rules stand in for it, and every output says so ([`Minor::stand_in_note`]).
-const OS1_37: Minor = Minor {
-    distribution: Distribution::OpenShift,
-    ..K1_37
+    ..openshift(K1_33)
 };
 
 /// OpenShift's builds: upstream plus the CEL carries of openshift/kubernetes, oldest first.
+/// OpenShift has not shipped 1.37 (no openshift/kubernetes 1.37 is vendored anywhere reachable):
+/// upstream's rules stand in for it, and every output says so ([`Minor::stand_in_note`]).
 pub const OPENSHIFT: [Minor; 8] = [
-    OS1_30, OS1_31, OS1_32, OS1_33, OS1_34, OS1_35, OS1_36, OS1_37,
+    OS1_30,
+    OS1_31,
+    openshift(K1_32),
+    OS1_33,
+    openshift(K1_34),
+    openshift(K1_35),
+    openshift(K1_36),
+    openshift(K1_37),
 ];
 
 /// The newest minor OpenShift has shipped (release-4.22: Kubernetes 1.36); newer OpenShift
