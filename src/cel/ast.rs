@@ -213,6 +213,18 @@ impl Expr {
         Expr { id: self.id, kind }
     }
 
+    /// A call's function, target and arguments; `None` for any other expression.
+    pub fn as_call(&self) -> Option<(&str, Option<&Expr>, &[Expr])> {
+        match &self.kind {
+            ExprKind::Call {
+                function,
+                target,
+                args,
+            } => Some((function.as_str(), target.as_deref(), args.as_slice())),
+            _ => None,
+        }
+    }
+
     /// `a.b.c` as a qualified name when the expression is an identifier or a chain of
     /// (non-test) selects on one: cel-go `containers.ToQualifiedName`.
     pub fn qualified_name(&self) -> Option<String> {

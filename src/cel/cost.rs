@@ -809,12 +809,7 @@ impl<'a> Coster<'a> {
     }
 
     fn cost_call(&mut self, e: &'a Expr) -> Cost {
-        let ExprKind::Call {
-            function,
-            target,
-            args,
-        } = &e.kind
-        else {
+        let Some((function, target, args)) = e.as_call() else {
             unreachable!()
         };
         if function == "dyn" && args.len() == 1 && !self.iter_ranges {

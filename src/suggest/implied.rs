@@ -165,22 +165,9 @@ fn is_size_of(e: &Expr, v: &str) -> bool {
     }
 }
 
-/// A call's function, target and arguments; `None` for any other expression.
-fn call(e: &Expr) -> Option<(&str, Option<&Expr>, &[Expr])> {
-    let ExprKind::Call {
-        function,
-        target,
-        args,
-    } = &e.kind
-    else {
-        return None;
-    };
-    Some((function.as_str(), target.as_deref(), args.as_slice()))
-}
-
 /// What one conjunct of a rule over `v` (`self`, or an `all` variable) implies for `k`.
 fn of_form(e: &Expr, v: &str, k: Keyword) -> Option<Implied> {
-    let (function, target, args) = call(e)?;
+    let (function, target, args) = e.as_call()?;
     match (function, target, args) {
         ("_&&_", None, [a, b]) => tighter(of_form(a, v, k), of_form(b, v, k)),
         ("matches", Some(t), [re]) | ("matches", None, [t, re])
@@ -345,7 +332,7 @@ pub fn implied_bound(root: &Schema, path: &[Step], k: Keyword, minor: &Minor) ->
 
 /// `self.all(x, F(x))` (or a conjunction with one): what F implies for `x`.
 fn of_all(e: &Expr, k: Keyword) -> Option<Implied> {
-    match call(e)? {
+    match e.as_call()? {
         ("_&&_", None, [a, b]) => tighter(of_all(a, k), of_all(b, k)),
         ("all", Some(t), [var, body]) if is_ident(t, "self") => {
             let ExprKind::Ident(v) = &var.kind else {
