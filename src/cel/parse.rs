@@ -90,19 +90,25 @@ pub(crate) fn parse_uncharged(
             "ERROR: <input>:-1:0: expression code point size exceeds limit: size: {code_points}, limit {EXPRESSION_SIZE_CODE_POINT_LIMIT}"
         )));
     }
+    on_parse_stack(source, || parse_inner(source, opts))
+}
+
+/// `parse` of `source` unless its nesting is too deep. The generated parser recurses about ten
+/// frames per nesting level, and a debug build's frames are large: anything but a short, flat
+/// expression parses on a stack of its own (reserved, not committed, memory).
+fn on_parse_stack(
+    source: &str,
+    parse: impl FnOnce() -> Result<ParsedExpr, SyntaxErrors>,
+) -> Result<ParsedExpr, SyntaxErrors> {
     let depth = nesting_depth(source);
     if depth > MAX_RECURSION_DEPTH {
         return Err(recursion_error());
     }
-    // The generated parser recurses about ten frames per nesting level, and a debug build's
-    // frames are large: anything but a short, flat expression parses on a stack of its own
-    // (reserved, not committed, memory).
-    let parsed = if source.len() <= INLINE_PARSE_LIMIT && depth <= INLINE_DEPTH_LIMIT {
-        parse_inner(source, opts)
+    if source.len() <= INLINE_PARSE_LIMIT && depth <= INLINE_DEPTH_LIMIT {
+        parse()
     } else {
-        stacker::grow(BIG_STACK, || parse_inner(source, opts))
-    }?;
-    Ok(parsed)
+        stacker::grow(BIG_STACK, parse)
+    }
 }
 
 /// Parses `source` with `opts`, and says whether the result holds for every parser options
@@ -262,16 +268,9 @@ pub fn parse_unexpanded(source: &str, opts: ParserOptions) -> Result<ParsedExpr,
             "ERROR: <input>:-1:0: expression code point size exceeds limit".into(),
         ));
     }
-    let depth = nesting_depth(source);
-    if depth > MAX_RECURSION_DEPTH {
-        return Err(recursion_error());
-    }
-    let env = cel::Env::default();
-    if source.len() <= INLINE_PARSE_LIMIT && depth <= INLINE_DEPTH_LIMIT {
-        parse_with_env(source, opts, &env)
-    } else {
-        stacker::grow(BIG_STACK, || parse_with_env(source, opts, &env))
-    }
+    on_parse_stack(source, || {
+        parse_with_env(source, opts, &cel::Env::default())
+    })
 }
 
 /// The `cel` crate's interpreter environment for evaluating rules: its standard library and
@@ -521,6 +520,22 @@ impl Converter<'_> {
         id
     }
 
+    /// A map's or a struct's entries, each given its id and then `convert`ed (an entry of the
+    /// other kind, which the parser does not make, is left out).
+    fn entries<T>(
+        &mut self,
+        entries: Vec<cast::IdedEntryExpr>,
+        mut convert: impl FnMut(&mut Self, ExprId, cast::EntryExpr) -> Option<T>,
+    ) -> Vec<T> {
+        entries
+            .into_iter()
+            .filter_map(|en| {
+                let id = self.id(en.id);
+                convert(self, id, en.expr)
+            })
+            .collect()
+    }
+
     fn expr(&mut self, e: cast::IdedExpr) -> Expr {
         let id = self.id(e.id);
         let kind = match e.expr {
@@ -553,39 +568,29 @@ impl Converter<'_> {
                 elements: l.elements.into_iter().map(|a| self.expr(a)).collect(),
                 optional_indices: l.optional_indices,
             },
-            cast::Expr::Map(m) => {
-                let mut entries = Vec::new();
-                for en in m.entries {
-                    let eid = self.id(en.id);
-                    if let cast::EntryExpr::MapEntry(me) = en.expr {
-                        entries.push(MapEntry {
-                            id: eid,
-                            key: self.expr(me.key),
-                            value: self.expr(me.value),
-                            optional: me.optional,
-                        });
-                    }
-                }
-                ExprKind::Map { entries }
-            }
-            cast::Expr::Struct(s) => {
-                let mut fields = Vec::new();
-                for en in s.entries {
-                    let eid = self.id(en.id);
-                    if let cast::EntryExpr::StructField(f) = en.expr {
-                        fields.push(StructField {
-                            id: eid,
-                            name: f.field,
-                            value: self.expr(f.value),
-                            optional: f.optional,
-                        });
-                    }
-                }
-                ExprKind::Struct {
-                    type_name: s.type_name,
-                    fields,
-                }
-            }
+            cast::Expr::Map(m) => ExprKind::Map {
+                entries: self.entries(m.entries, |conv, id, en| match en {
+                    cast::EntryExpr::MapEntry(me) => Some(MapEntry {
+                        id,
+                        key: conv.expr(me.key),
+                        value: conv.expr(me.value),
+                        optional: me.optional,
+                    }),
+                    cast::EntryExpr::StructField(_) => None,
+                }),
+            },
+            cast::Expr::Struct(s) => ExprKind::Struct {
+                type_name: s.type_name,
+                fields: self.entries(s.entries, |conv, id, en| match en {
+                    cast::EntryExpr::StructField(f) => Some(StructField {
+                        id,
+                        name: f.field,
+                        value: conv.expr(f.value),
+                        optional: f.optional,
+                    }),
+                    cast::EntryExpr::MapEntry(_) => None,
+                }),
+            },
             cast::Expr::Comprehension(c) => {
                 let c = *c;
                 ExprKind::Comprehension(Box::new(Comprehension {
@@ -625,57 +630,72 @@ fn build_env(opts: ParserOptions) -> cel::Env {
 }
 
 /// One macro's expansion (cel-go's `MacroExpander`).
-type Expander =
-    fn(&mut MacroExprHelper, &mut Option<cast::IdedExpr>, &mut Vec<cast::IdedExpr>) -> MacroResult;
+#[derive(Clone, Copy)]
+enum Expansion {
+    Quantifier(Quant),
+    Map,
+    Filter,
+    Transform(Transform),
+    OptMap { flat: bool },
+    SortBy,
+}
+
+impl Expansion {
+    fn expand(
+        self,
+        h: &mut MacroExprHelper,
+        t: &mut Option<cast::IdedExpr>,
+        args: &mut Vec<cast::IdedExpr>,
+    ) -> MacroResult {
+        match self {
+            Expansion::Quantifier(q) => quantifier(q, h, t, args),
+            Expansion::Map => map_macro(h, t, args),
+            Expansion::Filter => filter_macro(h, t, args),
+            Expansion::Transform(k) => transform(k, h, t, args),
+            Expansion::OptMap { flat } => opt_map(flat, h, t, args),
+            Expansion::SortBy => sort_by(h, t, args),
+        }
+    }
+}
 
 /// cel-go's macros on `env` (a macro `env` already has stays).
 fn add_macros(mut env: cel::Env, opts: ParserOptions) -> cel::Env {
     // The receiver macros each option brings: name, argument count, expansion.
-    let base: &[(&str, usize, Expander)] = &[
-        ("all", 2, |h, t, a| quantifier(Quant::All, h, t, a)),
-        ("exists", 2, |h, t, a| quantifier(Quant::Exists, h, t, a)),
-        ("exists_one", 2, |h, t, a| {
-            quantifier(Quant::ExistsOne, h, t, a)
-        }),
+    let base: &[(&str, usize, Expansion)] = &[
+        ("all", 2, Expansion::Quantifier(Quant::All)),
+        ("exists", 2, Expansion::Quantifier(Quant::Exists)),
+        ("exists_one", 2, Expansion::Quantifier(Quant::ExistsOne)),
         // The one-variable `existsOne` spelling is not a macro of the Kubernetes environment
         // (only `exists_one` is); the two-variable library adds a three-argument `existsOne`.
-        ("map", 2, map_macro),
-        ("map", 3, map_macro),
-        ("filter", 2, filter_macro),
+        ("map", 2, Expansion::Map),
+        ("map", 3, Expansion::Map),
+        ("filter", 2, Expansion::Filter),
     ];
-    let two_var: &[(&str, usize, Expander)] = &[
-        ("all", 3, |h, t, a| quantifier2(Quant::All, h, t, a)),
-        ("exists", 3, |h, t, a| quantifier2(Quant::Exists, h, t, a)),
-        ("existsOne", 3, |h, t, a| {
-            quantifier2(Quant::ExistsOne, h, t, a)
-        }),
-        ("exists_one", 3, |h, t, a| {
-            quantifier2(Quant::ExistsOne, h, t, a)
-        }),
-        ("transformList", 3, |h, t, a| {
-            transform(Transform::List, h, t, a)
-        }),
-        ("transformList", 4, |h, t, a| {
-            transform(Transform::List, h, t, a)
-        }),
-        ("transformMap", 3, |h, t, a| {
-            transform(Transform::Map, h, t, a)
-        }),
-        ("transformMap", 4, |h, t, a| {
-            transform(Transform::Map, h, t, a)
-        }),
-        ("transformMapEntry", 3, |h, t, a| {
-            transform(Transform::MapEntry, h, t, a)
-        }),
-        ("transformMapEntry", 4, |h, t, a| {
-            transform(Transform::MapEntry, h, t, a)
-        }),
+    let two_var: &[(&str, usize, Expansion)] = &[
+        ("all", 3, Expansion::Quantifier(Quant::All)),
+        ("exists", 3, Expansion::Quantifier(Quant::Exists)),
+        ("existsOne", 3, Expansion::Quantifier(Quant::ExistsOne)),
+        ("exists_one", 3, Expansion::Quantifier(Quant::ExistsOne)),
+        ("transformList", 3, Expansion::Transform(Transform::List)),
+        ("transformList", 4, Expansion::Transform(Transform::List)),
+        ("transformMap", 3, Expansion::Transform(Transform::Map)),
+        ("transformMap", 4, Expansion::Transform(Transform::Map)),
+        (
+            "transformMapEntry",
+            3,
+            Expansion::Transform(Transform::MapEntry),
+        ),
+        (
+            "transformMapEntry",
+            4,
+            Expansion::Transform(Transform::MapEntry),
+        ),
     ];
-    let optional: &[(&str, usize, Expander)] = &[
-        ("optMap", 2, |h, t, a| opt_map(false, h, t, a)),
-        ("optFlatMap", 2, |h, t, a| opt_map(true, h, t, a)),
+    let optional: &[(&str, usize, Expansion)] = &[
+        ("optMap", 2, Expansion::OptMap { flat: false }),
+        ("optFlatMap", 2, Expansion::OptMap { flat: true }),
     ];
-    let sort: &[(&str, usize, Expander)] = &[("sortBy", 2, sort_by)];
+    let sort: &[(&str, usize, Expansion)] = &[("sortBy", 2, Expansion::SortBy)];
     let _ = env.add_macro(Macro::global("has", 1, has));
     // A gated macro's use is noted (`met_gated_macro`): it needs a library some minors lack.
     for (group, on, gated) in [
@@ -684,12 +704,12 @@ fn add_macros(mut env: cel::Env, opts: ParserOptions) -> cel::Env {
         (optional, opts.optional_syntax, false),
         (sort, opts.lists_sort_by, true),
     ] {
-        for &(name, args, expand) in group.iter().filter(|_| on) {
+        for &(name, args, expansion) in group.iter().filter(|_| on) {
             let _ = env.add_macro(Macro::receiver(name, args, move |h, t, a| {
                 if gated {
                     met_gated_macro();
                 }
-                expand(h, t, a)
+                expansion.expand(h, t, a)
             }));
         }
     }
@@ -795,55 +815,11 @@ fn copy_nodes(h: &mut MacroExprHelper, e: &cast::IdedExpr) -> cast::IdedExpr {
             l.optional_indices.clone(),
         )),
         cast::Expr::Map(m) => cast::Expr::Map(cast::MapExpr {
-            entries: m
-                .entries
-                .iter()
-                .map(|en| cast::IdedEntryExpr {
-                    id: entry_id(h, en.id),
-                    expr: match &en.expr {
-                        cast::EntryExpr::MapEntry(me) => {
-                            cast::EntryExpr::MapEntry(cast::MapEntryExpr {
-                                key: copy(h, &me.key),
-                                value: copy(h, &me.value),
-                                optional: me.optional,
-                            })
-                        }
-                        cast::EntryExpr::StructField(f) => {
-                            cast::EntryExpr::StructField(cast::StructFieldExpr {
-                                field: f.field.clone(),
-                                value: copy(h, &f.value),
-                                optional: f.optional,
-                            })
-                        }
-                    },
-                })
-                .collect(),
+            entries: copy_entries(h, &m.entries),
         }),
         cast::Expr::Struct(s) => cast::Expr::Struct(cast::StructExpr {
             type_name: s.type_name.clone(),
-            entries: s
-                .entries
-                .iter()
-                .map(|en| cast::IdedEntryExpr {
-                    id: entry_id(h, en.id),
-                    expr: match &en.expr {
-                        cast::EntryExpr::StructField(f) => {
-                            cast::EntryExpr::StructField(cast::StructFieldExpr {
-                                field: f.field.clone(),
-                                value: copy(h, &f.value),
-                                optional: f.optional,
-                            })
-                        }
-                        cast::EntryExpr::MapEntry(me) => {
-                            cast::EntryExpr::MapEntry(cast::MapEntryExpr {
-                                key: copy(h, &me.key),
-                                value: copy(h, &me.value),
-                                optional: me.optional,
-                            })
-                        }
-                    },
-                })
-                .collect(),
+            entries: copy_entries(h, &s.entries),
         }),
         cast::Expr::Comprehension(c) => {
             cast::Expr::Comprehension(Box::new(cast::ComprehensionExpr {
@@ -860,6 +836,33 @@ fn copy_nodes(h: &mut MacroExprHelper, e: &cast::IdedExpr) -> cast::IdedExpr {
         other => other.clone(),
     };
     h.next_expr(kind)
+}
+
+/// [`copy_nodes`] of a map's or a struct's entries.
+fn copy_entries(
+    h: &mut MacroExprHelper,
+    entries: &[cast::IdedEntryExpr],
+) -> Vec<cast::IdedEntryExpr> {
+    entries
+        .iter()
+        .map(|en| cast::IdedEntryExpr {
+            id: entry_id(h, en.id),
+            expr: match &en.expr {
+                cast::EntryExpr::MapEntry(me) => cast::EntryExpr::MapEntry(cast::MapEntryExpr {
+                    key: copy(h, &me.key),
+                    value: copy(h, &me.value),
+                    optional: me.optional,
+                }),
+                cast::EntryExpr::StructField(f) => {
+                    cast::EntryExpr::StructField(cast::StructFieldExpr {
+                        field: f.field.clone(),
+                        value: copy(h, &f.value),
+                        optional: f.optional,
+                    })
+                }
+            },
+        })
+        .collect()
 }
 
 fn has(
@@ -943,20 +946,30 @@ fn quant_parts(
     }
 }
 
+/// `all`, `exists`, `exists_one` over one variable (`args`: variable, predicate) or two
+/// (`args`: variables, predicate).
 fn quantifier(
     q: Quant,
     h: &mut MacroExprHelper,
     t: &mut Option<cast::IdedExpr>,
     args: &mut Vec<cast::IdedExpr>,
 ) -> MacroResult {
-    let v = iter_ident(h, &args[0], "argument must be a simple name")?;
+    let (v1, v2) = if args.len() == 3 {
+        let (v1, v2) = iter_vars(h, &args[0], &args[1])?;
+        (v1, Some(v2))
+    } else {
+        (
+            iter_ident(h, &args[0], "argument must be a simple name")?,
+            None,
+        )
+    };
     let pred = args.pop().unwrap();
     args.clear();
     let (init, cond, step, result) = quant_parts(q, h, pred);
     let range = t.take().unwrap();
     Ok(Some(comprehension(
         h,
-        accumulating(range, v, None, (init, cond, step, result)),
+        accumulating(range, v1, v2, (init, cond, step, result)),
     )))
 }
 
@@ -985,23 +998,6 @@ fn iter_vars(
     Ok((v1, v2))
 }
 
-fn quantifier2(
-    q: Quant,
-    h: &mut MacroExprHelper,
-    t: &mut Option<cast::IdedExpr>,
-    args: &mut Vec<cast::IdedExpr>,
-) -> MacroResult {
-    let (v1, v2) = iter_vars(h, &args[0], &args[1])?;
-    let pred = args.pop().unwrap();
-    args.clear();
-    let (init, cond, step, result) = quant_parts(q, h, pred);
-    let range = t.take().unwrap();
-    Ok(Some(comprehension(
-        h,
-        accumulating(range, v1, Some(v2), (init, cond, step, result)),
-    )))
-}
-
 fn map_macro(
     h: &mut MacroExprHelper,
     t: &mut Option<cast::IdedExpr>,
@@ -1012,27 +1008,14 @@ fn map_macro(
     let filter = if args.len() == 2 { args.pop() } else { None };
     args.clear();
     let range = t.take().unwrap();
-    Ok(Some(build_map(h, range, v, filter, f)))
-}
-
-fn build_map(
-    h: &mut MacroExprHelper,
-    range: cast::IdedExpr,
-    v: String,
-    filter: Option<cast::IdedExpr>,
-    f: cast::IdedExpr,
-) -> cast::IdedExpr {
-    let init = list(h, vec![]);
-    let cond = lit_bool(h, true);
-    let a = ident(h, ACCU);
-    let l = list(h, vec![f]);
-    let mut step = call(h, operators::ADD, vec![a, l]);
-    if let Some(p) = filter {
-        let a = ident(h, ACCU);
-        step = call(h, operators::CONDITIONAL, vec![p, step, a]);
-    }
-    let result = ident(h, ACCU);
-    comprehension(h, accumulating(range, v, None, (init, cond, step, result)))
+    Ok(Some(collect(
+        h,
+        Transform::List,
+        range,
+        (v, None),
+        filter,
+        f,
+    )))
 }
 
 /// `filter` is `map` with a condition whose element is the variable itself.
@@ -1045,9 +1028,18 @@ fn filter_macro(
     let p = args.pop().unwrap();
     let var = args.pop().unwrap();
     let range = t.take().unwrap();
-    Ok(Some(build_map(h, range, v, Some(p), var)))
+    Ok(Some(collect(
+        h,
+        Transform::List,
+        range,
+        (v, None),
+        Some(p),
+        var,
+    )))
 }
 
+/// What [`collect`] builds: a list of `f` (`map`, `filter`, `transformList`), a map of each key
+/// to `f` (`transformMap`), or a map of `f`'s entries (`transformMapEntry`).
 #[derive(Clone, Copy)]
 enum Transform {
     List,
@@ -1066,6 +1058,20 @@ fn transform(
     let filter = if args.len() == 3 { args.pop() } else { None };
     args.clear();
     let range = t.take().unwrap();
+    Ok(Some(collect(h, k, range, (v1, Some(v2)), filter, f)))
+}
+
+/// `f` of each element of `range` (variables `v1`, `v2`) collected into a list or a map, only
+/// where `filter` holds if there is one: the comprehension of `map`, `filter`, `sortBy`'s keys
+/// and the `transform` macros.
+fn collect(
+    h: &mut MacroExprHelper,
+    k: Transform,
+    range: cast::IdedExpr,
+    (v1, v2): (String, Option<String>),
+    filter: Option<cast::IdedExpr>,
+    f: cast::IdedExpr,
+) -> cast::IdedExpr {
     let init = match k {
         Transform::List => list(h, vec![]),
         _ => empty_map(h),
@@ -1088,10 +1094,7 @@ fn transform(
         step = call(h, operators::CONDITIONAL, vec![p, step, a]);
     }
     let result = ident(h, ACCU);
-    Ok(Some(comprehension(
-        h,
-        accumulating(range, v1, Some(v2), (init, cond, step, result)),
-    )))
+    comprehension(h, accumulating(range, v1, v2, (init, cond, step, result)))
 }
 
 fn opt_map(
@@ -1180,7 +1183,7 @@ fn sort_by(
     let f = args.pop().unwrap();
     args.clear();
     let range = copy(h, &var_ident);
-    let map_compr = build_map(h, range, v, None, f);
+    let map_compr = collect(h, Transform::List, range, (v, None), None, f);
     let recv = copy(h, &var_ident);
     let call_expr = member_call(h, "@sortByAssociatedKeys", recv, vec![map_compr]);
     let target = t.take().unwrap();
