@@ -548,24 +548,31 @@ impl Checker<'_> {
             self.check(el);
             let mut et = self.get_type(el.id);
             if optional_indices.contains(&i) {
-                let (inner, is_opt) = et.unwrap_optional();
-                let inner = inner.clone();
-                if !is_opt && !inner.is_dyn_or_any() {
-                    self.error(
-                        el.id,
-                        format!(
-                            "expected type '{}' but found '{}'",
-                            Type::optional(inner.clone()),
-                            inner
-                        ),
-                    );
-                }
-                et = inner;
+                et = self.optional_entry_type(el.id, &et);
             }
             elems_type = Some(self.join_types(el.id, elems_type, et));
         }
         let et = elems_type.unwrap_or_else(|| self.new_type_var());
         self.set_type(id, Type::list(et));
+    }
+
+    /// The type of an optional element's or entry's value (`?v`: cel-go's `maybeUnwrapOptional`
+    /// and its type mismatch): the optional's value type, an error unless `t` is an optional or
+    /// dyn.
+    fn optional_entry_type(&mut self, id: ExprId, t: &Type) -> Type {
+        let (inner, is_opt) = t.unwrap_optional();
+        let inner = inner.clone();
+        if !is_opt && !inner.is_dyn_or_any() {
+            self.error(
+                id,
+                format!(
+                    "expected type '{}' but found '{}'",
+                    Type::optional(inner.clone()),
+                    inner
+                ),
+            );
+        }
+        inner
     }
 
     fn check_map(&mut self, e: &mut Expr) {
@@ -582,19 +589,7 @@ impl Checker<'_> {
             self.check(&mut en.value);
             let mut v = self.get_type(en.value.id);
             if en.optional {
-                let (inner, is_opt) = v.unwrap_optional();
-                let inner = inner.clone();
-                if !is_opt && !inner.is_dyn_or_any() {
-                    self.error(
-                        en.value.id,
-                        format!(
-                            "expected type '{}' but found '{}'",
-                            Type::optional(inner.clone()),
-                            inner
-                        ),
-                    );
-                }
-                v = inner;
+                v = self.optional_entry_type(en.value.id, &v);
             }
             vt = Some(self.join_types(en.value.id, vt, v));
         }
@@ -637,19 +632,7 @@ impl Checker<'_> {
             };
             let mut vt = self.get_type(f.value.id);
             if f.optional {
-                let (inner, is_opt) = vt.unwrap_optional();
-                let inner = inner.clone();
-                if !is_opt && !inner.is_dyn_or_any() {
-                    self.error(
-                        f.value.id,
-                        format!(
-                            "expected type '{}' but found '{}'",
-                            Type::optional(inner.clone()),
-                            inner
-                        ),
-                    );
-                }
-                vt = inner;
+                vt = self.optional_entry_type(f.value.id, &vt);
             }
             if !self.is_assignable(&ft, &vt) {
                 self.error(
