@@ -294,23 +294,32 @@ mod tests {
 
     #[test]
     fn the_construct_in_progress_names_what_it_expects() {
-        let at = |s: &str, needle: &str| s.find(needle).unwrap();
-        let s = "true ? has(object.a) ? true : false : true";
-        assert!(one(s, at(s, "? true"), "{')', ','}").ends_with("expecting ':'"));
-        let s = "g(f(y) z y)";
-        assert!(one(s, at(s, "z"), "{')', ','}").ends_with("expecting ')'"));
-        let s = "x[f(y) z y]";
-        assert!(one(s, at(s, "z"), "{')', ','}").ends_with("expecting ']'"));
-        let s = "(x) z y";
-        assert!(one(s, at(s, "z"), "')'").ends_with("expecting <EOF>"));
-        let s = "{'a': true ? f(x) ? 1 : 2 : 3}";
-        assert!(one(s, at(s, "? 1"), "{')', ','}").ends_with("expecting ':'"));
-        // A string's brackets and `?` are not tokens; `.?` marks an optional field.
-        let s = "g(')?[', x.?y z)";
-        assert!(one(s, at(s, "z"), "{')', ','}").ends_with("expecting ')'"));
-        // Other sets are the parser's own.
-        let s = "[f(y) z y]";
-        assert!(one(s, at(s, "z"), "{']', ','}").ends_with("expecting {']', ','}"));
+        // Each case: the source, where the error is (the first place of a text), the set the
+        // parser names, and the end of the corrected message.
+        for (s, at, set, want) in [
+            (
+                "true ? has(object.a) ? true : false : true",
+                "? true",
+                "{')', ','}",
+                "expecting ':'",
+            ),
+            ("g(f(y) z y)", "z", "{')', ','}", "expecting ')'"),
+            ("x[f(y) z y]", "z", "{')', ','}", "expecting ']'"),
+            ("(x) z y", "z", "')'", "expecting <EOF>"),
+            (
+                "{'a': true ? f(x) ? 1 : 2 : 3}",
+                "? 1",
+                "{')', ','}",
+                "expecting ':'",
+            ),
+            // A string's brackets and `?` are not tokens; `.?` marks an optional field.
+            ("g(')?[', x.?y z)", "z", "{')', ','}", "expecting ')'"),
+            // Other sets are the parser's own.
+            ("[f(y) z y]", "z", "{']', ','}", "expecting {']', ','}"),
+        ] {
+            let got = one(s, s.find(at).unwrap(), set);
+            assert!(got.ends_with(want), "{s}: {got}");
+        }
     }
 
     #[test]
