@@ -62,8 +62,23 @@ impl Declarations {
     /// its `base.go` puts in at its compatibility version; with `patch_types`, also the
     /// libraries of MutatingAdmissionPolicy mutations (`HasPatchTypes`).
     pub fn for_minor(minor: &super::minor::Minor, patch_types: bool) -> Declarations {
+        Declarations::for_minor_at(minor, minor.compatibility, patch_types)
+    }
+
+    /// The declarations of a Kubernetes minor's environment for stored expressions: every
+    /// library its `base.go` has (each introduced at or before the minor itself).
+    pub fn for_minor_stored(minor: &super::minor::Minor) -> Declarations {
+        Declarations::for_minor_at(minor, minor.kubernetes, false)
+    }
+
+    /// The libraries of `minor`'s `base.go` present at `version`, as it introduces them.
+    fn for_minor_at(
+        minor: &super::minor::Minor,
+        version: Version,
+        patch_types: bool,
+    ) -> Declarations {
         Declarations::for_environment(
-            minor.compatibility,
+            version,
             |s| {
                 if minor.has_library(s) {
                     minor.library_introduced(s)
@@ -72,22 +87,6 @@ impl Declarations {
                 }
             },
             patch_types,
-        )
-    }
-
-    /// The declarations of a Kubernetes minor's environment for stored expressions: every
-    /// library its `base.go` has (each introduced at or before the minor itself).
-    pub fn for_minor_stored(minor: &super::minor::Minor) -> Declarations {
-        Declarations::for_environment(
-            minor.kubernetes,
-            |s| {
-                if minor.has_library(s) {
-                    minor.library_introduced(s)
-                } else {
-                    Some(Version::new(u32::MAX, 0))
-                }
-            },
-            false,
         )
     }
 
