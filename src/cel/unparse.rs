@@ -110,49 +110,24 @@ fn write(e: &Expr, out: &mut String) -> Option<()> {
         ExprKind::List {
             elements,
             optional_indices,
-        } => {
-            out.push('[');
-            for (i, el) in elements.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                if optional_indices.contains(&i) {
-                    out.push('?');
-                }
-                write(el, out)?;
-            }
-            out.push(']');
-        }
-        ExprKind::Map { entries } => {
-            out.push('{');
-            for (i, en) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                if en.optional {
-                    out.push('?');
-                }
-                write(&en.key, out)?;
-                out.push_str(": ");
-                write(&en.value, out)?;
-            }
-            out.push('}');
-        }
+        } => delimited('[', elements, ']', out, |i, el, out| {
+            optional_mark(optional_indices.contains(&i), out);
+            write(el, out)
+        })?,
+        ExprKind::Map { entries } => delimited('{', entries, '}', out, |_, en, out| {
+            optional_mark(en.optional, out);
+            write(&en.key, out)?;
+            out.push_str(": ");
+            write(&en.value, out)
+        })?,
         ExprKind::Struct { type_name, fields } => {
             out.push_str(type_name);
-            out.push('{');
-            for (i, f) in fields.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                if f.optional {
-                    out.push('?');
-                }
+            delimited('{', fields, '}', out, |_, f, out| {
+                optional_mark(f.optional, out);
                 out.push_str(&f.name);
                 out.push_str(": ");
-                write(&f.value, out)?;
-            }
-            out.push('}');
+                write(&f.value, out)
+            })?;
         }
         ExprKind::Comprehension(_) => return None,
     }
@@ -186,16 +161,9 @@ fn call(function: &str, target: Option<&Expr>, args: &[Expr], out: &mut String) 
             let a = &args[0];
             return wrap(a, precedence(a) < MEMBER, out);
         }
-        if function == "_[_]" && args.len() == 2 {
+        if matches!(function, "_[_]" | "_[?_]") && args.len() == 2 {
             wrap(&args[0], precedence(&args[0]) < MEMBER, out)?;
-            out.push('[');
-            write(&args[1], out)?;
-            out.push(']');
-            return Some(());
-        }
-        if function == "_[?_]" && args.len() == 2 {
-            wrap(&args[0], precedence(&args[0]) < MEMBER, out)?;
-            out.push_str("[?");
+            out.push_str(if function == "_[_]" { "[" } else { "[?" });
             write(&args[1], out)?;
             out.push(']');
             return Some(());
@@ -219,15 +187,34 @@ fn call(function: &str, target: Option<&Expr>, args: &[Expr], out: &mut String) 
         out.push('.');
     }
     out.push_str(function);
-    out.push('(');
-    for (i, a) in args.iter().enumerate() {
+    delimited('(', args, ')', out, |_, a, out| write(a, out))
+}
+
+/// `items` between `open` and `close`, separated by commas, each written by `item` (with its
+/// index).
+fn delimited<T>(
+    open: char,
+    items: &[T],
+    close: char,
+    out: &mut String,
+    mut item: impl FnMut(usize, &T, &mut String) -> Option<()>,
+) -> Option<()> {
+    out.push(open);
+    for (i, x) in items.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
-        write(a, out)?;
+        item(i, x, out)?;
     }
-    out.push(')');
+    out.push(close);
     Some(())
+}
+
+/// The `?` before an optional element or entry.
+fn optional_mark(optional: bool, out: &mut String) {
+    if optional {
+        out.push('?');
+    }
 }
 
 fn literal(l: &Literal, out: &mut String) -> Option<()> {
