@@ -567,22 +567,10 @@ fn apply(function: &str, v: &[Val]) -> Result<R, Stop> {
         ("-_", [Double(d)]) => ok(Double(-d)),
         ("@not_strictly_false", [x]) => ok(Bool(!matches!(x, Bool(false)))),
         ("_+_" | "_-_" | "_*_" | "_/_" | "_%_", [Int(x), Int(y)]) => {
-            let ops = [
-                i64::checked_add,
-                i64::checked_sub,
-                i64::checked_mul,
-                i64::checked_div,
-            ];
-            checked(function, ops, i64::checked_rem, *x, *y).map_or_else(error, |r| ok(Int(r)))
+            checked(function, *x, *y).map_or_else(error, |r| ok(Int(r)))
         }
         ("_+_" | "_-_" | "_*_" | "_/_" | "_%_", [Uint(x), Uint(y)]) => {
-            let ops = [
-                u64::checked_add,
-                u64::checked_sub,
-                u64::checked_mul,
-                u64::checked_div,
-            ];
-            checked(function, ops, u64::checked_rem, *x, *y).map_or_else(error, |r| ok(Uint(r)))
+            checked(function, *x, *y).map_or_else(error, |r| ok(Uint(r)))
         }
         ("_+_" | "_-_" | "_*_" | "_/_", [Double(x), Double(y)]) => ok(Double(match function {
             "_+_" => x + y,
@@ -724,22 +712,35 @@ fn apply(function: &str, v: &[Val]) -> Result<R, Stop> {
     }
 }
 
-/// `_+_`, `_-_`, `_*_`, `_/_` (`ops`, in that order) or else `_%_` (`rem`) of whole numbers;
-/// overflow and division by zero are `None`.
-fn checked<T>(
-    function: &str,
-    ops: [fn(T, T) -> Option<T>; 4],
-    rem: fn(T, T) -> Option<T>,
-    x: T,
-    y: T,
-) -> Option<T> {
-    match ["_+_", "_-_", "_*_", "_/_"]
+/// A whole-number type's checked `_+_`, `_-_`, `_*_`, `_/_` and `_%_`, in that order.
+trait CheckedOps: Sized {
+    const OPS: [fn(Self, Self) -> Option<Self>; 5];
+}
+
+macro_rules! checked_ops {
+    ($($t:ty),*) => {$(
+        impl CheckedOps for $t {
+            const OPS: [fn(Self, Self) -> Option<Self>; 5] = [
+                <$t>::checked_add,
+                <$t>::checked_sub,
+                <$t>::checked_mul,
+                <$t>::checked_div,
+                <$t>::checked_rem,
+            ];
+        }
+    )*};
+}
+
+checked_ops!(i64, u64);
+
+/// `_+_`, `_-_`, `_*_`, `_/_` or else `_%_` of whole numbers; overflow and division by zero are
+/// `None`.
+fn checked<T: CheckedOps>(function: &str, x: T, y: T) -> Option<T> {
+    let i = ["_+_", "_-_", "_*_", "_/_"]
         .iter()
         .position(|f| *f == function)
-    {
-        Some(i) => ops[i](x, y),
-        None => rem(x, y),
-    }
+        .unwrap_or(4);
+    T::OPS[i](x, y)
 }
 
 #[cfg(test)]
