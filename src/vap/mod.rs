@@ -136,6 +136,27 @@ impl Compiled {
     fn accepted(&self) -> Option<&CheckedExpr> {
         self.checked.as_ref().filter(|_| self.error.is_none())
     }
+
+    /// The names of `variables.<name>` the expression reads (none when it did not compile).
+    fn variables_used(&self) -> BTreeSet<String> {
+        self.checked
+            .as_ref()
+            .map(variables_used)
+            .unwrap_or_default()
+    }
+
+    /// Upstream's estimate of the expression's most cost (0 when it has none).
+    fn max_cost(&self) -> u64 {
+        self.report.max_cost.unwrap_or(0)
+    }
+
+    /// The typed estimate of its most cost, or upstream's where it has none.
+    fn typed_max_cost(&self) -> u64 {
+        self.report
+            .typed
+            .as_ref()
+            .map_or(self.max_cost(), |t: &TypedEstimate| t.max_cost)
+    }
 }
 
 /// Estimates one ValidatingAdmissionPolicy (admissionregistration v1 or v1beta1, as JSON), with
@@ -172,7 +193,6 @@ pub fn estimate_vap_with(
     let variables = list("variables");
     let composition = !variables.is_empty();
     let mut types = PolicyTypes::new();
-    let mut compiled_vars: HashMap<String, (u64, u64, BTreeSet<String>)> = HashMap::new();
     let mut expressions: Vec<Compiled> = Vec::new();
 
     let s = |v: &Value, k: &str| {
@@ -201,20 +221,14 @@ pub fn estimate_vap_with(
             params: has_params,
             ..Declared::default()
         };
-        let Some(c) = compile_variable(env, &mut types, i, v, declared, &mut errors) else {
-            continue;
-        };
-        let vname = c.variable.clone().unwrap_or_default();
-        let uses = c.checked.as_ref().map(variables_used).unwrap_or_default();
-        compiled_vars.insert(
-            vname.clone(),
-            (
-                c.report.min_cost.unwrap_or(0),
-                c.report.max_cost.unwrap_or(0),
-                uses,
-            ),
-        );
-        expressions.push(c);
+        expressions.extend(compile_variable(
+            env,
+            &mut types,
+            i,
+            v,
+            declared,
+            &mut errors,
+        ));
     }
     let validations = list("validations");
     let audits = list("auditAnnotations");
@@ -228,7 +242,6 @@ pub fn estimate_vap_with(
             "validations or auditAnnotations must contain at least one item",
         ));
     }
-    let mut validations_budgeted = Budgeted::default();
     for (i, v) in validations.iter().enumerate() {
         let fp = format!("spec.validations[{i}].expression");
         let expr = s(v, "expression");
@@ -249,7 +262,6 @@ pub fn estimate_vap_with(
                 },
             );
             push_error(&mut errors, &c, &fp, &expr);
-            validations_budgeted.add(&c);
             expressions.push(c);
         }
         let me = s(v, "messageExpression");
@@ -275,7 +287,6 @@ pub fn estimate_vap_with(
                 },
             );
             push_error(&mut errors, &c, &mfp, &me);
-            validations_budgeted.add(&c);
             expressions.push(c);
         }
         let msg = s(v, "message");
@@ -305,7 +316,6 @@ pub fn estimate_vap_with(
             ));
         }
     }
-    let mut audits_budgeted = Budgeted::default();
     let mut keys = BTreeSet::new();
     for (i, a) in audits.iter().enumerate() {
         let fp = format!("spec.auditAnnotations[{i}].valueExpression");
@@ -364,48 +374,21 @@ pub fn estimate_vap_with(
         if let Some(e) = &c.error {
             errors.push(e.field_error(&fp, &expr));
         }
-        audits_budgeted.add(&c);
         expressions.push(c);
     }
-    let var_cost = |used: &BTreeSet<String>| -> u64 {
-        let mut all = BTreeSet::new();
-        let mut stack: Vec<String> = used.iter().cloned().collect();
-        while let Some(v) = stack.pop() {
-            if all.insert(v.clone())
-                && let Some((_, _, deps)) = compiled_vars.get(&v)
-            {
-                stack.extend(deps.iter().cloned());
-            }
-        }
-        all.iter()
-            .filter_map(|v| compiled_vars.get(v))
-            .fold(0u64, |s, (_, max, _)| s.saturating_add(*max))
-    };
-    let match_cost = expressions
-        .iter()
-        .filter(|c| c.report.kind == "matchCondition")
-        .fold(0u64, |s, c| {
-            s.saturating_add(c.report.max_cost.unwrap_or(0))
-        });
+    let (validation_cost, match_conditions_cost, audit_annotations_cost) =
+        budgets(&expressions, Compiled::max_cost);
     report.policy_budget = Some(PolicyBudget {
-        validation_cost: validations_budgeted
-            .cost
-            .saturating_add(var_cost(&validations_budgeted.variables)),
-        typed_validation_cost: None,
-        match_conditions_cost: match_cost,
-        typed_match_conditions_cost: None,
-        audit_annotations_cost: audits_budgeted
-            .cost
-            .saturating_add(var_cost(&audits_budgeted.variables)),
-        typed_audit_annotations_cost: None,
-        mutation_cost: None,
-        typed_mutation_cost: None,
+        validation_cost,
+        match_conditions_cost,
+        audit_annotations_cost,
+        ..Default::default()
     });
     let typing = typed::resolve(spec, catalog, env);
     if !typing.targets.is_empty() {
         add_typed_estimates(env, &typing, &mut expressions);
         if let Some(b) = report.policy_budget.as_mut() {
-            let (validation, matches, audit) = typed_budgets(&expressions);
+            let (validation, matches, audit) = budgets(&expressions, Compiled::typed_max_cost);
             b.typed_validation_cost = Some(validation);
             b.typed_match_conditions_cost = Some(matches);
             b.typed_audit_annotations_cost = Some(audit);
@@ -429,58 +412,69 @@ fn first_panic(expressions: &[Compiled]) -> Option<(String, CheckerPanic)> {
         .find_map(|c| c.panic.clone().map(|p| (c.report.field_path.clone(), p)))
 }
 
-/// The policy's budgets with the typed estimates (upstream's where an expression has none),
-/// summed as the upstream ones are: validations and messageExpressions with the variables they
-/// use (transitively, each once), matchConditions, auditAnnotations with theirs.
-fn typed_budgets(expressions: &[Compiled]) -> (u64, u64, u64) {
-    let max = |c: &Compiled| -> u64 {
-        c.report
-            .typed
-            .as_ref()
-            .map_or(c.report.max_cost.unwrap_or(0), |t: &TypedEstimate| {
-                t.max_cost
-            })
-    };
-    let mut vars: HashMap<&str, (u64, BTreeSet<String>)> = HashMap::new();
-    for c in expressions {
-        if let Some(v) = &c.variable {
-            let uses = c.checked.as_ref().map(variables_used).unwrap_or_default();
-            vars.insert(v, (max(c), uses));
-        }
+/// The policy's budgets with the costs `max` gives (upstream's, or the typed ones), summed as
+/// the runtime spends them: validations and messageExpressions with the variables they use
+/// (transitively, each once), matchConditions, auditAnnotations with theirs.
+fn budgets(expressions: &[Compiled], max: fn(&Compiled) -> u64) -> (u64, u64, u64) {
+    let vars = Variables::of(expressions, max);
+    let (v, v_used) = sites_cost(
+        expressions,
+        &[Site::Validation, Site::MessageExpression],
+        max,
+    );
+    let (m, _) = sites_cost(expressions, &[Site::MatchCondition], max);
+    let (a, a_used) = sites_cost(expressions, &[Site::AuditAnnotation], max);
+    (
+        v.saturating_add(vars.cost(v_used)),
+        m,
+        a.saturating_add(vars.cost(a_used)),
+    )
+}
+
+/// The expressions at `sites`: their costs by `max` summed, and the variables they read.
+fn sites_cost(
+    expressions: &[Compiled],
+    sites: &[Site],
+    max: fn(&Compiled) -> u64,
+) -> (u64, BTreeSet<String>) {
+    let mut cost = 0u64;
+    let mut used = BTreeSet::new();
+    for c in expressions.iter().filter(|c| sites.contains(&c.site)) {
+        cost = cost.saturating_add(max(c));
+        used.extend(c.variables_used());
     }
-    let var_cost = |used: &BTreeSet<String>| -> u64 {
-        let mut all = BTreeSet::new();
-        let mut stack: Vec<String> = used.iter().cloned().collect();
+    (cost, used)
+}
+
+/// A policy's variables by name: the cost `max` gives each and the variables it reads.
+struct Variables<'c>(HashMap<&'c str, (u64, BTreeSet<String>)>);
+
+impl<'c> Variables<'c> {
+    fn of(expressions: &'c [Compiled], max: fn(&Compiled) -> u64) -> Self {
+        let mut vars = HashMap::new();
+        for c in expressions {
+            if let Some(v) = &c.variable {
+                vars.insert(v.as_str(), (max(c), c.variables_used()));
+            }
+        }
+        Variables(vars)
+    }
+
+    /// The cost of the variables `used` names and of those they read, transitively, each once.
+    fn cost(&self, used: BTreeSet<String>) -> u64 {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<String> = used.into_iter().collect();
+        let mut cost = 0u64;
         while let Some(v) = stack.pop() {
-            if all.insert(v.clone())
-                && let Some((_, deps)) = vars.get(v.as_str())
+            if seen.insert(v.clone())
+                && let Some((m, deps)) = self.0.get(v.as_str())
             {
+                cost = cost.saturating_add(*m);
                 stack.extend(deps.iter().cloned());
             }
         }
-        all.iter()
-            .filter_map(|v| vars.get(v.as_str()))
-            .fold(0u64, |s, (m, _)| s.saturating_add(*m))
-    };
-    let sum = |sites: &[Site]| -> (u64, BTreeSet<String>) {
-        let mut cost = 0u64;
-        let mut used = BTreeSet::new();
-        for c in expressions.iter().filter(|c| sites.contains(&c.site)) {
-            cost = cost.saturating_add(max(c));
-            if let Some(ch) = &c.checked {
-                used.extend(variables_used(ch));
-            }
-        }
-        (cost, used)
-    };
-    let (v, v_used) = sum(&[Site::Validation, Site::MessageExpression]);
-    let (m, _) = sum(&[Site::MatchCondition]);
-    let (a, a_used) = sum(&[Site::AuditAnnotation]);
-    (
-        v.saturating_add(var_cost(&v_used)),
-        m,
-        a.saturating_add(var_cost(&a_used)),
-    )
+        cost
+    }
 }
 
 /// The variables of the compile environment (`compile.go` `createEnvForOpts`): upstream types
@@ -643,23 +637,6 @@ fn compile_variable(
     let out = c.accepted().map(|ch| ch.output_type().clone());
     types.add_variable(vname, out.as_ref());
     Some(c)
-}
-
-/// The expressions of one runtime budget (the validations with their messageExpressions, or the
-/// audit annotations): their costs summed, and the variables they read (each costed once).
-#[derive(Default)]
-struct Budgeted {
-    cost: u64,
-    variables: BTreeSet<String>,
-}
-
-impl Budgeted {
-    fn add(&mut self, c: &Compiled) {
-        self.cost = self.cost.saturating_add(c.report.max_cost.unwrap_or(0));
-        if let Some(ch) = &c.checked {
-            self.variables.extend(variables_used(ch));
-        }
-    }
 }
 
 /// The variables a policy expression's environment declares besides the request's (apiserver
