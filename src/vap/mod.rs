@@ -193,8 +193,6 @@ pub fn estimate_vap_with(
     let variables = list("variables");
     let composition = !variables.is_empty();
     let mut types = PolicyTypes::new();
-    let mut expressions: Vec<Compiled> = Vec::new();
-
     let s = |v: &Value, k: &str| {
         v.get(k)
             .and_then(Value::as_str)
@@ -202,34 +200,24 @@ pub fn estimate_vap_with(
             .to_string()
     };
 
-    for (i, mc) in list("matchConditions").iter().enumerate() {
+    let mut expressions = compile_conditions_and_variables(
+        env,
+        &mut types,
+        list("matchConditions"),
+        variables,
+        has_params,
+        &mut errors,
+    );
+    // The validations, messageExpressions and auditAnnotations: with `variables` declared when
+    // the policy has some.
+    let mut compile_at = |site: Site, kind: &str, fp: &str, expr: &str, authorizer: bool| {
         let declared = Declared {
             params: has_params,
-            ..Declared::default()
+            authorizer,
+            variables: composition,
         };
-        expressions.extend(compile_match_condition(
-            env,
-            &mut types,
-            i,
-            mc,
-            declared,
-            &mut errors,
-        ));
-    }
-    for (i, v) in variables.iter().enumerate() {
-        let declared = Declared {
-            params: has_params,
-            ..Declared::default()
-        };
-        expressions.extend(compile_variable(
-            env,
-            &mut types,
-            i,
-            v,
-            declared,
-            &mut errors,
-        ));
-    }
+        compile(env, &mut types, site, kind, fp, expr, declared)
+    };
     let validations = list("validations");
     let audits = list("auditAnnotations");
     if validations.is_empty() && audits.is_empty() {
@@ -248,19 +236,7 @@ pub fn estimate_vap_with(
         if expr.trim().is_empty() {
             errors.push(FieldError::required(&fp, "expression is not specified"));
         } else {
-            let c = compile(
-                env,
-                &mut types,
-                Site::Validation,
-                "validation",
-                &fp,
-                &expr,
-                Declared {
-                    params: has_params,
-                    authorizer: true,
-                    variables: composition,
-                },
-            );
+            let c = compile_at(Site::Validation, "validation", &fp, &expr, true);
             push_error(&mut errors, &c, &fp, &expr);
             expressions.push(c);
         }
@@ -273,37 +249,27 @@ pub fn estimate_vap_with(
                 "must be non-empty if specified",
             ));
         } else if !me.trim().is_empty() {
-            let c = compile(
-                env,
-                &mut types,
+            let c = compile_at(
                 Site::MessageExpression,
                 "messageExpression",
                 &mfp,
                 &me,
-                Declared {
-                    params: has_params,
-                    authorizer: false,
-                    variables: composition,
-                },
+                false,
             );
             push_error(&mut errors, &c, &mfp, &me);
             expressions.push(c);
         }
         let msg = s(v, "message");
-        if !msg.is_empty() && msg.trim().is_empty() {
-            errors.push(FieldError::invalid_string(
-                &format!("spec.validations[{i}].message"),
-                &msg,
-                k,
-                "must be non-empty if specified",
-            ));
+        let msg_error = if !msg.is_empty() && msg.trim().is_empty() {
+            Some("must be non-empty if specified")
         } else if msg.trim().contains('\n') || msg.trim().contains('\r') {
-            errors.push(FieldError::invalid_string(
-                &format!("spec.validations[{i}].message"),
-                &msg,
-                k,
-                "must not contain line breaks",
-            ));
+            Some("must not contain line breaks")
+        } else {
+            None
+        };
+        if let Some(e) = msg_error {
+            let field = format!("spec.validations[{i}].message");
+            errors.push(FieldError::invalid_string(&field, &msg, k, e));
         }
         if let Some(r) = v.get("reason").and_then(Value::as_str) {
             // `supportedValidationPolicyReason` (1.30-1.36): no `Unauthorized`.
@@ -358,22 +324,14 @@ pub fn estimate_vap_with(
             ));
             continue;
         }
-        let c = compile(
-            env,
-            &mut types,
+        let c = compile_at(
             Site::AuditAnnotation,
             "auditAnnotation",
             &fp,
             &trimmed,
-            Declared {
-                params: has_params,
-                authorizer: true,
-                variables: composition,
-            },
+            true,
         );
-        if let Some(e) = &c.error {
-            errors.push(e.field_error(&fp, &expr));
-        }
+        push_error(&mut errors, &c, &fp, &expr);
         expressions.push(c);
     }
     let (validation_cost, match_conditions_cost, audit_annotations_cost) =
@@ -546,6 +504,28 @@ fn variables_used(c: &CheckedExpr) -> BTreeSet<String> {
     out
 }
 
+/// What every policy compiles first: its `matchConditions`, then its `variables` (each declared
+/// for the expressions after it).
+fn compile_conditions_and_variables(
+    env: &Env,
+    types: &mut PolicyTypes,
+    match_conditions: &[Value],
+    variables: &[Value],
+    has_params: bool,
+    errors: &mut Vec<FieldError>,
+) -> Vec<Compiled> {
+    let mut compiled = Vec::new();
+    for (i, mc) in match_conditions.iter().enumerate() {
+        compiled.extend(compile_match_condition(
+            env, types, i, mc, has_params, errors,
+        ));
+    }
+    for (i, v) in variables.iter().enumerate() {
+        compiled.extend(compile_variable(env, types, i, v, has_params, errors));
+    }
+    compiled
+}
+
 /// A policy's `matchConditions[i]`, compiled with the stateless compiler (no `variables`;
 /// `authorizer` declared); `None` when it has no expression (a field error then).
 fn compile_match_condition(
@@ -553,7 +533,7 @@ fn compile_match_condition(
     types: &mut PolicyTypes,
     i: usize,
     mc: &Value,
-    declared: Declared,
+    has_params: bool,
     errors: &mut Vec<FieldError>,
 ) -> Option<Compiled> {
     let fp = format!("spec.matchConditions[{i}].expression");
@@ -567,9 +547,9 @@ fn compile_match_condition(
         return None;
     }
     let declared = Declared {
+        params: has_params,
         authorizer: true,
         variables: false,
-        ..declared
     };
     let c = compile(
         env,
@@ -592,7 +572,7 @@ fn compile_variable(
     types: &mut PolicyTypes,
     i: usize,
     v: &Value,
-    declared: Declared,
+    has_params: bool,
     errors: &mut Vec<FieldError>,
 ) -> Option<Compiled> {
     let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
@@ -619,9 +599,9 @@ fn compile_variable(
         return None;
     }
     let declared = Declared {
+        params: has_params,
         authorizer: true,
         variables: true,
-        ..declared
     };
     let mut c = compile(
         env,
@@ -808,20 +788,38 @@ fn accept_and_cost(
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use crate::Estimator;
     use crate::cel::decls::Version;
     use crate::fixtures::{match_resource, policy};
+    use crate::report::ObjectReport;
+
+    /// The ValidatingAdmissionPolicy `p`, failing closed on `CREATE`s of `resource` (of the API
+    /// group `group`), with the spec fields `fields` besides.
+    fn vap(group: &str, resource: &str, fields: Value) -> Value {
+        let mut spec = json!({
+            "failurePolicy": "Fail",
+            "matchConstraints": match_resource(group, resource, &["CREATE"]),
+        });
+        let fields = fields.as_object().expect("spec fields").clone();
+        spec.as_object_mut().unwrap().extend(fields);
+        policy("ValidatingAdmissionPolicy", "p", spec)
+    }
+
+    /// The estimate of `vap` in Kubernetes 1.`minor`.
+    fn estimate(vap: &Value, minor: u32) -> ObjectReport {
+        Estimator::new(Version::new(1, minor))
+            .estimate(vap, "test")
+            .unwrap()
+    }
 
     #[test]
     fn details_name_their_field_before_1_34() {
-        let vap = policy(
-            "ValidatingAdmissionPolicy",
-            "p",
+        let vap = vap(
+            "",
+            "pods",
             json!({
-                "failurePolicy": "Fail",
-                "matchConstraints": match_resource("", "pods", &["CREATE"]),
                 "variables": [{"name": "a-b", "expression": "1"}],
                 "validations": [
                     {"expression": "true", "message": " "},
@@ -830,10 +828,7 @@ mod tests {
             }),
         );
         let errors = |minor| {
-            let mut e = Estimator::new(Version::new(1, minor))
-                .estimate(&vap, "test")
-                .unwrap()
-                .errors;
+            let mut e = estimate(&vap, minor).errors;
             e.sort();
             e
         };
@@ -861,12 +856,10 @@ mod tests {
     /// name the type.
     #[test]
     fn wrong_output_types_are_compile_errors() {
-        let vap = policy(
-            "ValidatingAdmissionPolicy",
-            "p",
+        let vap = vap(
+            "apps",
+            "deployments",
             json!({
-                "failurePolicy": "Fail",
-                "matchConstraints": match_resource("apps", "deployments", &["CREATE"]),
                 "validations": [
                     {"expression": "'invalid value'"},
                     {"expression": "object.spec.replicas > 1",
@@ -876,9 +869,7 @@ mod tests {
             }),
         );
         for minor in 30..=36 {
-            let r = Estimator::new(Version::new(1, minor))
-                .estimate(&vap, "test")
-                .unwrap();
+            let r = estimate(&vap, minor);
             let named = minor >= 32;
             let want = |expected: &str, got: &str| {
                 if named {
@@ -928,12 +919,10 @@ mod tests {
     /// found before it) and the policy is refused.
     #[test]
     fn checker_panic_aborts_the_request() {
-        let vap = policy(
-            "ValidatingAdmissionPolicy",
-            "p",
+        let vap = vap(
+            "",
+            "configmaps",
             json!({
-                "failurePolicy": "Fail",
-                "matchConstraints": match_resource("", "configmaps", &["CREATE"]),
                 "validations": [
                     {"expression": "1"},
                     {"expression": "{?'app': object.data[?'app']}.size() <= 1"},
@@ -942,9 +931,7 @@ mod tests {
             }),
         );
         for minor in 30..=36 {
-            let r = Estimator::new(Version::new(1, minor))
-                .estimate(&vap, "test")
-                .unwrap();
+            let r = estimate(&vap, minor);
             assert!(!r.valid, "1.{minor}");
             let p = r.apiserver_panic.as_ref().expect("panics");
             assert_eq!(p.field_path, "spec.validations[1].expression");

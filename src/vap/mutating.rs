@@ -146,32 +146,14 @@ pub fn estimate_map_with(
             .map_or(&[], Vec::as_slice)
     };
     let mut types = PolicyTypes::new();
-    let mut expressions: Vec<Compiled> = Vec::new();
-
-    let declared = Declared {
-        params: has_params,
-        ..Declared::default()
-    };
-    for (i, mc) in list("matchConditions").iter().enumerate() {
-        expressions.extend(super::compile_match_condition(
-            env,
-            &mut types,
-            i,
-            mc,
-            declared,
-            &mut errors,
-        ));
-    }
-    for (i, v) in list("variables").iter().enumerate() {
-        expressions.extend(super::compile_variable(
-            env,
-            &mut types,
-            i,
-            v,
-            declared,
-            &mut errors,
-        ));
-    }
+    let mut expressions = super::compile_conditions_and_variables(
+        env,
+        &mut types,
+        list("matchConditions"),
+        list("variables"),
+        has_params,
+        &mut errors,
+    );
     let mutations = list("mutations");
     if mutations.is_empty() {
         errors.push(FieldError::required(
