@@ -504,8 +504,10 @@ fn variables_used(c: &CheckedExpr) -> BTreeSet<String> {
     out
 }
 
-/// What every policy compiles first: its `matchConditions`, then its `variables` (each declared
-/// for the expressions after it).
+/// What every policy compiles first: its `matchConditions`, with the stateless compiler (no
+/// `variables`), then its `variables`, in the composited environment, each declared for the
+/// expressions after it (`CompileAndStoreVariable`: its output type, or `dyn` when it was
+/// refused). Both with `authorizer` declared; one with no expression is a field error.
 fn compile_conditions_and_variables(
     env: &Env,
     types: &mut PolicyTypes,
@@ -514,109 +516,75 @@ fn compile_conditions_and_variables(
     has_params: bool,
     errors: &mut Vec<FieldError>,
 ) -> Vec<Compiled> {
+    let compile_reported = |types: &mut PolicyTypes,
+                            errors: &mut Vec<FieldError>,
+                            site: Site,
+                            kind: &str,
+                            fp: &str,
+                            expr: &str| {
+        let declared = Declared {
+            params: has_params,
+            authorizer: true,
+            variables: site == Site::Variable,
+        };
+        let c = compile(env, types, site, kind, fp, expr, declared);
+        push_error(errors, &c, fp, expr);
+        c
+    };
     let mut compiled = Vec::new();
     for (i, mc) in match_conditions.iter().enumerate() {
-        compiled.extend(compile_match_condition(
-            env, types, i, mc, has_params, errors,
+        let fp = format!("spec.matchConditions[{i}].expression");
+        let expr = mc
+            .get("expression")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim();
+        if expr.is_empty() {
+            errors.push(FieldError::required(&fp, ""));
+            continue;
+        }
+        let kind = "matchCondition";
+        compiled.push(compile_reported(
+            types,
+            errors,
+            Site::MatchCondition,
+            kind,
+            &fp,
+            expr,
         ));
     }
     for (i, v) in variables.iter().enumerate() {
-        compiled.extend(compile_variable(env, types, i, v, has_params, errors));
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
+        let fp = format!("spec.variables[{i}].expression");
+        let (vname, expr) = (s("name"), s("expression"));
+        if vname.trim().is_empty() {
+            errors.push(FieldError::required(
+                &format!("spec.variables[{i}].name"),
+                "name is not specified",
+            ));
+        } else if !is_cel_identifier(vname) {
+            errors.push(FieldError::invalid(
+                &format!("spec.variables[{i}].name"),
+                BadValue::Str(vname.to_string()),
+                detail(
+                    env.kubernetes,
+                    "name is not a valid CEL identifier",
+                    "must be a valid CEL identifier",
+                ),
+            ));
+        }
+        if expr.trim().is_empty() {
+            errors.push(FieldError::required(&fp, "expression is not specified"));
+            continue;
+        }
+        let kind = format!("variable:{vname}");
+        let mut c = compile_reported(types, errors, Site::Variable, &kind, &fp, expr);
+        c.variable = Some(vname.to_string());
+        let out = c.accepted().map(|ch| ch.output_type().clone());
+        types.add_variable(vname, out.as_ref());
+        compiled.push(c);
     }
     compiled
-}
-
-/// A policy's `matchConditions[i]`, compiled with the stateless compiler (no `variables`;
-/// `authorizer` declared); `None` when it has no expression (a field error then).
-fn compile_match_condition(
-    env: &Env,
-    types: &mut PolicyTypes,
-    i: usize,
-    mc: &Value,
-    has_params: bool,
-    errors: &mut Vec<FieldError>,
-) -> Option<Compiled> {
-    let fp = format!("spec.matchConditions[{i}].expression");
-    let expr = mc
-        .get("expression")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let trimmed = expr.trim();
-    if trimmed.is_empty() {
-        errors.push(FieldError::required(&fp, ""));
-        return None;
-    }
-    let declared = Declared {
-        params: has_params,
-        authorizer: true,
-        variables: false,
-    };
-    let c = compile(
-        env,
-        types,
-        Site::MatchCondition,
-        "matchCondition",
-        &fp,
-        trimmed,
-        declared,
-    );
-    push_error(errors, &c, &fp, trimmed);
-    Some(c)
-}
-
-/// A policy's `variables[i]`, its name checked, compiled in the composited environment and
-/// declared for the expressions after it (`CompileAndStoreVariable`: its output type, or `dyn`
-/// when it was refused); `None` when it has no expression (a field error then).
-fn compile_variable(
-    env: &Env,
-    types: &mut PolicyTypes,
-    i: usize,
-    v: &Value,
-    has_params: bool,
-    errors: &mut Vec<FieldError>,
-) -> Option<Compiled> {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
-    let fp = format!("spec.variables[{i}].expression");
-    let (vname, expr) = (s("name"), s("expression"));
-    if vname.trim().is_empty() {
-        errors.push(FieldError::required(
-            &format!("spec.variables[{i}].name"),
-            "name is not specified",
-        ));
-    } else if !is_cel_identifier(vname) {
-        errors.push(FieldError::invalid(
-            &format!("spec.variables[{i}].name"),
-            BadValue::Str(vname.to_string()),
-            detail(
-                env.kubernetes,
-                "name is not a valid CEL identifier",
-                "must be a valid CEL identifier",
-            ),
-        ));
-    }
-    if expr.trim().is_empty() {
-        errors.push(FieldError::required(&fp, "expression is not specified"));
-        return None;
-    }
-    let declared = Declared {
-        params: has_params,
-        authorizer: true,
-        variables: true,
-    };
-    let mut c = compile(
-        env,
-        types,
-        Site::Variable,
-        &format!("variable:{vname}"),
-        &fp,
-        expr,
-        declared,
-    );
-    push_error(errors, &c, &fp, expr);
-    c.variable = Some(vname.to_string());
-    let out = c.accepted().map(|ch| ch.output_type().clone());
-    types.add_variable(vname, out.as_ref());
-    Some(c)
 }
 
 /// The variables a policy expression's environment declares besides the request's (apiserver
