@@ -466,39 +466,46 @@ fn write_go_json(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => {
-            if let Some(i) = go_int(n) {
-                out.push_str(&i.to_string())
-            } else {
-                out.push_str(&go_json_float(n.as_f64().unwrap_or(0.0)))
-            }
-        }
+        Value::Number(n) => out.push_str(&go_number(n, go_json_float)),
         Value::String(s) => out.push_str(&go_json_string(s)),
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_json(x, out);
-            }
-            out.push(']');
-        }
+        Value::Array(a) => write_joined(out, ["[", ",", "]"], a, write_go_json),
         Value::Object(o) => {
             let mut keys: Vec<&String> = o.keys().collect();
             keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
+            write_joined(out, ["{", ",", "}"], keys, |k, out| {
                 out.push_str(&go_json_string(k));
                 out.push(':');
                 write_go_json(&o[k.as_str()], out);
-            }
-            out.push('}');
+            });
         }
     }
+}
+
+/// A decoded JSON number as Go holds it: an `int64` if it is one ([`go_int`]), else a
+/// `float64`, written by `float`.
+fn go_number(n: &serde_json::Number, float: fn(f64) -> String) -> String {
+    match go_int(n) {
+        Some(i) => i.to_string(),
+        None => float(n.as_f64().unwrap_or_default()),
+    }
+}
+
+/// Writes a composite value's elements as Go prints them: `open`, each of `items` by `write`
+/// with `sep` between them, `close`.
+fn write_joined<T>(
+    out: &mut String,
+    [open, sep, close]: [&str; 3],
+    items: impl IntoIterator<Item = T>,
+    mut write: impl FnMut(T, &mut String),
+) {
+    out.push_str(open);
+    for (i, x) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        write(x, out);
+    }
+    out.push_str(close);
 }
 
 /// Go `encoding/json` string encoding (HTML-escaped `<`, `>`, `&`; `\b` and `\f` since Go 1.22,

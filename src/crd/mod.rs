@@ -268,8 +268,9 @@ fn schema_roots(crd: &Value) -> Result<Vec<SchemaRoot<'_>>, SchemaReadError> {
     Ok(roots)
 }
 
-/// The CEL context of one schema node (`CELSchemaContext`).
-#[derive(Clone)]
+/// The CEL context of one schema node (`CELSchemaContext`). The default is an unbounded node
+/// outside every rule's scope, with no type information.
+#[derive(Clone, Default)]
 struct Ctx {
     /// Cardinality from ancestors' maxItems / maxProperties; `None` = unbounded.
     cardinality: Option<u64>,
@@ -360,16 +361,8 @@ fn estimate_schema(
     };
     let ctx = Ctx {
         cardinality: Some(1),
-        in_scope: false,
-        decl: None,
-        provider: None,
-        type_path: TypePath::default(),
-        type_failed: false,
-        unbounded_ancestors: vec![],
-        old_self_forbidden: None,
         is_root: true,
-        inside_resource_meta: false,
-        defaults_forbidden: None,
+        ..Ctx::default()
     };
     w.walk(
         s,
@@ -718,15 +711,10 @@ impl Walk<'_> {
         // errors count for this node, their rules never compile.
         for (m, mfld, mdisplay) in validate::nested_schemas(s, fld, display) {
             let c = Ctx {
-                cardinality: None,
-                in_scope: false,
-                decl: None,
-                provider: None,
-                type_path: TypePath::default(),
-                type_failed: false,
-                unbounded_ancestors: vec![],
-                is_root: false,
-                ..ctx.clone()
+                old_self_forbidden: ctx.old_self_forbidden.clone(),
+                inside_resource_meta: ctx.inside_resource_meta,
+                defaults_forbidden: ctx.defaults_forbidden.clone(),
+                ..Ctx::default()
             };
             let (mut mfld, mut mdisplay) = (mfld, mdisplay);
             self.walk(m, &mut mfld, &mut mdisplay, &c, false);

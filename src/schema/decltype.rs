@@ -59,6 +59,28 @@ impl DeclType {
         })
     }
 
+    /// A list or map (`NewListType`, `NewMapType`) of at most `max_items` elements (`maxItems`,
+    /// `maxProperties`, zero if negative) or, with none, of `estimate` elements (as many of the
+    /// smallest as fit in a request).
+    fn collection(
+        cel: Type,
+        kind: DeclKind,
+        max_items: Option<i64>,
+        estimate: i64,
+    ) -> Arc<DeclType> {
+        let (max_elements, bounded) = match max_items {
+            Some(m) => (zero_if_negative(m), true),
+            None => (estimate, false),
+        };
+        Arc::new(DeclType {
+            kind,
+            cel,
+            max_elements,
+            min_serialized_size: 2,
+            bounded,
+        })
+    }
+
     pub fn elem(&self) -> Option<&Arc<DeclType>> {
         match &self.kind {
             DeclKind::List(e) | DeclKind::Map(_, e) => Some(e),
@@ -520,6 +542,13 @@ fn convert(
         };
         return Some(DeclType::scalar(Type::Dyn, 1, max, bounded));
     }
+    // A list's items, a map's values or a property: converted below its place, its object
+    // types named `name.part`.
+    let child_type = |memo: &mut Memo<'_>, child: &Schema, part: &str, place: Place| {
+        let name = child_name(memo, name, part);
+        let at = below(memo, place);
+        decl_type(child, child.x_embedded_resource, minor, &name, adaptor, at)
+    };
     let meta_overrides = if is_resource_root {
         object_meta_overrides(
             s,
@@ -531,25 +560,12 @@ fn convert(
     match s.type_.as_str() {
         "array" => {
             let items = s.items.as_ref()?;
-            let elem = decl_type(
-                items,
-                items.x_embedded_resource,
-                minor,
-                &child_name(&memo, name, "@idx"),
-                adaptor,
-                below(&mut memo, Place::Items),
-            )?;
-            let (max, bounded) = match s.max_items {
-                Some(m) => (zero_if_negative(m), true),
-                None => (unbounded_string / (elem.min_serialized_size + 1), false),
-            };
-            Some(Arc::new(DeclType {
-                cel: Type::list(elem.cel.clone()),
-                kind: DeclKind::List(elem),
-                max_elements: max,
-                min_serialized_size: 2,
-                bounded,
-            }))
+            let elem = child_type(&mut memo, items, "@idx", Place::Items)?;
+            // `estimateMaxArrayItemsFromMinSize`: an item and a comma each.
+            let estimate = unbounded_string / (elem.min_serialized_size + 1);
+            let cel = Type::list(elem.cel.clone());
+            let kind = DeclKind::List(elem);
+            Some(DeclType::collection(cel, kind, s.max_items, estimate))
         }
         "object" => {
             // 1.30's `WithTypeAndObjectMeta` copy drops `additionalProperties`.
@@ -557,26 +573,14 @@ fn convert(
                 meta_overrides.is_none() || minor.type_meta_keeps_additional_properties
             });
             if let Some(ap) = ap {
-                let val = decl_type(
-                    ap,
-                    ap.x_embedded_resource,
-                    minor,
-                    &child_name(&memo, name, "@elem"),
-                    adaptor,
-                    below(&mut memo, Place::Values),
-                )?;
-                let (max, bounded) = match s.max_properties {
-                    Some(m) => (zero_if_negative(m), true),
-                    None => (unbounded_string / (val.min_serialized_size + 6), false),
-                };
+                let val = child_type(&mut memo, ap, "@elem", Place::Values)?;
+                // `estimateMaxAdditionalPropertiesFromMinSize`: a value, a two-byte key in
+                // quotes, a colon and a comma each.
+                let estimate = unbounded_string / (val.min_serialized_size + 6);
                 let key = DeclType::scalar(Type::String, MIN_STRING_SIZE, 0, true);
-                return Some(Arc::new(DeclType {
-                    cel: Type::map(Type::String, val.cel.clone()),
-                    kind: DeclKind::Map(key, val),
-                    max_elements: max,
-                    min_serialized_size: 2,
-                    bounded,
-                }));
+                let cel = Type::map(Type::String, val.cel.clone());
+                let kind = DeclKind::Map(key, val);
+                return Some(DeclType::collection(cel, kind, s.max_properties, estimate));
             }
             let mut fields = IndexMap::new();
             let mut min_size = 2i64;
@@ -597,11 +601,8 @@ fn convert(
                 );
             for (place, (pname, prop)) in props {
                 let escaped = escape(pname);
-                let child = child_name(&memo, name, escaped.as_deref().unwrap_or(pname));
-                let at = below(&mut memo, place);
-                if let Some(ft) =
-                    decl_type(prop, prop.x_embedded_resource, minor, &child, adaptor, at)
-                {
+                let part = escaped.as_deref().unwrap_or(pname);
+                if let Some(ft) = child_type(&mut memo, prop, part, place) {
                     let required = s.required.iter().any(|r| r == pname);
                     if required && prop.default.is_none() {
                         min_size += pname.len() as i64 + ft.min_serialized_size + 4;

@@ -140,9 +140,30 @@ impl Schema {
         let mut s = Schema::default();
         for (k, val) in obj {
             let p = || format!("{path}.{k}");
+            let string = || str_of(val).ok_or_else(|| err(p(), "must be a string"));
+            let number = || float_of(val).ok_or_else(|| err(p(), "must be a number"));
+            let integer = || int_of(val).ok_or_else(|| err(p(), "must be an integer"));
+            let strings = || str_list(val).ok_or_else(|| err(p(), "must be a list of strings"));
+            // An object (of schemas, or dependencies) or null.
+            let object = || match val {
+                Value::Object(o) => Ok(Some(o)),
+                Value::Null => Ok(None),
+                _ => Err(err(p(), "must be an object")),
+            };
+            // The schemas below this key: `.k`, `.k[name]`, `.k[i]`.
+            let child = || Self::read(val, &path.field(k), depth + 1);
+            let keyed = |name: &str, v: &Value| Self::read(v, &path.keyed(k, name), depth + 1);
+            let indexed = |i: usize, v: &Value| Self::read(v, &path.indexed(k, i), depth + 1);
+            let additional = || {
+                Ok(match val {
+                    Value::Null => None,
+                    Value::Bool(b) => Some(AdditionalProperties::Bool(*b)),
+                    _ => Some(AdditionalProperties::Schema(Box::new(child()?))),
+                })
+            };
             match k.as_str() {
-                "type" => s.type_ = str_of(val).ok_or_else(|| err(p(), "must be a string"))?,
-                "format" => s.format = str_of(val).ok_or_else(|| err(p(), "must be a string"))?,
+                "type" => s.type_ = string()?,
+                "format" => s.format = string()?,
                 "description" | "title" => {
                     let non_empty = match val {
                         Value::String(t) => !t.is_empty(),
@@ -155,31 +176,19 @@ impl Schema {
                         s.has_title = non_empty;
                     }
                 }
-                "pattern" => s.pattern = str_of(val).ok_or_else(|| err(p(), "must be a string"))?,
-                "maximum" => {
-                    s.maximum = float_of(val).ok_or_else(|| err(p(), "must be a number"))?
-                }
-                "minimum" => {
-                    s.minimum = float_of(val).ok_or_else(|| err(p(), "must be a number"))?
-                }
-                "multipleOf" => {
-                    s.multiple_of = float_of(val).ok_or_else(|| err(p(), "must be a number"))?
-                }
+                "pattern" => s.pattern = string()?,
+                "maximum" => s.maximum = number()?,
+                "minimum" => s.minimum = number()?,
+                "multipleOf" => s.multiple_of = number()?,
                 "exclusiveMaximum" => s.exclusive_maximum = val.as_bool().unwrap_or(false),
                 "exclusiveMinimum" => s.exclusive_minimum = val.as_bool().unwrap_or(false),
-                "minLength" => {
-                    s.min_length = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
-                }
-                "minItems" => {
-                    s.min_items = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
-                }
-                "minProperties" => {
-                    s.min_properties = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
-                }
+                "minLength" => s.min_length = integer()?,
+                "minItems" => s.min_items = integer()?,
+                "minProperties" => s.min_properties = integer()?,
                 "externalDocs" => s.external_docs = !val.is_null(),
                 "example" => s.example = !val.is_null(),
                 "id" | "$schema" => {
-                    let v = str_of(val).ok_or_else(|| err(p(), "must be a string"))?;
+                    let v = string()?;
                     let u = s.unsupported.get_or_insert_default();
                     if k == "id" {
                         u.id = v;
@@ -188,20 +197,15 @@ impl Schema {
                     }
                 }
                 "$ref" if !val.is_null() => {
-                    let v = str_of(val).ok_or_else(|| err(p(), "must be a string"))?;
-                    s.unsupported.get_or_insert_default().ref_ = Some(v);
+                    s.unsupported.get_or_insert_default().ref_ = Some(string()?);
                 }
                 "patternProperties" | "definitions" => {
-                    let Value::Object(props) = val else {
-                        if val.is_null() {
-                            continue;
-                        }
-                        return Err(err(p(), "must be an object"));
+                    let Some(props) = object()? else {
+                        continue;
                     };
                     let mut map = IndexMap::new();
                     for (name, ps) in props {
-                        let child = Self::read(ps, &path.keyed(k, name), depth + 1)?;
-                        map.insert(name.clone(), child);
+                        map.insert(name.clone(), keyed(name, ps)?);
                     }
                     let u = s.unsupported.get_or_insert_default();
                     if k == "definitions" {
@@ -211,11 +215,8 @@ impl Schema {
                     }
                 }
                 "dependencies" => {
-                    let Value::Object(deps) = val else {
-                        if val.is_null() {
-                            continue;
-                        }
-                        return Err(err(p(), "must be an object"));
+                    let Some(deps) = object()? else {
+                        continue;
                     };
                     let mut map = IndexMap::new();
                     for (name, d) in deps {
@@ -223,34 +224,20 @@ impl Schema {
                             Value::Array(_) => Dependency::Properties(
                                 str_list(d).ok_or_else(|| err(p(), "must be a list of strings"))?,
                             ),
-                            _ => Dependency::Schema(Box::new(Self::read(
-                                d,
-                                &path.keyed("dependencies", name),
-                                depth + 1,
-                            )?)),
+                            _ => Dependency::Schema(Box::new(keyed(name, d)?)),
                         };
                         map.insert(name.clone(), dep);
                     }
                     s.unsupported.get_or_insert_default().dependencies = Some(map);
                 }
-                "additionalItems" => match val {
-                    Value::Null => {}
-                    Value::Bool(b) => {
-                        s.unsupported.get_or_insert_default().additional_items =
-                            Some(AdditionalProperties::Bool(*b))
+                "additionalItems" => {
+                    if let Some(a) = additional()? {
+                        s.unsupported.get_or_insert_default().additional_items = Some(a);
                     }
-                    _ => {
-                        let child = Self::read(val, &path.field("additionalItems"), depth + 1)?;
-                        s.unsupported.get_or_insert_default().additional_items =
-                            Some(AdditionalProperties::Schema(Box::new(child)))
-                    }
-                },
+                }
                 "properties" => {
-                    let Value::Object(props) = val else {
-                        if val.is_null() {
-                            continue;
-                        }
-                        return Err(err(p(), "must be an object"));
+                    let Some(props) = object()? else {
+                        continue;
                     };
                     s.properties_set = true;
                     // Sized once: a schema is hundreds of bytes, and growing the map by
@@ -258,51 +245,27 @@ impl Schema {
                     // faults on the corpus).
                     s.properties.reserve_exact(props.len());
                     for (name, ps) in props {
-                        let child = Self::read(ps, &path.keyed("properties", name), depth + 1)?;
-                        s.properties.insert(name.clone(), child);
+                        s.properties.insert(name.clone(), keyed(name, ps)?);
                     }
                 }
                 "items" => match val {
                     Value::Array(a) => {
                         s.items_array_raw = Some(Box::new(val.clone()));
                         for (i, it) in a.iter().enumerate() {
-                            s.items_array.push(Self::read(
-                                it,
-                                &path.indexed("items", i),
-                                depth + 1,
-                            )?);
+                            s.items_array.push(indexed(i, it)?);
                         }
                     }
                     Value::Null => {}
-                    _ => {
-                        s.items = Some(Box::new(Self::read(val, &path.field("items"), depth + 1)?))
-                    }
+                    _ => s.items = Some(Box::new(child()?)),
                 },
-                "additionalProperties" => match val {
-                    Value::Bool(b) => {
-                        s.additional_properties = Some(AdditionalProperties::Bool(*b))
-                    }
-                    Value::Null => {}
-                    _ => {
-                        s.additional_properties = Some(AdditionalProperties::Schema(Box::new(
-                            Self::read(val, &path.field("additionalProperties"), depth + 1)?,
-                        )))
-                    }
-                },
+                "additionalProperties" => s.additional_properties = additional()?,
                 "required" => {
-                    s.required =
-                        str_list(val).ok_or_else(|| err(p(), "must be a list of strings"))?;
+                    s.required = strings()?;
                     s.required_set = !val.is_null();
                 }
-                "maxLength" => {
-                    s.max_length = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
-                }
-                "maxItems" => {
-                    s.max_items = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
-                }
-                "maxProperties" => {
-                    s.max_properties = int_of(val).ok_or_else(|| err(p(), "must be an integer"))?
-                }
+                "maxLength" => s.max_length = integer()?,
+                "maxItems" => s.max_items = integer()?,
+                "maxProperties" => s.max_properties = integer()?,
                 "enum" => {
                     if let Value::Array(a) = val {
                         s.enum_values = a.clone();
@@ -321,7 +284,7 @@ impl Schema {
                     let mut list = Vec::new();
                     if let Value::Array(a) = val {
                         for (i, it) in a.iter().enumerate() {
-                            list.push(Self::read(it, &path.indexed(k, i), depth + 1)?);
+                            list.push(indexed(i, it)?);
                         }
                     }
                     match k.as_str() {
@@ -330,7 +293,7 @@ impl Schema {
                         _ => s.one_of = list,
                     }
                 }
-                "not" => s.not = Some(Box::new(Self::read(val, &path.field("not"), depth + 1)?)),
+                "not" => s.not = Some(Box::new(child()?)),
                 "x-kubernetes-embedded-resource" => {
                     s.x_embedded_resource = val.as_bool().unwrap_or(false)
                 }

@@ -6,6 +6,13 @@ use serde_json::Value;
 use crate::cel::decls::Version;
 use crate::crd::fielderr::{BadValue, FieldError, detail};
 
+/// The array at `key` of a JSON object (none when it is absent or no array).
+fn array<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
 fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 253
@@ -102,19 +109,12 @@ pub fn validate_object_meta(meta: Option<&Value>, k: Version) -> Vec<FieldError>
     if let Some(ns) = meta.get("namespace").and_then(Value::as_str)
         && !ns.is_empty()
     {
-        {
-            errs.push(FieldError::forbidden(
-                "metadata.namespace",
-                "not allowed on this type",
-            ));
-        }
+        errs.push(FieldError::forbidden(
+            "metadata.namespace",
+            "not allowed on this type",
+        ));
     }
-    for r in meta
-        .get("ownerReferences")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for r in array(&meta, "ownerReferences") {
         let s = |k: &str| {
             r.get(k)
                 .and_then(Value::as_str)
@@ -129,26 +129,14 @@ pub fn validate_object_meta(meta: Option<&Value>, k: Version) -> Vec<FieldError>
                 "version must not be empty",
             ));
         }
-        if s("kind").is_empty() {
-            errs.push(FieldError::invalid(
-                "metadata.ownerReferences.kind",
-                BadValue::Str(String::new()),
-                detail(k, "kind must not be empty", "must not be empty"),
-            ));
-        }
-        if s("name").is_empty() {
-            errs.push(FieldError::invalid(
-                "metadata.ownerReferences.name",
-                BadValue::Str(String::new()),
-                detail(k, "name must not be empty", "must not be empty"),
-            ));
-        }
-        if s("uid").is_empty() {
-            errs.push(FieldError::invalid(
-                "metadata.ownerReferences.uid",
-                BadValue::Str(String::new()),
-                detail(k, "uid must not be empty", "must not be empty"),
-            ));
+        for f in ["kind", "name", "uid"] {
+            if s(f).is_empty() {
+                errs.push(FieldError::invalid(
+                    &format!("metadata.ownerReferences.{f}"),
+                    BadValue::Str(String::new()),
+                    detail(k, &format!("{f} must not be empty"), "must not be empty"),
+                ));
+            }
         }
     }
     errs
@@ -157,54 +145,39 @@ pub fn validate_object_meta(meta: Option<&Value>, k: Version) -> Vec<FieldError>
 /// Required and enumerated spec fields (values after the API server's defaulting).
 pub fn validate_spec(spec: &Value, k: Version) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    if let Some(fp) = spec.get("failurePolicy").and_then(Value::as_str) {
-        errs.extend(FieldError::unless_one_of(
+    // The enumerated fields, where they are set.
+    let enumerated: [(_, _, _, &[&str]); 2] = [
+        (
+            "/failurePolicy",
             "spec.failurePolicy",
             "admissionregistration.FailurePolicyType",
-            fp,
             &["Fail", "Ignore"],
-        ));
+        ),
+        (
+            "/matchConstraints/matchPolicy",
+            "spec.matchConstraints.matchPolicy",
+            "admissionregistration.MatchPolicyType",
+            &["Equivalent", "Exact"],
+        ),
+    ];
+    for (pointer, field, go_type, supported) in enumerated {
+        if let Some(v) = spec.pointer(pointer).and_then(Value::as_str) {
+            errs.extend(FieldError::unless_one_of(field, go_type, v, supported));
+        }
     }
     match spec.get("matchConstraints") {
         None | Some(Value::Null) => errs.push(FieldError::required("spec.matchConstraints", "")),
         Some(mc) => {
-            if let Some(mp) = mc.get("matchPolicy").and_then(Value::as_str) {
-                errs.extend(FieldError::unless_one_of(
-                    "spec.matchConstraints.matchPolicy",
-                    "admissionregistration.MatchPolicyType",
-                    mp,
-                    &["Equivalent", "Exact"],
-                ));
-            }
-            let rules = mc
-                .get("resourceRules")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            if rules.is_empty() {
+            if array(mc, "resourceRules").is_empty() {
                 errs.push(FieldError::required(
                     "spec.matchConstraints.resourceRules",
                     "",
                 ));
             }
-            for (key, list) in [
-                ("resourceRules", rules),
-                (
-                    "excludeResourceRules",
-                    mc.get("excludeResourceRules")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default(),
-                ),
-            ] {
-                for (i, r) in list.iter().enumerate() {
+            for key in ["resourceRules", "excludeResourceRules"] {
+                for (i, r) in array(mc, key).iter().enumerate() {
                     let base = format!("spec.matchConstraints.{key}[{i}]");
-                    let arr = |k: &str| {
-                        r.get(k)
-                            .and_then(Value::as_array)
-                            .cloned()
-                            .unwrap_or_default()
-                    };
+                    let arr = |k: &str| array(r, k);
                     if arr("operations").is_empty() {
                         errs.push(FieldError::required(&format!("{base}.operations"), ""));
                     }
@@ -217,30 +190,18 @@ pub fn validate_spec(spec: &Value, k: Version) -> Vec<FieldError> {
                             &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"],
                         ));
                     }
-                    if arr("apiGroups").is_empty() {
-                        errs.push(FieldError::required(&format!("{base}.apiGroups"), ""));
-                    }
-                    if arr("apiVersions").is_empty() {
-                        errs.push(FieldError::required(&format!("{base}.apiVersions"), ""));
-                    }
-                    if arr("resources").is_empty() {
-                        errs.push(FieldError::required(&format!("{base}.resources"), ""));
+                    for f in ["apiGroups", "apiVersions", "resources"] {
+                        if arr(f).is_empty() {
+                            errs.push(FieldError::required(&format!("{base}.{f}"), ""));
+                        }
                     }
                 }
             }
         }
     }
-    let names: Vec<String> = spec
-        .get("matchConditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|m| {
-            m.get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        })
+    let names: Vec<&str> = array(spec, "matchConditions")
+        .iter()
+        .map(|m| m.get("name").and_then(Value::as_str).unwrap_or_default())
         .collect();
     for (i, n) in names.iter().enumerate() {
         let f = format!("spec.matchConditions[{i}].name");
@@ -252,7 +213,7 @@ pub fn validate_spec(spec: &Value, k: Version) -> Vec<FieldError> {
                 errs.push(FieldError {
                     field: f,
                     kind: crate::crd::fielderr::ErrorType::Duplicate,
-                    value: BadValue::Str(n.clone()),
+                    value: BadValue::Str(n.to_string()),
                     detail: String::new(),
                     cost: None,
                 });

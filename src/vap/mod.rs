@@ -136,6 +136,27 @@ impl Compiled {
     fn accepted(&self) -> Option<&CheckedExpr> {
         self.checked.as_ref().filter(|_| self.error.is_none())
     }
+
+    /// The names of `variables.<name>` the expression reads (none when it did not compile).
+    fn variables_used(&self) -> BTreeSet<String> {
+        self.checked
+            .as_ref()
+            .map(variables_used)
+            .unwrap_or_default()
+    }
+
+    /// Upstream's estimate of the expression's most cost (0 when it has none).
+    fn max_cost(&self) -> u64 {
+        self.report.max_cost.unwrap_or(0)
+    }
+
+    /// The typed estimate of its most cost, or upstream's where it has none.
+    fn typed_max_cost(&self) -> u64 {
+        self.report
+            .typed
+            .as_ref()
+            .map_or(self.max_cost(), |t: &TypedEstimate| t.max_cost)
+    }
 }
 
 /// Estimates one ValidatingAdmissionPolicy (admissionregistration v1 or v1beta1, as JSON), with
@@ -172,9 +193,6 @@ pub fn estimate_vap_with(
     let variables = list("variables");
     let composition = !variables.is_empty();
     let mut types = PolicyTypes::new();
-    let mut compiled_vars: HashMap<String, (u64, u64, BTreeSet<String>)> = HashMap::new();
-    let mut expressions: Vec<Compiled> = Vec::new();
-
     let s = |v: &Value, k: &str| {
         v.get(k)
             .and_then(Value::as_str)
@@ -182,40 +200,24 @@ pub fn estimate_vap_with(
             .to_string()
     };
 
-    for (i, mc) in list("matchConditions").iter().enumerate() {
+    let mut expressions = compile_conditions_and_variables(
+        env,
+        &mut types,
+        list("matchConditions"),
+        variables,
+        has_params,
+        &mut errors,
+    );
+    // The validations, messageExpressions and auditAnnotations: with `variables` declared when
+    // the policy has some.
+    let mut compile_at = |site: Site, kind: &str, fp: &str, expr: &str, authorizer: bool| {
         let declared = Declared {
             params: has_params,
-            ..Declared::default()
+            authorizer,
+            variables: composition,
         };
-        expressions.extend(compile_match_condition(
-            env,
-            &mut types,
-            i,
-            mc,
-            declared,
-            &mut errors,
-        ));
-    }
-    for (i, v) in variables.iter().enumerate() {
-        let declared = Declared {
-            params: has_params,
-            ..Declared::default()
-        };
-        let Some(c) = compile_variable(env, &mut types, i, v, declared, &mut errors) else {
-            continue;
-        };
-        let vname = c.variable.clone().unwrap_or_default();
-        let uses = c.checked.as_ref().map(variables_used).unwrap_or_default();
-        compiled_vars.insert(
-            vname.clone(),
-            (
-                c.report.min_cost.unwrap_or(0),
-                c.report.max_cost.unwrap_or(0),
-                uses,
-            ),
-        );
-        expressions.push(c);
-    }
+        compile(env, &mut types, site, kind, fp, expr, declared)
+    };
     let validations = list("validations");
     let audits = list("auditAnnotations");
     if validations.is_empty() && audits.is_empty() {
@@ -228,28 +230,14 @@ pub fn estimate_vap_with(
             "validations or auditAnnotations must contain at least one item",
         ));
     }
-    let mut validations_budgeted = Budgeted::default();
     for (i, v) in validations.iter().enumerate() {
         let fp = format!("spec.validations[{i}].expression");
         let expr = s(v, "expression");
         if expr.trim().is_empty() {
             errors.push(FieldError::required(&fp, "expression is not specified"));
         } else {
-            let c = compile(
-                env,
-                &mut types,
-                Site::Validation,
-                "validation",
-                &fp,
-                &expr,
-                Declared {
-                    params: has_params,
-                    authorizer: true,
-                    variables: composition,
-                },
-            );
+            let c = compile_at(Site::Validation, "validation", &fp, &expr, true);
             push_error(&mut errors, &c, &fp, &expr);
-            validations_budgeted.add(&c);
             expressions.push(c);
         }
         let me = s(v, "messageExpression");
@@ -261,38 +249,27 @@ pub fn estimate_vap_with(
                 "must be non-empty if specified",
             ));
         } else if !me.trim().is_empty() {
-            let c = compile(
-                env,
-                &mut types,
+            let c = compile_at(
                 Site::MessageExpression,
                 "messageExpression",
                 &mfp,
                 &me,
-                Declared {
-                    params: has_params,
-                    authorizer: false,
-                    variables: composition,
-                },
+                false,
             );
             push_error(&mut errors, &c, &mfp, &me);
-            validations_budgeted.add(&c);
             expressions.push(c);
         }
         let msg = s(v, "message");
-        if !msg.is_empty() && msg.trim().is_empty() {
-            errors.push(FieldError::invalid_string(
-                &format!("spec.validations[{i}].message"),
-                &msg,
-                k,
-                "must be non-empty if specified",
-            ));
+        let msg_error = if !msg.is_empty() && msg.trim().is_empty() {
+            Some("must be non-empty if specified")
         } else if msg.trim().contains('\n') || msg.trim().contains('\r') {
-            errors.push(FieldError::invalid_string(
-                &format!("spec.validations[{i}].message"),
-                &msg,
-                k,
-                "must not contain line breaks",
-            ));
+            Some("must not contain line breaks")
+        } else {
+            None
+        };
+        if let Some(e) = msg_error {
+            let field = format!("spec.validations[{i}].message");
+            errors.push(FieldError::invalid_string(&field, &msg, k, e));
         }
         if let Some(r) = v.get("reason").and_then(Value::as_str) {
             // `supportedValidationPolicyReason` (1.30-1.36): no `Unauthorized`.
@@ -305,7 +282,6 @@ pub fn estimate_vap_with(
             ));
         }
     }
-    let mut audits_budgeted = Budgeted::default();
     let mut keys = BTreeSet::new();
     for (i, a) in audits.iter().enumerate() {
         let fp = format!("spec.auditAnnotations[{i}].valueExpression");
@@ -348,64 +324,29 @@ pub fn estimate_vap_with(
             ));
             continue;
         }
-        let c = compile(
-            env,
-            &mut types,
+        let c = compile_at(
             Site::AuditAnnotation,
             "auditAnnotation",
             &fp,
             &trimmed,
-            Declared {
-                params: has_params,
-                authorizer: true,
-                variables: composition,
-            },
+            true,
         );
-        if let Some(e) = &c.error {
-            errors.push(e.field_error(&fp, &expr));
-        }
-        audits_budgeted.add(&c);
+        push_error(&mut errors, &c, &fp, &expr);
         expressions.push(c);
     }
-    let var_cost = |used: &BTreeSet<String>| -> u64 {
-        let mut all = BTreeSet::new();
-        let mut stack: Vec<String> = used.iter().cloned().collect();
-        while let Some(v) = stack.pop() {
-            if all.insert(v.clone())
-                && let Some((_, _, deps)) = compiled_vars.get(&v)
-            {
-                stack.extend(deps.iter().cloned());
-            }
-        }
-        all.iter()
-            .filter_map(|v| compiled_vars.get(v))
-            .fold(0u64, |s, (_, max, _)| s.saturating_add(*max))
-    };
-    let match_cost = expressions
-        .iter()
-        .filter(|c| c.report.kind == "matchCondition")
-        .fold(0u64, |s, c| {
-            s.saturating_add(c.report.max_cost.unwrap_or(0))
-        });
+    let (validation_cost, match_conditions_cost, audit_annotations_cost) =
+        budgets(&expressions, Compiled::max_cost);
     report.policy_budget = Some(PolicyBudget {
-        validation_cost: validations_budgeted
-            .cost
-            .saturating_add(var_cost(&validations_budgeted.variables)),
-        typed_validation_cost: None,
-        match_conditions_cost: match_cost,
-        typed_match_conditions_cost: None,
-        audit_annotations_cost: audits_budgeted
-            .cost
-            .saturating_add(var_cost(&audits_budgeted.variables)),
-        typed_audit_annotations_cost: None,
-        mutation_cost: None,
-        typed_mutation_cost: None,
+        validation_cost,
+        match_conditions_cost,
+        audit_annotations_cost,
+        ..Default::default()
     });
     let typing = typed::resolve(spec, catalog, env);
     if !typing.targets.is_empty() {
         add_typed_estimates(env, &typing, &mut expressions);
         if let Some(b) = report.policy_budget.as_mut() {
-            let (validation, matches, audit) = typed_budgets(&expressions);
+            let (validation, matches, audit) = budgets(&expressions, Compiled::typed_max_cost);
             b.typed_validation_cost = Some(validation);
             b.typed_match_conditions_cost = Some(matches);
             b.typed_audit_annotations_cost = Some(audit);
@@ -429,58 +370,69 @@ fn first_panic(expressions: &[Compiled]) -> Option<(String, CheckerPanic)> {
         .find_map(|c| c.panic.clone().map(|p| (c.report.field_path.clone(), p)))
 }
 
-/// The policy's budgets with the typed estimates (upstream's where an expression has none),
-/// summed as the upstream ones are: validations and messageExpressions with the variables they
-/// use (transitively, each once), matchConditions, auditAnnotations with theirs.
-fn typed_budgets(expressions: &[Compiled]) -> (u64, u64, u64) {
-    let max = |c: &Compiled| -> u64 {
-        c.report
-            .typed
-            .as_ref()
-            .map_or(c.report.max_cost.unwrap_or(0), |t: &TypedEstimate| {
-                t.max_cost
-            })
-    };
-    let mut vars: HashMap<&str, (u64, BTreeSet<String>)> = HashMap::new();
-    for c in expressions {
-        if let Some(v) = &c.variable {
-            let uses = c.checked.as_ref().map(variables_used).unwrap_or_default();
-            vars.insert(v, (max(c), uses));
-        }
+/// The policy's budgets with the costs `max` gives (upstream's, or the typed ones), summed as
+/// the runtime spends them: validations and messageExpressions with the variables they use
+/// (transitively, each once), matchConditions, auditAnnotations with theirs.
+fn budgets(expressions: &[Compiled], max: fn(&Compiled) -> u64) -> (u64, u64, u64) {
+    let vars = Variables::of(expressions, max);
+    let (v, v_used) = sites_cost(
+        expressions,
+        &[Site::Validation, Site::MessageExpression],
+        max,
+    );
+    let (m, _) = sites_cost(expressions, &[Site::MatchCondition], max);
+    let (a, a_used) = sites_cost(expressions, &[Site::AuditAnnotation], max);
+    (
+        v.saturating_add(vars.cost(v_used)),
+        m,
+        a.saturating_add(vars.cost(a_used)),
+    )
+}
+
+/// The expressions at `sites`: their costs by `max` summed, and the variables they read.
+fn sites_cost(
+    expressions: &[Compiled],
+    sites: &[Site],
+    max: fn(&Compiled) -> u64,
+) -> (u64, BTreeSet<String>) {
+    let mut cost = 0u64;
+    let mut used = BTreeSet::new();
+    for c in expressions.iter().filter(|c| sites.contains(&c.site)) {
+        cost = cost.saturating_add(max(c));
+        used.extend(c.variables_used());
     }
-    let var_cost = |used: &BTreeSet<String>| -> u64 {
-        let mut all = BTreeSet::new();
-        let mut stack: Vec<String> = used.iter().cloned().collect();
+    (cost, used)
+}
+
+/// A policy's variables by name: the cost `max` gives each and the variables it reads.
+struct Variables<'c>(HashMap<&'c str, (u64, BTreeSet<String>)>);
+
+impl<'c> Variables<'c> {
+    fn of(expressions: &'c [Compiled], max: fn(&Compiled) -> u64) -> Self {
+        let mut vars = HashMap::new();
+        for c in expressions {
+            if let Some(v) = &c.variable {
+                vars.insert(v.as_str(), (max(c), c.variables_used()));
+            }
+        }
+        Variables(vars)
+    }
+
+    /// The cost of the variables `used` names and of those they read, transitively, each once.
+    fn cost(&self, used: BTreeSet<String>) -> u64 {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<String> = used.into_iter().collect();
+        let mut cost = 0u64;
         while let Some(v) = stack.pop() {
-            if all.insert(v.clone())
-                && let Some((_, deps)) = vars.get(v.as_str())
+            if seen.insert(v.clone())
+                && let Some((m, deps)) = self.0.get(v.as_str())
             {
+                cost = cost.saturating_add(*m);
                 stack.extend(deps.iter().cloned());
             }
         }
-        all.iter()
-            .filter_map(|v| vars.get(v.as_str()))
-            .fold(0u64, |s, (m, _)| s.saturating_add(*m))
-    };
-    let sum = |sites: &[Site]| -> (u64, BTreeSet<String>) {
-        let mut cost = 0u64;
-        let mut used = BTreeSet::new();
-        for c in expressions.iter().filter(|c| sites.contains(&c.site)) {
-            cost = cost.saturating_add(max(c));
-            if let Some(ch) = &c.checked {
-                used.extend(variables_used(ch));
-            }
-        }
-        (cost, used)
-    };
-    let (v, v_used) = sum(&[Site::Validation, Site::MessageExpression]);
-    let (m, _) = sum(&[Site::MatchCondition]);
-    let (a, a_used) = sum(&[Site::AuditAnnotation]);
-    (
-        v.saturating_add(var_cost(&v_used)),
-        m,
-        a.saturating_add(var_cost(&a_used)),
-    )
+        cost
+    }
 }
 
 /// The variables of the compile environment (`compile.go` `createEnvForOpts`): upstream types
@@ -552,114 +504,87 @@ fn variables_used(c: &CheckedExpr) -> BTreeSet<String> {
     out
 }
 
-/// A policy's `matchConditions[i]`, compiled with the stateless compiler (no `variables`;
-/// `authorizer` declared); `None` when it has no expression (a field error then).
-fn compile_match_condition(
+/// What every policy compiles first: its `matchConditions`, with the stateless compiler (no
+/// `variables`), then its `variables`, in the composited environment, each declared for the
+/// expressions after it (`CompileAndStoreVariable`: its output type, or `dyn` when it was
+/// refused). Both with `authorizer` declared; one with no expression is a field error.
+fn compile_conditions_and_variables(
     env: &Env,
     types: &mut PolicyTypes,
-    i: usize,
-    mc: &Value,
-    declared: Declared,
+    match_conditions: &[Value],
+    variables: &[Value],
+    has_params: bool,
     errors: &mut Vec<FieldError>,
-) -> Option<Compiled> {
-    let fp = format!("spec.matchConditions[{i}].expression");
-    let expr = mc
-        .get("expression")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let trimmed = expr.trim();
-    if trimmed.is_empty() {
-        errors.push(FieldError::required(&fp, ""));
-        return None;
-    }
-    let declared = Declared {
-        authorizer: true,
-        variables: false,
-        ..declared
+) -> Vec<Compiled> {
+    let compile_reported = |types: &mut PolicyTypes,
+                            errors: &mut Vec<FieldError>,
+                            site: Site,
+                            kind: &str,
+                            fp: &str,
+                            expr: &str| {
+        let declared = Declared {
+            params: has_params,
+            authorizer: true,
+            variables: site == Site::Variable,
+        };
+        let c = compile(env, types, site, kind, fp, expr, declared);
+        push_error(errors, &c, fp, expr);
+        c
     };
-    let c = compile(
-        env,
-        types,
-        Site::MatchCondition,
-        "matchCondition",
-        &fp,
-        trimmed,
-        declared,
-    );
-    push_error(errors, &c, &fp, trimmed);
-    Some(c)
-}
-
-/// A policy's `variables[i]`, its name checked, compiled in the composited environment and
-/// declared for the expressions after it (`CompileAndStoreVariable`: its output type, or `dyn`
-/// when it was refused); `None` when it has no expression (a field error then).
-fn compile_variable(
-    env: &Env,
-    types: &mut PolicyTypes,
-    i: usize,
-    v: &Value,
-    declared: Declared,
-    errors: &mut Vec<FieldError>,
-) -> Option<Compiled> {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
-    let fp = format!("spec.variables[{i}].expression");
-    let (vname, expr) = (s("name"), s("expression"));
-    if vname.trim().is_empty() {
-        errors.push(FieldError::required(
-            &format!("spec.variables[{i}].name"),
-            "name is not specified",
-        ));
-    } else if !is_cel_identifier(vname) {
-        errors.push(FieldError::invalid(
-            &format!("spec.variables[{i}].name"),
-            BadValue::Str(vname.to_string()),
-            detail(
-                env.kubernetes,
-                "name is not a valid CEL identifier",
-                "must be a valid CEL identifier",
-            ),
-        ));
-    }
-    if expr.trim().is_empty() {
-        errors.push(FieldError::required(&fp, "expression is not specified"));
-        return None;
-    }
-    let declared = Declared {
-        authorizer: true,
-        variables: true,
-        ..declared
-    };
-    let mut c = compile(
-        env,
-        types,
-        Site::Variable,
-        &format!("variable:{vname}"),
-        &fp,
-        expr,
-        declared,
-    );
-    push_error(errors, &c, &fp, expr);
-    c.variable = Some(vname.to_string());
-    let out = c.accepted().map(|ch| ch.output_type().clone());
-    types.add_variable(vname, out.as_ref());
-    Some(c)
-}
-
-/// The expressions of one runtime budget (the validations with their messageExpressions, or the
-/// audit annotations): their costs summed, and the variables they read (each costed once).
-#[derive(Default)]
-struct Budgeted {
-    cost: u64,
-    variables: BTreeSet<String>,
-}
-
-impl Budgeted {
-    fn add(&mut self, c: &Compiled) {
-        self.cost = self.cost.saturating_add(c.report.max_cost.unwrap_or(0));
-        if let Some(ch) = &c.checked {
-            self.variables.extend(variables_used(ch));
+    let mut compiled = Vec::new();
+    for (i, mc) in match_conditions.iter().enumerate() {
+        let fp = format!("spec.matchConditions[{i}].expression");
+        let expr = mc
+            .get("expression")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim();
+        if expr.is_empty() {
+            errors.push(FieldError::required(&fp, ""));
+            continue;
         }
+        let kind = "matchCondition";
+        compiled.push(compile_reported(
+            types,
+            errors,
+            Site::MatchCondition,
+            kind,
+            &fp,
+            expr,
+        ));
     }
+    for (i, v) in variables.iter().enumerate() {
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
+        let fp = format!("spec.variables[{i}].expression");
+        let (vname, expr) = (s("name"), s("expression"));
+        if vname.trim().is_empty() {
+            errors.push(FieldError::required(
+                &format!("spec.variables[{i}].name"),
+                "name is not specified",
+            ));
+        } else if !is_cel_identifier(vname) {
+            errors.push(FieldError::invalid(
+                &format!("spec.variables[{i}].name"),
+                BadValue::Str(vname.to_string()),
+                detail(
+                    env.kubernetes,
+                    "name is not a valid CEL identifier",
+                    "must be a valid CEL identifier",
+                ),
+            ));
+        }
+        if expr.trim().is_empty() {
+            errors.push(FieldError::required(&fp, "expression is not specified"));
+            continue;
+        }
+        let kind = format!("variable:{vname}");
+        let mut c = compile_reported(types, errors, Site::Variable, &kind, &fp, expr);
+        c.variable = Some(vname.to_string());
+        let out = c.accepted().map(|ch| ch.output_type().clone());
+        types.add_variable(vname, out.as_ref());
+        compiled.push(c);
+    }
+    compiled
 }
 
 /// The variables a policy expression's environment declares besides the request's (apiserver
@@ -831,20 +756,38 @@ fn accept_and_cost(
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use crate::Estimator;
     use crate::cel::decls::Version;
     use crate::fixtures::{match_resource, policy};
+    use crate::report::ObjectReport;
+
+    /// The ValidatingAdmissionPolicy `p`, failing closed on `CREATE`s of `resource` (of the API
+    /// group `group`), with the spec fields `fields` besides.
+    fn vap(group: &str, resource: &str, fields: Value) -> Value {
+        let mut spec = json!({
+            "failurePolicy": "Fail",
+            "matchConstraints": match_resource(group, resource, &["CREATE"]),
+        });
+        let fields = fields.as_object().expect("spec fields").clone();
+        spec.as_object_mut().unwrap().extend(fields);
+        policy("ValidatingAdmissionPolicy", "p", spec)
+    }
+
+    /// The estimate of `vap` in Kubernetes 1.`minor`.
+    fn estimate(vap: &Value, minor: u32) -> ObjectReport {
+        Estimator::new(Version::new(1, minor))
+            .estimate(vap, "test")
+            .unwrap()
+    }
 
     #[test]
     fn details_name_their_field_before_1_34() {
-        let vap = policy(
-            "ValidatingAdmissionPolicy",
-            "p",
+        let vap = vap(
+            "",
+            "pods",
             json!({
-                "failurePolicy": "Fail",
-                "matchConstraints": match_resource("", "pods", &["CREATE"]),
                 "variables": [{"name": "a-b", "expression": "1"}],
                 "validations": [
                     {"expression": "true", "message": " "},
@@ -853,10 +796,7 @@ mod tests {
             }),
         );
         let errors = |minor| {
-            let mut e = Estimator::new(Version::new(1, minor))
-                .estimate(&vap, "test")
-                .unwrap()
-                .errors;
+            let mut e = estimate(&vap, minor).errors;
             e.sort();
             e
         };
@@ -884,12 +824,10 @@ mod tests {
     /// name the type.
     #[test]
     fn wrong_output_types_are_compile_errors() {
-        let vap = policy(
-            "ValidatingAdmissionPolicy",
-            "p",
+        let vap = vap(
+            "apps",
+            "deployments",
             json!({
-                "failurePolicy": "Fail",
-                "matchConstraints": match_resource("apps", "deployments", &["CREATE"]),
                 "validations": [
                     {"expression": "'invalid value'"},
                     {"expression": "object.spec.replicas > 1",
@@ -899,9 +837,7 @@ mod tests {
             }),
         );
         for minor in 30..=36 {
-            let r = Estimator::new(Version::new(1, minor))
-                .estimate(&vap, "test")
-                .unwrap();
+            let r = estimate(&vap, minor);
             let named = minor >= 32;
             let want = |expected: &str, got: &str| {
                 if named {
@@ -951,12 +887,10 @@ mod tests {
     /// found before it) and the policy is refused.
     #[test]
     fn checker_panic_aborts_the_request() {
-        let vap = policy(
-            "ValidatingAdmissionPolicy",
-            "p",
+        let vap = vap(
+            "",
+            "configmaps",
             json!({
-                "failurePolicy": "Fail",
-                "matchConstraints": match_resource("", "configmaps", &["CREATE"]),
                 "validations": [
                     {"expression": "1"},
                     {"expression": "{?'app': object.data[?'app']}.size() <= 1"},
@@ -965,9 +899,7 @@ mod tests {
             }),
         );
         for minor in 30..=36 {
-            let r = Estimator::new(Version::new(1, minor))
-                .estimate(&vap, "test")
-                .unwrap();
+            let r = estimate(&vap, minor);
             assert!(!r.valid, "1.{minor}");
             let p = r.apiserver_panic.as_ref().expect("panics");
             assert_eq!(p.field_path, "spec.validations[1].expression");

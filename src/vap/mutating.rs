@@ -21,12 +21,10 @@
 //! environments (`object`, `oldObject`, `params` typed `dyn`), with the typed estimate beside
 //! them as for ValidatingAdmissionPolicies.
 
-use std::collections::{BTreeSet, HashMap};
-
 use serde_json::Value;
 
 use super::types::PolicyTypes;
-use super::{Compiled, Declared, Site, compile, meta, push_error, typed, variables_used};
+use super::{Compiled, Declared, Site, Variables, compile, meta, push_error, sites_cost, typed};
 
 use crate::cel::decls::Version;
 use crate::cel::env::Env;
@@ -148,32 +146,14 @@ pub fn estimate_map_with(
             .map_or(&[], Vec::as_slice)
     };
     let mut types = PolicyTypes::new();
-    let mut expressions: Vec<Compiled> = Vec::new();
-
-    let declared = Declared {
-        params: has_params,
-        ..Declared::default()
-    };
-    for (i, mc) in list("matchConditions").iter().enumerate() {
-        expressions.extend(super::compile_match_condition(
-            env,
-            &mut types,
-            i,
-            mc,
-            declared,
-            &mut errors,
-        ));
-    }
-    for (i, v) in list("variables").iter().enumerate() {
-        expressions.extend(super::compile_variable(
-            env,
-            &mut types,
-            i,
-            v,
-            declared,
-            &mut errors,
-        ));
-    }
+    let mut expressions = super::compile_conditions_and_variables(
+        env,
+        &mut types,
+        list("matchConditions"),
+        list("variables"),
+        has_params,
+        &mut errors,
+    );
     let mutations = list("mutations");
     if mutations.is_empty() {
         errors.push(FieldError::required(
@@ -253,22 +233,16 @@ pub fn estimate_map_with(
     }
     errors.extend(meta::validate_reinvocation_policy(spec));
 
-    let upstream_max = |c: &Compiled| c.report.max_cost.unwrap_or(0);
     report.policy_budget = Some(PolicyBudget {
-        match_conditions_cost: match_conditions_cost(&expressions, upstream_max),
-        mutation_cost: Some(mutation_cost(&expressions, upstream_max)),
+        match_conditions_cost: match_conditions_cost(&expressions, Compiled::max_cost),
+        mutation_cost: Some(mutation_cost(&expressions, Compiled::max_cost)),
         ..Default::default()
     });
     let typing = typed::resolve(spec, catalog, env);
     if !typing.targets.is_empty() {
         super::add_typed_estimates(env, &typing, &mut expressions);
-        let typed_max = |c: &Compiled| {
-            c.report
-                .typed
-                .as_ref()
-                .map_or(c.report.max_cost.unwrap_or(0), |t| t.max_cost)
-        };
         if let Some(b) = report.policy_budget.as_mut() {
+            let typed_max = Compiled::typed_max_cost;
             b.typed_match_conditions_cost = Some(match_conditions_cost(&expressions, typed_max));
             b.typed_mutation_cost = Some(mutation_cost(&expressions, typed_max));
         }
@@ -292,53 +266,27 @@ pub fn estimate_map_with(
 }
 
 /// The matchConditions' worst case: all of them, in one budget.
-fn match_conditions_cost(expressions: &[Compiled], max: impl Fn(&Compiled) -> u64) -> u64 {
-    expressions
-        .iter()
-        .filter(|c| c.site == Site::MatchCondition)
-        .fold(0u64, |s, c| s.saturating_add(max(c)))
+fn match_conditions_cost(expressions: &[Compiled], max: fn(&Compiled) -> u64) -> u64 {
+    sites_cost(expressions, &[Site::MatchCondition], max).0
 }
 
 /// The worst single mutation evaluation: the mutation's expression and every variable it reads,
 /// transitively, each once (a mutation's evaluation gets its own lazily evaluated variables and
 /// its own budget).
-fn mutation_cost(expressions: &[Compiled], max: impl Fn(&Compiled) -> u64) -> u64 {
-    let mut vars: HashMap<&str, (u64, BTreeSet<String>)> = HashMap::new();
-    for c in expressions {
-        if let Some(v) = &c.variable {
-            let uses = c.checked.as_ref().map(variables_used).unwrap_or_default();
-            vars.insert(v, (max(c), uses));
-        }
-    }
+fn mutation_cost(expressions: &[Compiled], max: fn(&Compiled) -> u64) -> u64 {
+    let vars = Variables::of(expressions, max);
     expressions
         .iter()
         .filter(|c| c.site.patch_types())
-        .map(|c| {
-            let mut seen = BTreeSet::new();
-            let mut stack: Vec<String> = c
-                .checked
-                .as_ref()
-                .map(variables_used)
-                .unwrap_or_default()
-                .into_iter()
-                .collect();
-            let mut cost = max(c);
-            while let Some(v) = stack.pop() {
-                if seen.insert(v.clone())
-                    && let Some((m, deps)) = vars.get(v.as_str())
-                {
-                    cost = cost.saturating_add(*m);
-                    stack.extend(deps.iter().cloned());
-                }
-            }
-            cost
-        })
+        .map(|c| max(c).saturating_add(vars.cost(c.variables_used())))
         .max()
         .unwrap_or(0)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
     use crate::fixtures::{self, match_resource};
     use serde_json::json;

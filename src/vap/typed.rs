@@ -543,20 +543,22 @@ fn cost_one(checked: &CheckedExpr, ctx: &Ctx<'_>, absent: Vec<String>) -> One {
         minor: ctx.minor,
     }
     .with_iteration_variables(checked);
-    let sizes = TypedSizes {
-        ctx,
-        capped: None,
-        seen: RefCell::new(Seen::default()),
-    };
-    let cost = estimate(
-        checked,
-        &KubernetesEstimator {
+    // The estimate with the schemas' sizes (and `capped` sized 0), and the fields it read them
+    // from.
+    let estimate_sized = |capped: Option<&str>| {
+        let sizes = TypedSizes {
+            ctx,
+            capped,
+            seen: RefCell::new(Seen::default()),
+        };
+        let estimator = KubernetesEstimator {
             sizes: Some(&sizes),
             minor: ctx.minor,
-        },
-        ctx.cost_options,
-    );
-    let seen = sizes.seen.into_inner();
+        };
+        let cost = estimate(checked, &estimator, ctx.cost_options);
+        (cost, sizes.seen.into_inner())
+    };
+    let (cost, seen) = estimate_sized(None);
     let mut impacts: HashMap<&str, u64> = HashMap::new();
     let mut one = One {
         cost,
@@ -575,20 +577,8 @@ fn cost_one(checked: &CheckedExpr, ctx: &Ctx<'_>, absent: Vec<String>) -> One {
             impacts.insert(read, 0);
         }
         let impact = *impacts.entry(read).or_insert_with(|| {
-            let capped = TypedSizes {
-                ctx,
-                capped: Some(read),
-                seen: RefCell::new(Seen::default()),
-            };
-            let c = estimate(
-                checked,
-                &KubernetesEstimator {
-                    sizes: Some(&capped),
-                    minor: ctx.minor,
-                },
-                ctx.cost_options,
-            );
-            cost.max.saturating_sub(c.max)
+            let (capped, _) = estimate_sized(Some(read));
+            cost.max.saturating_sub(capped.max)
         });
         let list = match leaf {
             Leaf::Unbounded => &mut one.unbounded,

@@ -19,101 +19,101 @@ impl PolicyTypes {
         let s = |n: &str| Type::object(n);
         let list_str = || Type::list(Type::String);
         let map_str = || Type::map(Type::String, Type::String);
-        let fields = |f: &[(&str, Type)]| {
-            f.iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect::<HashMap<_, _>>()
-        };
-        let mut structs = HashMap::new();
-        structs.insert(
-            "kubernetes.GroupVersionKind",
-            fields(&[
-                ("group", Type::String),
-                ("version", Type::String),
-                ("kind", Type::String),
-            ]),
-        );
-        structs.insert(
-            "kubernetes.GroupVersionResource",
-            fields(&[
-                ("group", Type::String),
-                ("version", Type::String),
-                ("resource", Type::String),
-            ]),
-        );
-        structs.insert(
-            "kubernetes.UserInfo",
-            fields(&[
-                ("username", Type::String),
-                ("uid", Type::String),
-                ("groups", list_str()),
-                ("extra", Type::map(Type::String, list_str())),
-            ]),
-        );
-        structs.insert(
-            "kubernetes.AdmissionRequest",
-            fields(&[
-                ("kind", s("kubernetes.GroupVersionKind")),
-                ("resource", s("kubernetes.GroupVersionResource")),
-                ("subResource", Type::String),
-                ("requestKind", s("kubernetes.GroupVersionKind")),
-                ("requestResource", s("kubernetes.GroupVersionResource")),
-                ("requestSubResource", Type::String),
-                ("name", Type::String),
-                ("namespace", Type::String),
-                ("operation", Type::String),
-                ("userInfo", s("kubernetes.UserInfo")),
-                ("dryRun", Type::Bool),
-                ("options", Type::Dyn),
-            ]),
-        );
-        structs.insert(
-            "kubernetes.NamespaceSpec",
-            fields(&[("finalizers", list_str())]),
-        );
-        structs.insert(
-            "kubernetes.NamespaceCondition",
-            fields(&[
-                ("status", Type::String),
-                ("type", Type::String),
-                ("lastTransitionTime", Type::Timestamp),
-                ("message", Type::String),
-                ("reason", Type::String),
-            ]),
-        );
-        structs.insert(
-            "kubernetes.NamespaceStatus",
-            fields(&[
-                ("conditions", Type::list(s("kubernetes.NamespaceCondition"))),
-                ("phase", Type::String),
-            ]),
-        );
-        structs.insert(
-            "kubernetes.NamespaceMetadata",
-            fields(&[
-                ("name", Type::String),
-                ("generateName", Type::String),
-                ("namespace", Type::String),
-                ("labels", map_str()),
-                ("annotations", map_str()),
-                ("UID", Type::String),
-                ("creationTimestamp", Type::Timestamp),
-                ("deletionGracePeriodSeconds", Type::Int),
-                ("deletionTimestamp", Type::Timestamp),
-                ("generation", Type::Int),
-                ("resourceVersion", Type::String),
-                ("finalizers", list_str()),
-            ]),
-        );
-        structs.insert(
-            "kubernetes.Namespace",
-            fields(&[
-                ("metadata", s("kubernetes.NamespaceMetadata")),
-                ("spec", s("kubernetes.NamespaceSpec")),
-                ("status", s("kubernetes.NamespaceStatus")),
-            ]),
-        );
-        structs.insert(VARIABLES_TYPE, HashMap::new());
+        let structs = [
+            (
+                "kubernetes.GroupVersionKind",
+                vec![
+                    ("group", Type::String),
+                    ("version", Type::String),
+                    ("kind", Type::String),
+                ],
+            ),
+            (
+                "kubernetes.GroupVersionResource",
+                vec![
+                    ("group", Type::String),
+                    ("version", Type::String),
+                    ("resource", Type::String),
+                ],
+            ),
+            (
+                "kubernetes.UserInfo",
+                vec![
+                    ("username", Type::String),
+                    ("uid", Type::String),
+                    ("groups", list_str()),
+                    ("extra", Type::map(Type::String, list_str())),
+                ],
+            ),
+            (
+                "kubernetes.AdmissionRequest",
+                vec![
+                    ("kind", s("kubernetes.GroupVersionKind")),
+                    ("resource", s("kubernetes.GroupVersionResource")),
+                    ("subResource", Type::String),
+                    ("requestKind", s("kubernetes.GroupVersionKind")),
+                    ("requestResource", s("kubernetes.GroupVersionResource")),
+                    ("requestSubResource", Type::String),
+                    ("name", Type::String),
+                    ("namespace", Type::String),
+                    ("operation", Type::String),
+                    ("userInfo", s("kubernetes.UserInfo")),
+                    ("dryRun", Type::Bool),
+                    ("options", Type::Dyn),
+                ],
+            ),
+            ("kubernetes.NamespaceSpec", vec![("finalizers", list_str())]),
+            (
+                "kubernetes.NamespaceCondition",
+                vec![
+                    ("status", Type::String),
+                    ("type", Type::String),
+                    ("lastTransitionTime", Type::Timestamp),
+                    ("message", Type::String),
+                    ("reason", Type::String),
+                ],
+            ),
+            (
+                "kubernetes.NamespaceStatus",
+                vec![
+                    ("conditions", Type::list(s("kubernetes.NamespaceCondition"))),
+                    ("phase", Type::String),
+                ],
+            ),
+            (
+                "kubernetes.NamespaceMetadata",
+                vec![
+                    ("name", Type::String),
+                    ("generateName", Type::String),
+                    ("namespace", Type::String),
+                    ("labels", map_str()),
+                    ("annotations", map_str()),
+                    ("UID", Type::String),
+                    ("creationTimestamp", Type::Timestamp),
+                    ("deletionGracePeriodSeconds", Type::Int),
+                    ("deletionTimestamp", Type::Timestamp),
+                    ("generation", Type::Int),
+                    ("resourceVersion", Type::String),
+                    ("finalizers", list_str()),
+                ],
+            ),
+            (
+                "kubernetes.Namespace",
+                vec![
+                    ("metadata", s("kubernetes.NamespaceMetadata")),
+                    ("spec", s("kubernetes.NamespaceSpec")),
+                    ("status", s("kubernetes.NamespaceStatus")),
+                ],
+            ),
+            (VARIABLES_TYPE, vec![]),
+        ];
+        let structs = structs
+            .into_iter()
+            .map(|(name, fields)| {
+                let fields = fields.into_iter().map(|(f, t)| (f.to_string(), t));
+                (name, fields.collect())
+            })
+            .collect();
         PolicyTypes { structs }
     }
 

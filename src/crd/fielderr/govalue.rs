@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{go_float, go_int, go_json, go_json_float, go_json_string, go_quote};
+use super::{go_float, go_json, go_json_float, go_json_string, go_number, go_quote, write_joined};
 
 /// What `%#v` prints for the address of a non-nil pointer below the top level. The API server
 /// prints the pointer's real address there (`(*bool)(0xc000a1b2c8)`), which is not reproducible:
@@ -152,11 +152,23 @@ impl GoValue {
             }
             GoValue::Int(i) => Some(Scalar::Other(i.to_string())),
             GoValue::Float(f) => Some(Scalar::Other(go_float(*f))),
-            GoValue::Any(_, Value::Number(n)) => Some(Scalar::Other(match go_int(n) {
-                Some(i) => i.to_string(),
-                None => go_float(n.as_f64().unwrap_or_default()),
-            })),
+            GoValue::Any(_, Value::Number(n)) => Some(Scalar::Other(go_number(n, go_float))),
             _ => None,
+        }
+    }
+
+    /// A map's entries, sorted by key as both renderings sort them, or a struct's fields in
+    /// declaration order; nothing for another value.
+    fn entries(&self) -> Vec<(&str, &GoValue)> {
+        match self {
+            GoValue::Map(_, Some(entries)) => {
+                let mut v: Vec<(&str, &GoValue)> =
+                    entries.iter().map(|(k, v)| (k.as_str(), v)).collect();
+                v.sort_by(|a, b| a.0.cmp(b.0));
+                v
+            }
+            GoValue::Struct(_, fields) => fields.iter().map(|(n, v)| (*n, v)).collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -199,40 +211,23 @@ impl GoValue {
             }
             GoValue::Slice(t, Some(items)) => {
                 out.push_str(t);
-                out.push('{');
-                for (i, x) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    x.write_go_syntax(out, depth + 1);
-                }
-                out.push('}');
+                write_joined(out, ["{", ", ", "}"], items, |x, out| {
+                    x.write_go_syntax(out, depth + 1)
+                });
             }
-            GoValue::Map(t, Some(entries)) => {
+            GoValue::Map(t, Some(_)) | GoValue::Struct(t, _) => {
+                // A map's keys are quoted, a struct's field names are not.
+                let quoted = matches!(self, GoValue::Map(..));
                 out.push_str(t);
-                out.push('{');
-                for (i, (k, v)) in sorted(entries).into_iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
+                write_joined(out, ["{", ", ", "}"], self.entries(), |(k, v), out| {
+                    if quoted {
+                        out.push_str(&go_quote(k));
+                    } else {
+                        out.push_str(k);
                     }
-                    out.push_str(&go_quote(k));
                     out.push(':');
                     v.write_go_syntax(out, depth + 1);
-                }
-                out.push('}');
-            }
-            GoValue::Struct(t, fields) => {
-                out.push_str(t);
-                out.push('{');
-                for (i, (name, v)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    out.push_str(name);
-                    out.push(':');
-                    v.write_go_syntax(out, depth + 1);
-                }
-                out.push('}');
+                });
             }
             GoValue::Any(t, v) => write_json_value_go_syntax(t, v, out, depth),
         }
@@ -250,38 +245,14 @@ impl GoValue {
             }
             GoValue::Ptr(_, Some(to)) => to.write_json(out),
             GoValue::Slice(_, Some(items)) => {
-                out.push('[');
-                for (i, x) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    x.write_json(out);
-                }
-                out.push(']');
+                write_joined(out, ["[", ",", "]"], items, GoValue::write_json)
             }
-            GoValue::Map(_, Some(entries)) => {
-                out.push('{');
-                for (i, (k, v)) in sorted(entries).into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
+            GoValue::Map(_, Some(_)) | GoValue::Struct(..) => {
+                write_joined(out, ["{", ",", "}"], self.entries(), |(k, v), out| {
                     out.push_str(&go_json_string(k));
                     out.push(':');
                     v.write_json(out);
-                }
-                out.push('}');
-            }
-            GoValue::Struct(_, fields) => {
-                out.push('{');
-                for (i, (name, v)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&go_json_string(name));
-                    out.push(':');
-                    v.write_json(out);
-                }
-                out.push('}');
+                })
             }
             GoValue::Any(_, v) => out.push_str(&go_json(v)),
         }
@@ -291,12 +262,6 @@ impl GoValue {
 enum Scalar<'a> {
     Str(&'a str),
     Other(String),
-}
-
-fn sorted(entries: &[(String, GoValue)]) -> Vec<&(String, GoValue)> {
-    let mut v: Vec<&(String, GoValue)> = entries.iter().collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
 }
 
 /// `%#v` of an interface `iface` holding the decoded JSON value `v`: a nil interface below the
@@ -311,34 +276,22 @@ fn write_json_value_go_syntax(iface: &str, v: &Value, out: &mut String, depth: u
             out.push_str("(nil)");
         }
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match go_int(n) {
-            Some(i) => out.push_str(&i.to_string()),
-            None => out.push_str(&go_float(n.as_f64().unwrap_or_default())),
-        },
+        Value::Number(n) => out.push_str(&go_number(n, go_float)),
         Value::String(s) => out.push_str(&go_quote(s)),
         Value::Array(items) => {
-            out.push_str("[]interface {}{");
-            for (i, x) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_json_value_go_syntax("interface {}", x, out, depth + 1);
-            }
-            out.push('}');
+            write_joined(out, ["[]interface {}{", ", ", "}"], items, |x, out| {
+                write_json_value_go_syntax("interface {}", x, out, depth + 1)
+            })
         }
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
             keys.sort();
-            out.push_str("map[string]interface {}{");
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
+            let open = "map[string]interface {}{";
+            write_joined(out, [open, ", ", "}"], keys, |k, out| {
                 out.push_str(&go_quote(k));
                 out.push(':');
                 write_json_value_go_syntax("interface {}", &m[k.as_str()], out, depth + 1);
-            }
-            out.push('}');
+            });
         }
     }
 }

@@ -442,11 +442,11 @@ impl<'e> DefaultRules<'e> {
             None
         };
         if static_cost > limit && counted.is_none() {
-            self.budget = self.budget.saturating_sub(static_cost);
-            self.budget_uncertain = true;
-            self.skip(
+            self.skip_charging(
                 fld,
                 &rule.message_expression,
+                static_cost,
+                true,
                 "messageExpression not evaluated (its estimated cost does not rule out the runtime cost limits); the message shown is the rule's",
             );
             return fallback;
@@ -461,11 +461,11 @@ impl<'e> DefaultRules<'e> {
                     _ => false,
                 };
                 if !agrees {
-                    self.budget = self.budget.saturating_sub(static_cost);
-                    self.budget_uncertain = true;
-                    self.skip(
+                    self.skip_charging(
                         fld,
                         &rule.message_expression,
+                        static_cost,
+                        true,
                         "messageExpression not evaluated (its estimated cost does not rule out the runtime cost limits, and celcost cannot count its runtime cost); the message shown is the rule's",
                     );
                     return fallback;

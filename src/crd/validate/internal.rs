@@ -110,103 +110,70 @@ const SCHEMA: &str = "apiextensions.JSONSchemaProps";
 /// One field of the internal `JSONSchemaProps`, from the raw value of its JSON key.
 fn schema_field(zero: GoZero, key: &str, v: &Value) -> GoValue {
     let str_of = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    let nil = v.is_null();
     match (zero, key) {
         (GoZero::Str, "$schema") => GoValue::NamedStr("apiextensions.JSONSchemaURL", str_of(v)),
         (GoZero::Str, _) => GoValue::Str(str_of(v)),
         (GoZero::Bool, _) => GoValue::Bool(v == &Value::Bool(true)),
-        (_, "maximum" | "minimum" | "multipleOf") => GoValue::Ptr(
-            "float64",
-            (!nil).then(|| Box::new(GoValue::Float(v.as_f64().unwrap_or_default()))),
-        ),
+        (_, "maximum" | "minimum" | "multipleOf") => go_ptr("float64", v, || {
+            GoValue::Float(v.as_f64().unwrap_or_default())
+        }),
         (
             _,
             "maxLength" | "minLength" | "maxItems" | "minItems" | "maxProperties" | "minProperties",
-        ) => {
+        ) => go_ptr("int64", v, || {
             let n = v.as_number().and_then(go_int);
-            GoValue::Ptr(
-                "int64",
-                (!nil).then(|| Box::new(n.map_or_else(|| GoValue::any(v.clone()), GoValue::Int))),
-            )
+            n.map_or_else(|| GoValue::any(v.clone()), GoValue::Int)
+        }),
+        (_, "default" | "example") => go_ptr("apiextensions.JSON", v, || {
+            GoValue::Any("apiextensions.JSON", v.clone())
+        }),
+        (_, "enum") => go_slice("[]apiextensions.JSON", v, |x| {
+            GoValue::Any("apiextensions.JSON", x.clone())
+        }),
+        (_, "required" | "x-kubernetes-list-map-keys") => {
+            go_slice("[]string", v, |x| GoValue::Str(str_of(x)))
         }
-        (_, "default" | "example") => GoValue::Ptr(
-            "apiextensions.JSON",
-            (!nil).then(|| Box::new(GoValue::Any("apiextensions.JSON", v.clone()))),
-        ),
-        (_, "enum") => GoValue::Slice(
-            "[]apiextensions.JSON",
-            (!nil).then(|| {
-                v.as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|x| GoValue::Any("apiextensions.JSON", x.clone()))
-                    .collect()
-            }),
-        ),
-        (_, "required" | "x-kubernetes-list-map-keys") => GoValue::Slice(
-            "[]string",
-            (!nil).then(|| {
-                v.as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|x| GoValue::Str(str_of(x)))
-                    .collect()
-            }),
-        ),
-        (_, "$ref" | "x-kubernetes-list-type" | "x-kubernetes-map-type") => GoValue::Ptr(
-            "string",
-            (!nil).then(|| {
-                Box::new(
-                    v.as_str()
-                        .map_or_else(|| GoValue::any(v.clone()), |s| GoValue::Str(s.into())),
-                )
-            }),
-        ),
-        (_, "x-kubernetes-preserve-unknown-fields") => GoValue::Ptr(
-            "bool",
-            (!nil).then(|| {
-                Box::new(
-                    v.as_bool()
-                        .map_or_else(|| GoValue::any(v.clone()), GoValue::Bool),
-                )
-            }),
-        ),
-        (_, "items") => GoValue::Ptr(
-            "apiextensions.JSONSchemaPropsOrArray",
-            (!nil).then(|| {
-                let (schema, schemas) = match v {
-                    Value::Object(_) => (Some(Box::new(go_schema(v))), None),
-                    Value::Array(a) => (None, Some(a.iter().map(go_schema).collect())),
-                    _ => (None, None),
-                };
-                Box::new(schema_or_array(schema, schemas))
-            }),
-        ),
-        (_, "allOf" | "oneOf" | "anyOf") => GoValue::Slice(
-            "[]apiextensions.JSONSchemaProps",
-            (!nil).then(|| v.as_array().into_iter().flatten().map(go_schema).collect()),
-        ),
-        (_, "not") => GoValue::Ptr(SCHEMA, (!nil).then(|| Box::new(go_schema(v)))),
+        (_, "$ref" | "x-kubernetes-list-type" | "x-kubernetes-map-type") => {
+            go_ptr("string", v, || {
+                v.as_str()
+                    .map_or_else(|| GoValue::any(v.clone()), |s| GoValue::Str(s.into()))
+            })
+        }
+        (_, "x-kubernetes-preserve-unknown-fields") => go_ptr("bool", v, || {
+            v.as_bool()
+                .map_or_else(|| GoValue::any(v.clone()), GoValue::Bool)
+        }),
+        (_, "items") => go_ptr("apiextensions.JSONSchemaPropsOrArray", v, || {
+            let (schema, schemas) = match v {
+                Value::Object(_) => (Some(Box::new(go_schema(v))), None),
+                Value::Array(a) => (None, Some(a.iter().map(go_schema).collect())),
+                _ => (None, None),
+            };
+            schema_or_array(schema, schemas)
+        }),
+        (_, "allOf" | "oneOf" | "anyOf") => {
+            go_slice("[]apiextensions.JSONSchemaProps", v, go_schema)
+        }
+        (_, "not") => go_ptr(SCHEMA, v, || go_schema(v)),
         (_, "properties" | "patternProperties") => {
             schema_map("map[string]apiextensions.JSONSchemaProps", v, go_schema)
         }
         (_, "definitions") => schema_map("apiextensions.JSONSchemaDefinitions", v, go_schema),
-        (_, "additionalProperties" | "additionalItems") => GoValue::Ptr(
-            "apiextensions.JSONSchemaPropsOrBool",
-            (!nil).then(|| {
+        (_, "additionalProperties" | "additionalItems") => {
+            go_ptr("apiextensions.JSONSchemaPropsOrBool", v, || {
                 let (allows, schema) = match v {
                     Value::Bool(b) => (*b, None),
                     _ => (true, Some(Box::new(go_schema(v)))),
                 };
-                Box::new(GoValue::Struct(
+                GoValue::Struct(
                     "apiextensions.JSONSchemaPropsOrBool",
                     vec![
                         ("Allows", GoValue::Bool(allows)),
                         ("Schema", GoValue::Ptr(SCHEMA, schema)),
                     ],
-                ))
-            }),
-        ),
+                )
+            })
+        }
         (_, "dependencies") => schema_map("apiextensions.JSONSchemaDependencies", v, |d| {
             let (schema, property) = match d {
                 Value::Array(a) => (
@@ -224,29 +191,36 @@ fn schema_field(zero: GoZero, key: &str, v: &Value) -> GoValue {
                 ],
             )
         }),
-        (_, "externalDocs") => GoValue::Ptr(
-            "apiextensions.ExternalDocumentation",
-            (!nil).then(|| {
-                let get = |k: &str| GoValue::Str(v.get(k).map(str_of).unwrap_or_default());
-                Box::new(GoValue::Struct(
-                    "apiextensions.ExternalDocumentation",
-                    vec![("Description", get("description")), ("URL", get("url"))],
-                ))
-            }),
-        ),
-        (_, "x-kubernetes-validations") => GoValue::Slice(
-            "apiextensions.ValidationRules",
-            (!nil).then(|| {
-                v.as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(go_raw_rule)
-                    .collect()
-            }),
-        ),
+        (_, "externalDocs") => go_ptr("apiextensions.ExternalDocumentation", v, || {
+            let get = |k: &str| GoValue::Str(v.get(k).map(str_of).unwrap_or_default());
+            GoValue::Struct(
+                "apiextensions.ExternalDocumentation",
+                vec![("Description", get("description")), ("URL", get("url"))],
+            )
+        }),
+        (_, "x-kubernetes-validations") => {
+            go_slice("apiextensions.ValidationRules", v, go_raw_rule)
+        }
         // Not a field of JSONSchemaProps: SCHEMA_FIELDS has none other.
         _ => GoValue::any(v.clone()),
     }
+}
+
+/// A `*T` named `ty`: nil for a null JSON value, else pointing to what `to` makes of it.
+fn go_ptr(ty: &'static str, v: &Value, to: impl FnOnce() -> GoValue) -> GoValue {
+    GoValue::Ptr(ty, (!v.is_null()).then(|| Box::new(to())))
+}
+
+/// A slice named `ty`: nil for a null JSON value, else the items of the JSON array (none when it
+/// is no array), each converted by `item`.
+fn go_slice(ty: &'static str, v: &Value, item: impl Fn(&Value) -> GoValue) -> GoValue {
+    let items = || v.as_array().into_iter().flatten().map(item).collect();
+    GoValue::Slice(ty, (!v.is_null()).then(items))
+}
+
+/// The `string` field `k` of a JSON object (`""` when it is absent or no string).
+fn str_field(v: &Value, k: &str) -> GoValue {
+    GoValue::Str(v.get(k).and_then(Value::as_str).unwrap_or_default().into())
 }
 
 /// A `JSONSchemaPropsOrArray`.
@@ -364,8 +338,7 @@ pub fn go_versions(versions: Option<&Value>) -> GoValue {
         .zip(columns)
         .zip(selectable)
         .map(|(((v, sub), cols), sel)| {
-            let s =
-                |k: &str| GoValue::Str(v.get(k).and_then(Value::as_str).unwrap_or_default().into());
+            let s = |k: &str| str_field(v, k);
             let b = |k: &str| GoValue::Bool(v.get(k).and_then(Value::as_bool).unwrap_or(false));
             let schema = v
                 .get("schema")
@@ -434,9 +407,7 @@ fn go_subresources(v: &Value) -> GoValue {
                 ))
             });
             let scale = sub.get("scale").filter(|x| !x.is_null()).map(|sc| {
-                let s = |k: &str| {
-                    GoValue::Str(sc.get(k).and_then(Value::as_str).unwrap_or_default().into())
-                };
+                let s = |k: &str| str_field(sc, k);
                 Box::new(GoValue::Struct(
                     "apiextensions.CustomResourceSubresourceScale",
                     vec![
@@ -474,9 +445,7 @@ fn go_columns(v: &Value) -> GoValue {
         cols.map(|cols| {
             cols.iter()
                 .map(|c| {
-                    let s = |k: &str| {
-                        GoValue::Str(c.get(k).and_then(Value::as_str).unwrap_or_default().into())
-                    };
+                    let s = |k: &str| str_field(c, k);
                     let priority = c
                         .get("priority")
                         .and_then(Value::as_number)

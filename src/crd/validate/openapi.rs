@@ -456,42 +456,41 @@ impl<'a> SchemaValidator<'a> {
                 }
             }
         }
-        let mut maximum = Outcome::default();
-        if let Some(max) = s.maximum {
-            let excl = s.exclusive_maximum;
-            match in_range(Num::Float(max), "Maximum boundary") {
+        // The maximum and the minimum alike: a boundary within the type's range is checked
+        // natively, one out of it (that error besides) as a general number.
+        let boundary = |limit: Option<f64>, excl: bool, b: Bound, prefix: &str| {
+            let mut result = Outcome::default();
+            let Some(limit) = limit else {
+                return result;
+            };
+            match in_range(Num::Float(limit), prefix) {
                 None => {
-                    if let Some(e) = bound_native(path, val, max, excl, Bound::Max) {
-                        maximum.add(e);
+                    if let Some(e) = bound_native(path, val, limit, excl, b) {
+                        result.add(e);
                     }
                 }
                 Some(e) => {
-                    maximum.add(e);
+                    result.add(e);
                     let data = Num::Float(val.as_f64());
-                    if let Some(e) = bound(path, data, Num::Float(max), excl, Bound::Max) {
-                        maximum.add(e);
+                    if let Some(e) = bound(path, data, Num::Float(limit), excl, b) {
+                        result.add(e);
                     }
                 }
             }
-        }
-        let mut minimum = Outcome::default();
-        if let Some(min) = s.minimum {
-            let excl = s.exclusive_minimum;
-            match in_range(Num::Float(min), "Minimum boundary") {
-                None => {
-                    if let Some(e) = bound_native(path, val, min, excl, Bound::Min) {
-                        minimum.add(e);
-                    }
-                }
-                Some(e) => {
-                    minimum.add(e);
-                    let data = Num::Float(val.as_f64());
-                    if let Some(e) = bound(path, data, Num::Float(min), excl, Bound::Min) {
-                        minimum.add(e);
-                    }
-                }
-            }
-        }
+            result
+        };
+        let maximum = boundary(
+            s.maximum,
+            s.exclusive_maximum,
+            Bound::Max,
+            "Maximum boundary",
+        );
+        let minimum = boundary(
+            s.minimum,
+            s.exclusive_minimum,
+            Bound::Min,
+            "Minimum boundary",
+        );
         res.merge(multiple);
         res.merge(minimum);
         res.merge(maximum);

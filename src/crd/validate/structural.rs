@@ -247,12 +247,7 @@ fn restricts_only_names(m: &Schema) -> bool {
         && m.items.is_none()
         && m.items_array.is_empty()
         && m.additional_properties.is_none()
-        && !m.has_description
-        && !m.has_title
-        && !m.nullable
-        && !m.external_docs
-        && !m.example
-        && extensions_are_zero(m)
+        && docs_and_extensions_are_zero(m)
         && !m.x_validations_set
         && value_validation_is_zero(m)
 }
@@ -309,12 +304,18 @@ fn only_type(v: &Schema, t: &str) -> bool {
             Some(AdditionalProperties::Schema(_)) | Some(AdditionalProperties::Bool(true))
         )
         && v.default.is_none()
-        && !v.has_description
-        && !v.has_title
-        && !v.nullable
-        && !v.external_docs
-        && !v.example
-        && extensions_are_zero(v)
+        && docs_and_extensions_are_zero(v)
+}
+
+/// A node has no description, title, externalDocs or example, is not nullable, and its
+/// `Extensions` are all unset.
+fn docs_and_extensions_are_zero(s: &Schema) -> bool {
+    !s.has_description
+        && !s.has_title
+        && !s.nullable
+        && !s.external_docs
+        && !s.example
+        && extensions_are_zero(s)
 }
 
 /// `validateValueValidation`: the junctors of a node (structural or nested) and its pattern.
@@ -367,90 +368,54 @@ fn nested_value_validation(
     for (k, p) in &v.properties {
         nested_value_validation(p, false, &fld.child("properties").key(k), errs);
     }
-    let forbid = |errs: &mut Vec<FieldError>, field: &str, detail: &str| {
-        errs.push(FieldError::forbidden(&format!("{fld}.{field}"), detail));
-    };
-    if !v.type_.is_empty() {
-        forbid(errs, "type", "must be empty to be structural");
-    }
     // `additionalProperties: false` converts to no nested additionalProperties at all.
-    if matches!(
+    let additional_properties = matches!(
         v.additional_properties,
         Some(AdditionalProperties::Schema(_)) | Some(AdditionalProperties::Bool(true))
-    ) {
-        forbid(
-            errs,
-            "additionalProperties",
-            "must be undefined to be structural",
-        );
-    }
-    if v.default.is_some() {
-        forbid(errs, "default", "must be undefined to be structural");
-    }
-    if v.has_title {
-        forbid(errs, "title", "must be empty to be structural");
-    }
-    if v.has_description {
-        forbid(errs, "description", "must be empty to be structural");
-    }
-    if v.nullable {
-        forbid(errs, "nullable", "must be false to be structural");
-    }
-    if v.x_preserve_unknown_fields == Some(true) {
-        forbid(
-            errs,
+    );
+    let (empty, undefined, not_true) = (
+        "must be empty to be structural",
+        "must be undefined to be structural",
+        "must be false to be structural",
+    );
+    let forbidden = [
+        (!v.type_.is_empty(), "type", empty),
+        (additional_properties, "additionalProperties", undefined),
+        (v.default.is_some(), "default", undefined),
+        (v.has_title, "title", empty),
+        (v.has_description, "description", empty),
+        (v.nullable, "nullable", not_true),
+        (
+            v.x_preserve_unknown_fields == Some(true),
             "x-kubernetes-preserve-unknown-fields",
-            "must be false to be structural",
-        );
-    }
-    if v.x_embedded_resource {
-        forbid(
-            errs,
+            not_true,
+        ),
+        (
+            v.x_embedded_resource,
             "x-kubernetes-embedded-resource",
-            "must be false to be structural",
-        );
-    }
-    if v.x_int_or_string {
-        forbid(
-            errs,
-            "x-kubernetes-int-or-string",
-            "must be false to be structural",
-        );
-    }
-    if !v.x_list_map_keys.is_empty() {
-        forbid(
-            errs,
+            not_true,
+        ),
+        (v.x_int_or_string, "x-kubernetes-int-or-string", not_true),
+        (
+            !v.x_list_map_keys.is_empty(),
             "x-kubernetes-list-map-keys",
-            "must be empty to be structural",
-        );
-    }
-    if v.x_list_type.is_some() {
-        forbid(
-            errs,
-            "x-kubernetes-list-type",
-            "must be undefined to be structural",
-        );
-    }
-    if v.x_map_type.is_some() {
-        forbid(
-            errs,
-            "x-kubernetes-map-type",
-            "must be undefined to be structural",
-        );
-    }
-    if !v.x_validations.is_empty() {
-        forbid(
-            errs,
+            empty,
+        ),
+        (v.x_list_type.is_some(), "x-kubernetes-list-type", undefined),
+        (v.x_map_type.is_some(), "x-kubernetes-map-type", undefined),
+        (
+            !v.x_validations.is_empty(),
             "x-kubernetes-validations",
-            "must be empty to be structural",
-        );
-    }
-    if v.properties.contains_key("metadata") {
-        forbid(
-            errs,
+            empty,
+        ),
+        (
+            v.properties.contains_key("metadata"),
             "properties[metadata]",
             "must not be specified in a nested context",
-        );
+        ),
+    ];
+    for (_, field, detail) in forbidden.into_iter().filter(|(set, ..)| *set) {
+        errs.push(FieldError::forbidden(&format!("{fld}.{field}"), detail));
     }
 }
 

@@ -1021,6 +1021,17 @@ fn estimate_at(minor: u32, crd: &Value) -> crate::report::ObjectReport {
         .unwrap()
 }
 
+/// Asserts that the CRD is refused for its default alone (`<p>.default: Invalid value:
+/// <shown>`), with no notes; `case` names the case in a failure's message.
+fn assert_default_refused(r: &crate::report::ObjectReport, shown: &str, case: &str) {
+    assert_eq!(
+        r.errors,
+        [format!("{P}.default: Invalid value: {shown}")],
+        "{case}"
+    );
+    assert!(r.notes.is_empty(), "{case}: {:?}", r.notes);
+}
+
 /// Issue 30's first class: a messageExpression calling the strings extension's `format` is
 /// evaluated on a default as cel-go evaluates it (the API server 1.36.2 answered `0 is not
 /// allowed` for this CRD), on 1.30 (cel-go v0.17.8) as on 1.36 (v0.26.0); the failing default
@@ -1032,14 +1043,8 @@ fn format_message_expressions_on_defaults() {
             "messageExpression": "'%s is not allowed'.format([string(self)])"}]}));
     for (minor, value) in [(30, "\"integer\""), (33, "\"integer\""), (36, "0")] {
         let r = estimate_at(minor, &crd);
-        assert_eq!(
-            r.errors,
-            [format!(
-                "{P}.default: Invalid value: {value}: 0 is not allowed"
-            )],
-            "1.{minor}"
-        );
-        assert!(r.notes.is_empty(), "1.{minor}: {:?}", r.notes);
+        let shown = format!("{value}: 0 is not allowed");
+        assert_default_refused(&r, &shown, &format!("1.{minor}"));
     }
     // Verbs, lists and maps, x/text's `%f`; a messageExpression that fails, or gives only
     // spaces or a line break, leaves the rule's message. From 1.31 (cel-go v0.20), the format
@@ -1079,12 +1084,8 @@ fn format_message_expressions_on_defaults() {
             let r = estimate_at(minor, &crd);
             let value = if minor >= 35 { "" } else { "\"object\": " };
             let shown = if minor >= 31 { from_1_31 } else { at_1_30 };
-            assert_eq!(
-                r.errors,
-                [format!("{P}.default: Invalid value: {value}{shown}")],
-                "1.{minor}: {message}"
-            );
-            assert!(r.notes.is_empty(), "1.{minor}: {message}: {:?}", r.notes);
+            let case = format!("1.{minor}: {message}");
+            assert_default_refused(&r, &format!("{value}{shown}"), &case);
         }
     }
 }
@@ -1124,14 +1125,11 @@ fn evaluation_errors_on_defaults_as_the_api_server_words_them() {
         "x-kubernetes-validations": [{"rule": "url(self).getQuery().size() <= 3"}]}));
     for minor in [30, 32, 34, 36] {
         let r = estimate_at(minor, &crd);
-        assert_eq!(
-            r.errors,
-            [format!(
-                "{P}.default: Invalid value: \"string\": URL parse error during conversion from string: parse \"a\": invalid URI for request evaluating rule: url(self).getQuery().size() <= 3"
-            )],
-            "1.{minor}"
+        assert_default_refused(
+            &r,
+            "\"string\": URL parse error during conversion from string: parse \"a\": invalid URI for request evaluating rule: url(self).getQuery().size() <= 3",
+            &format!("1.{minor}"),
         );
-        assert!(r.notes.is_empty(), "1.{minor}: {:?}", r.notes);
     }
     for (schema, rule, error) in [
         (
@@ -1175,14 +1173,8 @@ fn evaluation_errors_on_defaults_as_the_api_server_words_them() {
         let crd = defaulted_with(schema);
         for minor in [30, 36] {
             let r = estimate_at(minor, &crd);
-            assert_eq!(
-                r.errors,
-                [format!(
-                    "{P}.default: Invalid value: {error} evaluating rule: {rule}"
-                )],
-                "1.{minor}"
-            );
-            assert!(r.notes.is_empty(), "1.{minor}: {rule}: {:?}", r.notes);
+            let shown = format!("{error} evaluating rule: {rule}");
+            assert_default_refused(&r, &shown, &format!("1.{minor}: {rule}"));
         }
     }
 }
@@ -1213,13 +1205,7 @@ fn url_accessors_on_defaults() {
         let crd = defaulted_with(json!({"type": "string", "default": default,
             "x-kubernetes-validations": [{"rule": "!isURL(self)", "messageExpression": message}]}));
         let r = estimate_at(36, &crd);
-        assert_eq!(
-            r.errors,
-            [format!(
-                "{P}.default: Invalid value: \"{default}\": {shown}"
-            )]
-        );
-        assert!(r.notes.is_empty(), "{:?}", r.notes);
+        assert_default_refused(&r, &format!("\"{default}\": {shown}"), default);
     }
     for (default, rule) in [
         ("https://a:b:c/", "url(self).getHost() == ''"),
@@ -1272,14 +1258,10 @@ fn url_rules_counted_at_runtime_on_defaults() {
         "x-kubernetes-validations": [{"rule": rule}]}));
     for minor in [30, 36] {
         let r = estimate_at(minor, &crd);
-        assert_eq!(
-            r.errors,
-            [format!(
-                "{P}.default: Invalid value: \"object\": URL parse error during conversion from string: parse \"z\": invalid URI for request evaluating rule: {rule}"
-            )],
-            "1.{minor}"
+        let shown = format!(
+            "\"object\": URL parse error during conversion from string: parse \"z\": invalid URI for request evaluating rule: {rule}"
         );
-        assert!(r.notes.is_empty(), "1.{minor}: {:?}", r.notes);
+        assert_default_refused(&r, &shown, &format!("1.{minor}"));
     }
 }
 
@@ -1322,12 +1304,7 @@ fn conversions_on_defaults() {
         let mut schema = schema;
         schema["x-kubernetes-validations"] = json!([{"rule": rule, "messageExpression": message}]);
         let r = estimate_at(36, &defaulted_with(schema));
-        assert_eq!(
-            r.errors,
-            [format!("{P}.default: Invalid value: {shown}")],
-            "{rule}"
-        );
-        assert!(r.notes.is_empty(), "{rule}: {:?}", r.notes);
+        assert_default_refused(&r, shown, rule);
     }
     // `bool('T')` is true.
     let r = estimate_at(
