@@ -253,6 +253,30 @@ pub fn run_measured<T>(limits: Limits, f: impl FnOnce() -> T) -> (Result<T, Stop
     (out, usage)
 }
 
+/// Runs `f` beside the running estimate, not charged to it: under a meter of its own with the
+/// steps and bytes the estimate has left (so the two never hold more than the estimate's
+/// limit), or under the default limits where no estimate runs. The estimate's steps, peak and
+/// where it stops are as if `f` had not run. For work that only tells something of the
+/// estimate (whether the other cost algorithm agrees with it).
+pub fn aside<T>(f: impl FnOnce() -> T) -> Result<T, Stopped> {
+    let limits = if ACTIVE.with(Cell::get) {
+        let left = LIVE_LIMIT
+            .with(Cell::get)
+            .saturating_sub(LIVE.with(Cell::get));
+        Limits {
+            steps: STEPS_LEFT.with(Cell::get),
+            bytes: usize::try_from(left).unwrap_or(0),
+        }
+    } else {
+        Limits::default()
+    };
+    let (steps, peak) = (STEPS_LEFT.with(Cell::get), PEAK.with(Cell::get));
+    let result = run(limits, f);
+    STEPS_LEFT.with(|c| c.set(steps));
+    PEAK.with(|c| c.set(peak));
+    result
+}
+
 /// The allocator ([`Inner`]), counting the bytes each thread holds, so that an estimate over its
 /// byte limit stops at its next step instead of taking the process's memory. The binary
 /// installs it (`#[global_allocator]`); without it only steps are counted.

@@ -2,7 +2,7 @@
 //! quirks that decide real numbers (size lookup order, Go slice aliasing of field paths,
 //! ceiling arithmetic, saturation). See `shared/docs/cel-cost-model.md` §2–§5.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -10,6 +10,7 @@ use super::ast::{Expr, ExprId, ExprKind, Literal};
 use super::checker::CheckedExpr;
 use super::minor::CostAlgorithm;
 use super::types::{Kind, Type};
+use super::version::consulted;
 
 // cel-go `common/cost.go`.
 pub const SELECT_AND_IDENT_COST: u64 = 1;
@@ -376,8 +377,11 @@ impl Default for CostOptions {
     }
 }
 
-/// Estimates the cost of a checked expression.
+/// Estimates the cost of a checked expression. Notes that the estimate under way consulted the
+/// cost algorithm ([`consulted::COST_ALGORITHM`]), unless [`by_either_algorithm`] finds the
+/// other one agrees.
 pub fn estimate(checked: &CheckedExpr, embedder: &dyn CostEmbedder, opts: CostOptions) -> Cost {
+    consulted::note(consulted::COST_ALGORITHM);
     let n = checked.parsed.max_id as usize + 1;
     let mut c = Coster {
         checked,
@@ -392,6 +396,51 @@ pub fn estimate(checked: &CheckedExpr, embedder: &dyn CostEmbedder, opts: CostOp
         global_matches: opts.global_matches,
     };
     c.cost(checked.expr())
+}
+
+thread_local! {
+    /// Whether [`by_either_algorithm`] compares its costs with the other algorithm's.
+    static COMPARING_ALGORITHMS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// `f`'s result, with [`by_either_algorithm`] comparing every cost `f` makes with the other cost
+/// algorithm's: a range asks it of an estimate it may share across the algorithm change
+/// (Kubernetes 1.33), which it does where they agree.
+pub fn comparing_algorithms<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            COMPARING_ALGORITHMS.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(COMPARING_ALGORITHMS.with(|c| c.replace(true)));
+    f()
+}
+
+/// `costs(opts)`: what the cost estimates of one expression (or rule) come to with `opts`,
+/// everything an estimate keeps of them (costs, the sizes they read). Within
+/// [`comparing_algorithms`], also `costs` with the other algorithm, beside the work budget
+/// ([`crate::budget::aside`]): the algorithm is noted as consulted ([`consulted::COST_ALGORITHM`])
+/// only where the two differ (or the other could not finish). `costs` makes its own embedder
+/// each call: what one records must not reach the other.
+pub fn by_either_algorithm<T: PartialEq>(opts: CostOptions, costs: impl Fn(CostOptions) -> T) -> T {
+    // Once one cost differs, the estimate has consulted the algorithm: no more to compare.
+    if !COMPARING_ALGORITHMS.with(Cell::get) || consulted::noted(consulted::COST_ALGORITHM) {
+        return costs(opts);
+    }
+    let (mine, _) = consulted::holding_back(consulted::COST_ALGORITHM, || costs(opts));
+    let other = CostOptions {
+        algorithm: match opts.algorithm {
+            CostAlgorithm::IterRanges => CostAlgorithm::ScopedLocals,
+            CostAlgorithm::ScopedLocals => CostAlgorithm::IterRanges,
+        },
+        ..opts
+    };
+    let theirs = crate::budget::aside(|| consulted::ignoring(|| costs(other)));
+    if theirs.ok().as_ref() != Some(&mine) {
+        consulted::note(consulted::COST_ALGORITHM);
+    }
+    mine
 }
 
 struct Coster<'a> {

@@ -15,6 +15,7 @@ use super::parse::{
     ParserOptions, SyntaxErrors, display_error, parse_noting_gated_macros, parse_uncharged,
 };
 use super::types::{Kind, Type};
+use super::version::consulted;
 
 /// The environment of one Kubernetes version. `compatibility` is the CEL compatibility version
 /// (the API server's minor − 1), which decides what new expressions may use.
@@ -182,6 +183,8 @@ impl Env {
     /// Parses through the cache. Every call is charged as one parse, found or done, so that an
     /// estimate's work (and where its budget stops it) does not depend on what was parsed
     /// before it, by this object or any other.
+    /// A parse that depends on the parser options is noted ([`consulted::PARSER_OPTIONS`]): a
+    /// range shares the estimate between minors whose options differ only where none does.
     fn parse_cached(&self, source: &str) -> Result<ParsedExpr, SyntaxErrors> {
         crate::budget::charge(source.len() as u64);
         let opts = self.parser;
@@ -189,7 +192,10 @@ impl Env {
         let known = match cache().entries[usize::from(opts.optional_syntax)].get(source) {
             Some(Parses::Any(r)) => return r.clone(),
             Some(Parses::ByOptions(v)) => match v.iter().find(|(o, _)| *o == opts) {
-                Some((_, r)) => return r.clone(),
+                Some((_, r)) => {
+                    consulted::note(consulted::PARSER_OPTIONS);
+                    return r.clone();
+                }
                 None => true,
             },
             None => false,
@@ -201,10 +207,14 @@ impl Env {
             let (result, any) = parse_noting_gated_macros(source, widest);
             let for_opts = (!any).then_some(widest);
             cache().keep(source, opts.optional_syntax, for_opts, &result);
+            if !any {
+                consulted::note(consulted::PARSER_OPTIONS);
+            }
             if any || opts == widest {
                 return result;
             }
         }
+        consulted::note(consulted::PARSER_OPTIONS);
         let result = parse_uncharged(source, opts);
         cache().keep(source, opts.optional_syntax, Some(opts), &result);
         result

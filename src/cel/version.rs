@@ -28,46 +28,81 @@ impl std::fmt::Display for Version {
     }
 }
 
-/// Which of a minor's error-wording rules (`crd::fielderr::wording`, by index) the current
-/// estimate consulted, on this thread: a report's words depend on those rules only, so a range
-/// shares it between minors that agree on them even where others differ.
-pub mod wording_consulted {
+/// Which of a minor's rules the current estimate consulted, on this thread, a bit each: its
+/// error-wording rules (`crd::fielderr::wording`, bit = index), whether some parse depended on
+/// the parser options ([`PARSER_OPTIONS`]) and whether some cost may differ under cel-go's other
+/// cost estimator ([`COST_ALGORITHM`]). A report depends on those rules only, as far as they go:
+/// a range shares it between minors that agree on the ones it consulted.
+pub mod consulted {
     use std::cell::Cell;
+
+    /// Some CEL text of the estimate parses differently with other parser options (a gated
+    /// macro, a quoted name).
+    pub const PARSER_OPTIONS: u32 = 1 << 30;
+    /// Some cost of the estimate may differ under the other cost algorithm
+    /// ([`crate::cel::cost::CostAlgorithm`]).
+    pub const COST_ALGORITHM: u32 = 1 << 31;
 
     thread_local! {
         static CONSULTED: Cell<u32> = const { Cell::new(0) };
     }
 
-    /// Notes that wording rule `rule` decided some text.
-    pub fn note(rule: usize) {
-        CONSULTED.with(|c| c.set(c.get() | 1 << rule));
+    /// Notes the rules of `bits`.
+    pub fn note(bits: u32) {
+        CONSULTED.with(|c| c.set(c.get() | bits));
     }
 
-    /// `f`'s result and the wording rules it consulted (a bit per rule index). Nested calls see
-    /// their own; the enclosing one sees theirs too.
-    pub fn tracking<R>(f: impl FnOnce() -> R) -> (R, u32) {
-        /// Puts back what the enclosing tracking had consulted, beside what this one did (also
-        /// when `f` unwinds: an estimate stopped by its work budget).
-        struct Restore(u32);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                CONSULTED.with(|c| c.set(c.get() | self.0));
-            }
+    /// Whether the call under way has consulted a rule of `bits` (since the innermost
+    /// [`tracking`] or [`holding_back`] began).
+    pub fn noted(bits: u32) -> bool {
+        CONSULTED.with(Cell::get) & bits != 0
+    }
+
+    /// Notes that wording rule `rule` decided some text.
+    pub fn note_wording(rule: usize) {
+        note(1 << rule);
+    }
+
+    /// Puts back what the enclosing call had consulted, beside what `keep` says of the inner
+    /// call's (also when it unwinds: an estimate stopped by its work budget).
+    struct Restore<K: Fn(u32) -> u32> {
+        outer: u32,
+        keep: K,
+    }
+    impl<K: Fn(u32) -> u32> Drop for Restore<K> {
+        fn drop(&mut self) {
+            CONSULTED.with(|c| c.set(self.outer | (self.keep)(c.get())));
         }
-        let _outer = Restore(CONSULTED.with(|c| c.replace(0)));
+    }
+
+    /// `f`'s result and the rules it consulted. Nested calls see their own; the enclosing one
+    /// sees theirs too.
+    pub fn tracking<R>(f: impl FnOnce() -> R) -> (R, u32) {
+        let _outer = Restore {
+            outer: CONSULTED.with(|c| c.replace(0)),
+            keep: |inner| inner,
+        };
         let r = f();
         (r, CONSULTED.with(Cell::get))
     }
 
     /// `f`'s result, what it consults not noted (comparing minors' rules decides no text).
     pub fn ignoring<R>(f: impl FnOnce() -> R) -> R {
-        struct Restore(u32);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                CONSULTED.with(|c| c.set(self.0));
-            }
-        }
-        let _restore = Restore(CONSULTED.with(|c| c.get()));
+        let _outer = Restore {
+            outer: CONSULTED.with(Cell::get),
+            keep: |_| 0,
+        };
         f()
+    }
+
+    /// `f`'s result and whether it consulted a rule of `bits`, which the enclosing call does not
+    /// see noted (the caller notes them, or not, once it knows more); the others it does.
+    pub fn holding_back<R>(bits: u32, f: impl FnOnce() -> R) -> (R, bool) {
+        let _outer = Restore {
+            outer: CONSULTED.with(|c| c.replace(0)),
+            keep: move |inner| inner & !bits,
+        };
+        let r = f();
+        (r, CONSULTED.with(Cell::get) & bits != 0)
     }
 }

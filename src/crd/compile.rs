@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::cel::ast::ExprId;
-use crate::cel::cost::{AstNode, Size, estimate};
+use crate::cel::checker::CheckedExpr;
+use crate::cel::cost::{AstNode, Size, by_either_algorithm, estimate};
 use crate::cel::env::{CheckerPanic, Env};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::types::Type;
@@ -164,16 +165,8 @@ pub fn compile_rule_in(
         return out;
     }
     let sizes = RuleSizes { root: decl.clone() };
-    let recording = Recording {
-        inner: &sizes,
-        seen: RefCell::new(Vec::new()),
-        probed: RefCell::new(HashMap::new()),
-    };
-    let embedder = KubernetesEstimator {
-        minor: env.minor,
-        sizes: Some(&recording),
-    };
-    out.max_cost = estimate(&checked, &embedder, env.cost_options()).max;
+    let (max_cost, mut drivers) = cost_and_drivers(env, &checked, &sizes);
+    out.max_cost = max_cost;
     if !rule.message_expression.is_empty() {
         let env = message_env;
         match env.compile(&rule.message_expression, &vars, provider) {
@@ -193,13 +186,36 @@ pub fn compile_rule_in(
                 out.message_error = Some(format!("messageExpression instantiation failed: {e}"));
             }
             Ok(mc) => {
-                out.message_expression_cost =
-                    Some(estimate(&mc, &embedder, env.cost_options()).max);
+                let (max_cost, more) = cost_and_drivers(env, &mc, &sizes);
+                out.message_expression_cost = Some(max_cost);
+                for d in more {
+                    if !drivers.contains(&d) {
+                        drivers.push(d);
+                    }
+                }
             }
         }
     }
-    out.unbounded_fields = recording.seen.into_inner();
+    out.unbounded_fields = drivers;
     out
+}
+
+/// The maximum cost of `checked` in `env` and the unbounded nodes it read (relative paths, in
+/// the order first read), by either cost algorithm where a range compares them.
+fn cost_and_drivers(env: &Env, checked: &CheckedExpr, sizes: &RuleSizes) -> (u64, Vec<String>) {
+    by_either_algorithm(env.cost_options(), |opts| {
+        let recording = Recording {
+            inner: sizes,
+            seen: RefCell::new(Vec::new()),
+            probed: RefCell::new(HashMap::new()),
+        };
+        let embedder = KubernetesEstimator {
+            minor: env.minor,
+            sizes: Some(&recording),
+        };
+        let max = estimate(checked, &embedder, opts).max;
+        (max, recording.seen.into_inner())
+    })
 }
 
 #[cfg(test)]

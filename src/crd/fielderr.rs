@@ -85,7 +85,7 @@ pub fn stored_version_removal_says_why(k: Version) -> bool {
 /// (a range shares one estimate between them then). A new wording rule belongs here too.
 pub fn wording(k: Version) -> [bool; 9] {
     // Asked of two minors to compare them: consults nothing.
-    crate::cel::version::wording_consulted::ignoring(|| {
+    crate::cel::version::consulted::ignoring(|| {
         [
             stored_version_removal_says_why(k),
             max_len_in_bytes(k),
@@ -117,7 +117,7 @@ pub const RENDER_TIME_RULES: u32 = 1 << 2 | 1 << 4 | 1 << 5;
 
 /// Notes that rule `i` of [`wording`] decided some text of the estimate under way.
 fn consulted(i: usize) {
-    crate::cel::version::wording_consulted::note(i);
+    crate::cel::version::consulted::note_wording(i);
 }
 
 /// The wording rules a report's errors depend on: those its estimate consulted

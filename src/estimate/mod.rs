@@ -65,8 +65,8 @@ impl TargetKind {
 pub struct Shared<'v> {
     object: &'v Value,
     crd: OnceCell<Metered<Prepared<'v>>>,
-    /// The field errors each minor's CRD estimate rendered its `errors` from, by minor: a
-    /// minor that judges the object alike but words errors otherwise renders them again.
+    /// The field errors each minor's estimate rendered its `errors` from, by minor: a minor
+    /// that judges the object alike but words errors otherwise renders them again.
     errors: std::cell::RefCell<Vec<(Version, Vec<crate::crd::fielderr::FieldError>)>>,
 }
 
@@ -90,8 +90,8 @@ impl<'v> Shared<'v> {
         self.object
     }
 
-    /// The errors of minor `from`'s CRD estimate, rendered as minor `to` words them; `None`
-    /// when `from` kept none (no CRD estimate, or an API server panic).
+    /// The errors of minor `from`'s estimate, rendered as minor `to` words them; `None` when
+    /// `from` kept none (no estimate, an API server panic, a policy version not served).
     pub fn errors_worded_for(
         &self,
         from: Version,
@@ -100,6 +100,13 @@ impl<'v> Shared<'v> {
         let kept = self.errors.borrow();
         let (_, errors) = kept.iter().find(|(k, _)| *k == from)?;
         Some(crate::crd::fielderr::render_all(errors, to))
+    }
+
+    /// Keeps the field errors minor `version`'s estimate rendered its `errors` from.
+    fn keep_errors(&self, version: Version, errors: Option<Vec<crate::crd::fielderr::FieldError>>) {
+        if let Some(errors) = errors {
+            self.errors.borrow_mut().push((version, errors));
+        }
     }
 
     /// `f` of the object's [`Prepared`] CRD, made now unless an earlier estimate made it.
@@ -247,9 +254,21 @@ impl Estimator {
         match TargetKind::of(v)? {
             TargetKind::CustomResourceDefinition => Some(self.estimate_crd_shared(shared, source)),
             TargetKind::ValidatingAdmissionPolicy => {
-                Some(self.estimate_vap_with(v, source, catalog))
+                Some(self.guarded(v, source, "ValidatingAdmissionPolicy", || {
+                    let (report, errors) =
+                        crate::vap::estimate_vap_keeping_errors(&self.env, v, source, catalog);
+                    shared.keep_errors(self.env.kubernetes, errors);
+                    report
+                }))
             }
-            TargetKind::MutatingAdmissionPolicy => Some(self.estimate_map_with(v, source, catalog)),
+            TargetKind::MutatingAdmissionPolicy => {
+                Some(self.guarded(v, source, "MutatingAdmissionPolicy", || {
+                    let (report, errors) =
+                        crate::vap::estimate_map_keeping_errors(&self.env, v, source, catalog);
+                    shared.keep_errors(self.env.kubernetes, errors);
+                    report
+                }))
+            }
         }
     }
 
@@ -264,12 +283,7 @@ impl Estimator {
             shared.with_crd(|prepared| {
                 let (report, errors) =
                     crate::crd::estimate_prepared_keeping_errors(&self.env, v, source, prepared);
-                if let Some(errors) = errors {
-                    shared
-                        .errors
-                        .borrow_mut()
-                        .push((self.env.kubernetes, errors));
-                }
+                shared.keep_errors(self.env.kubernetes, errors);
                 report
             })
         })

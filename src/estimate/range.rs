@@ -10,6 +10,8 @@ use serde_json::Value;
 use super::{Estimator, Shared};
 use crate::cel::decls::{Declarations, Version};
 use crate::cel::minor::Minor;
+use crate::cel::parse::ParserOptions;
+use crate::cel::version::consulted;
 use crate::report::ObjectReport;
 use crate::schema::catalog::SchemaCatalog;
 
@@ -24,9 +26,14 @@ struct Differences {
     /// The names by which a function declared differently is called (`format`, `isIP`, `range`
     /// of `lists.range`): they matter only before a `(`; a field `self.duration` calls nothing.
     calls: HashSet<String>,
-    /// Parser options differ in the two-variable macros / `sortBy`.
-    two_var_macros: bool,
-    sort_by: bool,
+    /// Parser options differ (the two-variable macros, `sortBy`, quoted names): they matter to
+    /// an estimate that noted a parse depending on them ([`consulted::PARSER_OPTIONS`]).
+    parser_options: bool,
+    /// Whether literals and `?` parse alike: every CEL text depends on it.
+    optional_syntax: bool,
+    /// cel-go's estimator differs: it matters to an estimate whose costs it may change (noted
+    /// [`consulted::COST_ALGORITHM`]) of an object whose CEL it may cost otherwise
+    /// ([`algorithm_dependent`]).
     cost_algorithm: bool,
     optional_macros: bool,
     format_validator: bool,
@@ -38,7 +45,6 @@ struct Differences {
     global_matches: bool,
     affix_runtime_cost: bool,
     object_meta_names: bool,
-    ident_escape: bool,
 }
 
 /// Calls `add` with every name declared differently in `a` and `b`, or in one of them only.
@@ -96,11 +102,20 @@ impl Differences {
             });
         }
         let keywords = |m: &Minor| m.compatibility >= Version::new(1, 31);
+        // The options of every environment of the minor: the new expressions' and the stored
+        // ones'.
+        let (pa, pb) = (
+            [ea.parser, ParserOptions::for_minor(ma, ma.kubernetes)],
+            [eb.parser, ParserOptions::for_minor(mb, mb.kubernetes)],
+        );
         Differences {
             names,
             calls,
-            two_var_macros: ea.parser.two_var_comprehensions != eb.parser.two_var_comprehensions,
-            sort_by: ea.parser.lists_sort_by != eb.parser.lists_sort_by,
+            parser_options: pa != pb,
+            optional_syntax: pa
+                .iter()
+                .zip(&pb)
+                .any(|(a, b)| a.optional_syntax != b.optional_syntax),
             cost_algorithm: ma.cost_algorithm != mb.cost_algorithm,
             optional_macros: ma.optional_macros_copy_their_receiver
                 != mb.optional_macros_copy_their_receiver,
@@ -115,25 +130,26 @@ impl Differences {
             affix_runtime_cost: ma.affix_runtime_cost_by_argument
                 != mb.affix_runtime_cost_by_argument,
             object_meta_names: ma.object_meta_name_max_length != mb.object_meta_name_max_length,
-            ident_escape: ea.parser.ident_escape_syntax != eb.parser.ident_escape_syntax,
         }
     }
 
     /// Whether an object with this profile gets the same estimate from both minors (apart from
-    /// error wording, which [`RangeEstimator`] checks on the report).
-    fn irrelevant_to(&self, p: &Profile) -> bool {
+    /// error wording, which [`RangeEstimator`] checks on the report), given the rules an estimate
+    /// of it consulted (`consulted`, bits of [`consulted`]; all of them where none was made).
+    fn irrelevant_to(&self, p: &Profile, consulted: u32) -> bool {
         let any = |words: &[&str]| words.iter().any(|w| p.tokens.contains(*w));
         let calls = |words: &[&str]| words.iter().any(|w| p.called.contains(*w));
+        let noted = |bit: u32| consulted & bit != 0;
         if p.has_cel
-            && (self.cost_algorithm && p.algorithm_dependent
+            && (self.optional_syntax
+                || self.cost_algorithm && p.algorithm_dependent && noted(consulted::COST_ALGORITHM)
+                || self.parser_options && noted(consulted::PARSER_OPTIONS)
                 || p.tokens.iter().any(|t| self.names.contains(t))
                 || p.called.iter().any(|t| self.calls.contains(t)))
         {
             return false;
         }
-        !(self.two_var_macros && any(TWO_VARIABLE_MACROS)
-            || self.sort_by && any(&["sortBy"])
-            || self.optional_macros && any(&["optMap", "optFlatMap"])
+        !(self.optional_macros && any(&["optMap", "optFlatMap"])
             || self.format_validator && any(&["format"])
             || self.kubernetes_type_equality
                 && (calls(KUBERNETES_TYPE_CONSTRUCTORS) || any(KUBERNETES_TYPE_NAMESPACES))
@@ -144,8 +160,7 @@ impl Differences {
             || self.global_matches && p.global_matches
             // Counted only where a rule is evaluated on a default.
             || self.affix_runtime_cost && p.has_default && any(&["startsWith", "endsWith"])
-            || self.object_meta_names && p.root_rule_reads_metadata
-            || self.ident_escape && p.backtick)
+            || self.object_meta_names && p.root_rule_reads_metadata)
     }
 }
 
@@ -183,6 +198,8 @@ struct Profile {
     /// The tokens of them followed by a `(`: the names of calls.
     called: HashSet<String>,
     has_cel: bool,
+    /// A backtick in some CEL text (a quoted name, or in a literal).
+    backtick: bool,
     /// Some CEL of the object may be costed differently by cel-go's two estimators
     /// ([`algorithm_dependent`]).
     algorithm_dependent: bool,
@@ -191,8 +208,6 @@ struct Profile {
     map_api_version: Option<String>,
     int_or_string_with_max_length: bool,
     resource_with_additional_properties: bool,
-    /// A backtick in some CEL text (a quoted name, or in a literal).
-    backtick: bool,
     /// A call of the global `matches(s, re)` (the word not after a `.`).
     global_matches: bool,
     /// A schema node with a `default` (its rules are evaluated on it, their runtime cost
@@ -231,6 +246,21 @@ impl Profile {
         p
     }
 
+    /// The rules an estimate of the object may consult, as far as its words tell, for a
+    /// comparison no estimate informs: every wording rule and the cost algorithm, and the
+    /// parser options where some text names a gated macro or has a backtick.
+    fn presumed_consulted(&self) -> u32 {
+        let gated = TWO_VARIABLE_MACROS
+            .iter()
+            .chain(&["sortBy"])
+            .any(|w| self.tokens.contains(*w));
+        if gated || self.backtick {
+            u32::MAX
+        } else {
+            u32::MAX & !consulted::PARSER_OPTIONS
+        }
+    }
+
     fn walk(&mut self, v: &Value, resource_root: bool) {
         match v {
             Value::Object(m) => {
@@ -267,8 +297,8 @@ impl Profile {
                         ) => {
                             let text = CelText::of(s);
                             self.has_cel = true;
-                            self.algorithm_dependent |= algorithm_dependent(&text);
                             self.backtick |= s.contains('`');
+                            self.algorithm_dependent |= algorithm_dependent(&text);
                             self.global_matches |= calls_global(&text, "matches");
                             for (word, call) in text.tokens {
                                 if call {
@@ -488,7 +518,9 @@ impl RangeEstimator {
         }
         let profile = Profile::of(v, catalog);
         self.served_alike(&profile, i, j)
-            && self.differences(i.min(j), i.max(j)).irrelevant_to(&profile)
+            && self
+                .differences(i.min(j), i.max(j))
+                .irrelevant_to(&profile, profile.presumed_consulted())
     }
 
     /// Whether minors `a` and `b` serve the object alike: any object but a
@@ -503,6 +535,25 @@ impl RangeEstimator {
             map_api_version(api, self.estimators[i].kubernetes_version()) == MapApiVersion::Served
         };
         served(a) && served(b)
+    }
+
+    /// Whether minor `i`'s estimate of an object with profile `p` compares its costs with the
+    /// other cel-go estimator's ([`crate::cel::cost::comparing_algorithms`]): where the next minor
+    /// that follows the other may share it, it and every minor before it agreeing with `i` on
+    /// the object but for what the estimate tells (the algorithm's costs, the parses).
+    fn compares_algorithms(&self, i: usize, p: &Profile) -> bool {
+        if !(p.has_cel && p.algorithm_dependent) {
+            return false;
+        }
+        let algorithm = self.estimators[i].minor().cost_algorithm;
+        let Some(j) = (i + 1..self.estimators.len())
+            .find(|&j| self.estimators[j].minor().cost_algorithm != algorithm)
+        else {
+            return false;
+        };
+        let told = consulted::COST_ALGORITHM | consulted::PARSER_OPTIONS;
+        (i + 1..=j)
+            .all(|k| self.served_alike(p, i, k) && self.differences(i, k).irrelevant_to(p, !told))
     }
 
     /// One report per minor, oldest first; `None` when the kind is not estimable. `estimate`
@@ -528,7 +579,8 @@ impl RangeEstimator {
         let mut representative: Option<usize> = None;
         for i in 0..n {
             let to = self.estimators[i].kubernetes_version();
-            let alike = representative.filter(|&r| self.differences(r, i).irrelevant_to(&profile));
+            let alike = representative
+                .filter(|&r| self.differences(r, i).irrelevant_to(&profile, rules[r]));
             // The representative's report, as it stands or with its errors in this minor's
             // words (rendered again from the field errors its estimate kept); a
             // MutatingAdmissionPolicy's with what this minor says of serving its version.
@@ -556,10 +608,16 @@ impl RangeEstimator {
                     out.push(copy);
                 }
                 None => {
-                    let (report, consulted) =
-                        crate::cel::version::wording_consulted::tracking(|| {
+                    let compare = self.compares_algorithms(i, &profile);
+                    let (report, consulted) = consulted::tracking(|| {
+                        if compare {
+                            crate::cel::cost::comparing_algorithms(|| {
+                                estimate(&self.estimators[i], &object)
+                            })
+                        } else {
                             estimate(&self.estimators[i], &object)
-                        });
+                        }
+                    });
                     let report = report?;
                     rules.push(crate::crd::fielderr::wording_rules_of(
                         consulted,

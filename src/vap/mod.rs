@@ -18,7 +18,9 @@ mod shape;
 mod typed;
 mod types;
 
-pub use mutating::{MapApiVersion, estimate_map, estimate_map_with, map_api_version};
+pub use mutating::{
+    MapApiVersion, estimate_map, estimate_map_keeping_errors, estimate_map_with, map_api_version,
+};
 
 pub use typed::{SchemaNeeds, conversion_reads, matched_resources, param_kind, schema_needs};
 
@@ -28,7 +30,7 @@ use serde_json::Value;
 
 use crate::cel::ast::{Expr, ExprKind};
 use crate::cel::checker::{CheckedExpr, TypeProvider};
-use crate::cel::cost::{Cost, estimate};
+use crate::cel::cost::{Cost, by_either_algorithm, estimate};
 use crate::cel::env::{CheckerPanic, Env, JSONPATCH_TYPE, OBJECT_TYPE, PatchTypes};
 use crate::cel::k8s_cost::KubernetesEstimator;
 use crate::cel::types::Type;
@@ -173,6 +175,17 @@ pub fn estimate_vap_with(
     source: &str,
     catalog: &SchemaCatalog,
 ) -> ObjectReport {
+    estimate_vap_keeping_errors(env, vap, source, catalog).0
+}
+
+/// As [`estimate_vap_with`], with the field errors the report's `errors` are rendered from
+/// (none where the API server panics: the report says that instead).
+pub fn estimate_vap_keeping_errors(
+    env: &Env,
+    vap: &Value,
+    source: &str,
+    catalog: &SchemaCatalog,
+) -> (ObjectReport, Option<Vec<FieldError>>) {
     let mut report = ObjectReport::on(
         vap,
         "ValidatingAdmissionPolicy",
@@ -359,8 +372,9 @@ pub fn estimate_vap_with(
     (report.errors, report.error_parts) = crate::crd::fielderr::render_all(&errors, k);
     if let Some((field_path, p)) = panic {
         report.set_apiserver_panic(&field_path, &p);
+        return (report, None);
     }
-    report
+    (report, Some(errors))
 }
 
 /// The first expression, in the order the API server compiles them, its compiler panics on.
@@ -739,14 +753,13 @@ fn accept_and_cost(
         )));
     }
     report.output_type = go_type_string(&out);
-    let est = estimate(
-        checked,
-        &KubernetesEstimator {
+    let est = by_either_algorithm(env.cost_options(), |opts| {
+        let embedder = KubernetesEstimator {
             sizes: None,
             minor: env.minor,
-        },
-        env.cost_options(),
-    );
+        };
+        estimate(checked, &embedder, opts)
+    });
     report.min_cost = Some(est.min);
     report.max_cost = Some(est.max);
     report.max_cost_unbounded = Some(est.max == u64::MAX);

@@ -118,6 +118,18 @@ pub fn estimate_map_with(
     source: &str,
     catalog: &SchemaCatalog,
 ) -> ObjectReport {
+    estimate_map_keeping_errors(env, map, source, catalog).0
+}
+
+/// As [`estimate_map_with`], with the field errors the report's `errors` are rendered from
+/// (none where the API server panics, or does not serve the policy's version: its first error
+/// says so).
+pub fn estimate_map_keeping_errors(
+    env: &Env,
+    map: &Value,
+    source: &str,
+    catalog: &SchemaCatalog,
+) -> (ObjectReport, Option<Vec<FieldError>>) {
     let s = |v: &Value, k: &str| {
         v.get(k)
             .and_then(Value::as_str)
@@ -252,6 +264,7 @@ pub fn estimate_map_with(
     let panic = super::first_panic(&expressions).filter(|_| not_served.is_none());
     report.expressions = expressions.into_iter().map(|c| c.report).collect();
     let (texts, parts) = crate::crd::fielderr::render_all(&errors, env.kubernetes);
+    let served = not_served.is_none();
     report.error_parts = not_served
         .iter()
         .map(|why| crate::report::ErrorParts::other("", why))
@@ -261,8 +274,9 @@ pub fn estimate_map_with(
     report.valid = report.errors.is_empty();
     if let Some((field_path, p)) = panic {
         report.set_apiserver_panic(&field_path, &p);
+        return (report, None);
     }
-    report
+    (report, served.then_some(errors))
 }
 
 /// The matchConditions' worst case: all of them, in one budget.

@@ -27,7 +27,7 @@ use super::shape::{Leaf, Shape, ShapeRef, Shapes};
 use super::types::PolicyTypes;
 use crate::cel::ast::{Expr, ExprKind, Literal};
 use crate::cel::checker::{CheckedExpr, TypeProvider};
-use crate::cel::cost::{AstNode, Cost, CostOptions, Size, estimate};
+use crate::cel::cost::{AstNode, Cost, CostOptions, Size, by_either_algorithm, estimate};
 use crate::cel::env::{Env, PatchTypes};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::minor::Minor;
@@ -249,6 +249,7 @@ pub(super) struct Input<'a> {
 }
 
 /// One expression against one resource.
+#[derive(PartialEq)]
 struct One {
     cost: Cost,
     /// Field → how much of the maximum it drives (the drop when it is sized 0).
@@ -472,7 +473,9 @@ fn run_target(
             cost_options: env.cost_options(),
             minor: env.minor,
         };
-        let mut one = cost_one(&checked, &ctx, absent);
+        let mut one = by_either_algorithm(ctx.cost_options, |opts| {
+            cost_one(&checked, &ctx, opts, absent.clone())
+        });
         one.note = note;
         if let Some(v) = inp.variable {
             let shape = shape_of(&checked, checked.expr(), &ctx);
@@ -531,7 +534,13 @@ impl Ctx<'_> {
     }
 }
 
-fn cost_one(checked: &CheckedExpr, ctx: &Ctx<'_>, absent: Vec<String>) -> One {
+/// `checked`'s cost on `ctx`'s resource with `cost_options`, and the fields that drive it.
+fn cost_one(
+    checked: &CheckedExpr,
+    ctx: &Ctx<'_>,
+    cost_options: CostOptions,
+    absent: Vec<String>,
+) -> One {
     let ctx = &Ctx {
         object: ctx.object,
         params: ctx.params,
@@ -539,7 +548,7 @@ fn cost_one(checked: &CheckedExpr, ctx: &Ctx<'_>, absent: Vec<String>) -> One {
         vars: ctx.vars,
         shapes: ctx.shapes,
         iters: HashMap::new(),
-        cost_options: ctx.cost_options,
+        cost_options,
         minor: ctx.minor,
     }
     .with_iteration_variables(checked);

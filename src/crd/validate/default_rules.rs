@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::cel::cost::{AstNode, Size, estimate};
+use crate::cel::cost::{AstNode, Size, by_either_algorithm, estimate};
 use crate::cel::env::{CheckerPanic, Env};
 use crate::cel::eval::{GoError, Interpreter, Outcome, Val, cel_go_error, lower_for_interpreter};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
@@ -527,7 +527,9 @@ impl<'e> DefaultRules<'e> {
             minor: self.env.minor,
             sizes: Some(&sizes),
         };
-        let estimated = estimate(&checked, &embedder, env.cost_options()).max;
+        let estimated = by_either_algorithm(env.cost_options(), |opts| {
+            estimate(&checked, &embedder, opts).max
+        });
         estimated.min(straight_line_bound(checked.expr(), value).unwrap_or(u64::MAX))
     }
 
