@@ -288,6 +288,22 @@ impl Context {
         }
     }
 
+    /// The estimate of `report_name` whose write failed, if one is kept (taken for its retry).
+    pub(super) fn take_unwritten(&self, report_name: &str) -> Option<Computed> {
+        self.unwritten
+            .lock()
+            .expect("unwritten lock")
+            .remove(report_name)
+    }
+
+    /// Keeps an estimate whose write failed for the retry of its target.
+    pub(super) fn keep_unwritten(&self, report_name: String, computed: Computed) {
+        self.unwritten
+            .lock()
+            .expect("unwritten lock")
+            .insert(report_name, computed);
+    }
+
     /// Whether the report of `report_name` is known to be current for this target.
     pub(super) fn is_current(&self, report_name: &str, memo: &Memo) -> bool {
         let stored = self
