@@ -65,6 +65,14 @@ fn upgrade_condition(s: &CostReportStatus) -> (String, String, String) {
     (c.status.clone(), c.reason.clone(), c.message.clone())
 }
 
+/// The `UpgradeSafe` condition's message, once its status and reason are checked.
+#[track_caller]
+fn upgrade_message(s: &CostReportStatus, status: &str, why: &str) -> String {
+    let (st, r, msg) = upgrade_condition(s);
+    assert_eq!((st.as_str(), r.as_str()), (status, why), "{msg}");
+    msg
+}
+
 fn status_of(r: &ObjectReport, prev: Option<&CostReportStatus>) -> CostReportStatus {
     let s = estimate_status(CRD, r, StatusSettings::default());
     with_conditions(s, CRD, Some(1), None, prev, Timestamp::UNIX_EPOCH)
@@ -78,11 +86,7 @@ fn the_next_minor_decides_upgrade_safe() {
         &with_next(versioned("v1.33", &[100]), versioned("v1.34", &[100])),
         None,
     );
-    let (st, why, msg) = upgrade_condition(&same);
-    assert_eq!(
-        (st.as_str(), why.as_str()),
-        ("True", reason::ACCEPTED_BY_NEXT_VERSION)
-    );
+    let msg = upgrade_message(&same, "True", reason::ACCEPTED_BY_NEXT_VERSION);
     assert!(msg.contains("v1.34 accepts"), "{msg}");
     assert_eq!(same.next_version.as_ref().unwrap().change_count, 0);
     // A rule over the limit on the next minor: rejected there, naming the rule.
@@ -93,11 +97,7 @@ fn the_next_minor_decides_upgrade_safe() {
         ),
         Some(&same),
     );
-    let (st, why, msg) = upgrade_condition(&rejected);
-    assert_eq!(
-        (st.as_str(), why.as_str()),
-        ("False", reason::REJECTED_BY_NEXT_VERSION)
-    );
+    let msg = upgrade_message(&rejected, "False", reason::REJECTED_BY_NEXT_VERSION);
     assert!(
         msg.contains("^.spec.f1 [0]") && msg.contains("12,310,000"),
         "{msg}"
@@ -135,11 +135,7 @@ fn the_next_minor_decides_upgrade_safe() {
         ),
         None,
     );
-    let (st, why, msg) = upgrade_condition(&near);
-    assert_eq!(
-        (st.as_str(), why.as_str()),
-        ("False", reason::NEAR_BUDGET_ON_NEXT_VERSION)
-    );
+    let msg = upgrade_message(&near, "False", reason::NEAR_BUDGET_ON_NEXT_VERSION);
     assert!(msg.contains("91.0%"), "{msg}");
     // Already near on this minor: not a new problem.
     let was_near = status_of(
@@ -152,11 +148,7 @@ fn the_next_minor_decides_upgrade_safe() {
     assert_eq!(upgrade_condition(&was_near).0, "True");
     // No rules for the next minor: Unknown.
     let newest = status_of(&versioned("v1.36", &[100]), None);
-    let (st, why, _) = upgrade_condition(&newest);
-    assert_eq!(
-        (st.as_str(), why.as_str()),
-        ("Unknown", reason::NEXT_VERSION_UNKNOWN)
-    );
+    upgrade_message(&newest, "Unknown", reason::NEXT_VERSION_UNKNOWN);
     assert!(newest.next_version.is_none());
 }
 
@@ -428,11 +420,7 @@ fn a_total_over_its_limit_on_the_next_minor_refuses_every_update() {
     next.schemas[0].exceeds_total_limit = true;
     next.valid = false;
     let st = status_of(&with_next(versioned("v1.31", &[900_000; 11]), next), None);
-    let (st, why, msg) = upgrade_condition(&st);
-    assert_eq!(
-        (st.as_str(), why.as_str()),
-        ("False", reason::REJECTED_BY_NEXT_VERSION)
-    );
+    let msg = upgrade_message(&st, "False", reason::REJECTED_BY_NEXT_VERSION);
     assert!(
         msg.contains("104,500,000")
             && msg
