@@ -1,6 +1,6 @@
 //! Tests of the status, its conditions and its events.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
 use super::super::conditions::*;
@@ -56,12 +56,17 @@ fn versioned(version: &str, costs: &[u64]) -> ObjectReport {
     r
 }
 
-fn upgrade_condition(s: &CostReportStatus) -> (String, String, String) {
-    let c = s
-        .conditions
+/// The condition `type_` of `s`.
+#[track_caller]
+fn condition<'a>(s: &'a CostReportStatus, type_: &str) -> &'a Condition {
+    s.conditions
         .iter()
-        .find(|c| c.type_ == CONDITION_UPGRADE_SAFE)
-        .unwrap();
+        .find(|c| c.type_ == type_)
+        .unwrap_or_else(|| panic!("no {type_} condition"))
+}
+
+fn upgrade_condition(s: &CostReportStatus) -> (String, String, String) {
+    let c = condition(s, CONDITION_UPGRADE_SAFE);
     (c.status.clone(), c.reason.clone(), c.message.clone())
 }
 
@@ -280,42 +285,24 @@ fn the_status_and_the_warning_event_carry_the_bound_to_add() {
 #[test]
 fn conditions_and_transitions() {
     let now = Timestamp::UNIX_EPOCH;
-    let settings = StatusSettings::default();
-    let within = with_conditions(
-        estimate_status(CRD, &report(&[100]), settings),
-        CRD,
-        Some(1),
-        None,
-        None,
-        now,
-    );
+    // The status of rules costing `costs`, at generation `g` and time `at`, after `prev`.
+    let estimated_at = |costs: &[u64], g: i64, prev: Option<&CostReportStatus>, at: Timestamp| {
+        let s = estimate_status(CRD, &report(costs), StatusSettings::default());
+        with_conditions(s, CRD, Some(g), None, prev, at)
+    };
+    let within = estimated_at(&[100], 1, None, now);
     assert!(is_ready(&within));
     assert!(transitions(CRD, None, &within).is_empty());
 
     let later = Timestamp::from_second(1000).unwrap();
-    let near = with_conditions(
-        estimate_status(CRD, &report(&[9_000_000, 9_000_000]), settings),
-        CRD,
-        Some(2),
-        None,
-        Some(&within),
-        later,
-    );
-    let wb = near
-        .conditions
-        .iter()
-        .find(|c| c.type_ == CONDITION_WITHIN_BUDGET)
-        .unwrap();
+    let near = estimated_at(&[9_000_000, 9_000_000], 2, Some(&within), later);
+    let wb = condition(&near, CONDITION_WITHIN_BUDGET);
     assert_eq!(
         (wb.status.as_str(), wb.reason.as_str()),
         ("False", reason::RULE_NEAR_BUDGET)
     );
     assert_eq!(wb.last_transition_time, Time(later));
-    let ready = near
-        .conditions
-        .iter()
-        .find(|c| c.type_ == CONDITION_READY)
-        .unwrap();
+    let ready = condition(&near, CONDITION_READY);
     assert_eq!(ready.last_transition_time, Time(now), "Ready did not flip");
     let t = transitions(CRD, Some(&within), &near);
     assert_eq!(t.len(), 1);
@@ -329,14 +316,7 @@ fn conditions_and_transitions() {
     assert!(same_status(&near, &near.clone()));
 
     // The total (two rules of 60M... here 2 × 45M = 90M) near: TotalNearBudget.
-    let total = with_conditions(
-        estimate_status(CRD, &report(&[45_000_000, 45_000_000]), settings),
-        CRD,
-        Some(3),
-        None,
-        Some(&near),
-        later,
-    );
+    let total = estimated_at(&[45_000_000, 45_000_000], 3, Some(&near), later);
     let t = transitions(CRD, Some(&near), &total);
     let reasons: Vec<&str> = t.iter().map(|t| t.reason).collect();
     assert_eq!(
@@ -345,28 +325,25 @@ fn conditions_and_transitions() {
     );
 
     // Estimation fails: one Warning, then nothing while it keeps failing.
-    let failed = with_conditions(
-        failed_status("v1.36"),
-        CRD,
-        Some(4),
-        Some(Failure {
-            reason: reason::ESTIMATION_FAILED,
-            message: "boom",
-        }),
-        Some(&total),
-        later,
-    );
+    let failed_after_total = |reason, message| {
+        let failure = Failure { reason, message };
+        with_conditions(
+            failed_status("v1.36"),
+            CRD,
+            Some(4),
+            Some(failure),
+            Some(&total),
+            later,
+        )
+    };
+    let failed = failed_after_total(reason::ESTIMATION_FAILED, "boom");
     assert!(!is_ready(&failed));
     let t = transitions(CRD, Some(&total), &failed);
     assert_eq!(t.len(), 1);
     assert_eq!(t[0].reason, reason::ESTIMATION_FAILED);
     assert!(transitions(CRD, Some(&failed), &failed).is_empty());
     let estimated = |s: &CostReportStatus| {
-        let c = s
-            .conditions
-            .iter()
-            .find(|c| c.type_ == CONDITION_ESTIMATED)
-            .unwrap();
+        let c = condition(s, CONDITION_ESTIMATED);
         (c.status.clone(), c.reason.clone())
     };
     assert_eq!(
@@ -376,16 +353,9 @@ fn conditions_and_transitions() {
     assert_eq!(estimated(&total), ("True".into(), "Estimated".into()));
 
     // Over the work budget: its own reason, on the conditions and the one event.
-    let over = with_conditions(
-        failed_status("v1.36"),
-        CRD,
-        Some(4),
-        Some(Failure {
-            reason: reason::WORK_BUDGET_EXCEEDED,
-            message: "estimate stopped: work budget of 10 steps exceeded at spec.x",
-        }),
-        Some(&total),
-        later,
+    let over = failed_after_total(
+        reason::WORK_BUDGET_EXCEEDED,
+        "estimate stopped: work budget of 10 steps exceeded at spec.x",
     );
     assert_eq!(
         estimated(&over),
@@ -402,14 +372,7 @@ fn conditions_and_transitions() {
 
     // Back to an estimate within budget: Normal events for what had been reported near/over
     // before the failure are not repeated (the failure reset the levels).
-    let back = with_conditions(
-        estimate_status(CRD, &report(&[100]), settings),
-        CRD,
-        Some(5),
-        None,
-        Some(&failed),
-        later,
-    );
+    let back = estimated_at(&[100], 5, Some(&failed), later);
     assert!(transitions(CRD, Some(&failed), &back).is_empty());
 }
 
