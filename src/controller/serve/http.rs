@@ -116,6 +116,13 @@ mod tests {
         .unwrap()
     }
 
+    /// Asserts that `path` answers `code` with `text` in its body.
+    async fn answers(addr: SocketAddr, path: &str, code: u16, text: &str) {
+        let (got, body) = get(addr, path).await;
+        assert_eq!(got, code, "{path}: {body}");
+        assert!(body.contains(text), "{path}: {body}");
+    }
+
     /// Passes while `flag` is set, else fails with `why`.
     fn flagged(flag: &Arc<AtomicBool>, why: &'static str) -> Readiness {
         let flag = flag.clone();
@@ -154,21 +161,23 @@ mod tests {
         }));
 
         assert_eq!(get(addr, "/healthz").await.0, 200);
-        let (code, body) = get(addr, "/readyz").await;
-        assert_eq!(code, 503);
-        assert!(
-            body.contains("not ready: webhook: no serving certificate"),
-            "{body}"
-        );
+        answers(
+            addr,
+            "/readyz",
+            503,
+            "not ready: webhook: no serving certificate",
+        )
+        .await;
         ready.store(true, Ordering::Release);
         assert_eq!(get(addr, "/readyz").await.0, 200);
         // The watches are told apart: failing watches do not make the replica unready.
-        let (code, body) = get(addr, "/watches").await;
-        assert_eq!(code, 503);
-        assert!(
-            body.contains("watches failing: crd: failing for 31 s"),
-            "{body}"
-        );
+        answers(
+            addr,
+            "/watches",
+            503,
+            "watches failing: crd: failing for 31 s",
+        )
+        .await;
         assert_eq!(get(addr, "/readyz").await.0, 200);
         watching.store(true, Ordering::Release);
         assert_eq!(get(addr, "/watches").await.0, 200);
