@@ -195,6 +195,17 @@ fn target_ref_of<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
     r
 }
 
+/// A reference to the `K` named `name`, with its `uid`.
+fn reference_to<K: Resource<DynamicType = ()>>(name: &str, uid: Option<String>) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(K::api_version(&()).to_string()),
+        kind: Some(K::kind(&()).to_string()),
+        name: Some(name.to_string()),
+        uid,
+        ..ObjectReference::default()
+    }
+}
+
 /// Deletes the report of target `name` unless its owner is the target of that name now
 /// (`live_uid`). The garbage collector deletes reports with their targets too, but only once it
 /// has caught up after an API server restart (tens of seconds); this makes a deletion show
@@ -533,13 +544,7 @@ async fn write_computed<K: Target>(
     let kind = K::KIND;
     let uid_str = computed.uid.clone().unwrap_or_default();
     let desired = desired_report::<K>(name, &uid_str);
-    let regarding = ObjectReference {
-        api_version: Some(K::api_version(&()).to_string()),
-        kind: Some(K::kind(&()).to_string()),
-        name: Some(name.to_string()),
-        uid: computed.uid.clone(),
-        ..ObjectReference::default()
-    };
+    let regarding = reference_to::<K>(name, computed.uid.clone());
     let failure = computed.failure.as_ref().map(|(why, msg)| Failure {
         reason: why,
         message: msg.as_str(),
@@ -560,13 +565,7 @@ async fn write_computed<K: Target>(
     if !prev.is_some_and(|p| same_status(p, &status)) {
         report_versions.extend(write_status(ctx, reports, kind, report_name, &status).await?);
         // Events only for what changed since the last written status.
-        let related = ObjectReference {
-            api_version: Some(CostReport::api_version(&()).to_string()),
-            kind: Some(CostReport::kind(&()).to_string()),
-            name: Some(report_name.to_string()),
-            uid: written.uid.clone(),
-            ..ObjectReference::default()
-        };
+        let related = reference_to::<CostReport>(report_name, written.uid.clone());
         publish_transitions(ctx, kind, prev, &status, &regarding, &related).await?;
     } else {
         debug!("status unchanged; nothing written");
