@@ -430,20 +430,10 @@ impl Elector {
             && let Some(lease) = self.observed.clone()
         {
             let renewed = self.record(&lease, true);
-            match self
-                .api
-                .replace(&self.config.name, &PostParams::default(), &renewed)
-                .await
-            {
-                Ok(written) => {
-                    self.observe(written);
-                    return Ok(Attempt::Holding { started });
-                }
-                Err(kube::Error::Api(s)) if s.code == 409 => {
-                    debug!("the lease changed since our last renewal; reading it");
-                }
-                Err(e) => return Err(e),
+            if self.replace(&renewed).await? {
+                return Ok(Attempt::Holding { started });
             }
+            debug!("the lease changed since our last renewal; reading it");
         }
         let Some(lease) = self.api.get_opt(&self.config.name).await? else {
             let now = MicroTime(Timestamp::now());
@@ -462,15 +452,13 @@ impl Elector {
                     ..LeaseSpec::default()
                 }),
             };
-            return match self.api.create(&PostParams::default(), &lease).await {
-                Ok(created) => {
-                    self.observe(created);
-                    Ok(Attempt::Holding { started })
-                }
+            let created = self.api.create(&PostParams::default(), &lease).await;
+            return Ok(if self.written(created)? {
+                Attempt::Holding { started }
+            } else {
                 // Another replica created it first.
-                Err(kube::Error::Api(s)) if s.code == 409 => Ok(Attempt::Held),
-                Err(e) => Err(e),
-            };
+                Attempt::Held
+            });
         };
         self.observe(lease.clone());
         if let Some(expiry) = self.expiry_of_other()
@@ -480,17 +468,33 @@ impl Elector {
         }
         let ours = holder_of(&lease) == Some(self.config.identity.as_str());
         let taken = self.record(&lease, ours);
-        match self
+        Ok(if self.replace(&taken).await? {
+            Attempt::Holding { started }
+        } else {
+            // Another replica wrote it first.
+            Attempt::Held
+        })
+    }
+
+    /// Replaces the lease with `lease` (read with its resourceVersion); whether it was written,
+    /// as [`Elector::written`].
+    async fn replace(&mut self, lease: &Lease) -> Result<bool, kube::Error> {
+        let replaced = self
             .api
-            .replace(&self.config.name, &PostParams::default(), &taken)
-            .await
-        {
+            .replace(&self.config.name, &PostParams::default(), lease)
+            .await;
+        self.written(replaced)
+    }
+
+    /// Whether a write of the lease went through (the lease written is observed); `Ok(false)` on
+    /// a 409: the lease changed since it was read, or another replica created it first.
+    fn written(&mut self, result: Result<Lease, kube::Error>) -> Result<bool, kube::Error> {
+        match result {
             Ok(written) => {
                 self.observe(written);
-                Ok(Attempt::Holding { started })
+                Ok(true)
             }
-            // Another replica wrote it first.
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Attempt::Held),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
             Err(e) => Err(e),
         }
     }

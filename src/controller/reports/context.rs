@@ -288,30 +288,33 @@ impl Context {
         }
     }
 
+    /// The estimate of `report_name` whose write failed, if one is kept (taken for its retry).
+    pub(super) fn take_unwritten(&self, report_name: &str) -> Option<Computed> {
+        self.unwritten
+            .lock()
+            .expect("unwritten lock")
+            .remove(report_name)
+    }
+
+    /// Keeps an estimate whose write failed for the retry of its target.
+    pub(super) fn keep_unwritten(&self, report_name: String, computed: Computed) {
+        self.unwritten
+            .lock()
+            .expect("unwritten lock")
+            .insert(report_name, computed);
+    }
+
     /// Whether the report of `report_name` is known to be current for this target.
     pub(super) fn is_current(&self, report_name: &str, memo: &Memo) -> bool {
-        let stored = self
-            .memo
-            .lock()
-            .expect("memo lock")
-            .get(report_name)
-            .cloned();
-        let Some(stored) = stored else {
+        let Some(stored) = self.memo_while_watched(report_name) else {
             return false;
         };
-        let watched = self
-            .reports
-            .get(&ObjectRef::new(report_name))
-            .and_then(|r| r.metadata.resource_version.clone());
         let listed = self.crds_listed.as_ref().is_none_or(|l| *l.borrow());
         let deps_current = match self.crds.as_ref() {
             Some(crds) => stored.deps.iter().all(|d| d.is_current_while(crds, listed)),
             None => true,
         };
-        stored.uid == memo.uid
-            && stored.generation == memo.generation
-            && watched.is_some_and(|rv| stored.report_versions.contains(&rv))
-            && deps_current
+        stored.uid == memo.uid && stored.generation == memo.generation && deps_current
     }
 
     /// Whether the last reconcile of the target saw this uid and generation and its report is
@@ -324,23 +327,25 @@ impl Context {
         uid: Option<&str>,
         generation: Option<i64>,
     ) -> bool {
-        let report_name = kind.report_name(name);
+        self.memo_while_watched(&kind.report_name(name))
+            .is_some_and(|stored| stored.uid.as_deref() == uid && stored.generation == generation)
+    }
+
+    /// The memo of `report_name`, while the watched report is one of its resourceVersions.
+    fn memo_while_watched(&self, report_name: &str) -> Option<Memo> {
         let stored = self
             .memo
             .lock()
             .expect("memo lock")
-            .get(&report_name)
-            .cloned();
-        let Some(stored) = stored else {
-            return false;
-        };
+            .get(report_name)
+            .cloned()?;
         let watched = self
             .reports
-            .get(&ObjectRef::new(&report_name))
+            .get(&ObjectRef::new(report_name))
             .and_then(|r| r.metadata.resource_version.clone());
-        stored.uid.as_deref() == uid
-            && stored.generation == generation
-            && watched.is_some_and(|rv| stored.report_versions.contains(&rv))
+        watched
+            .is_some_and(|rv| stored.report_versions.contains(&rv))
+            .then_some(stored)
     }
 
     /// Counts a failed reconcile of the report's target; the failures in a row so far (its

@@ -5,7 +5,7 @@
 use super::conditions::is_ready;
 use super::status::{CONDITION_READY, CONDITION_UPGRADE_SAFE, reason};
 use crate::controller::resource::{
-    BudgetLevel, CostReportStatus, RuleStatus, SchemaStatus, SuggestionStatus, TargetKind,
+    BudgetLevel, CostReportStatus, RuleStatus, SuggestionStatus, TargetKind,
 };
 use crate::report::format::{thousands, truncate};
 
@@ -68,63 +68,45 @@ pub fn transitions(
     };
     if s.rule_level != prev_rule {
         let top = top_rule(new);
-        let advice = match s.rule_level {
-            BudgetLevel::WithinBudget => String::new(),
-            _ => top_rule_advice(new),
-        };
-        let (warning, reason, head) = level_words(
+        out.push(level_transition(
             s.rule_level,
             [
                 reason::RULE_OVER_BUDGET,
                 reason::RULE_NEAR_BUDGET,
                 reason::RULE_WITHIN_BUDGET,
             ],
-        );
-        out.push(Transition {
-            warning,
-            reason,
-            note: truncate(
-                &format!(
-                    "Highest {rule_word} cost {} is {} of the {} {rule_what}: {head} budget{top}; {} over, {} at or above {}%.{advice}",
+            |head| {
+                format!(
+                    "Highest {rule_word} cost {} is {} of the {} {rule_what}: {head} budget{top}; {} over, {} at or above {}%.",
                     thousands(s.highest_rule_cost as u64),
                     s.highest_rule_percent,
                     thousands(s.rule_limit as u64),
                     s.rules_over_budget,
                     s.rules_near_budget,
                     s.near_budget_percent
-                ),
-                1024,
-            )
-            .0,
-        });
+                )
+            },
+            || top_rule_advice(new),
+        ));
     }
     if s.total_level != prev_total {
-        let advice = match s.total_level {
-            BudgetLevel::WithinBudget => String::new(),
-            _ => top_total_advice(new),
-        };
-        let (warning, reason, head) = level_words(
+        out.push(level_transition(
             s.total_level,
             [
                 reason::TOTAL_OVER_BUDGET,
                 reason::TOTAL_NEAR_BUDGET,
                 reason::TOTAL_WITHIN_BUDGET,
             ],
-        );
-        out.push(Transition {
-            warning,
-            reason,
-            note: truncate(
-                &format!(
-                    "Highest total cost {} is {} of the {} {total_what}: {head} budget.{advice}",
+            |head| {
+                format!(
+                    "Highest total cost {} is {} of the {} {total_what}: {head} budget.",
                     thousands(s.highest_total_cost as u64),
                     s.highest_total_percent,
                     thousands(s.total_limit as u64),
-                ),
-                1024,
-            )
-            .0,
-        });
+                )
+            },
+            || top_total_advice(new),
+        ));
     }
     // The next minor: a warning when it starts to reject the object or push a rule near its
     // limit (`UpgradeSafe` turning False), whatever the reason was before.
@@ -162,7 +144,6 @@ pub fn transitions(
     out
 }
 
-/// ` (rule at ^.spec.x #0: self.size() < 10)` for the costliest listed rule or expression.
 /// The bounds of the first suggested alternative, as an event says them: `add maxItems: 64 to
 /// .spec.tags (cost 9,120,000 → 570,000)`.
 pub fn suggestion_phrase(suggestions: &[SuggestionStatus], before: u64) -> Option<String> {
@@ -199,15 +180,25 @@ pub fn suggestion_phrase(suggestions: &[SuggestionStatus], before: u64) -> Optio
     ))
 }
 
-/// A budget level's Event: (a warning, its reason among `[over, near, within]`, the words).
-fn level_words(
+/// The Event of a budget level reached: a warning unless back within budget, its reason among
+/// `[over, near, within]`, its note what `says` with the level's words, then `advice()` unless
+/// back within budget.
+fn level_transition(
     level: BudgetLevel,
     reasons: [&'static str; 3],
-) -> (bool, &'static str, &'static str) {
-    match level {
+    says: impl FnOnce(&str) -> String,
+    advice: impl FnOnce() -> String,
+) -> Transition {
+    let (warning, reason, head) = match level {
         BudgetLevel::OverBudget => (true, reasons[0], "over"),
         BudgetLevel::NearBudget => (true, reasons[1], "near"),
         BudgetLevel::WithinBudget => (false, reasons[2], "back within"),
+    };
+    let advice = if warning { advice() } else { String::new() };
+    Transition {
+        warning,
+        reason,
+        note: truncate(&(says(head) + &advice), 1024).0,
     }
 }
 
@@ -221,31 +212,18 @@ fn advice(suggestions: &[SuggestionStatus], none: Option<&str>, before: u64) -> 
 
 /// What to do about the costliest listed rule (its first suggestion, or why none helps).
 fn top_rule_advice(s: &CostReportStatus) -> String {
-    let c = RuleStatus::judged_cost;
-    let mut rule: Option<&RuleStatus> = None;
-    for r in s.schemas.iter().flat_map(|sc| sc.rules.iter()) {
-        if rule.is_none_or(|best| c(r) > c(best)) {
-            rule = Some(r);
-        }
-    }
-    rule.map_or_else(String::new, |r| {
+    costliest_rule(s).map_or_else(String::new, |r| {
         advice(
             &r.suggestions,
             r.no_suggestion.as_deref(),
-            c(r).max(0) as u64,
+            r.judged_cost().max(0) as u64,
         )
     })
 }
 
 /// What to do about the costliest schema total.
 fn top_total_advice(s: &CostReportStatus) -> String {
-    let mut top: Option<&SchemaStatus> = None;
-    for sc in &s.schemas {
-        if top.is_none_or(|t| sc.total_cost > t.total_cost) {
-            top = Some(sc);
-        }
-    }
-    top.map_or_else(String::new, |sc| {
+    first_max(s.schemas.iter(), |sc| sc.total_cost).map_or_else(String::new, |sc| {
         advice(
             &sc.suggestions,
             sc.no_suggestion.as_deref(),
@@ -254,16 +232,28 @@ fn top_total_advice(s: &CostReportStatus) -> String {
     })
 }
 
-fn top_rule(s: &CostReportStatus) -> String {
-    // The first of the costliest (rules are listed costliest first).
-    let mut rule: Option<&RuleStatus> = None;
-    for r in s.schemas.iter().flat_map(|sc| sc.rules.iter()) {
-        let c = RuleStatus::judged_cost;
-        if rule.is_none_or(|best| c(r) > c(best)) {
-            rule = Some(r);
+/// The first of the costliest listed rules (rules are listed costliest first).
+fn costliest_rule(s: &CostReportStatus) -> Option<&RuleStatus> {
+    first_max(
+        s.schemas.iter().flat_map(|sc| sc.rules.iter()),
+        RuleStatus::judged_cost,
+    )
+}
+
+/// The first of the items with the highest `key`.
+fn first_max<'a, T>(items: impl Iterator<Item = &'a T>, key: impl Fn(&T) -> i64) -> Option<&'a T> {
+    let mut top: Option<&T> = None;
+    for x in items {
+        if top.is_none_or(|t| key(x) > key(t)) {
+            top = Some(x);
         }
     }
-    if let Some(r) = rule {
+    top
+}
+
+/// ` (rule at ^.spec.x #0: self.size() < 10)` for the costliest listed rule or expression.
+fn top_rule(s: &CostReportStatus) -> String {
+    if let Some(r) = costliest_rule(s) {
         return format!(
             " (rule at {} #{}: {})",
             r.path,

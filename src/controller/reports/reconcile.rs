@@ -18,6 +18,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -38,7 +40,7 @@ use crate::controller::error::Error;
 use crate::controller::resource::{
     CostReport, CostReportSpec, CostReportStatus, TargetKind, TargetRef,
 };
-use crate::controller::serve::metrics::{FailureLabels, TargetLabels};
+use crate::controller::serve::metrics::{FailureLabels, KindLabels, TargetLabels};
 
 /// The field manager of every write.
 pub const MANAGER: &str = "celcost";
@@ -191,6 +193,17 @@ fn target_ref_of<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
     r.api_version = Some(K::api_version(&()).to_string());
     r.kind = Some(K::kind(&()).to_string());
     r
+}
+
+/// A reference to the `K` named `name`, with its `uid`.
+fn reference_to<K: Resource<DynamicType = ()>>(name: &str, uid: Option<String>) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(K::api_version(&()).to_string()),
+        kind: Some(K::kind(&()).to_string()),
+        name: Some(name.to_string()),
+        uid,
+        ..ObjectReference::default()
+    }
 }
 
 /// Deletes the report of target `name` unless its owner is the target of that name now
@@ -394,10 +407,7 @@ async fn reconcile_inner<K: Target>(
     // An estimate of this very generation whose write failed: written without a read or an
     // estimate.
     let unwritten = ctx
-        .unwritten
-        .lock()
-        .expect("unwritten lock")
-        .remove(&report_name)
+        .take_unwritten(&report_name)
         .filter(|c| body.is_none() && c.uid == seen.uid && c.generation == seen.generation);
     if ctx.is_current(&report_name, &seen) {
         debug!("report is current");
@@ -411,10 +421,7 @@ async fn reconcile_inner<K: Target>(
             match existing {
                 Ok(e) => (c, e),
                 Err(e) => {
-                    ctx.unwritten
-                        .lock()
-                        .expect("unwritten lock")
-                        .insert(report_name, c);
+                    ctx.keep_unwritten(report_name, c);
                     return Err(e);
                 }
             }
@@ -422,17 +429,11 @@ async fn reconcile_inner<K: Target>(
         None => {
             let text = match body {
                 Some(b) => {
-                    ctx.metrics
-                        .watched_bodies
-                        .get_or_create(&Context::kind_labels(kind))
-                        .inc();
+                    count(&ctx.metrics.watched_bodies, kind);
                     b.text
                 }
                 None => {
-                    ctx.metrics
-                        .target_reads
-                        .get_or_create(&Context::kind_labels(kind))
-                        .inc();
+                    count(&ctx.metrics.target_reads, kind);
                     let Some(text) = get_json(ctx, &K::url_path(&(), None), &name).await? else {
                         // Deleted: its report goes too (the garbage collector would, later).
                         debug!("target is gone");
@@ -481,10 +482,7 @@ async fn reconcile_inner<K: Target>(
             )
             .await;
             drop(memory);
-            ctx.metrics
-                .estimates
-                .get_or_create(&Context::kind_labels(kind))
-                .inc();
+            count(&ctx.metrics.estimates, kind);
             let version = format!("v{}", ctx.estimator.kubernetes_version());
             let (base, failure) = match outcome {
                 Outcome::Report(r) => (estimate_status(kind, &r, ctx.settings.status), None),
@@ -524,10 +522,7 @@ async fn reconcile_inner<K: Target>(
         Err(e @ Error::NotLeader(_)) => return Err(e),
         Err(e) => {
             // Kept for the retry: what failed was the write, not the estimate.
-            ctx.unwritten
-                .lock()
-                .expect("unwritten lock")
-                .insert(report_name, computed);
+            ctx.keep_unwritten(report_name, computed);
             return Err(e);
         }
     }
@@ -549,13 +544,7 @@ async fn write_computed<K: Target>(
     let kind = K::KIND;
     let uid_str = computed.uid.clone().unwrap_or_default();
     let desired = desired_report::<K>(name, &uid_str);
-    let regarding = ObjectReference {
-        api_version: Some(K::api_version(&()).to_string()),
-        kind: Some(K::kind(&()).to_string()),
-        name: Some(name.to_string()),
-        uid: computed.uid.clone(),
-        ..ObjectReference::default()
-    };
+    let regarding = reference_to::<K>(name, computed.uid.clone());
     let failure = computed.failure.as_ref().map(|(why, msg)| Failure {
         reason: why,
         message: msg.as_str(),
@@ -576,13 +565,7 @@ async fn write_computed<K: Target>(
     if !prev.is_some_and(|p| same_status(p, &status)) {
         report_versions.extend(write_status(ctx, reports, kind, report_name, &status).await?);
         // Events only for what changed since the last written status.
-        let related = ObjectReference {
-            api_version: Some(CostReport::api_version(&()).to_string()),
-            kind: Some(CostReport::kind(&()).to_string()),
-            name: Some(report_name.to_string()),
-            uid: written.uid.clone(),
-            ..ObjectReference::default()
-        };
+        let related = reference_to::<CostReport>(report_name, written.uid.clone());
         publish_transitions(ctx, kind, prev, &status, &regarding, &related).await?;
     } else {
         debug!("status unchanged; nothing written");
@@ -659,10 +642,7 @@ async fn apply_report(
                 reports.patch(report_name, &params, &Patch::Apply(desired)),
             )
             .await?;
-        ctx.metrics
-            .writes
-            .get_or_create(&Context::kind_labels(kind))
-            .inc();
+        count(&ctx.metrics.writes, kind);
         written.versions = applied.metadata.resource_version.into_iter().collect();
         written.uid = applied.metadata.uid;
         info!(report = %report_name, "applied report");
@@ -700,10 +680,7 @@ async fn write_status(
             reports.patch_status(report_name, &status_params, &Patch::Json::<()>(patch)),
         )
         .await?;
-    ctx.metrics
-        .writes
-        .get_or_create(&Context::kind_labels(kind))
-        .inc();
+    count(&ctx.metrics.writes, kind);
     info!(
         report = %report_name,
         ready = is_ready(status),
@@ -746,6 +723,11 @@ async fn publish_transitions(
         }
     }
     Ok(())
+}
+
+/// Counts one more of `kind` in a per-controller counter of the metrics.
+fn count(counter: &Family<KindLabels, Counter>, kind: TargetKind) {
+    counter.get_or_create(&Context::kind_labels(kind)).inc();
 }
 
 /// The target's cost ratios (or that its estimate failed) in the metrics.

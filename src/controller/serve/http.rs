@@ -56,21 +56,20 @@ async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {
 }
 
 async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
-    match (state.ready)() {
-        Ok(()) => (StatusCode::OK, "ready\n".to_string()),
-        Err(why) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: {why}\n"),
-        ),
-    }
+    probe(&state.ready, "ready", "not ready")
 }
 
 async fn watches(State(state): State<AdminState>) -> impl IntoResponse {
-    match (state.watches)() {
-        Ok(()) => (StatusCode::OK, "watches ok\n".to_string()),
+    probe(&state.watches, "watches ok", "watches failing")
+}
+
+/// 200 and `ok` when `check` passes, else 503 and `failing: <why>`.
+fn probe(check: &Readiness, ok: &str, failing: &str) -> (StatusCode, String) {
+    match check() {
+        Ok(()) => (StatusCode::OK, format!("{ok}\n")),
         Err(why) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("watches failing: {why}\n"),
+            format!("{failing}: {why}\n"),
         ),
     }
 }
@@ -101,6 +100,7 @@ pub async fn serve_on(
 mod tests {
     use super::*;
     use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
         let path = path.to_string();
@@ -116,6 +116,25 @@ mod tests {
         .unwrap()
     }
 
+    /// Asserts that `path` answers `code` with `text` in its body.
+    async fn answers(addr: SocketAddr, path: &str, code: u16, text: &str) {
+        let (got, body) = get(addr, path).await;
+        assert_eq!(got, code, "{path}: {body}");
+        assert!(body.contains(text), "{path}: {body}");
+    }
+
+    /// Passes while `flag` is set, else fails with `why`.
+    fn flagged(flag: &Arc<AtomicBool>, why: &'static str) -> Readiness {
+        let flag = flag.clone();
+        Arc::new(move || {
+            if flag.load(Ordering::Acquire) {
+                Ok(())
+            } else {
+                Err(why.to_string())
+            }
+        })
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn health_readiness_and_metrics() {
         let mut registry = Registry::with_prefix("celcost");
@@ -127,26 +146,12 @@ mod tests {
                 name: "widgets.example.com".into(),
             })
             .set(0.5);
-        let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = ready.clone();
-        let watching = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let watch_flag = watching.clone();
+        let ready = Arc::new(AtomicBool::new(false));
+        let watching = Arc::new(AtomicBool::new(false));
         let state = AdminState {
             registry: Arc::new(registry),
-            ready: Arc::new(move || {
-                if flag.load(std::sync::atomic::Ordering::Acquire) {
-                    Ok(())
-                } else {
-                    Err("webhook: no serving certificate loaded yet".into())
-                }
-            }),
-            watches: Arc::new(move || {
-                if watch_flag.load(std::sync::atomic::Ordering::Acquire) {
-                    Ok(())
-                } else {
-                    Err("crd: failing for 31 s".into())
-                }
-            }),
+            ready: flagged(&ready, "webhook: no serving certificate loaded yet"),
+            watches: flagged(&watching, "crd: failing for 31 s"),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -156,23 +161,25 @@ mod tests {
         }));
 
         assert_eq!(get(addr, "/healthz").await.0, 200);
-        let (code, body) = get(addr, "/readyz").await;
-        assert_eq!(code, 503);
-        assert!(
-            body.contains("not ready: webhook: no serving certificate"),
-            "{body}"
-        );
-        ready.store(true, std::sync::atomic::Ordering::Release);
+        answers(
+            addr,
+            "/readyz",
+            503,
+            "not ready: webhook: no serving certificate",
+        )
+        .await;
+        ready.store(true, Ordering::Release);
         assert_eq!(get(addr, "/readyz").await.0, 200);
         // The watches are told apart: failing watches do not make the replica unready.
-        let (code, body) = get(addr, "/watches").await;
-        assert_eq!(code, 503);
-        assert!(
-            body.contains("watches failing: crd: failing for 31 s"),
-            "{body}"
-        );
+        answers(
+            addr,
+            "/watches",
+            503,
+            "watches failing: crd: failing for 31 s",
+        )
+        .await;
         assert_eq!(get(addr, "/readyz").await.0, 200);
-        watching.store(true, std::sync::atomic::Ordering::Release);
+        watching.store(true, Ordering::Release);
         assert_eq!(get(addr, "/watches").await.0, 200);
         let (code, body) = get(addr, "/metrics").await;
         assert_eq!(code, 200);

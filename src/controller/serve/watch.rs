@@ -210,24 +210,20 @@ impl Health {
 
     /// Seconds each watch has been failing (0 when it works).
     pub fn failing(&self) -> Vec<(String, f64)> {
-        let w = self.watches.lock().expect("watch health lock");
-        let mut v: Vec<(String, f64)> = w
-            .iter()
-            .map(|(n, s)| {
-                let secs = s.failing_since.map_or(0.0, |t| t.elapsed().as_secs_f64());
-                (n.clone(), secs)
-            })
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
+        self.seconds_per_watch(|s| Some(s.failing_since.map_or(0.0, |t| t.elapsed().as_secs_f64())))
     }
 
     /// Seconds since each watch's last successful list or event.
     pub fn sync_ages(&self) -> Vec<(String, f64)> {
+        self.seconds_per_watch(|s| Some(s.last_sync?.elapsed().as_secs_f64()))
+    }
+
+    /// `seconds` of each watch that has them, by name.
+    fn seconds_per_watch(&self, seconds: impl Fn(&State) -> Option<f64>) -> Vec<(String, f64)> {
         let w = self.watches.lock().expect("watch health lock");
         let mut v: Vec<(String, f64)> = w
             .iter()
-            .filter_map(|(n, s)| Some((n.clone(), s.last_sync?.elapsed().as_secs_f64())))
+            .filter_map(|(n, s)| Some((n.clone(), seconds(s)?)))
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
@@ -251,25 +247,23 @@ impl prometheus_client::collector::Collector for SyncAge {
     ) -> Result<(), std::fmt::Error> {
         use prometheus_client::encoding::EncodeMetric;
         let gauge = prometheus_client::metrics::gauge::ConstGauge::new(0.0f64);
-        let mut family = encoder.encode_descriptor(
-            "watch_last_sync_age_seconds",
-            "Seconds since the last successful list or event of each watch (a quiet watch ages too; a failing one is in watch_restarts)",
-            None,
-            gauge.metric_type(),
-        )?;
-        for (name, age) in self.0.sync_ages() {
-            let g = prometheus_client::metrics::gauge::ConstGauge::new(age);
-            g.encode(family.encode_family(&WatchLabels { watch: name })?)?;
-        }
-        let mut family = encoder.encode_descriptor(
-            "watch_failing_seconds",
-            "Seconds each watch has been failing without an answer from the API server (0 while it works); /watches fails past --watch-unhealthy-after-seconds",
-            None,
-            gauge.metric_type(),
-        )?;
-        for (name, failing) in self.0.failing() {
-            let g = prometheus_client::metrics::gauge::ConstGauge::new(failing);
-            g.encode(family.encode_family(&WatchLabels { watch: name })?)?;
+        for (name, help, values) in [
+            (
+                "watch_last_sync_age_seconds",
+                "Seconds since the last successful list or event of each watch (a quiet watch ages too; a failing one is in watch_restarts)",
+                self.0.sync_ages(),
+            ),
+            (
+                "watch_failing_seconds",
+                "Seconds each watch has been failing without an answer from the API server (0 while it works); /watches fails past --watch-unhealthy-after-seconds",
+                self.0.failing(),
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(name, help, None, gauge.metric_type())?;
+            for (watch, seconds) in values {
+                let g = prometheus_client::metrics::gauge::ConstGauge::new(seconds);
+                g.encode(family.encode_family(&WatchLabels { watch })?)?;
+            }
         }
         Ok(())
     }

@@ -536,8 +536,13 @@ async fn timed<T>(
     }
 }
 
-fn is_conflict(e: &CertError) -> bool {
-    matches!(e, CertError::Kube(_, kube::Error::Api(s)) if s.code == 409)
+/// Whether a write went through: `Ok(false)` on a 409 (another replica wrote first).
+fn written<T>(result: Result<T, CertError>) -> Result<bool, CertError> {
+    match result {
+        Ok(_) => Ok(true),
+        Err(CertError::Kube(_, kube::Error::Api(s))) if s.code == 409 => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Reads the Secret, creating or renewing it when needed (`s.manage`), and returns its
@@ -574,22 +579,17 @@ pub async fn ensure_secret(
                 data: Some(data),
                 ..Secret::default()
             };
-            match timed(
+            let created = timed(
                 "create the webhook's Secret",
                 api.create(&PostParams::default(), &secret),
             )
-            .await
-            {
-                Ok(_) => {
-                    info!(secret = %s.secret, "created the webhook's CA and serving certificate");
-                    return Ok(m);
-                }
-                Err(e) if is_conflict(&e) => {
-                    debug!(secret = %s.secret, "another replica created the Secret first");
-                    continue;
-                }
-                Err(e) => return Err(e),
+            .await;
+            if written(created)? {
+                info!(secret = %s.secret, "created the webhook's CA and serving certificate");
+                return Ok(m);
             }
+            debug!(secret = %s.secret, "another replica created the Secret first");
+            continue;
         };
         let m = Material::from_secret(&secret);
         if !s.manage {
@@ -601,22 +601,16 @@ pub async fn ensure_secret(
         let renewed = renew(Some(&m), &why, &s.hosts, now, s)?;
         renewed.write_to(secret.data.get_or_insert_with(BTreeMap::new));
         // PUT with the resourceVersion read: 409 when another replica wrote meanwhile.
-        match timed(
+        let replaced = timed(
             "update the webhook's Secret",
             api.replace(&s.secret, &PostParams::default(), &secret),
         )
-        .await
-        {
-            Ok(_) => {
-                info!(secret = %s.secret, "{why}");
-                return Ok(renewed);
-            }
-            Err(e) if is_conflict(&e) => {
-                debug!(secret = %s.secret, "another replica updated the Secret first");
-                continue;
-            }
-            Err(e) => return Err(e),
+        .await;
+        if written(replaced)? {
+            info!(secret = %s.secret, "{why}");
+            return Ok(renewed);
         }
+        debug!(secret = %s.secret, "another replica updated the Secret first");
     }
     Err(CertError::Conflicts(ATTEMPTS))
 }

@@ -376,21 +376,28 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_example_line() {
-        let r = crd(vec![schema(
-            &["v1"],
-            vec![
-                rule("^.spec.tags[*]", 0, 9_120_000),
-                rule("^.spec.a", 0, 10),
-            ],
-        )]);
-        let w = warnings(
+    /// A CRD of one `v1` schema with `rules`.
+    fn v1_crd(rules: Vec<RuleReport>) -> ObjectReport {
+        crd(vec![schema(&["v1"], rules)])
+    }
+
+    /// The warnings of the CRD `r` at `near_budget_percent`.
+    fn crd_warnings(r: &ObjectReport, near_budget_percent: u8) -> Vec<String> {
+        warnings(
             TargetKind::CustomResourceDefinition,
             "widgets.example.com",
-            &r,
-            80,
-        );
+            r,
+            near_budget_percent,
+        )
+    }
+
+    #[test]
+    fn the_example_line() {
+        let r = v1_crd(vec![
+            rule("^.spec.tags[*]", 0, 9_120_000),
+            rule("^.spec.a", 0, 10),
+        ]);
+        let w = crd_warnings(&r, 80);
         assert_eq!(
             w,
             vec!["celcost: ^.spec.tags[*] costs 9,120,000 = 91% of the 10,000,000 per-rule limit"]
@@ -399,20 +406,17 @@ mod tests {
 
     #[test]
     fn threshold_is_inclusive_and_percent_floors() {
-        let r = crd(vec![schema(
-            &["v1"],
-            vec![
-                rule("^.a", 0, 8_000_000),
-                rule("^.b", 0, 7_999_999),
-                rule("^.c", 0, 10_000_000),
-            ],
-        )]);
-        let w = warnings(TargetKind::CustomResourceDefinition, "x", &r, 80);
+        let r = v1_crd(vec![
+            rule("^.a", 0, 8_000_000),
+            rule("^.b", 0, 7_999_999),
+            rule("^.c", 0, 10_000_000),
+        ]);
+        let w = crd_warnings(&r, 80);
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].contains("^.c costs 10,000,000 = 100% of"), "{w:?}");
         assert!(w[1].contains("^.a costs 8,000,000 = 80% of"), "{w:?}");
         // 79.99999 % is not 80 %.
-        let w = warnings(TargetKind::CustomResourceDefinition, "x", &r, 100);
+        let w = crd_warnings(&r, 100);
         assert_eq!(w.len(), 1, "{w:?}");
     }
 
@@ -430,12 +434,7 @@ mod tests {
         s1.total_cost = 95_000_000;
         let mut s2 = schema(&["v2"], rules);
         s2.total_cost = 95_000_000;
-        let w = warnings(
-            TargetKind::CustomResourceDefinition,
-            "x",
-            &crd(vec![s1, s2]),
-            80,
-        );
+        let w = crd_warnings(&crd(vec![s1, s2]), 80);
         assert_eq!(
             w,
             vec![
@@ -456,12 +455,7 @@ mod tests {
         // (A schema total below its threshold: rules only.)
         let mut s = schema(&["v1"], rules);
         s.total_cost = 1_000;
-        let w = warnings(
-            TargetKind::CustomResourceDefinition,
-            "widgets.example.com",
-            &crd(vec![s]),
-            80,
-        );
+        let w = crd_warnings(&crd(vec![s]), 80);
         assert_eq!(w.len(), MAX_WARNINGS);
         // Worst first: f24, f23, ...
         for (i, line) in w[..MAX_WARNINGS - 1].iter().enumerate() {
@@ -482,7 +476,7 @@ mod tests {
             .collect();
         let mut s = schema(&["v1"], rules);
         s.total_cost = 1_000;
-        let w = warnings(TargetKind::CustomResourceDefinition, "x", &crd(vec![s]), 80);
+        let w = crd_warnings(&crd(vec![s]), 80);
         assert_eq!(w.len(), MAX_WARNINGS);
         assert!(w.iter().all(|l| !l.contains("more findings")));
     }
@@ -490,8 +484,8 @@ mod tests {
     #[test]
     fn long_paths_are_cut_in_the_middle_and_numbers_kept() {
         let long = format!("^.spec{}.leaf", ".deeply_nested_field".repeat(40));
-        let r = crd(vec![schema(&["v1"], vec![rule(&long, 0, 9_500_000)])]);
-        let w = warnings(TargetKind::CustomResourceDefinition, "x", &r, 80);
+        let r = v1_crd(vec![rule(&long, 0, 9_500_000)]);
+        let w = crd_warnings(&r, 80);
         assert_eq!(w.len(), 1);
         let line = &w[0];
         assert_eq!(line.chars().count(), MAX_WARNING_CHARS, "{line}");
@@ -517,11 +511,8 @@ mod tests {
 
     #[test]
     fn control_characters_are_escaped() {
-        let r = crd(vec![schema(
-            &["v1"],
-            vec![rule("^.spec[\"a\nb\"]", 0, 9_000_000)],
-        )]);
-        let w = warnings(TargetKind::CustomResourceDefinition, "x", &r, 80);
+        let r = v1_crd(vec![rule("^.spec[\"a\nb\"]", 0, 9_000_000)]);
+        let w = crd_warnings(&r, 80);
         assert!(!w[0].chars().any(char::is_control), "{w:?}");
         assert!(w[0].contains("a\\u{a}b"), "{w:?}");
     }
@@ -614,13 +605,13 @@ mod tests {
 
     #[test]
     fn stopped_estimates_give_no_warning() {
-        let mut r = crd(vec![schema(&["v1"], vec![rule("^.a", 0, 9_999_999)])]);
+        let mut r = v1_crd(vec![rule("^.a", 0, 9_999_999)]);
         r.stopped = Some(crate::report::EstimateStopped {
             reason: crate::report::WORK_BUDGET_EXCEEDED.into(),
             message: "estimate stopped".into(),
             location: None,
         });
-        assert!(warnings(TargetKind::CustomResourceDefinition, "x", &r, 80).is_empty());
+        assert!(crd_warnings(&r, 80).is_empty());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Tests of the status, its conditions and its events.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
 use super::super::conditions::*;
@@ -56,13 +56,26 @@ fn versioned(version: &str, costs: &[u64]) -> ObjectReport {
     r
 }
 
-fn upgrade_condition(s: &CostReportStatus) -> (String, String, String) {
-    let c = s
-        .conditions
+/// The condition `type_` of `s`.
+#[track_caller]
+fn condition<'a>(s: &'a CostReportStatus, type_: &str) -> &'a Condition {
+    s.conditions
         .iter()
-        .find(|c| c.type_ == CONDITION_UPGRADE_SAFE)
-        .unwrap();
+        .find(|c| c.type_ == type_)
+        .unwrap_or_else(|| panic!("no {type_} condition"))
+}
+
+fn upgrade_condition(s: &CostReportStatus) -> (String, String, String) {
+    let c = condition(s, CONDITION_UPGRADE_SAFE);
     (c.status.clone(), c.reason.clone(), c.message.clone())
+}
+
+/// The `UpgradeSafe` condition's message, once its status and reason are checked.
+#[track_caller]
+fn upgrade_message(s: &CostReportStatus, status: &str, why: &str) -> String {
+    let (st, r, msg) = upgrade_condition(s);
+    assert_eq!((st.as_str(), r.as_str()), (status, why), "{msg}");
+    msg
 }
 
 fn status_of(r: &ObjectReport, prev: Option<&CostReportStatus>) -> CostReportStatus {
@@ -78,11 +91,7 @@ fn the_next_minor_decides_upgrade_safe() {
         &with_next(versioned("v1.33", &[100]), versioned("v1.34", &[100])),
         None,
     );
-    let (st, why, msg) = upgrade_condition(&same);
-    assert_eq!(
-        (st.as_str(), why.as_str()),
-        ("True", reason::ACCEPTED_BY_NEXT_VERSION)
-    );
+    let msg = upgrade_message(&same, "True", reason::ACCEPTED_BY_NEXT_VERSION);
     assert!(msg.contains("v1.34 accepts"), "{msg}");
     assert_eq!(same.next_version.as_ref().unwrap().change_count, 0);
     // A rule over the limit on the next minor: rejected there, naming the rule.
@@ -93,11 +102,7 @@ fn the_next_minor_decides_upgrade_safe() {
         ),
         Some(&same),
     );
-    let (st, why, msg) = upgrade_condition(&rejected);
-    assert_eq!(
-        (st.as_str(), why.as_str()),
-        ("False", reason::REJECTED_BY_NEXT_VERSION)
-    );
+    let msg = upgrade_message(&rejected, "False", reason::REJECTED_BY_NEXT_VERSION);
     assert!(
         msg.contains("^.spec.f1 [0]") && msg.contains("12,310,000"),
         "{msg}"
@@ -135,11 +140,7 @@ fn the_next_minor_decides_upgrade_safe() {
         ),
         None,
     );
-    let (st, why, msg) = upgrade_condition(&near);
-    assert_eq!(
-        (st.as_str(), why.as_str()),
-        ("False", reason::NEAR_BUDGET_ON_NEXT_VERSION)
-    );
+    let msg = upgrade_message(&near, "False", reason::NEAR_BUDGET_ON_NEXT_VERSION);
     assert!(msg.contains("91.0%"), "{msg}");
     // Already near on this minor: not a new problem.
     let was_near = status_of(
@@ -152,11 +153,7 @@ fn the_next_minor_decides_upgrade_safe() {
     assert_eq!(upgrade_condition(&was_near).0, "True");
     // No rules for the next minor: Unknown.
     let newest = status_of(&versioned("v1.36", &[100]), None);
-    let (st, why, _) = upgrade_condition(&newest);
-    assert_eq!(
-        (st.as_str(), why.as_str()),
-        ("Unknown", reason::NEXT_VERSION_UNKNOWN)
-    );
+    upgrade_message(&newest, "Unknown", reason::NEXT_VERSION_UNKNOWN);
     assert!(newest.next_version.is_none());
 }
 
@@ -288,42 +285,24 @@ fn the_status_and_the_warning_event_carry_the_bound_to_add() {
 #[test]
 fn conditions_and_transitions() {
     let now = Timestamp::UNIX_EPOCH;
-    let settings = StatusSettings::default();
-    let within = with_conditions(
-        estimate_status(CRD, &report(&[100]), settings),
-        CRD,
-        Some(1),
-        None,
-        None,
-        now,
-    );
+    // The status of rules costing `costs`, at generation `g` and time `at`, after `prev`.
+    let estimated_at = |costs: &[u64], g: i64, prev: Option<&CostReportStatus>, at: Timestamp| {
+        let s = estimate_status(CRD, &report(costs), StatusSettings::default());
+        with_conditions(s, CRD, Some(g), None, prev, at)
+    };
+    let within = estimated_at(&[100], 1, None, now);
     assert!(is_ready(&within));
     assert!(transitions(CRD, None, &within).is_empty());
 
     let later = Timestamp::from_second(1000).unwrap();
-    let near = with_conditions(
-        estimate_status(CRD, &report(&[9_000_000, 9_000_000]), settings),
-        CRD,
-        Some(2),
-        None,
-        Some(&within),
-        later,
-    );
-    let wb = near
-        .conditions
-        .iter()
-        .find(|c| c.type_ == CONDITION_WITHIN_BUDGET)
-        .unwrap();
+    let near = estimated_at(&[9_000_000, 9_000_000], 2, Some(&within), later);
+    let wb = condition(&near, CONDITION_WITHIN_BUDGET);
     assert_eq!(
         (wb.status.as_str(), wb.reason.as_str()),
         ("False", reason::RULE_NEAR_BUDGET)
     );
     assert_eq!(wb.last_transition_time, Time(later));
-    let ready = near
-        .conditions
-        .iter()
-        .find(|c| c.type_ == CONDITION_READY)
-        .unwrap();
+    let ready = condition(&near, CONDITION_READY);
     assert_eq!(ready.last_transition_time, Time(now), "Ready did not flip");
     let t = transitions(CRD, Some(&within), &near);
     assert_eq!(t.len(), 1);
@@ -337,14 +316,7 @@ fn conditions_and_transitions() {
     assert!(same_status(&near, &near.clone()));
 
     // The total (two rules of 60M... here 2 × 45M = 90M) near: TotalNearBudget.
-    let total = with_conditions(
-        estimate_status(CRD, &report(&[45_000_000, 45_000_000]), settings),
-        CRD,
-        Some(3),
-        None,
-        Some(&near),
-        later,
-    );
+    let total = estimated_at(&[45_000_000, 45_000_000], 3, Some(&near), later);
     let t = transitions(CRD, Some(&near), &total);
     let reasons: Vec<&str> = t.iter().map(|t| t.reason).collect();
     assert_eq!(
@@ -353,28 +325,25 @@ fn conditions_and_transitions() {
     );
 
     // Estimation fails: one Warning, then nothing while it keeps failing.
-    let failed = with_conditions(
-        failed_status("v1.36"),
-        CRD,
-        Some(4),
-        Some(Failure {
-            reason: reason::ESTIMATION_FAILED,
-            message: "boom",
-        }),
-        Some(&total),
-        later,
-    );
+    let failed_after_total = |reason, message| {
+        let failure = Failure { reason, message };
+        with_conditions(
+            failed_status("v1.36"),
+            CRD,
+            Some(4),
+            Some(failure),
+            Some(&total),
+            later,
+        )
+    };
+    let failed = failed_after_total(reason::ESTIMATION_FAILED, "boom");
     assert!(!is_ready(&failed));
     let t = transitions(CRD, Some(&total), &failed);
     assert_eq!(t.len(), 1);
     assert_eq!(t[0].reason, reason::ESTIMATION_FAILED);
     assert!(transitions(CRD, Some(&failed), &failed).is_empty());
     let estimated = |s: &CostReportStatus| {
-        let c = s
-            .conditions
-            .iter()
-            .find(|c| c.type_ == CONDITION_ESTIMATED)
-            .unwrap();
+        let c = condition(s, CONDITION_ESTIMATED);
         (c.status.clone(), c.reason.clone())
     };
     assert_eq!(
@@ -384,16 +353,9 @@ fn conditions_and_transitions() {
     assert_eq!(estimated(&total), ("True".into(), "Estimated".into()));
 
     // Over the work budget: its own reason, on the conditions and the one event.
-    let over = with_conditions(
-        failed_status("v1.36"),
-        CRD,
-        Some(4),
-        Some(Failure {
-            reason: reason::WORK_BUDGET_EXCEEDED,
-            message: "estimate stopped: work budget of 10 steps exceeded at spec.x",
-        }),
-        Some(&total),
-        later,
+    let over = failed_after_total(
+        reason::WORK_BUDGET_EXCEEDED,
+        "estimate stopped: work budget of 10 steps exceeded at spec.x",
     );
     assert_eq!(
         estimated(&over),
@@ -410,14 +372,7 @@ fn conditions_and_transitions() {
 
     // Back to an estimate within budget: Normal events for what had been reported near/over
     // before the failure are not repeated (the failure reset the levels).
-    let back = with_conditions(
-        estimate_status(CRD, &report(&[100]), settings),
-        CRD,
-        Some(5),
-        None,
-        Some(&failed),
-        later,
-    );
+    let back = estimated_at(&[100], 5, Some(&failed), later);
     assert!(transitions(CRD, Some(&failed), &back).is_empty());
 }
 
@@ -428,11 +383,7 @@ fn a_total_over_its_limit_on_the_next_minor_refuses_every_update() {
     next.schemas[0].exceeds_total_limit = true;
     next.valid = false;
     let st = status_of(&with_next(versioned("v1.31", &[900_000; 11]), next), None);
-    let (st, why, msg) = upgrade_condition(&st);
-    assert_eq!(
-        (st.as_str(), why.as_str()),
-        ("False", reason::REJECTED_BY_NEXT_VERSION)
-    );
+    let msg = upgrade_message(&st, "False", reason::REJECTED_BY_NEXT_VERSION);
     assert!(
         msg.contains("104,500,000")
             && msg
