@@ -63,7 +63,7 @@ pub struct FindingKind {
 
 impl FindingKind {
     /// The title of a finding of a cost over or near its limit: `celcost: <what> over budget:
-    /// <share> of <limit>` (`limit`: the limit as the title names it, and what follows).
+    /// <share> of <named>` (`named`: the limit as the title names it, and what follows it).
     fn budget_title(&self, what: &str, cost: u64, limit: u64, named: &str) -> String {
         let word = if self.level == Level::Error {
             "over budget:"
