@@ -215,43 +215,32 @@ fn unit_diffs(before: &ObjectReport, after: &ObjectReport) -> Vec<UnitDiff> {
         if x.cost == y.cost && x.compile_error == y.compile_error && x.expression == y.expression {
             continue;
         }
-        out.push(UnitDiff {
-            unit: y.label.clone(),
-            change: "changed".into(),
-            expression_before: x.expression.clone(),
-            expression_after: y.expression.clone(),
-            cost_before: x.cost,
-            cost_after: y.cost,
-            limit: y.limit,
-            compile_error_before: x.compile_error.clone(),
-            compile_error_after: y.compile_error.clone(),
-        });
+        out.push(unit_diff("changed", Some(x), Some(y)));
     }
-    for (j, y) in a.iter().enumerate().filter(|(j, _)| !matched_a[*j]) {
-        let _ = j;
-        out.push(UnitDiff {
-            unit: y.label.clone(),
-            change: "added".into(),
-            expression_after: y.expression.clone(),
-            cost_after: y.cost,
-            limit: y.limit,
-            compile_error_after: y.compile_error.clone(),
-            ..UnitDiff::default()
-        });
+    for (_, y) in a.iter().enumerate().filter(|(j, _)| !matched_a[*j]) {
+        out.push(unit_diff("added", None, Some(y)));
     }
-    for (i, x) in b.iter().enumerate().filter(|(i, _)| !matched_b[*i]) {
-        let _ = i;
-        out.push(UnitDiff {
-            unit: x.label.clone(),
-            change: "removed".into(),
-            expression_before: x.expression.clone(),
-            cost_before: x.cost,
-            limit: x.limit,
-            compile_error_before: x.compile_error.clone(),
-            ..UnitDiff::default()
-        });
+    for (_, x) in b.iter().enumerate().filter(|(i, _)| !matched_b[*i]) {
+        out.push(unit_diff("removed", Some(x), None));
     }
     out
+}
+
+/// The diff of a unit in BASE (`x`) and HEAD (`y`), or in one of them (added, removed): named
+/// and limited as HEAD has it, else as BASE does.
+fn unit_diff(change: &str, x: Option<&Unit>, y: Option<&Unit>) -> UnitDiff {
+    let u = y.or(x).expect("a unit on one side at least");
+    UnitDiff {
+        unit: u.label.clone(),
+        change: change.into(),
+        expression_before: x.map(|x| x.expression.clone()).unwrap_or_default(),
+        expression_after: y.map(|y| y.expression.clone()).unwrap_or_default(),
+        cost_before: x.and_then(|x| x.cost),
+        cost_after: y.and_then(|y| y.cost),
+        limit: u.limit,
+        compile_error_before: x.and_then(|x| x.compile_error.clone()),
+        compile_error_after: y.and_then(|y| y.compile_error.clone()),
+    }
 }
 
 /// Bytes the two texts share at their start and end.

@@ -686,6 +686,13 @@ impl RuleReport {
     pub fn judged_cost(&self) -> u64 {
         judged_rule_cost(self.cost, self.message_expression_cost)
     }
+
+    /// Where the messageExpression's text is in the file, else the rule's.
+    pub fn message_expression_or_rule_location(&self) -> Option<&SourceLocation> {
+        self.message_expression_location
+            .as_ref()
+            .or(self.location.as_ref())
+    }
 }
 
 impl ExpressionReport {
@@ -720,7 +727,7 @@ pub fn cost_unit_prefix(schema: Option<&str>) -> String {
     schema.map(|p| format!("{p}: ")).unwrap_or_default()
 }
 
-impl CostUnit<'_> {
+impl<'a> CostUnit<'a> {
     /// The unit's name, one per unit of a report: `spec.versions[0]…: ^.spec [2]`,
     /// `… messageExpression`, `<schema> total`, a policy expression's field path.
     pub fn label(&self) -> String {
@@ -737,6 +744,16 @@ impl CostUnit<'_> {
                 rule.index
             ),
             CostUnit::Expression(e) => e.field_path.clone(),
+        }
+    }
+
+    /// Where the unit is in the file: its text's place; a total's, its schema's.
+    pub fn location(&self) -> Option<&'a SourceLocation> {
+        match self {
+            CostUnit::Total(s) => s.location.as_ref(),
+            CostUnit::Rule { rule, .. } => rule.location.as_ref(),
+            CostUnit::MessageExpression { rule, .. } => rule.message_expression_or_rule_location(),
+            CostUnit::Expression(e) => e.location.as_ref(),
         }
     }
 }

@@ -771,36 +771,24 @@ mod tests {
 
     #[test]
     fn global_calls_are_told_from_receiver_calls() {
-        assert!(calls_global(
-            &CelText::of("matches(self, '^a$')"),
-            "matches"
-        ));
-        assert!(calls_global(
-            &CelText::of("!matches (self.x, 'b')"),
-            "matches"
-        ));
-        assert!(calls_global(
-            &CelText::of("self.a.all(x, matches(x, 'c'))"),
-            "matches"
-        ));
-        assert!(!calls_global(
-            &CelText::of("self.matches('^a$')"),
-            "matches"
-        ));
-        assert!(!calls_global(
-            &CelText::of("self . matches('^a$')"),
-            "matches"
-        ));
-        assert!(!calls_global(
-            &CelText::of("self.x == 'matches(y)'"),
-            "matches"
-        ));
-        assert!(!calls_global(
-            &CelText::of("self.rematches == 1"),
-            "matches"
-        ));
-        // Unreadable literals: assumed.
-        assert!(calls_global(&CelText::of("'open matches(x"), "matches"));
+        // (text, whether it calls the global `matches`)
+        for (text, global) in [
+            ("matches(self, '^a$')", true),
+            ("!matches (self.x, 'b')", true),
+            ("self.a.all(x, matches(x, 'c'))", true),
+            ("self.matches('^a$')", false),
+            ("self . matches('^a$')", false),
+            ("self.x == 'matches(y)'", false),
+            ("self.rematches == 1", false),
+            // Unreadable literals: assumed.
+            ("'open matches(x", true),
+        ] {
+            assert_eq!(
+                calls_global(&CelText::of(text), "matches"),
+                global,
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

@@ -380,6 +380,15 @@ pub struct Planned {
     pub notes: Vec<String>,
 }
 
+impl ObjectFix {
+    /// Records what a plan refused and noted; its bounds, to place, are left.
+    fn record_plan(&mut self, planned: Planned) -> Vec<Bound> {
+        self.refused.extend(planned.refused);
+        self.notes.extend(planned.notes);
+        planned.bounds
+    }
+}
+
 /// The bounds that bring the object's findings on every minor below the threshold, found as
 /// the module's documentation says; with the findings whose bounds could not be placed.
 pub fn plan_bounds(
@@ -777,19 +786,13 @@ fn fix_file(
                 &options.settings,
                 &mut |_| Ok(()),
             );
-            let Planned {
-                bounds,
-                refused,
-                notes,
-            } = match planned {
-                Ok(x) => x,
+            let bounds = match planned {
+                Ok(planned) => fix.record_plan(planned),
                 Err(stop) => {
                     outcome.stopped.push(format!("{}: {stop}", o.source));
                     continue;
                 }
             };
-            fix.refused = refused;
-            fix.notes = notes;
             let pointer = object_pointer(&doc_source, &o.source);
             let located = positions
                 .clone()

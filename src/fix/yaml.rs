@@ -314,84 +314,103 @@ mod tests {
     }
 
     #[test]
-    fn a_key_goes_before_the_first_that_sorts_after_it() {
-        let t = "a:\n  # the items\n  description: x\n  type: string # plain\n";
-        assert_eq!(
-            set(t, &["a"], "maxLength", 64).unwrap(),
-            "a:\n  # the items\n  description: x\n  maxLength: 64\n  type: string # plain\n"
-        );
-    }
-
-    #[test]
-    fn a_key_after_every_other_goes_after_the_mapping() {
-        let t = "a:\n  description: |\n    text\n\n    more\n  enum:\n  - x\n  - y\n# next\nb: 1\n";
-        assert_eq!(
-            set(t, &["a"], "minLength", 1).unwrap(),
-            "a:\n  description: |\n    text\n\n    more\n  enum:\n  - x\n  - y\n  minLength: 1\n# next\nb: 1\n"
-        );
-        // At the end of a text without a final newline.
-        assert_eq!(
-            set("a:\n  b: 1", &["a"], "c", 2).unwrap(),
-            "a:\n  b: 1\n  c: 2\n"
-        );
-    }
-
-    #[test]
-    fn the_first_key_of_a_sequence_item_moves_down() {
-        let t = "l:\n- type: string\n  x: 1\n";
-        assert_eq!(
-            set(t, &["l", "0"], "maxLength", 5).unwrap(),
-            "l:\n- maxLength: 5\n  type: string\n  x: 1\n"
-        );
-    }
-
-    #[test]
-    fn quoting_and_line_breaks_follow_the_file() {
-        let t = "a:\r\n  \"type\": \"string\"\r\n";
-        assert_eq!(
-            set(t, &["a"], "maxLength", 5).unwrap(),
-            "a:\r\n  \"maxLength\": 5\r\n  \"type\": \"string\"\r\n"
-        );
-    }
-
-    #[test]
-    fn flow_mappings_and_json_get_the_key_first() {
-        assert_eq!(
-            set("a: {type: string}\n", &["a"], "maxLength", 5).unwrap(),
-            "a: {maxLength: 5, type: string}\n"
-        );
-        assert_eq!(
-            set(
-                "{\n  \"a\": {\n    \"type\": \"array\"\n  }\n}\n",
-                &["a"],
-                "maxItems",
-                5
-            )
-            .unwrap(),
-            "{\n  \"a\": {\n    \"maxItems\": 5,\n    \"type\": \"array\"\n  }\n}\n"
-        );
-        assert_eq!(
-            set("{\"a\": {}}", &["a"], "maxItems", 5).unwrap(),
-            "{\"a\": {\"maxItems\": 5}}"
-        );
-    }
-
-    #[test]
-    fn a_bound_is_lowered_in_place_and_never_raised() {
+    fn bounds_are_set_as_the_file_writes_its_keys() {
+        // (what the case shows, text, path (keys joined by `.`), keyword, value, the text after)
         let t = "a:\n  maxItems: 100 # keep\n  type: array\n";
-        assert_eq!(
-            set(t, &["a"], "maxItems", 20).unwrap(),
-            "a:\n  maxItems: 20 # keep\n  type: array\n"
-        );
-        assert_eq!(set(t, &["a"], "maxItems", 200).unwrap(), t);
-        assert_eq!(set(t, &["a"], "maxItems", 100).unwrap(), t);
-        let e = set("a:\n  maxItems: 0x10\n", &["a"], "maxItems", 5).unwrap_err();
-        assert!(e.contains("`0x10`"), "{e}");
+        let cases = [
+            (
+                "a key goes before the first that sorts after it",
+                "a:\n  # the items\n  description: x\n  type: string # plain\n",
+                "a",
+                "maxLength",
+                64,
+                "a:\n  # the items\n  description: x\n  maxLength: 64\n  type: string # plain\n",
+            ),
+            (
+                "a key after every other goes after the mapping",
+                "a:\n  description: |\n    text\n\n    more\n  enum:\n  - x\n  - y\n# next\nb: 1\n",
+                "a",
+                "minLength",
+                1,
+                "a:\n  description: |\n    text\n\n    more\n  enum:\n  - x\n  - y\n  minLength: 1\n# next\nb: 1\n",
+            ),
+            (
+                "at the end of a text without a final newline",
+                "a:\n  b: 1",
+                "a",
+                "c",
+                2,
+                "a:\n  b: 1\n  c: 2\n",
+            ),
+            (
+                "the first key of a sequence item moves down",
+                "l:\n- type: string\n  x: 1\n",
+                "l.0",
+                "maxLength",
+                5,
+                "l:\n- maxLength: 5\n  type: string\n  x: 1\n",
+            ),
+            (
+                "quoting and line breaks follow the file",
+                "a:\r\n  \"type\": \"string\"\r\n",
+                "a",
+                "maxLength",
+                5,
+                "a:\r\n  \"maxLength\": 5\r\n  \"type\": \"string\"\r\n",
+            ),
+            (
+                "a flow mapping gets the key first",
+                "a: {type: string}\n",
+                "a",
+                "maxLength",
+                5,
+                "a: {maxLength: 5, type: string}\n",
+            ),
+            (
+                "JSON gets the key first",
+                "{\n  \"a\": {\n    \"type\": \"array\"\n  }\n}\n",
+                "a",
+                "maxItems",
+                5,
+                "{\n  \"a\": {\n    \"maxItems\": 5,\n    \"type\": \"array\"\n  }\n}\n",
+            ),
+            (
+                "an empty JSON object gets the key",
+                "{\"a\": {}}",
+                "a",
+                "maxItems",
+                5,
+                "{\"a\": {\"maxItems\": 5}}",
+            ),
+            (
+                "a bound is lowered in place",
+                t,
+                "a",
+                "maxItems",
+                20,
+                "a:\n  maxItems: 20 # keep\n  type: array\n",
+            ),
+            ("a bound is never raised", t, "a", "maxItems", 200, t),
+            ("an equal bound is left", t, "a", "maxItems", 100, t),
+        ];
+        for (case, text, path, keyword, value, after) in cases {
+            let path: Vec<&str> = path.split('.').collect();
+            assert_eq!(
+                set(text, &path, keyword, value).as_deref(),
+                Ok(after),
+                "{case}"
+            );
+        }
     }
 
     #[test]
-    fn odd_layouts_are_refused() {
-        let e = set("a: 1\n", &["a"], "maxItems", 5).unwrap_err();
-        assert!(e.contains("not a mapping"), "{e}");
+    fn odd_values_and_layouts_are_refused() {
+        for (text, why) in [
+            ("a:\n  maxItems: 0x10\n", "`0x10`"),
+            ("a: 1\n", "not a mapping"),
+        ] {
+            let e = set(text, &["a"], "maxItems", 5).unwrap_err();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
     }
 }

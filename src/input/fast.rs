@@ -124,6 +124,17 @@ impl<'t> Reader<'t> {
         (li..self.lines.len()).find(|&i| self.lines[i].kind == Kind::Content)
     }
 
+    /// Where a block indented `indent` goes on after an entry that ends before line `after`: its
+    /// next entry's line, `Some(None)` where the block ends, `None` (not read here) at a line
+    /// indented deeper.
+    fn next_entry(&self, after: usize, indent: usize) -> Fast<Option<usize>> {
+        match self.next_content(after) {
+            Some(nl) if self.lines[nl].indent == indent => Some(Some(nl)),
+            Some(nl) if self.lines[nl].indent > indent => None,
+            _ => Some(None),
+        }
+    }
+
     /// The 0-based column (in characters) of byte `at` of line `li`.
     fn col(&self, li: usize, at: usize) -> usize {
         let prefix = &self.text[self.lines[li].start..at];
@@ -599,28 +610,25 @@ impl<'t> Reader<'t> {
                 p.value(&key, node);
             }
             map.insert(key, value);
-            match self.next_content(after) {
-                Some(nl) if self.lines[nl].indent == m => {
-                    li = nl;
-                    at = self.lines[nl].start + m;
-                    let b = self.bytes();
-                    if self.is_entry(nl, at) {
-                        return None;
-                    }
-                    colon = match b[at] {
-                        b'"' | b'\'' => {
-                            let (_, _, end) = self.quoted(nl, at, None)?;
-                            self.key_colon_after(nl, end)?
-                        }
-                        b'&' | b'*' | b'!' | b'%' | b'@' | b'`' | b',' | b'[' | b']' | b'{'
-                        | b'}' | b'|' | b'>' | b'#' => return None,
-                        b'?' | b':' if self.ends_token(nl, at + 1) => return None,
-                        _ => self.plain_segment(nl, at).1?,
-                    };
-                }
-                Some(nl) if self.lines[nl].indent > m => return None,
-                _ => break after,
+            let Some(nl) = self.next_entry(after, m)? else {
+                break after;
+            };
+            li = nl;
+            at = self.lines[nl].start + m;
+            let b = self.bytes();
+            if self.is_entry(nl, at) {
+                return None;
             }
+            colon = match b[at] {
+                b'"' | b'\'' => {
+                    let (_, _, end) = self.quoted(nl, at, None)?;
+                    self.key_colon_after(nl, end)?
+                }
+                b'&' | b'*' | b'!' | b'%' | b'@' | b'`' | b',' | b'[' | b']' | b'{' | b'}'
+                | b'|' | b'>' | b'#' => return None,
+                b'?' | b':' if self.ends_token(nl, at + 1) => return None,
+                _ => self.plain_segment(nl, at).1?,
+            };
         };
         let node = self.rec.as_mut().map(|p| p.close(false));
         Some((node, Value::Object(map), next))
@@ -701,21 +709,18 @@ impl<'t> Reader<'t> {
                 p.item(node);
             }
             items.push(value);
-            match self.next_content(after) {
-                Some(nl) if self.lines[nl].indent == s => {
-                    let dash = self.lines[nl].start + s;
-                    if !self.is_entry(nl, dash) {
-                        if indentless {
-                            break after;
-                        }
-                        return None;
-                    }
-                    li = nl;
-                    at = dash;
+            let Some(nl) = self.next_entry(after, s)? else {
+                break after;
+            };
+            let dash = self.lines[nl].start + s;
+            if !self.is_entry(nl, dash) {
+                if indentless {
+                    break after;
                 }
-                Some(nl) if self.lines[nl].indent > s => return None,
-                _ => break after,
+                return None;
             }
+            li = nl;
+            at = dash;
         };
         let node = self.rec.as_mut().map(|p| p.close(true));
         Some((node, Value::Array(items), next))

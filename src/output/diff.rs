@@ -27,12 +27,7 @@ fn verdict_word(v: Option<bool>) -> &'static str {
 
 /// The diff as JSON lines, one per object.
 pub fn render_diff_json(d: &[ObjectDiff]) -> String {
-    let mut out = String::new();
-    for o in d {
-        out.push_str(&serde_json::to_string(o).unwrap_or_default());
-        out.push('\n');
-    }
-    out
+    super::json::render_json(d)
 }
 
 fn update_word(u: &UpdateVerdict) -> &'static str {

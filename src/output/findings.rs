@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::report::CostError;
 use crate::report::format::{num, percent};
+use crate::report::versions::{VersionStep, fails};
 use crate::report::{
     ExpressionReport, MATCH_CONDITIONS_COST_BUDGET, ObjectReport, PER_RULE_COST_LIMIT,
     PER_SCHEMA_COST_LIMIT, RUNTIME_COST_BUDGET, RuleReport, SchemaReport, SourceLocation,
@@ -61,13 +62,15 @@ pub struct FindingKind {
 }
 
 impl FindingKind {
-    /// `over budget:` or `near budget:`, as the finding's title says it.
-    fn budget_word(&self) -> &'static str {
-        if self.level == Level::Error {
+    /// The title of a finding of a cost over or near its limit: `celcost: <what> over budget:
+    /// <share> of <named>` (`named`: the limit as the title names it, and what follows it).
+    fn budget_title(&self, what: &str, cost: u64, limit: u64, named: &str) -> String {
+        let word = if self.level == Level::Error {
             "over budget:"
         } else {
             "near budget:"
-        }
+        };
+        format!("celcost: {what} {word} {} of {named}", percent(cost, limit))
     }
 
     /// An error's verdict: the minor refuses the CRD.
@@ -75,19 +78,6 @@ impl FindingKind {
         if self.level == Level::Error {
             m.push_str(&format!(" Kubernetes {version} rejects the CRD."));
         }
-    }
-}
-
-/// The API server's own error on `path`, when it gives one (the path is `covered` then).
-fn push_api_error(
-    m: &mut String,
-    covered: &mut HashSet<String>,
-    path: &str,
-    error: Option<&String>,
-) {
-    if let Some(e) = error {
-        covered.insert(path.to_string());
-        m.push_str(&format!(" The API server: {e}"));
     }
 }
 
@@ -241,40 +231,42 @@ fn evaluations(r: &ObjectReport) -> Vec<(&'static str, u64, u64, &'static [&'sta
     let Some(b) = &r.policy_budget else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    if let Some(m) = b.mutation_cost {
-        out.push((
+    let mut out = vec![match b.mutation_cost {
+        Some(m) => (
             "one mutation (its expression and the variables it reads)",
             b.typed_mutation_cost.unwrap_or(m),
             RUNTIME_COST_BUDGET,
             &["applyConfiguration", "jsonPatch"][..],
-        ));
-    } else {
-        out.push((
+        ),
+        None => (
             "one evaluation (validations, messageExpressions and their variables)",
             b.typed_validation_cost.unwrap_or(b.validation_cost),
             RUNTIME_COST_BUDGET,
             &["validation", "messageExpression"][..],
-        ));
-    }
-    if r.expressions.iter().any(|e| e.kind == "matchCondition") {
-        out.push((
+        ),
+    }];
+    // Budgets of their own, for a policy that has such expressions.
+    let own = [
+        (
             "the matchConditions",
             b.typed_match_conditions_cost
                 .unwrap_or(b.match_conditions_cost),
             MATCH_CONDITIONS_COST_BUDGET,
             &["matchCondition"][..],
-        ));
-    }
-    if r.expressions.iter().any(|e| e.kind == "auditAnnotation") {
-        out.push((
+        ),
+        (
             "the auditAnnotations",
             b.typed_audit_annotations_cost
                 .unwrap_or(b.audit_annotations_cost),
             RUNTIME_COST_BUDGET,
             &["auditAnnotation"][..],
-        ));
-    }
+        ),
+    ];
+    out.extend(own.into_iter().filter(|(.., kinds)| {
+        r.expressions
+            .iter()
+            .any(|e| kinds.contains(&e.kind.as_str()))
+    }));
     out
 }
 
@@ -303,6 +295,8 @@ struct Ctx<'a> {
     r: &'a ObjectReport,
     file: Option<String>,
     near: f64,
+    /// Field paths whose cost errors a budget finding already carries.
+    covered: HashSet<String>,
 }
 
 impl Ctx<'_> {
@@ -310,10 +304,10 @@ impl Ctx<'_> {
         format!("{} {}", self.r.kind, self.r.name)
     }
 
+    /// A finding of `kind`, at its level.
     fn finding(
         &self,
         kind: &'static FindingKind,
-        level: Level,
         title: String,
         message: String,
         location: Option<&SourceLocation>,
@@ -321,7 +315,7 @@ impl Ctx<'_> {
         let location = location.or(self.r.location.as_ref()).cloned();
         Finding {
             kind,
-            level,
+            level: kind.level,
             title,
             message,
             file: location
@@ -350,6 +344,25 @@ impl Ctx<'_> {
         }
     }
 
+    /// Whether error `i` is over a limit (a rule's, a messageExpression's or a total's).
+    fn over_limit(&self, i: usize) -> bool {
+        self.r
+            .error_cost(i)
+            .is_some_and(|c| c != CostError::ContributedToTotal)
+    }
+
+    /// The API server's own error over a limit on `path`, when it gives one (the path is
+    /// `covered` then).
+    fn push_api_error(&mut self, m: &mut String, path: &str) {
+        let r = self.r;
+        if let Some(i) =
+            (0..r.errors.len()).find(|&i| r.error_field(i) == path && self.over_limit(i))
+        {
+            self.covered.insert(path.to_string());
+            m.push_str(&format!(" The API server: {}", r.errors[i]));
+        }
+    }
+
     fn share_text(&self, kind: &FindingKind) -> String {
         if kind.level == Level::Error {
             String::new()
@@ -369,36 +382,24 @@ fn trim_float(f: f64) -> String {
 
 fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
     let start = out.len();
-    let c = Ctx {
+    let mut c = Ctx {
         r,
         file: file_of(&r.source),
         near,
+        covered: HashSet::new(),
     };
     let version = &r.kubernetes_version;
     if let Some(st) = &r.stopped {
         out.push(c.finding(
             ESTIMATE_STOPPED,
-            ESTIMATE_STOPPED.level,
             "celcost: estimate stopped".into(),
             format!("{}: {}", c.object(), st.message),
             st.location.as_ref(),
         ));
     }
-    // Field paths whose cost errors a budget finding already carries.
-    let mut covered: HashSet<String> = HashSet::new();
-    // An error over a limit (a rule's, a messageExpression's or a total's) about `path`.
-    let over_limit = |i: usize| {
-        r.error_cost(i)
-            .is_some_and(|c| c != CostError::ContributedToTotal)
-    };
-    let cost_error = |path: &str| {
-        (0..r.errors.len())
-            .find(|&i| r.error_field(i) == path && over_limit(i))
-            .map(|i| &r.errors[i])
-    };
     for s in &r.schemas {
         for rule in &s.rules {
-            rule_findings(&c, rule, &mut covered, &cost_error, out);
+            rule_findings(&mut c, rule, out);
         }
         if let Some(kind) = c.judge(
             s.total_cost,
@@ -442,12 +443,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
             if !worst.is_empty() {
                 m.push_str(&format!(" The costliest: {}.", worst.join("; ")));
             }
-            push_api_error(
-                &mut m,
-                &mut covered,
-                &s.schema_field_path,
-                cost_error(&s.schema_field_path),
-            );
+            c.push_api_error(&mut m, &s.schema_field_path);
             push_advice(
                 &mut m,
                 schema_suggestion_text(s),
@@ -455,12 +451,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
             );
             out.push(c.finding(
                 kind,
-                kind.level,
-                format!(
-                    "celcost: CRD total {} {} of 100M",
-                    kind.budget_word(),
-                    percent(s.total_cost, PER_SCHEMA_COST_LIMIT)
-                ),
+                kind.budget_title("CRD total", s.total_cost, PER_SCHEMA_COST_LIMIT, "100M"),
                 m,
                 s.location.as_ref(),
             ));
@@ -502,13 +493,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
         }
         out.push(c.finding(
             kind,
-            kind.level,
-            format!(
-                "celcost: policy evaluation {} {} of {}",
-                kind.budget_word(),
-                percent(cost, limit),
-                num(limit)
-            ),
+            kind.budget_title("policy evaluation", cost, limit, &num(limit)),
             m,
             worst.and_then(|w| w.location.as_ref()),
         ));
@@ -520,7 +505,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
         .collect();
     for (i, e) in r.errors.iter().enumerate() {
         let path = r.error_field(i);
-        if !path.is_empty() && covered.contains(path) && over_limit(i) {
+        if !path.is_empty() && c.covered.contains(path) && c.over_limit(i) {
             continue;
         }
         // Explained by the total's finding.
@@ -531,7 +516,6 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
         }
         out.push(c.finding(
             APISERVER_ERROR,
-            APISERVER_ERROR.level,
             format!("celcost: rejected by Kubernetes {version}"),
             format!("{}: {e}", c.object()),
             locations.get(&i).copied(),
@@ -542,7 +526,6 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
     for n in &r.notes {
         out.push(c.finding(
             OBJECT_NOTE,
-            OBJECT_NOTE.level,
             "celcost: note".into(),
             format!("{}: {n}", c.object()),
             None,
@@ -550,13 +533,7 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
     }
 }
 
-fn rule_findings<'a>(
-    c: &Ctx<'a>,
-    rule: &RuleReport,
-    covered: &mut HashSet<String>,
-    cost_error: &dyn Fn(&str) -> Option<&'a String>,
-    out: &mut Vec<Finding>,
-) {
+fn rule_findings(c: &mut Ctx<'_>, rule: &RuleReport, out: &mut Vec<Finding>) {
     let version = &c.r.kubernetes_version;
     let unit = format!("{} [{}]", rule.path, rule.index);
     if let Some(kind) = c.judge(
@@ -581,12 +558,7 @@ fn rule_findings<'a>(
         if !why.is_empty() {
             m.push_str(&format!(" Why: {}.", why.join("; ")));
         }
-        push_api_error(
-            &mut m,
-            covered,
-            &rule.rule_field_path,
-            cost_error(&rule.rule_field_path),
-        );
+        c.push_api_error(&mut m, &rule.rule_field_path);
         push_advice(
             &mut m,
             suggestion_text(rule),
@@ -594,11 +566,11 @@ fn rule_findings<'a>(
         );
         out.push(c.finding(
             kind,
-            kind.level,
-            format!(
-                "celcost: rule {} {} of 10M ({unit})",
-                kind.budget_word(),
-                percent(rule.cost, PER_RULE_COST_LIMIT)
+            kind.budget_title(
+                "rule",
+                rule.cost,
+                PER_RULE_COST_LIMIT,
+                &format!("10M ({unit})"),
             ),
             m,
             rule.location.as_ref(),
@@ -627,22 +599,18 @@ fn rule_findings<'a>(
             c.share_text(kind)
         );
         kind.push_rejects(&mut m, version);
-        push_api_error(&mut m, covered, &path, cost_error(&path));
-        out.push(
-            c.finding(
-                kind,
-                kind.level,
-                format!(
-                    "celcost: messageExpression {} {} of 10M ({unit})",
-                    kind.budget_word(),
-                    percent(cost, PER_RULE_COST_LIMIT)
-                ),
-                m,
-                rule.message_expression_location
-                    .as_ref()
-                    .or(rule.location.as_ref()),
+        c.push_api_error(&mut m, &path);
+        out.push(c.finding(
+            kind,
+            kind.budget_title(
+                "messageExpression",
+                cost,
+                PER_RULE_COST_LIMIT,
+                &format!("10M ({unit})"),
             ),
-        );
+            m,
+            rule.message_expression_or_rule_location(),
+        ));
     }
 }
 
@@ -699,13 +667,7 @@ fn expression_findings(c: &Ctx<'_>, e: &ExpressionReport, out: &mut Vec<Finding>
     }
     out.push(c.finding(
         kind,
-        kind.level,
-        format!(
-            "celcost: {} {} {} of 1M",
-            e.kind,
-            kind.budget_word(),
-            percent(cost, limit)
-        ),
+        kind.budget_title(&e.kind, cost, limit, "1M"),
         m,
         e.location.as_ref(),
     ));
@@ -721,41 +683,18 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     };
     let newest = m.verdicts.last().map(|v| v.kubernetes_version.as_str());
     // Each unit of the newest report (the keys of `crate::report::versions`) and where it is.
-    let mut units: HashMap<String, Option<&SourceLocation>> = HashMap::new();
-    let several = r.schemas.len() > 1;
-    for s in &r.schemas {
-        units.insert(
-            format!("{} total", s.schema_field_path),
-            s.location.as_ref(),
-        );
-        let prefix = if several {
-            format!("{}: ", s.schema_field_path)
-        } else {
-            String::new()
-        };
-        for rule in &s.rules {
-            let key = format!("{prefix}{} [{}]", rule.path, rule.index);
-            units.insert(
-                format!("{key} messageExpression"),
-                rule.message_expression_location
-                    .as_ref()
-                    .or(rule.location.as_ref()),
-            );
-            units.insert(key, rule.location.as_ref());
-        }
-    }
-    for e in &r.expressions {
-        units.insert(e.field_path.clone(), e.location.as_ref());
-    }
+    let units: HashMap<String, Option<&SourceLocation>> = r
+        .cost_units()
+        .iter()
+        .map(|u| (u.label(), u.location()))
+        .collect();
     let crd = !r.schemas.is_empty();
     let mut any = false;
     for ch in &m.changes {
         let Some(last) = ch.steps.last() else {
             continue;
         };
-        let failing =
-            |s: &crate::report::versions::VersionStep| s.exceeds_limit || s.compile_error.is_some();
-        if failing(last) {
+        if fails(last) {
             continue;
         }
         let names: Vec<&str> = m
@@ -782,29 +721,15 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             .steps
             .iter()
             .enumerate()
-            .filter(|(_, s)| failing(s) && Some(s.kubernetes_version.as_str()) != newest)
-            .map(|(i, s)| {
-                let what = match (&s.compile_error, s.cost) {
-                    (Some(e), _) => format!("does not compile ({})", one_line(e, 160)),
-                    (None, Some(cost)) => format!(
-                        "{} = {} of {} (over the limit)",
-                        num(cost),
-                        percent(cost, s.limit),
-                        num(s.limit)
-                    ),
-                    (None, None) => "over the limit".into(),
-                };
-                format!("on Kubernetes {}: {what}", span(i))
-            })
+            .filter(|(_, s)| fails(s) && Some(s.kubernetes_version.as_str()) != newest)
+            .map(|(i, s)| format!("on Kubernetes {}: {}", span(i), failure(s, false)))
             .collect();
         if older.is_empty() {
             continue;
         }
         any = true;
-        let level = if crd { Level::Error } else { Level::Warning };
-        out.push(c.finding(
+        let mut finding = c.finding(
             OLDER_VERSION_REJECTS,
-            level,
             format!("celcost: an older Kubernetes version rejects {}", ch.unit),
             format!(
                 "{}: {} — {}; on {} it compiles and is within its limit.",
@@ -814,7 +739,11 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 newest.unwrap_or("the newest").trim_start_matches('v')
             ),
             units.get(&ch.unit).copied().flatten(),
-        ));
+        );
+        if !crd {
+            finding.level = Level::Warning;
+        }
+        out.push(finding);
     }
     // Upgrade day: accepted by one minor, rejected by the next.
     for (a, b) in crate::report::versions::accepted_then_rejected(m) {
@@ -823,7 +752,6 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
         if why.is_empty() {
             out.push(c.finding(
                 NEWER_VERSION_REJECTS,
-                NEWER_VERSION_REJECTS.level,
                 format!("celcost: accepted by {an}, rejected by {bn}"),
                 format!(
                     "{}: accepted by Kubernetes {an}, rejected by {bn}; run celcost with --kubernetes-version {bn} for the errors.",
@@ -839,30 +767,14 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             };
             let was = match before {
                 Some(s) => match (s.cost, &s.compile_error) {
-                    (Some(cost), None) => format!(
-                        "{} = {} of {}",
-                        num(cost),
-                        percent(cost, s.limit),
-                        num(s.limit)
-                    ),
+                    (Some(cost), None) => against_limit(cost, s.limit),
                     _ => "absent".into(),
                 },
                 None => "absent".into(),
             };
-            let now = match (&after.compile_error, after.cost) {
-                (Some(e), _) => format!("does not compile ({})", one_line(e, 160)),
-                (None, Some(cost)) => format!(
-                    "{} = {} of {} (over the limit; exceeds budget by factor of {})",
-                    num(cost),
-                    percent(cost, after.limit),
-                    num(after.limit),
-                    crate::report::format::budget_factor(cost, after.limit)
-                ),
-                (None, None) => "over the limit".into(),
-            };
+            let now = failure(after, true);
             out.push(c.finding(
                 NEWER_VERSION_REJECTS,
-                NEWER_VERSION_REJECTS.level,
                 format!("celcost: accepted by {an}, rejected by {bn}: {}", ch.unit),
                 format!(
                     "{}: accepted by Kubernetes {an}, rejected by {bn}: {} — {was} on {an}; {now} on {bn}.",
@@ -882,7 +794,6 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     if !stopped.is_empty() {
         out.push(c.finding(
             ESTIMATE_STOPPED,
-            ESTIMATE_STOPPED.level,
             "celcost: estimate stopped on an older Kubernetes version".into(),
             format!(
                 "{}: the estimate for Kubernetes {} stopped (over its work budget, or failed): not judged there.",
@@ -901,7 +812,6 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     if !any && r.valid && !rejecting.is_empty() {
         out.push(c.finding(
             OLDER_VERSION_REJECTS,
-            Level::Error,
             "celcost: an older Kubernetes version rejects the object".into(),
             format!(
                 "{}: rejected by Kubernetes {} (accepted from {}); run celcost with --kubernetes-version {} for the errors.",
@@ -915,6 +825,26 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             ),
             None,
         ));
+    }
+}
+
+/// `cost = share of limit`.
+fn against_limit(cost: u64, limit: u64) -> String {
+    format!("{} = {} of {}", num(cost), percent(cost, limit), num(limit))
+}
+
+/// Why a minor's value of a unit fails there: it does not compile, or its cost is over the limit
+/// (`factor`: by how much).
+fn failure(s: &VersionStep, factor: bool) -> String {
+    match (&s.compile_error, s.cost) {
+        (Some(e), _) => format!("does not compile ({})", one_line(e, 160)),
+        (None, Some(cost)) if factor => format!(
+            "{} (over the limit; exceeds budget by factor of {})",
+            against_limit(cost, s.limit),
+            crate::report::format::budget_factor(cost, s.limit)
+        ),
+        (None, Some(cost)) => format!("{} (over the limit)", against_limit(cost, s.limit)),
+        (None, None) => "over the limit".into(),
     }
 }
 

@@ -1,12 +1,13 @@
-//! `--output json`: reports as JSON lines, one object per line (the report model as is).
+//! `--output json`: reports as JSON lines, one object per line (the report model as is); `celcost
+//! diff`'s objects alike.
 
-use crate::report::ObjectReport;
+use serde::Serialize;
 
-/// Renders reports as JSON lines.
-pub fn render_json(reports: &[ObjectReport]) -> String {
+/// Renders values (reports, an object's diff) as JSON lines.
+pub fn render_json<T: Serialize>(values: &[T]) -> String {
     let mut out = String::new();
-    for r in reports {
-        out.push_str(&serde_json::to_string(r).unwrap_or_default());
+    for v in values {
+        out.push_str(&serde_json::to_string(v).unwrap_or_default());
         out.push('\n');
     }
     out

@@ -38,6 +38,19 @@ pub(super) fn some_of(items: &[String], n: usize) -> String {
     }
 }
 
+/// `label: a, b, and 3 more (what)`: fields of a kind, at most `n` named, when there are any.
+fn push_fields(
+    why: &mut Vec<(&'static str, String)>,
+    label: &'static str,
+    fields: &[String],
+    n: usize,
+    what: &str,
+) {
+    if !fields.is_empty() {
+        why.push((label, format!("{} ({what})", some_of(fields, n))));
+    }
+}
+
 /// Why a rule costs what it does: the unbounded ancestors its cardinality comes from, the
 /// unbounded fields it reads (the table's why lines, the findings' text).
 pub(super) fn drivers_why(rule: &crate::report::RuleReport) -> Vec<String> {
@@ -152,38 +165,33 @@ pub(super) fn policy_rows(r: &ObjectReport) -> Vec<Row> {
                     },
                 ));
             }
-            if !t.unbounded_fields.is_empty() {
-                why.push((
-                    "drivers",
-                    format!(
-                        "{} (no maxLength/maxItems/maxProperties: sized from the 3 MiB request)",
-                        some_of(&t.unbounded_fields, 4)
-                    ),
-                ));
-            }
-            if !t.unknown_size_fields.is_empty() {
-                why.push((
-                    "size unknown",
-                    format!(
-                        "{} (no schema gives a size)",
-                        some_of(&t.unknown_size_fields, 4)
-                    ),
-                ));
-            } else if t.max_cost_unbounded && t.error.is_none() {
+            push_fields(
+                &mut why,
+                "drivers",
+                &t.unbounded_fields,
+                4,
+                "no maxLength/maxItems/maxProperties: sized from the 3 MiB request",
+            );
+            push_fields(
+                &mut why,
+                "size unknown",
+                &t.unknown_size_fields,
+                4,
+                "no schema gives a size",
+            );
+            if t.unknown_size_fields.is_empty() && t.max_cost_unbounded && t.error.is_none() {
                 why.push((
                     "saturated",
                     "the estimate exceeds 2^64-1 (nested loops over request-sized lists)".into(),
                 ));
             }
-            if !t.absent_fields.is_empty() {
-                why.push((
-                    "not in schema",
-                    format!(
-                        "{} (the runtime stops with an error there)",
-                        some_of(&t.absent_fields, 2)
-                    ),
-                ));
-            }
+            push_fields(
+                &mut why,
+                "not in schema",
+                &t.absent_fields,
+                2,
+                "the runtime stops with an error there",
+            );
             if !t.failed_against.is_empty() {
                 let first = t.failed_against[0].lines().next().unwrap_or_default();
                 let more = if t.failed_against.len() > 1 {

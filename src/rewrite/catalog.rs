@@ -26,141 +26,122 @@ pub struct Pattern {
     pub argument: &'static str,
 }
 
-/// `X.filter(v, p).size() > 0` → `X.exists(v, p)`, and `… == 0` → `!X.exists(v, p)` (also
-/// `!= 0`, `>= 1`, `<= 0`, `< 1`, and `size(X.filter(v, p))`).
-///
-/// Equivalence: the filtered list is non-empty exactly when some element satisfies `p`. They
-/// differ only in errors: `filter` fails when `p` fails on any element, `exists` is true when
-/// `p` holds on another (cel-go's `||` absorbs the error). So the rewrite is equivalent where
-/// `p` cannot fail — which the check decides on generated values, absent fields included.
-/// Cheaper: no list is built (`exists` costs `p` and an `||` per element, `filter` `p`, a
-/// one-element list and a concatenation).
-pub const FILTER_SIZE_TO_EXISTS: Pattern = Pattern {
-    name: "filter-size-to-exists",
-    argument: "a filtered list is non-empty iff some element passes the filter (same where the filter cannot fail)",
-};
-
-/// `X.filter(v, p).size() == 1` → `X.exists_one(v, p)`.
-///
-/// Equivalence: `exists_one` counts the elements satisfying `p` and compares the count with 1,
-/// which is what the size of the filtered list is compared with. Errors are the same: both
-/// visit every element and fail when `p` fails on any (neither absorbs errors). Cheaper: a
-/// counter instead of a list.
-pub const FILTER_SIZE_TO_EXISTS_ONE: Pattern = Pattern {
-    name: "filter-size-to-exists-one",
-    argument: "exists_one counts the elements that pass, as the filtered list's size does; both fail when the filter fails",
-};
-
-/// `X.filter(v, p).size() <= 1` → `!X.exists(v, p) || X.exists_one(v, p)` (also `< 2`).
-///
-/// Equivalence: at most one element satisfies `p` iff none does or exactly one does. Errors:
-/// when `p` fails on an element, `filter` fails; `exists` is then an error or true, so the
-/// left side is an error or false, and `exists_one` fails: the rewrite fails too. Cheaper
-/// although it walks the list twice: no list is built.
-pub const FILTER_SIZE_AT_MOST_ONE: Pattern = Pattern {
-    name: "filter-size-at-most-one",
-    argument: "at most one passes iff none passes or exactly one does; a failing filter fails both",
-};
-
-/// `R.map(v, f).exists(w, p)` → `R.exists(v, p[w := f])` (also `all`, `exists_one`), and
-/// `x in R.map(v, f)` → `R.exists(v, f == x)`.
-///
-/// Equivalence: the mapped list's elements are the `f` of the range's, so quantifying over
-/// them is quantifying over `f(v)`; `in` is `exists` with `==`. Errors: `map` fails when `f`
-/// fails on any element, `exists` may absorb it: equivalent where `f` cannot fail, as the
-/// check decides. Applied only where no variable would be captured. Cheaper: no list is built.
-pub const MAP_THEN_QUANTIFIER: Pattern = Pattern {
-    name: "map-then-quantifier",
-    argument: "quantifying over a mapped list is quantifying over the mapped values (same where the map cannot fail)",
-};
-
-/// `s.matches('^(a|b|c)$')` → `s in ['a', 'b', 'c']`; with alternatives that are not literal,
-/// `s in ['a', 'b'] || s.matches('^(?:rest)$')`.
-///
-/// Equivalence: a Go regular expression anchored at both ends (`^`, and `$` which in Go is
-/// the end of the text, not before a final newline) whose alternatives are literal strings
-/// matches exactly those strings; the remaining alternatives keep matching what they matched.
-/// Cheaper: a regex costs the string's length times the pattern's; `in` compares with a few
-/// literals.
-pub const REGEX_ALTERNATIVES_TO_IN: Pattern = Pattern {
-    name: "regex-alternatives-to-in",
-    argument: "an anchored regex of literal alternatives matches exactly those strings",
-};
-
-/// `m.all(k, !(k in ['a', 'b']))` → `!('a' in m) && !('b' in m)` (also `k != 'a' && …`, and
-/// `m.exists(k, k in [...])` → `'a' in m || …`).
-///
-/// Equivalence: "no key of `m` is one of the literals" is "none of the literals is a key of
-/// `m`" (for a list, its elements). Neither form can fail: `in` and `==` compare values of any
-/// type. Cheaper: a map lookup per literal instead of a walk over every key of a map whose
-/// size only the request size bounds.
-pub const KEYS_NOT_IN_LITERALS: Pattern = Pattern {
-    name: "keys-not-in-literals-to-lookups",
-    argument: "no key is one of the literals iff none of the literals is a key",
-};
-
-/// `[e1, e2, e3].filter(x, x == true).size()` → `(e1 ? 1 : 0) + (e2 ? 1 : 0) + (e3 ? 1 : 0)`
-/// (also `filter(x, x)`): counting the true ones of a few conditions (`has(…)` in
-/// exactly-one-of checks).
-///
-/// Equivalence: the filtered list holds one element per true condition. Errors: the list
-/// literal fails when a condition fails, as the conditional does; a condition that is no
-/// boolean gives `false` in `x == true` but an error in `?:`, which the check rules out.
-/// Cheaper: no list is built and walked.
-pub const BOOL_LIST_COUNT: Pattern = Pattern {
-    name: "bool-list-count-to-sum",
-    argument: "the filtered list has one element per true condition; both fail when a condition fails",
-};
-
-/// A uniqueness rule — `self.all(a, self.exists_one(b, a.k == b.k))`,
-/// `self.all(a, self.filter(b, a.k == b.k).size() == 1)`,
-/// `size(self.filter(a, size(self.filter(b, a == b)) > 1)) == 0`, ... — on a list whose items
-/// can be keyed: replaced by `x-kubernetes-list-type: map` with `x-kubernetes-list-map-keys`
-/// (or `set` for scalar items and whole-item equality), which the API server enforces itself
-/// at no CEL cost.
-///
-/// Equivalence: a list map rejects two items with equal keys (a set, two equal items), and
-/// the rule is checked to be true exactly on the generated lists without such duplicates
-/// (map keys must be required or defaulted and scalar, so every item has them). The keys are
-/// the fields the rule compares between its two iteration variables; only string, integer and
-/// boolean keys (a `number` 1 and 1.0 are equal in CEL, not in the API server's check).
-pub const UNIQUENESS_TO_LIST_TYPE: Pattern = Pattern {
-    name: "uniqueness-to-list-type",
-    argument: "the API server rejects duplicate keys of a list map (duplicate items of a set) itself, which is all the rule checks",
-};
-
-/// As [`UNIQUENESS_TO_LIST_TYPE`], on a list that is already a list map (or set) whose keys
-/// imply the rule: the rule can go, the schema stays.
-pub const UNIQUENESS_ALREADY_ENFORCED: Pattern = Pattern {
-    name: "uniqueness-already-enforced",
-    argument: "the list's own x-kubernetes-list-type already rejects what the rule rejects",
-};
-
-/// Every pattern, in the order they are tried.
-pub const CATALOG: &[Pattern] = &[
-    FILTER_SIZE_TO_EXISTS,
-    FILTER_SIZE_TO_EXISTS_ONE,
-    FILTER_SIZE_AT_MOST_ONE,
-    MAP_THEN_QUANTIFIER,
-    REGEX_ALTERNATIVES_TO_IN,
-    KEYS_NOT_IN_LITERALS,
-    BOOL_LIST_COUNT,
-    UNIQUENESS_TO_LIST_TYPE,
-    UNIQUENESS_ALREADY_ENFORCED,
-];
-
-/// The expression patterns and their rewrites of one node.
+/// An expression pattern's rewrite of one node (`None` where the pattern does not match it).
 type Transform = fn(&Expr) -> Option<Expr>;
 
-pub const EXPRESSION_PATTERNS: &[(Pattern, Transform)] = &[
-    (FILTER_SIZE_TO_EXISTS, filter_size_to_exists),
-    (FILTER_SIZE_TO_EXISTS_ONE, filter_size_to_exists_one),
-    (FILTER_SIZE_AT_MOST_ONE, filter_size_at_most_one),
-    (MAP_THEN_QUANTIFIER, map_then_quantifier),
-    (REGEX_ALTERNATIVES_TO_IN, regex_alternatives_to_in),
-    (KEYS_NOT_IN_LITERALS, keys_not_in_literals),
-    (BOOL_LIST_COUNT, bool_list_count),
-];
+/// Defines each pattern as a constant, and from the same list, in its order, [`CATALOG`] and
+/// [`EXPRESSION_PATTERNS`]: the patterns with a [`Transform`], which rewrite a node (the others
+/// change the schema: [`uniqueness_shape`]).
+macro_rules! patterns {
+    ($($(#[$doc:meta])* $konst:ident = $name:literal, $argument:literal $(, $transform:ident)?;)*) => {
+        $($(#[$doc])* pub const $konst: Pattern = Pattern { name: $name, argument: $argument };)*
+        /// Every pattern, in the order they are tried.
+        pub const CATALOG: &[Pattern] = &[$($konst),*];
+        /// The expression patterns and their rewrites of one node.
+        pub const EXPRESSION_PATTERNS: &[(Pattern, Transform)] = &[$($(($konst, $transform),)?)*];
+    };
+}
+
+patterns! {
+    /// `X.filter(v, p).size() > 0` → `X.exists(v, p)`, and `… == 0` → `!X.exists(v, p)` (also
+    /// `!= 0`, `>= 1`, `<= 0`, `< 1`, and `size(X.filter(v, p))`).
+    ///
+    /// Equivalence: the filtered list is non-empty exactly when some element satisfies `p`. They
+    /// differ only in errors: `filter` fails when `p` fails on any element, `exists` is true when
+    /// `p` holds on another (cel-go's `||` absorbs the error). So the rewrite is equivalent where
+    /// `p` cannot fail — which the check decides on generated values, absent fields included.
+    /// Cheaper: no list is built (`exists` costs `p` and an `||` per element, `filter` `p`, a
+    /// one-element list and a concatenation).
+    FILTER_SIZE_TO_EXISTS = "filter-size-to-exists",
+        "a filtered list is non-empty iff some element passes the filter (same where the filter cannot fail)",
+        filter_size_to_exists;
+
+    /// `X.filter(v, p).size() == 1` → `X.exists_one(v, p)`.
+    ///
+    /// Equivalence: `exists_one` counts the elements satisfying `p` and compares the count with 1,
+    /// which is what the size of the filtered list is compared with. Errors are the same: both
+    /// visit every element and fail when `p` fails on any (neither absorbs errors). Cheaper: a
+    /// counter instead of a list.
+    FILTER_SIZE_TO_EXISTS_ONE = "filter-size-to-exists-one",
+        "exists_one counts the elements that pass, as the filtered list's size does; both fail when the filter fails",
+        filter_size_to_exists_one;
+
+    /// `X.filter(v, p).size() <= 1` → `!X.exists(v, p) || X.exists_one(v, p)` (also `< 2`).
+    ///
+    /// Equivalence: at most one element satisfies `p` iff none does or exactly one does. Errors:
+    /// when `p` fails on an element, `filter` fails; `exists` is then an error or true, so the
+    /// left side is an error or false, and `exists_one` fails: the rewrite fails too. Cheaper
+    /// although it walks the list twice: no list is built.
+    FILTER_SIZE_AT_MOST_ONE = "filter-size-at-most-one",
+        "at most one passes iff none passes or exactly one does; a failing filter fails both",
+        filter_size_at_most_one;
+
+    /// `R.map(v, f).exists(w, p)` → `R.exists(v, p[w := f])` (also `all`, `exists_one`), and
+    /// `x in R.map(v, f)` → `R.exists(v, f == x)`.
+    ///
+    /// Equivalence: the mapped list's elements are the `f` of the range's, so quantifying over
+    /// them is quantifying over `f(v)`; `in` is `exists` with `==`. Errors: `map` fails when `f`
+    /// fails on any element, `exists` may absorb it: equivalent where `f` cannot fail, as the
+    /// check decides. Applied only where no variable would be captured. Cheaper: no list is built.
+    MAP_THEN_QUANTIFIER = "map-then-quantifier",
+        "quantifying over a mapped list is quantifying over the mapped values (same where the map cannot fail)",
+        map_then_quantifier;
+
+    /// `s.matches('^(a|b|c)$')` → `s in ['a', 'b', 'c']`; with alternatives that are not literal,
+    /// `s in ['a', 'b'] || s.matches('^(?:rest)$')`.
+    ///
+    /// Equivalence: a Go regular expression anchored at both ends (`^`, and `$` which in Go is
+    /// the end of the text, not before a final newline) whose alternatives are literal strings
+    /// matches exactly those strings; the remaining alternatives keep matching what they matched.
+    /// Cheaper: a regex costs the string's length times the pattern's; `in` compares with a few
+    /// literals.
+    REGEX_ALTERNATIVES_TO_IN = "regex-alternatives-to-in",
+        "an anchored regex of literal alternatives matches exactly those strings",
+        regex_alternatives_to_in;
+
+    /// `m.all(k, !(k in ['a', 'b']))` → `!('a' in m) && !('b' in m)` (also `k != 'a' && …`, and
+    /// `m.exists(k, k in [...])` → `'a' in m || …`).
+    ///
+    /// Equivalence: "no key of `m` is one of the literals" is "none of the literals is a key of
+    /// `m`" (for a list, its elements). Neither form can fail: `in` and `==` compare values of any
+    /// type. Cheaper: a map lookup per literal instead of a walk over every key of a map whose
+    /// size only the request size bounds.
+    KEYS_NOT_IN_LITERALS = "keys-not-in-literals-to-lookups",
+        "no key is one of the literals iff none of the literals is a key",
+        keys_not_in_literals;
+
+    /// `[e1, e2, e3].filter(x, x == true).size()` → `(e1 ? 1 : 0) + (e2 ? 1 : 0) + (e3 ? 1 : 0)`
+    /// (also `filter(x, x)`): counting the true ones of a few conditions (`has(…)` in
+    /// exactly-one-of checks).
+    ///
+    /// Equivalence: the filtered list holds one element per true condition. Errors: the list
+    /// literal fails when a condition fails, as the conditional does; a condition that is no
+    /// boolean gives `false` in `x == true` but an error in `?:`, which the check rules out.
+    /// Cheaper: no list is built and walked.
+    BOOL_LIST_COUNT = "bool-list-count-to-sum",
+        "the filtered list has one element per true condition; both fail when a condition fails",
+        bool_list_count;
+
+    /// A uniqueness rule — `self.all(a, self.exists_one(b, a.k == b.k))`,
+    /// `self.all(a, self.filter(b, a.k == b.k).size() == 1)`,
+    /// `size(self.filter(a, size(self.filter(b, a == b)) > 1)) == 0`, ... — on a list whose items
+    /// can be keyed: replaced by `x-kubernetes-list-type: map` with `x-kubernetes-list-map-keys`
+    /// (or `set` for scalar items and whole-item equality), which the API server enforces itself
+    /// at no CEL cost.
+    ///
+    /// Equivalence: a list map rejects two items with equal keys (a set, two equal items), and
+    /// the rule is checked to be true exactly on the generated lists without such duplicates
+    /// (map keys must be required or defaulted and scalar, so every item has them). The keys are
+    /// the fields the rule compares between its two iteration variables; only string, integer and
+    /// boolean keys (a `number` 1 and 1.0 are equal in CEL, not in the API server's check).
+    UNIQUENESS_TO_LIST_TYPE = "uniqueness-to-list-type",
+        "the API server rejects duplicate keys of a list map (duplicate items of a set) itself, which is all the rule checks";
+
+    /// As [`UNIQUENESS_TO_LIST_TYPE`], on a list that is already a list map (or set) whose keys
+    /// imply the rule: the rule can go, the schema stays.
+    UNIQUENESS_ALREADY_ENFORCED = "uniqueness-already-enforced",
+        "the list's own x-kubernetes-list-type already rejects what the rule rejects";
+}
 
 // ---------------------------------------------------------------------------------------------
 // Building and reading expressions.
@@ -191,6 +172,37 @@ fn macro_call<'e>(e: &'e Expr, name: &str) -> Option<(&'e Expr, &'e str, &'e Exp
             target: Some(t),
             args,
         } if function == name && args.len() == 2 => Some((t, ident_name(&args[0])?, &args[1])),
+        _ => None,
+    }
+}
+
+/// The arguments of a global call `name(args)` (an operator: `_==_`, `@in`, `!_`, ...).
+fn global_args<'e>(e: &'e Expr, name: &str) -> Option<&'e [Expr]> {
+    match &e.kind {
+        ExprKind::Call {
+            function,
+            target: None,
+            args,
+        } if function == name => Some(args),
+        _ => None,
+    }
+}
+
+/// A comprehension macro's call `range.m(v, ...)` (`all`, `exists`, `exists_one`, `map`,
+/// `filter`): (range, the variable it binds).
+fn macro_binding(e: &Expr) -> Option<(&Expr, &str)> {
+    match &e.kind {
+        ExprKind::Call {
+            function,
+            target: Some(t),
+            args,
+        } if matches!(
+            function.as_str(),
+            "all" | "exists" | "exists_one" | "map" | "filter"
+        ) =>
+        {
+            Some((t, args.first().and_then(ident_name)?))
+        }
         _ => None,
     }
 }
@@ -229,17 +241,7 @@ fn rewrite_with(e: &Expr, f: &dyn Fn(&Expr) -> Option<Expr>) -> (Expr, usize) {
 fn binders(e: &Expr) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     e.walk(&mut |x| {
-        if let ExprKind::Call {
-            function,
-            target: Some(_),
-            args,
-        } = &x.kind
-            && matches!(
-                function.as_str(),
-                "all" | "exists" | "exists_one" | "map" | "filter"
-            )
-            && let Some(v) = args.first().and_then(ident_name)
-        {
+        if let Some((_, v)) = macro_binding(x) {
             out.insert(v.to_string());
         }
     });
@@ -378,16 +380,9 @@ fn filter_size_at_most_one(e: &Expr) -> Option<Expr> {
 
 fn map_then_quantifier(e: &Expr) -> Option<Expr> {
     // x in R.map(v, f)
-    if let ExprKind::Call {
-        function,
-        target: None,
-        args,
-    } = &e.kind
-        && function == "@in"
-        && args.len() == 2
-        && let Some((range, v, f)) = macro_call(&args[1], "map")
+    if let Some([x, mapped]) = global_args(e, "@in")
+        && let Some((range, v, f)) = macro_call(mapped, "map")
     {
-        let x = &args[0];
         if idents(x).contains(v) || binders(x).contains(v) {
             return None;
         }
@@ -518,9 +513,10 @@ fn regex_literals(re: &str) -> Option<(Vec<String>, Vec<String>)> {
             .strip_prefix("(?:")
             .or_else(|| inner.strip_prefix('('))
             .and_then(|g| g.strip_suffix(')'));
-        // The group must span the whole expression: `(a)|(b)` is not one group.
+        // The group must span the whole expression: `(a)|(b)` is not one group (`a)|(b` does
+        // not balance).
         let body = match group {
-            Some(g) if split_alternatives(g).is_some() && balanced(g) => g,
+            Some(g) if split_alternatives(g).is_some() => g,
             _ => inner,
         };
         split_alternatives(body)?
@@ -534,31 +530,6 @@ fn regex_literals(re: &str) -> Option<(Vec<String>, Vec<String>)> {
         }
     }
     Some((literals, rest))
-}
-
-/// Whether the parentheses of `g` balance without ever closing more than they opened.
-fn balanced(g: &str) -> bool {
-    let mut depth = 0i32;
-    let mut in_class = false;
-    let mut chars = g.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                chars.next();
-            }
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '(' if !in_class => depth += 1,
-            ')' if !in_class => {
-                depth -= 1;
-                if depth < 0 {
-                    return false;
-                }
-            }
-            _ => {}
-        }
-    }
-    depth == 0
 }
 
 fn regex_alternatives_to_in(e: &Expr) -> Option<Expr> {
@@ -637,36 +608,25 @@ fn literal_list(e: &Expr) -> Option<Vec<Expr>> {
 
 /// `k OP lit` or `lit OP k`: the literal.
 fn compared_literal<'e>(e: &'e Expr, op: &str, k: &str) -> Option<&'e Expr> {
-    match &e.kind {
-        ExprKind::Call {
-            function,
-            target: None,
-            args,
-        } if function == op && args.len() == 2 => {
-            if ident_name(&args[0]) == Some(k) && matches!(args[1].kind, ExprKind::Literal(_)) {
-                Some(&args[1])
-            } else if ident_name(&args[1]) == Some(k)
-                && matches!(args[0].kind, ExprKind::Literal(_))
-            {
-                Some(&args[0])
-            } else {
-                None
-            }
-        }
-        _ => None,
+    let [a, b] = global_args(e, op)? else {
+        return None;
+    };
+    let literal = |x: &Expr| matches!(x.kind, ExprKind::Literal(_));
+    if ident_name(a) == Some(k) && literal(b) {
+        Some(b)
+    } else if ident_name(b) == Some(k) && literal(a) {
+        Some(a)
+    } else {
+        None
     }
 }
 
 /// The terms of a chain of `op` (`a && b && c`).
 fn chain<'e>(e: &'e Expr, op: &str, out: &mut Vec<&'e Expr>) {
-    match &e.kind {
-        ExprKind::Call {
-            function,
-            target: None,
-            args,
-        } if function == op && args.len() == 2 => {
-            chain(&args[0], op, out);
-            chain(&args[1], op, out);
+    match global_args(e, op) {
+        Some([a, b]) => {
+            chain(a, op, out);
+            chain(b, op, out);
         }
         _ => out.push(e),
     }
@@ -676,27 +636,17 @@ fn chain<'e>(e: &'e Expr, op: &str, out: &mut Vec<&'e Expr>) {
 /// [..])` / `k != a && k != b`).
 fn tested_literals(body: &Expr, k: &str, negated: bool) -> Option<Vec<Expr>> {
     let inner = if negated {
-        match &body.kind {
-            ExprKind::Call {
-                function,
-                target: None,
-                args,
-            } if function == "!_" && args.len() == 1 => Some(&args[0]),
+        match global_args(body, "!_") {
+            Some([x]) => Some(x),
             _ => None,
         }
     } else {
         Some(body)
     };
-    if let Some(ExprKind::Call {
-        function,
-        target: None,
-        args,
-    }) = inner.map(|i| &i.kind)
-        && function == "@in"
-        && args.len() == 2
-        && ident_name(&args[0]) == Some(k)
+    if let Some([key, list]) = inner.and_then(|i| global_args(i, "@in"))
+        && ident_name(key) == Some(k)
     {
-        return literal_list(&args[1]);
+        return literal_list(list);
     }
     let (op, cmp) = if negated {
         ("_&&_", "_!=_")
@@ -753,10 +703,8 @@ fn bool_list_count(e: &Expr) -> Option<Expr> {
     }
     let is_true = |t: &Expr| matches!(t.kind, ExprKind::Literal(Literal::Bool(true)));
     let identity = ident_name(p) == Some(x)
-        || matches!(&p.kind, ExprKind::Call { function, target: None, args }
-            if function == "_==_" && args.len() == 2
-                && ((ident_name(&args[0]) == Some(x) && is_true(&args[1]))
-                    || (ident_name(&args[1]) == Some(x) && is_true(&args[0]))));
+        || matches!(global_args(p, "_==_"), Some([a, b])
+            if (ident_name(a) == Some(x) && is_true(b)) || (ident_name(b) == Some(x) && is_true(a)));
     if !identity {
         return None;
     }
@@ -786,17 +734,7 @@ pub fn uniqueness_shape(e: &Expr) -> Option<UniqueBy> {
     let mut over_self: BTreeSet<String> = BTreeSet::new();
     let mut other_ranges = false;
     e.walk(&mut |x| {
-        if let ExprKind::Call {
-            function,
-            target: Some(t),
-            args,
-        } = &x.kind
-            && matches!(
-                function.as_str(),
-                "all" | "exists" | "exists_one" | "map" | "filter"
-            )
-            && let Some(v) = args.first().and_then(ident_name)
-        {
+        if let Some((t, v)) = macro_binding(x) {
             if ident_name(t) == Some("self") {
                 over_self.insert(v.to_string());
             } else {
@@ -811,17 +749,9 @@ pub fn uniqueness_shape(e: &Expr) -> Option<UniqueBy> {
     let mut whole = false;
     let mut ok = true;
     e.walk(&mut |x| {
-        let ExprKind::Call {
-            function,
-            target: None,
-            args,
-        } = &x.kind
-        else {
+        let Some([left, right]) = global_args(x, "_==_") else {
             return;
         };
-        if function != "_==_" || args.len() != 2 {
-            return;
-        }
         let side = |a: &Expr| -> Option<(String, Option<String>)> {
             match &a.kind {
                 ExprKind::Ident(n) if over_self.contains(n) => Some((n.clone(), None)),
@@ -838,7 +768,7 @@ pub fn uniqueness_shape(e: &Expr) -> Option<UniqueBy> {
                 _ => None,
             }
         };
-        match (side(&args[0]), side(&args[1])) {
+        match (side(left), side(right)) {
             (Some((a, fa)), Some((b, fb))) if a != b => match (fa, fb) {
                 (None, None) => whole = true,
                 (Some(fa), Some(fb)) if fa == fb => {

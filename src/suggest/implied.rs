@@ -196,37 +196,16 @@ fn of_form(e: &Expr, v: &str, k: Keyword) -> Option<Implied> {
         }
         ("!_", None, [inner]) if k == Keyword::MaxLength => {
             // !format.NAME().validate(v).hasValue()
-            let ExprKind::Call {
-                function,
-                target: Some(t),
-                args,
-            } = &inner.kind
-            else {
+            let ("hasValue", Some(t), []) = call(inner)? else {
                 return None;
             };
-            if function != "hasValue" || !args.is_empty() {
-                return None;
-            }
-            let ExprKind::Call {
-                function,
-                target: Some(f),
-                args,
-            } = &t.kind
-            else {
+            let ("validate", Some(f), [arg]) = call(t)? else {
                 return None;
             };
-            if function != "validate" || args.len() != 1 || !is_ident(&args[0], v) {
-                return None;
-            }
-            let ExprKind::Call {
-                function: name,
-                target: Some(lib),
-                args,
-            } = &f.kind
-            else {
+            let (name, Some(lib), []) = call(f)? else {
                 return None;
             };
-            if !args.is_empty() || !is_ident(lib, "format") {
+            if !is_ident(arg, v) || !is_ident(lib, "format") {
                 return None;
             }
             let n = format_library(name)?;

@@ -142,6 +142,17 @@ pub(super) struct Probe<'a> {
     pub(super) settings: &'a Settings,
 }
 
+impl Probe<'_> {
+    /// `maxItems: 20 on ^.spec.a and maxLength: 64 on ^.spec.a[*]`.
+    pub(super) fn bounds_text(&self) -> String {
+        self.bounds
+            .iter()
+            .map(|(s, v)| format!("{}: {v} on {}", s.keyword.name(), schema_path(&s.node)))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    }
+}
+
 /// One finding: search, then verify each candidate on a copy of the object.
 pub(super) fn search_and_verify(
     cx: &Searched<'_>,
@@ -315,11 +326,7 @@ pub(super) fn search_and_verify(
             }
             Ok(after) => rejected.push(format!(
                 "{} gives {} once estimated whole",
-                bounds
-                    .iter()
-                    .map(|(s, v)| format!("{}: {v} on {}", s.keyword.name(), schema_path(&s.node)))
-                    .collect::<Vec<_>>()
-                    .join(" and "),
+                probe.bounds_text(),
                 num(after)
             )),
             Err(e) => rejected.push(e),

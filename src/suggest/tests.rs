@@ -135,13 +135,18 @@ fn fits_means_below_the_threshold_and_within_the_limit() {
     assert_eq!(Settings::new(-1.0).near_budget_percent, 80.0);
 }
 
-#[test]
-fn an_unbounded_list_of_unbounded_strings_gets_verified_round_bounds() {
-    let o = crd(
+/// An unbounded list of unbounded strings, each checked by a regex: bounds to add.
+fn unbounded_tags() -> Value {
+    crd(
         json!({"tags": {"type": "array", "items": {"type": "string",
             "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}}}),
         json!([]),
-    );
+    )
+}
+
+#[test]
+fn an_unbounded_list_of_unbounded_strings_gets_verified_round_bounds() {
+    let o = unbounded_tags();
     let settings = Settings::default();
     let r = run(36, &o, &settings);
     let f = findings(&r);
@@ -372,11 +377,7 @@ fn deep_nesting_and_hostile_bounds_end_with_an_answer() {
 
 #[test]
 fn a_spent_search_budget_says_so() {
-    let o = crd(
-        json!({"tags": {"type": "array", "items": {"type": "string",
-            "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}}}),
-        json!([]),
-    );
+    let o = unbounded_tags();
     let settings = Settings {
         max_evaluations: 2,
         ..Settings::default()

@@ -58,12 +58,6 @@ pub(super) fn fits_elsewhere(
     limit: u64,
     left: &mut SearchBudget,
 ) -> Result<(), String> {
-    let Probe {
-        object,
-        pointers,
-        bounds,
-        settings,
-    } = *probe;
     for o in others.iter_mut() {
         // A rule another minor does not compile (or a schema it does not have) is not judged
         // there.
@@ -72,7 +66,7 @@ pub(super) fn fits_elsewhere(
         };
         // A minor that estimates the bounded copy as the searched one does: the same answer.
         if let Some(alike) = o.alike
-            && apply_bounds(object, pointers, bounds)
+            && apply_bounds(probe.object, probe.pointers, probe.bounds)
                 .is_ok_and(|copy| alike(o.searched, o.estimator, &copy))
         {
             continue;
@@ -83,14 +77,10 @@ pub(super) fn fits_elsewhere(
         left.verifications_left -= 1;
         let after = verify(o.estimator, o.base, (osi, of), probe, &mut o.verified)
             .map_err(|e| format!("on Kubernetes {}: {e}", o.estimator.kubernetes_version()))?;
-        if !settings.fits(after, limit) {
+        if !probe.settings.fits(after, limit) {
             return Err(format!(
                 "{} gives {} on Kubernetes {}",
-                bounds
-                    .iter()
-                    .map(|(s, v)| format!("{}: {v} on {}", s.keyword.name(), schema_path(&s.node)))
-                    .collect::<Vec<_>>()
-                    .join(" and "),
+                probe.bounds_text(),
                 num(after),
                 o.estimator.kubernetes_version()
             ));

@@ -23,12 +23,8 @@ impl GoTypes {
                 me.place(&roots, b).map(|_| ())
             })
         };
-        let crate::fix::Planned {
-            bounds,
-            refused,
-            notes,
-        } = match planned {
-            Ok(x) => x,
+        let bounds = match planned {
+            Ok(planned) => fix.record_plan(planned),
             Err(stop) => {
                 fix.refused.push(format!("the search stopped: {stop}"));
                 compare(&mut fix, estimators, &before, &before, &options.settings);
@@ -36,8 +32,6 @@ impl GoTypes {
                 return;
             }
         };
-        fix.refused.extend(refused);
-        fix.notes.extend(notes);
         let mut placed: Vec<Placement> = Vec::new();
         for b in bounds {
             match self.place(&roots, &b) {

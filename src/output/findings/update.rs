@@ -35,16 +35,13 @@ pub(super) fn update_findings(c: &Ctx<'_>, start: usize, out: &mut Vec<Finding>)
                 .find(|x| x.path == h.path && x.index == h.index);
             let location = rule.and_then(|x| {
                 if h.what == "messageExpression" {
-                    x.message_expression_location
-                        .as_ref()
-                        .or(x.location.as_ref())
+                    x.message_expression_or_rule_location()
                 } else {
                     x.location.as_ref()
                 }
             });
             out.push(c.finding(
                 HELD_BY_UNCHANGED_SCHEMA,
-                HELD_BY_UNCHANGED_SCHEMA.level,
                 format!(
                     "celcost: {} over the limit, held by the unchanged schema",
                     h.what
@@ -77,9 +74,7 @@ pub(super) fn update_findings(c: &Ctx<'_>, start: usize, out: &mut Vec<Finding>)
                 if x.rule_field_path == path {
                     x.location.as_ref()
                 } else if path.strip_prefix(node) == Some(".messageExpression") {
-                    x.message_expression_location
-                        .as_ref()
-                        .or(x.location.as_ref())
+                    x.message_expression_or_rule_location()
                 } else {
                     None
                 }
@@ -87,7 +82,6 @@ pub(super) fn update_findings(c: &Ctx<'_>, start: usize, out: &mut Vec<Finding>)
         });
         out.push(c.finding(
             UPDATE_REFUSED,
-            UPDATE_REFUSED.level,
             format!("celcost: update refused by Kubernetes {version}"),
             format!(
                 "{}: applied over BASE ({}), the update is refused: {e}",
