@@ -196,13 +196,13 @@ fn of_form(e: &Expr, v: &str, k: Keyword) -> Option<Implied> {
         }
         ("!_", None, [inner]) if k == Keyword::MaxLength => {
             // !format.NAME().validate(v).hasValue()
-            let ("hasValue", Some(t), []) = call(inner)? else {
+            let ("hasValue", Some(t), []) = inner.as_call()? else {
                 return None;
             };
-            let ("validate", Some(f), [arg]) = call(t)? else {
+            let ("validate", Some(f), [arg]) = t.as_call()? else {
                 return None;
             };
-            let (name, Some(lib), []) = call(f)? else {
+            let (name, Some(lib), []) = f.as_call()? else {
                 return None;
             };
             if !is_ident(arg, v) || !is_ident(lib, "format") {
