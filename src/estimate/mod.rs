@@ -253,23 +253,35 @@ impl Estimator {
         let v = shared.object();
         match TargetKind::of(v)? {
             TargetKind::CustomResourceDefinition => Some(self.estimate_crd_shared(shared, source)),
-            TargetKind::ValidatingAdmissionPolicy => {
-                Some(self.guarded(v, source, "ValidatingAdmissionPolicy", || {
-                    let (report, errors) =
-                        crate::vap::estimate_vap_keeping_errors(&self.env, v, source, catalog);
-                    shared.keep_errors(self.env.kubernetes, errors);
-                    report
-                }))
-            }
-            TargetKind::MutatingAdmissionPolicy => {
-                Some(self.guarded(v, source, "MutatingAdmissionPolicy", || {
-                    let (report, errors) =
-                        crate::vap::estimate_map_keeping_errors(&self.env, v, source, catalog);
-                    shared.keep_errors(self.env.kubernetes, errors);
-                    report
-                }))
-            }
+            kind => Some(self.estimate_policy_shared(shared, source, catalog, kind)),
         }
+    }
+
+    /// A policy's estimate (of `kind`), its field errors kept in `shared` for the range's other
+    /// minors.
+    fn estimate_policy_shared(
+        &self,
+        shared: &Shared<'_>,
+        source: &str,
+        catalog: &SchemaCatalog,
+        kind: TargetKind,
+    ) -> ObjectReport {
+        let (name, estimate): (_, PolicyEstimate) = match kind {
+            TargetKind::MutatingAdmissionPolicy => (
+                "MutatingAdmissionPolicy",
+                crate::vap::estimate_map_keeping_errors,
+            ),
+            _ => (
+                "ValidatingAdmissionPolicy",
+                crate::vap::estimate_vap_keeping_errors,
+            ),
+        };
+        let v = shared.object();
+        self.guarded(v, source, name, || {
+            let (report, errors) = estimate(&self.env, v, source, catalog);
+            shared.keep_errors(self.env.kubernetes, errors);
+            report
+        })
     }
 
     pub fn estimate_crd(&self, v: &Value, source: &str) -> ObjectReport {
@@ -354,9 +366,13 @@ impl Estimator {
         source: &str,
         catalog: &SchemaCatalog,
     ) -> ObjectReport {
-        self.guarded(v, source, "ValidatingAdmissionPolicy", || {
-            crate::vap::estimate_vap_with(&self.env, v, source, catalog)
-        })
+        let shared = Shared::new(v);
+        self.estimate_policy_shared(
+            &shared,
+            source,
+            catalog,
+            TargetKind::ValidatingAdmissionPolicy,
+        )
     }
 
     pub fn estimate_map(&self, v: &Value, source: &str) -> ObjectReport {
@@ -372,11 +388,23 @@ impl Estimator {
         source: &str,
         catalog: &SchemaCatalog,
     ) -> ObjectReport {
-        self.guarded(v, source, "MutatingAdmissionPolicy", || {
-            crate::vap::estimate_map_with(&self.env, v, source, catalog)
-        })
+        let shared = Shared::new(v);
+        self.estimate_policy_shared(
+            &shared,
+            source,
+            catalog,
+            TargetKind::MutatingAdmissionPolicy,
+        )
     }
 }
+
+/// A policy kind's estimate, keeping the field errors its report's are rendered from.
+type PolicyEstimate = fn(
+    &Env,
+    &Value,
+    &str,
+    &SchemaCatalog,
+) -> (ObjectReport, Option<Vec<crate::crd::fielderr::FieldError>>);
 
 /// What the report says of an estimate or verdict stopped by its work budget or a panic.
 fn stopped_by(stop: &Stopped) -> EstimateStopped {

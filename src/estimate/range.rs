@@ -257,7 +257,7 @@ impl Profile {
         if gated || self.backtick {
             u32::MAX
         } else {
-            u32::MAX & !consulted::PARSER_OPTIONS
+            !consulted::PARSER_OPTIONS
         }
     }
 
