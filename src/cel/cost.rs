@@ -419,28 +419,50 @@ pub fn comparing_algorithms<R>(f: impl FnOnce() -> R) -> R {
 
 /// `costs(opts)`: what the cost estimates of one expression (or rule) come to with `opts`,
 /// everything an estimate keeps of them (costs, the sizes they read). Within
-/// [`comparing_algorithms`], also `costs` with the other algorithm, beside the work budget
-/// ([`crate::budget::aside`]): the algorithm is noted as consulted ([`consulted::COST_ALGORITHM`])
-/// only where the two differ (or the other could not finish). `costs` makes its own embedder
-/// each call: what one records must not reach the other.
+/// [`comparing_algorithms`], also `costs` with the other algorithm ([`comparing_with`]),
+/// beside the work budget: the algorithm is noted as consulted only where the two differ (or
+/// the other could not finish). `costs` makes its own embedder each call: what one records must
+/// not reach the other.
 pub fn by_either_algorithm<T: PartialEq>(opts: CostOptions, costs: impl Fn(CostOptions) -> T) -> T {
+    let Some(other) = comparing_with(opts) else {
+        return costs(opts);
+    };
+    let (mine, _) = consulted::holding_back(consulted::COST_ALGORITHM, || costs(opts));
+    let theirs = aside(|| costs(other));
+    algorithms_agree(theirs.as_ref() == Some(&mine));
+    mine
+}
+
+/// Within [`comparing_algorithms`], while no cost of the estimate has been found to differ:
+/// the options of the other cost algorithm, for the caller to cost with beside `opts`
+/// ([`aside`]), its own costs made without noting the algorithm
+/// ([`consulted::holding_back`]), and to say what it found with [`algorithms_agree`].
+pub fn comparing_with(opts: CostOptions) -> Option<CostOptions> {
     // Once one cost differs, the estimate has consulted the algorithm: no more to compare.
     if !COMPARING_ALGORITHMS.with(Cell::get) || consulted::noted(consulted::COST_ALGORITHM) {
-        return costs(opts);
+        return None;
     }
-    let (mine, _) = consulted::holding_back(consulted::COST_ALGORITHM, || costs(opts));
-    let other = CostOptions {
+    Some(CostOptions {
         algorithm: match opts.algorithm {
             CostAlgorithm::IterRanges => CostAlgorithm::ScopedLocals,
             CostAlgorithm::ScopedLocals => CostAlgorithm::IterRanges,
         },
         ..opts
-    };
-    let theirs = crate::budget::aside(|| consulted::ignoring(|| costs(other)));
-    if theirs.ok().as_ref() != Some(&mine) {
+    })
+}
+
+/// `f` beside the estimate: not charged to its work budget ([`crate::budget::aside`]), what it
+/// consults not noted; `None` where it could not finish.
+pub fn aside<T>(f: impl FnOnce() -> T) -> Option<T> {
+    crate::budget::aside(|| consulted::ignoring(f)).ok()
+}
+
+/// What a comparison of [`comparing_with`] found: the algorithm is noted as consulted unless
+/// both costed alike.
+pub fn algorithms_agree(agree: bool) {
+    if !agree {
         consulted::note(consulted::COST_ALGORITHM);
     }
-    mine
 }
 
 struct Coster<'a> {
@@ -462,6 +484,12 @@ struct Coster<'a> {
 const ACCUMULATORS: [&str; 2] = ["__result__", "@result"];
 
 impl<'a> Coster<'a> {
+    /// [`CostOptions::global_matches`], noted as consulted.
+    fn global_matches(&self) -> bool {
+        consulted::note(consulted::GLOBAL_MATCHES);
+        self.global_matches
+    }
+
     fn ty(&self, e: &Expr) -> Type {
         self.checked.type_of(e.id).clone()
     }
@@ -1019,7 +1047,7 @@ impl<'a> Coster<'a> {
             "matches_string" | "matches" => {
                 let operands = match (overload, target, args) {
                     ("matches_string", Some(t), [re]) => Some((t, re)),
-                    ("matches", None, [s, re]) if self.global_matches => Some((s, re)),
+                    ("matches", None, [s, re]) if self.global_matches() => Some((s, re)),
                     _ => None,
                 };
                 if let Some((s, re)) = operands {

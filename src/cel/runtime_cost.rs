@@ -38,6 +38,7 @@
 use super::ast::{Expr, ExprKind, Literal};
 use super::eval::{Val, format, urls};
 use super::minor::Minor;
+use super::version::consulted;
 
 /// A value or a cel-go evaluation error.
 type R = Result<Val, ()>;
@@ -82,6 +83,18 @@ pub struct Rules {
 }
 
 impl Rules {
+    /// [`Rules::global_matches`], noted as consulted.
+    fn global_matches(self) -> bool {
+        consulted::note(consulted::GLOBAL_MATCHES);
+        self.global_matches
+    }
+
+    /// [`Rules::affix_by_argument`], noted as consulted.
+    fn affix_by_argument(self) -> bool {
+        consulted::note(consulted::AFFIX_RUNTIME_COST);
+        self.affix_by_argument
+    }
+
     pub fn of(minor: &Minor) -> Rules {
         Rules {
             global_matches: minor.global_matches_cost,
@@ -503,11 +516,11 @@ fn call_cost(function: &str, member: bool, a: &[R], rules: Rules) -> Result<u64,
     let s = |i: usize| a.get(i).map(size).unwrap_or(1) as f64;
     let cost = match function {
         // cel-go v0.29 counts the prefix or suffix; before, the receiver.
-        "startsWith" | "endsWith" if member && rules.affix_by_argument && a.len() == 2 => {
+        "startsWith" | "endsWith" if member && a.len() == 2 && rules.affix_by_argument() => {
             ceil(s(1) * 0.1)
         }
         // The global form: no case in cel-go's `costCall` before v0.29.
-        "matches" if !member && !rules.global_matches => 1,
+        "matches" if !member && !rules.global_matches() => 1,
         "_==_" | "_!=_" if a.len() == 2 => ceil(s(0).min(s(1)) * 0.1),
         "_<_" | "_<=_" | "_>_" | "_>=_" if a.len() == 2 && is_text(&a[0]) && is_text(&a[1]) => {
             ceil(s(0).min(s(1)) * 0.1)

@@ -30,8 +30,9 @@ impl std::fmt::Display for Version {
 
 /// Which of a minor's rules the current estimate consulted, on this thread, a bit each: its
 /// error-wording rules (`crd::fielderr::wording`, bit = index), whether some parse depended on
-/// the parser options ([`PARSER_OPTIONS`]) and whether some cost may differ under cel-go's other
-/// cost estimator ([`COST_ALGORITHM`]). A report depends on those rules only, as far as they go:
+/// the parser options ([`PARSER_OPTIONS`]), whether some cost may differ under cel-go's other
+/// cost estimator ([`COST_ALGORITHM`]), and the cost rules cel-go v0.29 changed
+/// ([`GLOBAL_MATCHES`], [`AFFIX_RUNTIME_COST`]). A report depends on those rules only, as far as they go:
 /// a range shares it between minors that agree on the ones it consulted.
 pub mod consulted {
     use std::cell::Cell;
@@ -42,6 +43,14 @@ pub mod consulted {
     /// Some cost of the estimate may differ under the other cost algorithm
     /// ([`crate::cel::cost::CostAlgorithm`]).
     pub const COST_ALGORITHM: u32 = 1 << 31;
+    /// Some cost of a global `matches(s, re)` was made ([`super::super::minor::Minor::global_matches_cost`]).
+    pub const GLOBAL_MATCHES: u32 = 1 << 29;
+    /// Some runtime cost of `s.startsWith(p)` / `s.endsWith(p)` was counted
+    /// ([`super::super::minor::Minor::affix_runtime_cost_by_argument`]).
+    pub const AFFIX_RUNTIME_COST: u32 = 1 << 28;
+    /// The rules the estimate tells of as it goes, beside the wording rules.
+    pub const ESTIMATE_RULES: u32 =
+        PARSER_OPTIONS | COST_ALGORITHM | GLOBAL_MATCHES | AFFIX_RUNTIME_COST;
 
     thread_local! {
         static CONSULTED: Cell<u32> = const { Cell::new(0) };

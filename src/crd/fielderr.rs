@@ -29,16 +29,6 @@ pub fn details_repeat_the_field(k: Version) -> bool {
     k < Version::new(1, 34)
 }
 
-/// The detail of Kubernetes `k`: `repeating` before the 1.34 clean-up of details that repeat
-/// their field (see [`details_repeat_the_field`]), `clean` after it.
-pub fn detail<'a>(k: Version, repeating: &'a str, clean: &'a str) -> &'a str {
-    if details_repeat_the_field(k) {
-        repeating
-    } else {
-        clean
-    }
-}
-
 /// Whether `field.TooLong` and `field.TooMany` say "1 byte", "1 item" rather than "1 bytes",
 /// "1 items" (Kubernetes 1.34).
 pub fn singular_units(k: Version) -> bool {
@@ -111,9 +101,9 @@ fn optional_type_named_in_full(k: Version) -> bool {
 const OPTIONAL_TYPE_NAME: usize = 8;
 
 /// Which rules of [`wording`] are applied when an error is rendered ([`FieldError::render`]):
-/// the bad value's form, units and the too-long detail. The others decide text when the error is
+/// the bad value's form, details that repeat their field, units and the too-long detail. The others decide text when the error is
 /// made.
-pub const RENDER_TIME_RULES: u32 = 1 << 2 | 1 << 4 | 1 << 5;
+pub const RENDER_TIME_RULES: u32 = 1 << 2 | 1 << 3 | 1 << 4 | 1 << 5;
 
 /// Notes that rule `i` of [`wording`] decided some text of the estimate under way.
 fn consulted(i: usize) {
@@ -214,28 +204,44 @@ pub struct FieldError {
     pub kind: ErrorType,
     pub value: BadValue,
     pub detail: String,
+    /// The detail before Kubernetes 1.34 where it differs: it repeated the field or the error
+    /// type's words ([`details_repeat_the_field`]; [`FieldError::repeating_before_1_34`]).
+    pub repeating: Option<String>,
     /// Which cost limit a cost error is about (celcost's, not part of the text).
     pub cost: Option<CostError>,
 }
 
 impl FieldError {
-    /// `field.Invalid` of the string `value` whose detail, before 1.34 ([`detail`]), starts
-    /// with the field's own name: `message must not contain line breaks`.
-    pub fn invalid_string(field: &str, value: &str, k: Version, clean: &str) -> Self {
+    /// `field.Invalid` of the string `value` whose detail, before 1.34, starts with the field's
+    /// own name: `message must not contain line breaks`.
+    pub fn invalid_string(field: &str, value: &str, clean: &str) -> Self {
         let name = field.rsplit('.').next().unwrap_or(field);
-        let repeating = format!("{name} {clean}");
-        Self::invalid(
-            field,
-            BadValue::Str(value.to_string()),
-            detail(k, &repeating, clean),
-        )
+        Self::invalid(field, BadValue::Str(value.to_string()), clean)
+            .repeating_before_1_34(&format!("{name} {clean}"))
     }
+
+    /// This error with `detail` as its detail before Kubernetes 1.34, which cleaned up details
+    /// that repeat their field (`uid must not be empty`) or their type's words (`Required
+    /// value: must not be empty`).
+    pub fn repeating_before_1_34(mut self, detail: &str) -> Self {
+        self.repeating = Some(detail.to_string());
+        self
+    }
+    /// `field.Duplicate`.
+    pub fn duplicate(field: &str, value: BadValue) -> Self {
+        FieldError {
+            kind: ErrorType::Duplicate,
+            ..Self::invalid(field, value, "")
+        }
+    }
+
     pub fn invalid(field: &str, value: BadValue, detail: &str) -> Self {
         FieldError {
             field: field.into(),
             kind: ErrorType::Invalid,
             value,
             detail: detail.into(),
+            repeating: None,
             cost: None,
         }
     }
@@ -245,6 +251,7 @@ impl FieldError {
             kind: ErrorType::Required,
             value: BadValue::Omit,
             detail: detail.into(),
+            repeating: None,
             cost: None,
         }
     }
@@ -254,6 +261,7 @@ impl FieldError {
             kind: ErrorType::Forbidden,
             value: BadValue::Omit,
             detail: detail.into(),
+            repeating: None,
             cost: None,
         }
     }
@@ -263,6 +271,7 @@ impl FieldError {
             kind: ErrorType::Internal,
             value: BadValue::Omit,
             detail: detail.into(),
+            repeating: None,
             cost: None,
         }
     }
@@ -272,6 +281,7 @@ impl FieldError {
             kind: ErrorType::NotSupported(valid.iter().map(|s| s.to_string()).collect()),
             value,
             detail: String::new(),
+            repeating: None,
             cost: None,
         }
     }
@@ -298,6 +308,7 @@ impl FieldError {
             kind: ErrorType::TooLong(max),
             value: BadValue::Omit,
             detail: String::new(),
+            repeating: None,
             cost: None,
         }
     }
@@ -312,6 +323,7 @@ impl FieldError {
                 BadValue::Omit
             },
             detail: String::new(),
+            repeating: None,
             cost: None,
         }
     }
@@ -374,7 +386,10 @@ impl FieldError {
         let detail = match self.kind {
             ErrorType::TooLong(max) => too_long_detail(k, max),
             ErrorType::TooMany(max) => too_many_detail(k, max),
-            _ => self.detail.clone(),
+            _ => match &self.repeating {
+                Some(before) if details_repeat_the_field(k) => before.clone(),
+                _ => self.detail.clone(),
+            },
         };
         if !detail.is_empty() {
             body.push_str(": ");

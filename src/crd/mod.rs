@@ -636,7 +636,6 @@ impl Walk<'_> {
             s,
             fld,
             validate::NodeContext {
-                kubernetes: self.env.kubernetes,
                 defaults_forbidden: ctx.defaults_forbidden.as_deref(),
                 inside_resource_meta: ctx.inside_resource_meta,
             },

@@ -91,7 +91,7 @@ impl<'v> Shared<'v> {
     }
 
     /// The errors of minor `from`'s estimate, rendered as minor `to` words them; `None` when
-    /// `from` kept none (no estimate, an API server panic, a policy version not served).
+    /// `from` kept none (no estimate, an API server panic).
     pub fn errors_worded_for(
         &self,
         from: Version,

@@ -157,9 +157,8 @@ impl Differences {
             || self.keywords_as_field_names && selects_reserved_word(p)
             || self.type_meta_additional_properties && p.resource_with_additional_properties
             || self.int_or_string_max_length && p.int_or_string_with_max_length
-            || self.global_matches && p.global_matches
-            // Counted only where a rule is evaluated on a default.
-            || self.affix_runtime_cost && p.has_default && any(&["startsWith", "endsWith"])
+            || self.global_matches && noted(consulted::GLOBAL_MATCHES)
+            || self.affix_runtime_cost && noted(consulted::AFFIX_RUNTIME_COST)
             || self.object_meta_names && p.root_rule_reads_metadata)
     }
 }
@@ -250,15 +249,14 @@ impl Profile {
     /// comparison no estimate informs: every wording rule and the cost algorithm, and the
     /// parser options where some text names a gated macro or has a backtick.
     fn presumed_consulted(&self) -> u32 {
-        let gated = TWO_VARIABLE_MACROS
-            .iter()
-            .chain(&["sortBy"])
-            .any(|w| self.tokens.contains(*w));
-        if gated || self.backtick {
-            u32::MAX
-        } else {
-            !consulted::PARSER_OPTIONS
-        }
+        let any = |words: &[&str]| words.iter().any(|w| self.tokens.contains(*w));
+        let unless = |may: bool, bit: u32| if may { 0 } else { bit };
+        let gated = any(TWO_VARIABLE_MACROS) || any(&["sortBy"]);
+        // Runtime costs are counted only where a rule is evaluated on a default.
+        let affixes = self.has_default && any(&["startsWith", "endsWith"]);
+        !(unless(gated || self.backtick, consulted::PARSER_OPTIONS)
+            | unless(self.global_matches, consulted::GLOBAL_MATCHES)
+            | unless(affixes, consulted::AFFIX_RUNTIME_COST))
     }
 
     fn walk(&mut self, v: &Value, resource_root: bool) {
@@ -540,7 +538,7 @@ impl RangeEstimator {
     /// Whether minor `i`'s estimate of an object with profile `p` compares its costs with the
     /// other cel-go estimator's ([`crate::cel::cost::comparing_algorithms`]): where the next minor
     /// that follows the other may share it, it and every minor before it agreeing with `i` on
-    /// the object but for what the estimate tells (the algorithm's costs, the parses).
+    /// the object but for what the estimate tells ([`consulted::ESTIMATE_RULES`]).
     fn compares_algorithms(&self, i: usize, p: &Profile) -> bool {
         if !(p.has_cel && p.algorithm_dependent) {
             return false;
@@ -551,9 +549,9 @@ impl RangeEstimator {
         else {
             return false;
         };
-        let told = consulted::COST_ALGORITHM | consulted::PARSER_OPTIONS;
+        let untold = !consulted::ESTIMATE_RULES;
         (i + 1..=j)
-            .all(|k| self.served_alike(p, i, k) && self.differences(i, k).irrelevant_to(p, !told))
+            .all(|k| self.served_alike(p, i, k) && self.differences(i, k).irrelevant_to(p, untold))
     }
 
     /// One report per minor, oldest first; `None` when the kind is not estimable. `estimate`
@@ -587,7 +585,9 @@ impl RangeEstimator {
             let copy = alike.and_then(|r| {
                 let from = self.estimators[r].kubernetes_version();
                 if !self.served_alike(&profile, r, i) {
-                    return served_otherwise(&profile, &out[r], from, to, rules[r]);
+                    return served_otherwise(&profile, &out[r], (from, to), rules[r], || {
+                        object.errors_worded_for(from, to)
+                    });
                 }
                 if shareable(&out[r], from, to, rules[r]) {
                     Some(out[r].clone())
@@ -633,44 +633,59 @@ impl RangeEstimator {
 }
 
 /// A MutatingAdmissionPolicy's report of minor `from` as minor `to` makes it, where the two
-/// differ in what they say of serving its `apiVersion`: both off by default (the one note names
-/// the minor), or both not serving it (the first error names the minor); the report's other
-/// errors worded alike by both (`rules`, see [`shareable`]). `None` otherwise — a report with
-/// other notes, or minors that serve the version differently.
+/// serve its `apiVersion` differently (by default, off by default, not at all): what `from`
+/// says of serving it (its one note, or its first error) replaced by what `to` says, the other
+/// errors worded by `to` (as they stand where the two word them alike, `rules`, see
+/// [`shareable`]; else rendered again from `from`'s field errors, `kept`). The estimate itself
+/// does not depend on serving. `None` for a report with other notes or an API server panic, or
+/// one of a minor that does not serve the version and kept no field errors (a panic it does not
+/// report may stand where the version is served).
 fn served_otherwise(
     p: &Profile,
     r: &ObjectReport,
-    from: Version,
-    to: Version,
+    (from, to): (Version, Version),
     rules: u32,
+    kept: impl FnOnce() -> Option<(Vec<String>, Vec<crate::report::ErrorParts>)>,
 ) -> Option<ObjectReport> {
+    use crate::crd::fielderr::{RENDER_TIME_RULES, worded_alike};
     use crate::vap::{MapApiVersion, map_api_version};
     let api = p.map_api_version.as_ref()?;
     if r.stopped.is_some() || r.apiserver_panic.is_some() {
         return None;
     }
-    let others_alike = |others: &[String]| {
-        others.is_empty() || crate::crd::fielderr::worded_alike(rules, from, to)
-    };
     let mut copy = r.clone();
-    match (map_api_version(api, from), map_api_version(api, to)) {
-        (MapApiVersion::OffByDefault(a), MapApiVersion::OffByDefault(b))
-            if r.notes.len() == 1 && r.notes[0] == a && others_alike(&r.errors) =>
-        {
-            copy.notes = vec![b];
+    match map_api_version(api, from) {
+        MapApiVersion::Served if r.notes.is_empty() => {}
+        MapApiVersion::OffByDefault(a) if r.notes.len() == 1 && r.notes[0] == a => {
+            copy.notes.clear()
         }
-        (MapApiVersion::NotServed(a), MapApiVersion::NotServed(b))
-            if r.notes.is_empty()
-                && r.errors.first() == Some(&a)
-                && others_alike(&r.errors[1..]) =>
-        {
-            if let Some(p) = copy.error_parts.first_mut() {
-                *p = crate::report::ErrorParts::other("", &b);
-            }
-            copy.errors[0] = b;
+        MapApiVersion::NotServed(a) if r.notes.is_empty() && r.errors.first() == Some(&a) => {
+            copy.errors.remove(0);
+            copy.error_parts.remove(0);
         }
         _ => return None,
     }
+    let reword = !copy.errors.is_empty() && !worded_alike(rules, from, to);
+    if reword && !worded_alike(rules & !RENDER_TIME_RULES, from, to) {
+        return None;
+    }
+    // Field errors are kept only where no expression panics.
+    if reword || matches!(map_api_version(api, from), MapApiVersion::NotServed(_)) {
+        let (errors, parts) = kept()?;
+        if reword {
+            (copy.errors, copy.error_parts) = (errors, parts);
+        }
+    }
+    match map_api_version(api, to) {
+        MapApiVersion::Served => {}
+        MapApiVersion::OffByDefault(b) => copy.notes = vec![b],
+        MapApiVersion::NotServed(b) => {
+            copy.error_parts
+                .insert(0, crate::report::ErrorParts::other("", &b));
+            copy.errors.insert(0, b);
+        }
+    }
+    copy.valid = copy.errors.is_empty();
     Some(copy)
 }
 

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::cel::decls::Version;
-use crate::crd::fielderr::{BadValue, FieldError, detail};
+use crate::crd::fielderr::{BadValue, FieldError};
 
 /// The array at `key` of a JSON object (none when it is absent or no array).
 fn array<'a>(v: &'a Value, key: &str) -> &'a [Value] {
@@ -86,7 +86,7 @@ pub fn validate_qualified_name(value: &str, field: &str, k: Version) -> Vec<Fiel
 }
 
 /// `ValidateObjectMeta` for a cluster-scoped object named as a DNS subdomain.
-pub fn validate_object_meta(meta: Option<&Value>, k: Version) -> Vec<FieldError> {
+pub fn validate_object_meta(meta: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let meta = meta.cloned().unwrap_or(Value::Null);
     let name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -131,11 +131,14 @@ pub fn validate_object_meta(meta: Option<&Value>, k: Version) -> Vec<FieldError>
         }
         for f in ["kind", "name", "uid"] {
             if s(f).is_empty() {
-                errs.push(FieldError::invalid(
-                    &format!("metadata.ownerReferences.{f}"),
-                    BadValue::Str(String::new()),
-                    detail(k, &format!("{f} must not be empty"), "must not be empty"),
-                ));
+                errs.push(
+                    FieldError::invalid(
+                        &format!("metadata.ownerReferences.{f}"),
+                        BadValue::Str(String::new()),
+                        "must not be empty",
+                    )
+                    .repeating_before_1_34(&format!("{f} must not be empty")),
+                );
             }
         }
     }
@@ -210,13 +213,7 @@ pub fn validate_spec(spec: &Value, k: Version) -> Vec<FieldError> {
         } else {
             errs.extend(validate_qualified_name(n, &f, k));
             if names[..i].contains(n) {
-                errs.push(FieldError {
-                    field: f,
-                    kind: crate::crd::fielderr::ErrorType::Duplicate,
-                    value: BadValue::Str(n.to_string()),
-                    detail: String::new(),
-                    cost: None,
-                });
+                errs.push(FieldError::duplicate(&f, BadValue::Str(n.to_string())));
             }
         }
     }
@@ -292,7 +289,7 @@ mod tests {
                 })
                 .collect();
             assert_eq!(
-                rendered(&validate_object_meta(Some(&meta), k), k),
+                rendered(&validate_object_meta(Some(&meta)), k),
                 want,
                 "1.{minor}"
             );

@@ -34,7 +34,7 @@ use crate::cel::cost::{Cost, by_either_algorithm, estimate};
 use crate::cel::env::{CheckerPanic, Env, JSONPATCH_TYPE, OBJECT_TYPE, PatchTypes};
 use crate::cel::k8s_cost::KubernetesEstimator;
 use crate::cel::types::Type;
-use crate::crd::fielderr::{BadValue, FieldError, detail};
+use crate::crd::fielderr::{BadValue, FieldError};
 use crate::report::{ExpressionReport, ObjectReport, PER_CALL_LIMIT, PolicyBudget, TypedEstimate};
 use crate::schema::catalog::SchemaCatalog;
 use types::PolicyTypes;
@@ -194,7 +194,7 @@ pub fn estimate_vap_keeping_errors(
     );
     let name = report.name.clone();
     let k = env.kubernetes;
-    let mut errors: Vec<FieldError> = meta::validate_object_meta(vap.get("metadata"), k);
+    let mut errors: Vec<FieldError> = meta::validate_object_meta(vap.get("metadata"));
     let spec = vap.get("spec").unwrap_or(&Value::Null);
     errors.extend(meta::validate_spec(spec, k));
     let has_params = spec.get("paramKind").is_some_and(|p| !p.is_null());
@@ -282,7 +282,7 @@ pub fn estimate_vap_keeping_errors(
         };
         if let Some(e) = msg_error {
             let field = format!("spec.validations[{i}].message");
-            errors.push(FieldError::invalid_string(&field, &msg, k, e));
+            errors.push(FieldError::invalid_string(&field, &msg, e));
         }
         if let Some(r) = v.get("reason").and_then(Value::as_str) {
             // `supportedValidationPolicyReason` (1.30-1.36): no `Unauthorized`.
@@ -313,13 +313,10 @@ pub fn estimate_vap_keeping_errors(
             ));
         }
         if !keys.insert(key.clone()) {
-            errors.push(FieldError {
-                field: format!("spec.auditAnnotations[{i}].key"),
-                kind: crate::crd::fielderr::ErrorType::Duplicate,
-                value: BadValue::Str(key),
-                detail: String::new(),
-                cost: None,
-            });
+            errors.push(FieldError::duplicate(
+                &format!("spec.auditAnnotations[{i}].key"),
+                BadValue::Str(key),
+            ));
         }
         let expr = s(a, "valueExpression");
         let trimmed = expr.trim().to_string();
@@ -577,15 +574,14 @@ fn compile_conditions_and_variables(
                 "name is not specified",
             ));
         } else if !is_cel_identifier(vname) {
-            errors.push(FieldError::invalid(
-                &format!("spec.variables[{i}].name"),
-                BadValue::Str(vname.to_string()),
-                detail(
-                    env.kubernetes,
-                    "name is not a valid CEL identifier",
+            errors.push(
+                FieldError::invalid(
+                    &format!("spec.variables[{i}].name"),
+                    BadValue::Str(vname.to_string()),
                     "must be a valid CEL identifier",
-                ),
-            ));
+                )
+                .repeating_before_1_34("name is not a valid CEL identifier"),
+            );
         }
         if expr.trim().is_empty() {
             errors.push(FieldError::required(&fp, "expression is not specified"));

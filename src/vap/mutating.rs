@@ -122,8 +122,8 @@ pub fn estimate_map_with(
 }
 
 /// As [`estimate_map_with`], with the field errors the report's `errors` are rendered from
-/// (none where the API server panics, or does not serve the policy's version: its first error
-/// says so).
+/// (after the one saying the policy's version is not served, where it is not), or none where an
+/// expression makes the API server panic (where the version is served).
 pub fn estimate_map_keeping_errors(
     env: &Env,
     map: &Value,
@@ -146,8 +146,7 @@ pub fn estimate_map_keeping_errors(
         }
         MapApiVersion::NotServed(why) => Some(why),
     };
-    let mut errors: Vec<FieldError> =
-        meta::validate_object_meta(map.get("metadata"), env.kubernetes);
+    let mut errors: Vec<FieldError> = meta::validate_object_meta(map.get("metadata"));
     let spec = map.get("spec").unwrap_or(&Value::Null);
     errors.extend(meta::validate_spec(spec, env.kubernetes));
     errors.extend(meta::validate_mutating_spec(spec));
@@ -261,10 +260,11 @@ pub fn estimate_map_keeping_errors(
     }
     report.typing = Some(typing.report);
     // Not served: the request never reaches the validation that would panic.
-    let panic = super::first_panic(&expressions).filter(|_| not_served.is_none());
+    let panics = super::first_panic(&expressions);
+    let keep = panics.is_none();
+    let panic = panics.filter(|_| not_served.is_none());
     report.expressions = expressions.into_iter().map(|c| c.report).collect();
     let (texts, parts) = crate::crd::fielderr::render_all(&errors, env.kubernetes);
-    let served = not_served.is_none();
     report.error_parts = not_served
         .iter()
         .map(|why| crate::report::ErrorParts::other("", why))
@@ -276,7 +276,7 @@ pub fn estimate_map_keeping_errors(
         report.set_apiserver_panic(&field_path, &p);
         return (report, None);
     }
-    (report, served.then_some(errors))
+    (report, keep.then_some(errors))
 }
 
 /// The matchConditions' worst case: all of them, in one budget.

@@ -27,7 +27,7 @@ use super::shape::{Leaf, Shape, ShapeRef, Shapes};
 use super::types::PolicyTypes;
 use crate::cel::ast::{Expr, ExprKind, Literal};
 use crate::cel::checker::{CheckedExpr, TypeProvider};
-use crate::cel::cost::{AstNode, Cost, CostOptions, Size, by_either_algorithm, estimate};
+use crate::cel::cost::{self, AstNode, Cost, CostOptions, Size, estimate};
 use crate::cel::env::{Env, PatchTypes};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::minor::Minor;
@@ -249,7 +249,7 @@ pub(super) struct Input<'a> {
 }
 
 /// One expression against one resource.
-#[derive(PartialEq)]
+#[derive(Clone)]
 struct One {
     cost: Cost,
     /// Field → how much of the maximum it drives (the drop when it is sized 0).
@@ -268,21 +268,59 @@ pub(super) fn estimate_typed(
     typing: &Typing,
     inputs: &[Input<'_>],
 ) -> Vec<Option<TypedEstimate>> {
-    let per_target: Vec<Vec<Option<One>>> = typing
-        .targets
-        .iter()
-        .map(|t| run_target(env, typing, t, inputs))
-        .collect();
-    inputs
-        .iter()
-        .enumerate()
-        .map(|(i, inp)| {
-            if !inp.compiled {
-                return None;
-            }
-            combine(&typing.targets, per_target.iter().map(|r| r[i].as_ref()))
-        })
-        .collect()
+    // Within a range's comparison of the cost algorithms, the other's costs too: what is
+    // compared is what the report keeps of them, the estimates combined over the targets.
+    let other = cost::comparing_with(env.cost_options());
+    let run = || -> Vec<Vec<Option<Costed>>> {
+        typing
+            .targets
+            .iter()
+            .map(|t| run_target(env, typing, t, inputs, other))
+            .collect()
+    };
+    let per_target = match other {
+        Some(_) => {
+            crate::cel::version::consulted::holding_back(
+                crate::cel::version::consulted::COST_ALGORITHM,
+                run,
+            )
+            .0
+        }
+        None => run(),
+    };
+    let combined = |theirs: bool| -> Option<Vec<Option<TypedEstimate>>> {
+        inputs
+            .iter()
+            .enumerate()
+            .map(|(i, inp)| {
+                if !inp.compiled {
+                    return Some(None);
+                }
+                let mut ones = Vec::with_capacity(per_target.len());
+                for r in &per_target {
+                    ones.push(match &r[i] {
+                        None => None,
+                        // A cost the other algorithm could not make: they do not agree.
+                        Some(c) if theirs => Some(c.theirs.as_ref()?),
+                        Some(c) => Some(&c.mine),
+                    });
+                }
+                Some(combine(&typing.targets, ones.into_iter()))
+            })
+            .collect()
+    };
+    let mine = combined(false).unwrap_or_default();
+    if other.is_some() {
+        cost::algorithms_agree(combined(true).as_ref() == Some(&mine));
+    }
+    mine
+}
+
+/// One expression's cost against one resource, and the other cost algorithm's where a range
+/// compares them ([`cost::comparing_with`]; `None` where it could not finish).
+struct Costed {
+    mine: One,
+    theirs: Option<One>,
 }
 
 fn combine<'a>(
@@ -396,7 +434,8 @@ fn run_target(
     typing: &Typing,
     target: &Arc<TypedRoot>,
     inputs: &[Input<'_>],
-) -> Vec<Option<One>> {
+    other: Option<CostOptions>,
+) -> Vec<Option<Costed>> {
     let mut types = PolicyTypes::new();
     let mut upstream_types = PolicyTypes::new();
     let shapes = Shapes::default();
@@ -453,13 +492,18 @@ fn run_target(
                 types.add_variable(v, None);
                 vars.insert(v.to_string(), Shape::unknown(format!("variables.{v}")));
             }
-            out.push(Some(One {
+            // Upstream's estimate, compared where it was made.
+            let one = One {
                 cost: inp.upstream,
                 unbounded: Vec::new(),
                 unknown: Vec::new(),
                 absent: Vec::new(),
                 note,
                 upstream: true,
+            };
+            out.push(Some(Costed {
+                theirs: Some(one.clone()),
+                mine: one,
             }));
             continue;
         };
@@ -473,16 +517,21 @@ fn run_target(
             cost_options: env.cost_options(),
             minor: env.minor,
         };
-        let mut one = by_either_algorithm(ctx.cost_options, |opts| {
-            cost_one(&checked, &ctx, opts, absent.clone())
+        let theirs = other.and_then(|o| {
+            cost::aside(|| {
+                let mut one = cost_one(&checked, &ctx, o, absent.clone());
+                one.note = note.clone();
+                one
+            })
         });
+        let mut one = cost_one(&checked, &ctx, ctx.cost_options, absent);
         one.note = note;
         if let Some(v) = inp.variable {
             let shape = shape_of(&checked, checked.expr(), &ctx);
             types.add_variable(v, Some(checked.output_type()));
             vars.insert(v.to_string(), shape);
         }
-        out.push(Some(one));
+        out.push(Some(Costed { mine: one, theirs }));
     }
     out
 }

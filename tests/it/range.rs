@@ -531,3 +531,60 @@ spec:
         "no report with errors was shared: {estimates} estimates for {compared} reports"
     );
 }
+
+/// Across the parser options and cel-go estimator of 1.32 and 1.33, a range estimates once what
+/// the estimate shows both make alike (a comprehension both estimators cost alike, a parse no
+/// option changes) and again what they may not (a two-variable macro, a `cel.bind` the older
+/// estimator costs as a comprehension); every shared report equals the minor's own.
+#[test]
+fn what_the_estimate_consulted_decides_what_is_shared() {
+    let minors: Vec<Estimator> = KUBERNETES
+        .iter()
+        .filter(|m| matches!(m.kubernetes.minor, 32 | 33))
+        .map(Estimator::for_minor)
+        .collect();
+    let singles: Vec<Estimator> = KUBERNETES
+        .iter()
+        .filter(|m| matches!(m.kubernetes.minor, 32 | 33))
+        .map(Estimator::for_minor)
+        .collect();
+    let range = RangeEstimator::new(minors);
+    let catalog = SchemaCatalog::new();
+    let cases: &[(&str, usize)] = &[
+        ("self.items.all(i, i.name.size() < 64)", 1),
+        ("self.items.exists(i, i.name == 'a')", 1),
+        ("self.items.all(n, i, i.name.size() < 64)", 2),
+        ("cel.bind(xs, self.items, xs.all(i, i.name == 'a'))", 2),
+    ];
+    for (rule, estimates) in cases {
+        let crd = celcost::fixtures::widgets(serde_json::json!({
+            "type": "object",
+            "properties": {"spec": {"type": "object",
+                "x-kubernetes-validations": [{"rule": rule}],
+                "properties": {"items": {"type": "array", "maxItems": 20, "items": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string", "maxLength": 63}}}}}}},
+        }));
+        let made = std::cell::Cell::new(0);
+        let ranged = range
+            .estimate_each(&crd, &catalog, |e, s| {
+                made.set(made.get() + 1);
+                e.estimate_shared(s, "w", &catalog)
+            })
+            .unwrap();
+        assert_eq!(
+            made.get(),
+            *estimates,
+            "{rule}: estimates for 1.32 and 1.33"
+        );
+        for (e, r) in singles.iter().zip(&ranged) {
+            let own = e.estimate_with(&crd, "w", &catalog).unwrap();
+            assert_eq!(
+                serde_json::to_value(&own).unwrap(),
+                serde_json::to_value(r).unwrap(),
+                "{rule} on 1.{}: the shared report differs from the minor's own",
+                e.kubernetes_version().minor
+            );
+        }
+    }
+}

@@ -45,7 +45,7 @@ use crate::cel::parse::{parse, parse_unexpanded};
 use crate::cel::runtime_cost::{self, Count};
 use crate::cel::types::Type;
 use crate::crd::compile_rule;
-use crate::crd::fielderr::{BadValue, ErrorType, FieldError, failed_rules_show_the_value};
+use crate::crd::fielderr::{BadValue, FieldError, failed_rules_show_the_value};
 use crate::report::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
 use crate::schema::decltype::{DeclKind, DeclType, DeclTypeProvider, escape, schema_decl_type};
 use crate::schema::{AdditionalProperties, Schema, ValidationRule};
@@ -625,13 +625,7 @@ fn field_error_for_reason(
     match reason {
         Some("FieldValueForbidden") => FieldError::forbidden(fld, detail),
         Some("FieldValueRequired") => FieldError::required(fld, detail),
-        Some("FieldValueDuplicate") => FieldError {
-            field: fld.to_string(),
-            kind: ErrorType::Duplicate,
-            value,
-            detail: String::new(),
-            cost: None,
-        },
+        Some("FieldValueDuplicate") => FieldError::duplicate(fld, value),
         _ => FieldError::invalid(fld, value, detail),
     }
 }

@@ -5,8 +5,7 @@
 
 use super::internal::go_items_list;
 use super::{structural, type_error};
-use crate::cel::decls::Version;
-use crate::crd::fielderr::{BadValue, FieldError, GoValue, detail};
+use crate::crd::fielderr::{BadValue, FieldError, GoValue};
 use crate::schema::{AdditionalProperties, Dependency, Schema};
 
 const OPENAPI_V3_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
@@ -20,8 +19,6 @@ const SUPPORTED_REASONS: [&str; 4] = [
 /// The state of `specStandardValidatorV3` at a node.
 #[derive(Clone, Copy)]
 pub struct NodeContext<'a> {
-    /// The Kubernetes minor (some details are worded by minor).
-    pub kubernetes: Version,
     /// Why defaults are forbidden here (`withForbiddenDefaults`), when they are.
     pub defaults_forbidden: Option<&'a str>,
     /// Inside `apiVersion`, `kind` or `metadata` of the root or an embedded resource.
@@ -61,7 +58,7 @@ pub fn validate_node(s: &Schema, fld: &str, ctx: NodeContext<'_>) -> Vec<FieldEr
         ));
     }
     list_and_map_types(s, fld, &mut errs);
-    x_validations(s, fld, ctx.kubernetes, &mut errs);
+    x_validations(s, fld, &mut errs);
     errs
 }
 
@@ -315,7 +312,7 @@ fn list_map_keys_map_set(
 }
 
 /// The checks of the `x-kubernetes-validations` entries that do not need CEL.
-fn x_validations(s: &Schema, fld: &str, k: Version, errs: &mut Vec<FieldError>) {
+fn x_validations(s: &Schema, fld: &str, errs: &mut Vec<FieldError>) {
     let has_newlines = |x: &str| x.contains('\n') || x.contains('\r');
     for (i, rule) in s.x_validations.iter().enumerate() {
         let base = format!("{fld}.x-kubernetes-validations[{i}]");
@@ -330,14 +327,12 @@ fn x_validations(s: &Schema, fld: &str, k: Version, errs: &mut Vec<FieldError>) 
             errs.push(FieldError::invalid_string(
                 &format!("{base}.message"),
                 &rule.message,
-                k,
                 "must be non-empty if specified",
             ));
         } else if has_newlines(trimmed_msg) {
             errs.push(FieldError::invalid_string(
                 &format!("{base}.message"),
                 &rule.message,
-                k,
                 "must not contain line breaks",
             ));
         } else if has_newlines(trimmed_rule) && trimmed_msg.is_empty() {
@@ -369,7 +364,6 @@ fn x_validations(s: &Schema, fld: &str, k: Version, errs: &mut Vec<FieldError>) 
             errs.push(FieldError::invalid_string(
                 &format!("{base}.fieldPath"),
                 fp,
-                k,
                 "must be non-empty if specified",
             ));
         }
@@ -377,16 +371,18 @@ fn x_validations(s: &Schema, fld: &str, k: Version, errs: &mut Vec<FieldError>) 
             errs.push(FieldError::invalid_string(
                 &format!("{base}.fieldPath"),
                 fp,
-                k,
                 "must not contain line breaks",
             ));
         }
         if !fp.is_empty() && structural::conversion_error(s).is_none() && !valid_field_path(fp, s) {
-            errs.push(FieldError::invalid(
-                &format!("{base}.fieldPath"),
-                BadValue::Str(fp.clone()),
-                detail(k, "fieldPath must be a valid path", "must be a valid path"),
-            ));
+            errs.push(
+                FieldError::invalid(
+                    &format!("{base}.fieldPath"),
+                    BadValue::Str(fp.clone()),
+                    "must be a valid path",
+                )
+                .repeating_before_1_34("fieldPath must be a valid path"),
+            );
         }
     }
 }

@@ -7,7 +7,7 @@ use crate::crd::fielderr::max_len;
 use serde_json::{Map, Value};
 
 use crate::cel::decls::Version;
-use crate::crd::fielderr::{BadValue, FieldError, detail};
+use crate::crd::fielderr::{BadValue, FieldError};
 use crate::schema::{AdditionalProperties, Schema};
 
 fn child(pth: &str, k: &str) -> String {
@@ -163,12 +163,14 @@ fn validate_embedded_resource(
     k: Version,
     errs: &mut Vec<FieldError>,
 ) {
-    let required = detail(k, "must not be empty", "");
+    let required = |f: &str| {
+        FieldError::required(&child(pth, f), "").repeating_before_1_34("must not be empty")
+    };
     if !x.contains_key("apiVersion") {
-        errs.push(FieldError::required(&child(pth, "apiVersion"), required));
+        errs.push(required("apiVersion"));
     }
     if !x.contains_key("kind") {
-        errs.push(FieldError::required(&child(pth, "kind"), required));
+        errs.push(required("kind"));
     }
     for (key, v) in x {
         match key.as_str() {
