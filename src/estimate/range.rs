@@ -262,12 +262,23 @@ impl Profile {
     fn walk(&mut self, v: &Value, resource_root: bool) {
         match v {
             Value::Object(m) => {
-                if m.contains_key("default") {
-                    self.has_default = true;
+                // What the node says of itself, in one pass over its keys.
+                let (mut embedded, mut int_or_string, mut max_length, mut additional) =
+                    (false, false, false, false);
+                let mut rules = None;
+                for (k, x) in m {
+                    match k.as_str() {
+                        "default" => self.has_default = true,
+                        "x-kubernetes-embedded-resource" => embedded = *x == Value::Bool(true),
+                        "x-kubernetes-int-or-string" => int_or_string = *x == Value::Bool(true),
+                        "maxLength" => max_length = true,
+                        "additionalProperties" => additional = true,
+                        "x-kubernetes-validations" => rules = x.as_array(),
+                        _ => {}
+                    }
                 }
-                let root = resource_root
-                    || m.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true));
-                if root && let Some(Value::Array(rules)) = m.get("x-kubernetes-validations") {
+                let root = resource_root || embedded;
+                if root && let Some(rules) = rules {
                     self.root_rule_reads_metadata |= rules.iter().any(|r| {
                         ["rule", "messageExpression"].iter().any(|k| {
                             r.get(*k).and_then(Value::as_str).is_some_and(|s| {
@@ -276,17 +287,8 @@ impl Profile {
                         })
                     });
                 }
-                if m.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
-                    && m.contains_key("maxLength")
-                {
-                    self.int_or_string_with_max_length = true;
-                }
-                if m.contains_key("additionalProperties")
-                    && (resource_root
-                        || m.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true)))
-                {
-                    self.resource_with_additional_properties = true;
-                }
+                self.int_or_string_with_max_length |= int_or_string && max_length;
+                self.resource_with_additional_properties |= additional && root;
                 for (k, x) in m {
                     match (k.as_str(), x) {
                         (
