@@ -9,7 +9,10 @@ FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+COPY crates ./crates
 COPY benches ./benches
+# src/fuzzing.rs includes an example CRD.
+COPY examples ./examples
 RUN cargo build --release --locked --features system-allocator --bin celcost \
  && cp target/release/celcost /celcost
 

@@ -19,6 +19,12 @@ generate:
     cargo run --quiet -- crd > crds/costreport.yaml
     cp crds/costreport.yaml charts/celcost/crds/costreport.yaml
 
+[group('build')]
+[doc('Install celcost (cargo install --locked) and the same binary as kubectl-celcost, the kubectl plugin (`kubectl celcost estimate …`)')]
+install:
+    cargo install --locked --path .
+    bin="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin"; ln -sf celcost "$bin/kubectl-celcost" && echo "installed $bin/celcost and $bin/kubectl-celcost"
+
 [group('dev')]
 [doc('Format the code')]
 fmt:

@@ -1,16 +1,18 @@
 //! The command line's driver: `celcost estimate` reads files and directories (a first pass for
 //! every CRD, then the policies typed by them; files in parallel) and hands the reports to an
-//! output ([`crate::output`]). The arguments themselves are `src/main.rs`'s.
+//! output ([`celcost_advice::output`]). The arguments themselves are `src/main.rs`'s.
 
 use std::path::{Path, PathBuf};
 
-use crate::estimate::TargetKind;
-use crate::estimate::range::RangeEstimator;
-use crate::estimate::{Estimator, Shared};
-use crate::input::{objects_of, parse_documents, parse_documents_located};
-use crate::locate::ObjectSource;
-use crate::report::ObjectReport;
-use crate::schema::catalog::{GroupVersionResource, SchemaCatalog};
+use celcost_core::estimate::TargetKind;
+use celcost_core::estimate::range::RangeEstimator;
+use celcost_core::estimate::{Estimator, Shared};
+use celcost_core::input::{objects_of, parse_documents, parse_documents_located};
+use celcost_core::locate::ObjectSource;
+use celcost_core::report::ObjectReport;
+use celcost_core::schema::catalog::{GroupVersionResource, SchemaCatalog};
+
+pub mod cluster;
 
 /// A percentage on the command line: `80`, `12.5`, `80%`; above 0.
 pub fn parse_percent(s: &str) -> Result<f64, String> {
@@ -23,15 +25,142 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
     }
 }
 
+/// An output format. A new one: a variant here (its doc is its `--help` line), its module in
+/// [`celcost_advice::output`], and an arm in [`OutputFormat::render`] (and in [`run_diff`]'s choice).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
     Table,
     Json,
     Markdown,
-    /// SARIF 2.1.0, for code scanning (`crate::ci`).
+    /// SARIF 2.1.0, for code scanning.
     Sarif,
-    /// GitHub Actions workflow commands: annotations on a pull request's diff (`crate::ci`).
+    /// GitHub Actions workflow commands: annotations on a pull request's diff.
     Github,
+    /// JUnit XML, for CI test reports: a testsuite per file, a testcase per object.
+    Junit,
+}
+
+/// What the outputs of a run render: its reports, the input it could not read, and the
+/// thresholds it judges by.
+#[derive(Clone, Copy, Debug)]
+pub struct Rendering<'a> {
+    pub reports: &'a [ObjectReport],
+    pub input_errors: &'a [String],
+    pub near_budget_percent: f64,
+    pub fail_at: Option<f64>,
+}
+
+impl OutputFormat {
+    /// The text of this format for a run.
+    pub fn render(self, r: &Rendering<'_>) -> String {
+        use celcost_advice::output::{github, json, junit, markdown, sarif, table};
+        match self {
+            OutputFormat::Table => table::render_table(r.reports),
+            OutputFormat::Json => json::render_json(r.reports),
+            OutputFormat::Markdown => markdown::render_markdown(r.reports),
+            OutputFormat::Sarif => sarif::render_sarif(r.reports, r.near_budget_percent),
+            OutputFormat::Github => github::render_github(r.reports, r.near_budget_percent),
+            OutputFormat::Junit => {
+                junit::render_junit(r.reports, r.input_errors, r.near_budget_percent, r.fail_at)
+            }
+        }
+    }
+
+    /// Every format's name, as `--output` takes it.
+    pub fn names() -> Vec<String> {
+        use clap::ValueEnum;
+        OutputFormat::value_variants()
+            .iter()
+            .filter_map(|f| f.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect()
+    }
+}
+
+/// One `--output FORMAT[=FILE]`: a format, and the file it is written to (standard output
+/// without one, or with `-`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputSpec {
+    pub format: OutputFormat,
+    pub file: Option<PathBuf>,
+}
+
+/// `FORMAT` or `FORMAT=FILE` (`FORMAT=-`: standard output).
+pub fn parse_output(s: &str) -> Result<OutputSpec, String> {
+    use clap::ValueEnum;
+    let (name, file) = match s.split_once('=') {
+        Some((name, file)) => (name, Some(file)),
+        None => (s, None),
+    };
+    let format = OutputFormat::from_str(name, true).map_err(|_| {
+        format!(
+            "`{name}` is not an output format (one of {}; FORMAT=FILE writes it to FILE)",
+            OutputFormat::names().join(", ")
+        )
+    })?;
+    let file = match file {
+        None | Some("-") => None,
+        Some("") => {
+            return Err(format!(
+                "`{s}`: no file after `=` (FORMAT=FILE, or FORMAT=- for standard output)"
+            ));
+        }
+        Some(f) => Some(PathBuf::from(f)),
+    };
+    Ok(OutputSpec { format, file })
+}
+
+/// The outputs of a run, checked: none given is the table on standard output; at most one goes
+/// to standard output, and no file is named twice.
+pub fn check_outputs(mut outputs: Vec<OutputSpec>) -> Result<Vec<OutputSpec>, String> {
+    if outputs.is_empty() {
+        outputs.push(OutputSpec {
+            format: OutputFormat::Table,
+            file: None,
+        });
+    }
+    if outputs.iter().filter(|o| o.file.is_none()).count() > 1 {
+        return Err("--output: only one output can go to standard output (give the others a file: --output FORMAT=FILE)".into());
+    }
+    let mut seen = std::collections::HashSet::new();
+    for f in outputs.iter().filter_map(|o| o.file.as_ref()) {
+        if !seen.insert(f) {
+            return Err(format!("--output: {} is named twice", f.display()));
+        }
+    }
+    Ok(outputs)
+}
+
+/// How standard input is named in sources and locations (`<stdin>#1`, `<stdin>:12:7`).
+pub const STDIN: &str = "<stdin>";
+
+/// Whether a path of the command line means standard input (`-`).
+pub fn is_stdin(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+/// Standard input's text, read once, or why it could not be read (an input error of `<stdin>`).
+pub type StdinText = Result<std::sync::Arc<str>, String>;
+
+/// Reads standard input whole when a path is `-`; a second `-` is refused (it can be read once).
+pub fn read_stdin_for<P: AsRef<Path>>(paths: &[P]) -> Result<Option<StdinText>, String> {
+    match paths.iter().filter(|p| is_stdin(p.as_ref())).count() {
+        0 => Ok(None),
+        1 => Ok(Some(read_stdin())),
+        _ => Err("`-` (standard input) can be given only once".into()),
+    }
+}
+
+fn read_stdin() -> StdinText {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{STDIN}: {e}"))?;
+    String::from_utf8(bytes)
+        .map(Into::into)
+        .map_err(|_| format!("{STDIN}: not UTF-8 text (binary input?)"))
 }
 
 /// The outcome of estimating a set of paths.
@@ -42,6 +171,9 @@ pub struct Outcome {
     pub input_errors: Vec<String>,
     /// Objects of other kinds, skipped, with why.
     pub skipped: Vec<String>,
+    /// Standard input's text when the run read it (a path `-`), for what reads its objects
+    /// again ([`attach_update_verdicts`]).
+    pub stdin: Option<std::sync::Arc<str>>,
 }
 
 impl Outcome {
@@ -73,10 +205,14 @@ impl Outcome {
 impl Outcome {
     /// [`Outcome::exit_code`], and 1 when `fail_at` is given and a rule, total, policy
     /// expression or policy evaluation reaches that percentage of its limit
-    /// ([`crate::output::findings::reaches`]).
+    /// ([`celcost_advice::output::findings::reaches`]).
     pub fn exit_code_failing_at(&self, fail_at: Option<f64>) -> i32 {
         match self.exit_code() {
-            0 if fail_at.is_some_and(|p| crate::output::findings::reaches(&self.reports, p)) => 1,
+            0 if fail_at
+                .is_some_and(|p| celcost_advice::output::findings::reaches(&self.reports, p)) =>
+            {
+                1
+            }
             c => c,
         }
     }
@@ -101,14 +237,19 @@ pub fn run_diff(
     base: &Path,
     head: &Path,
     output: OutputFormat,
+    stdin: Option<StdinText>,
 ) -> DiffRun {
-    use crate::diff::ObjectDiff;
-    use crate::output::diff::{render_diff_json, render_diff_markdown, render_diff_table};
+    use celcost_advice::output::diff::{render_diff_json, render_diff_markdown, render_diff_table};
+    use celcost_core::diff::ObjectDiff;
     let mut run = DiffRun::default();
     let mut per_minor: Vec<(String, Vec<ObjectDiff>, i32, Outcome)> = Vec::new();
     for e in estimators {
-        let before = Run::new(e).paths(&[base.to_path_buf()]);
-        let mut after = Run::new(e).paths(&[head.to_path_buf()]);
+        let before = Run::new(e)
+            .reading(stdin.clone())
+            .paths(&[base.to_path_buf()]);
+        let mut after = Run::new(e)
+            .reading(stdin.clone())
+            .paths(&[head.to_path_buf()]);
         attach_update_verdicts(e, &before, &mut after);
         if run.input_errors.is_empty() {
             run.input_errors = before
@@ -118,11 +259,11 @@ pub fn run_diff(
                 .cloned()
                 .collect();
         }
-        let d = crate::diff::diff(&before.reports, &after.reports);
+        let d = celcost_core::diff::diff(&before.reports, &after.reports);
         let code = match after.exit_code() {
             _ if !before.input_errors.is_empty() => 2,
             2 => 2,
-            _ => crate::diff::exit_code(&d),
+            _ => celcost_core::diff::exit_code(&d),
         };
         per_minor.push((e.minor().label(), d, code, after));
     }
@@ -153,10 +294,49 @@ pub fn run_diff(
         })
         .filter(|(_, d): &(&String, Vec<&ObjectDiff>)| !d.is_empty())
         .collect();
+    // Why an older minor answers an object otherwise than the newest: the causes between the
+    // two of HEAD's numbers.
+    let head_report = |m: &str, o: &ObjectDiff| {
+        per_minor
+            .iter()
+            .find(|x| x.0 == m)
+            .and_then(|x| {
+                x.3.reports
+                    .iter()
+                    .find(|r| r.kind == o.kind && r.name == o.name && r.source == o.source_after)
+            })
+            .cloned()
+    };
+    let causes_of =
+        |m: &str, o: &ObjectDiff| -> Vec<celcost_core::report::versions::VersionCause> {
+            if m == newest.as_str() {
+                return Vec::new();
+            }
+            match (head_report(m, o), head_report(newest, o)) {
+                (Some(a), Some(b)) => {
+                    let matrix = celcost_core::report::versions::VersionMatrix::of(&[a, b]);
+                    let mut causes: Vec<_> = matrix
+                        .verdicts
+                        .get(1)
+                        .map(|v| v.causes.clone())
+                        .unwrap_or_default();
+                    for c in &matrix.changes {
+                        for x in &c.causes {
+                            if !causes.contains(x) {
+                                causes.push(x.clone());
+                            }
+                        }
+                    }
+                    causes
+                }
+                _ => Vec::new(),
+            }
+        };
     let tagged = |m: &str, d: &[&ObjectDiff]| -> Vec<ObjectDiff> {
         d.iter()
             .map(|o| ObjectDiff {
                 kubernetes_version: Some(m.to_string()),
+                causes: causes_of(m, o),
                 ..(*o).clone()
             })
             .collect()
@@ -200,21 +380,27 @@ pub fn run_diff(
             }
             text.push_str(&render(newest_diff));
             for (m, d) in &others {
-                let owned: Vec<ObjectDiff> = d.iter().map(|o| (*o).clone()).collect();
+                let owned: Vec<ObjectDiff> = d
+                    .iter()
+                    .map(|o| ObjectDiff {
+                        causes: causes_of(m, o),
+                        ..(*o).clone()
+                    })
+                    .collect();
                 text.push_str(&format!("\non Kubernetes {m}:\n\n"));
                 text.push_str(&render(&owned));
             }
             text
         }
-        // Annotations belong on the head: what the change leaves in the files.
-        OutputFormat::Sarif => crate::output::sarif::render_sarif(
-            &newest_after.reports,
-            crate::report::DEFAULT_NEAR_BUDGET_PERCENT,
-        ),
-        OutputFormat::Github => crate::output::github::render_github(
-            &newest_after.reports,
-            crate::report::DEFAULT_NEAR_BUDGET_PERCENT,
-        ),
+        // Annotations and test reports belong on the head: what the change leaves in the files.
+        OutputFormat::Sarif | OutputFormat::Github | OutputFormat::Junit => {
+            output.render(&Rendering {
+                reports: &newest_after.reports,
+                input_errors: &newest_after.input_errors,
+                near_budget_percent: celcost_core::report::DEFAULT_NEAR_BUDGET_PERCENT,
+                fail_at: None,
+            })
+        }
     };
     run
 }
@@ -227,35 +413,27 @@ pub struct FixRun {
     pub code: i32,
 }
 
-/// `celcost fix` ([`crate::fix`]): without `write`, the unified diff on standard output and
+/// `celcost fix` ([`celcost_advice::fix`]): without `write`, the unified diff on standard output and
 /// the objects' bounds and costs on standard error; with `write`, the files written, then read
 /// again by a second run, which must find nothing more to change.
+///
+/// A path `-` is standard input (`stdin`), given alone: the fixed text is printed on standard
+/// output (the input as it is when nothing needs a bound) and the bounds and costs on standard
+/// error. It cannot be written back (`write`) nor fixed in Go types.
 pub fn run_fix(
     estimators: &[Estimator],
     paths: &[PathBuf],
-    options: &crate::fix::FixOptions,
+    options: &celcost_advice::fix::FixOptions,
     write: bool,
+    stdin: Option<StdinText>,
 ) -> FixRun {
-    let mut run = FixRun::default();
-    let minors = match (estimators.first(), estimators.last()) {
-        (Some(a), Some(b)) if estimators.len() > 1 => {
-            format!("{}..{}", a.minor().label(), b.minor().label())
-        }
-        (Some(a), _) => a.minor().label(),
-        _ => String::new(),
-    };
-    let outcome = crate::fix::fix_paths(estimators, paths, options);
-    let mut errors: Vec<String> = outcome
-        .input_errors
-        .iter()
-        .chain(&outcome.stopped)
-        .map(|e| format!("error: {e}\n"))
-        .collect();
-    for o in &outcome.objects {
-        for r in &o.refused {
-            errors.push(format!("error: {} {}: cannot fix: {r}\n", o.source, o.name));
-        }
+    if paths.iter().any(|p| is_stdin(p)) {
+        return run_fix_stdin(estimators, paths, options, write, stdin);
     }
+    let mut run = FixRun::default();
+    let minors = minors_label(estimators);
+    let outcome = celcost_advice::fix::fix_paths(estimators, paths, options);
+    let mut errors = vec![fix_errors(&outcome)];
     let summary = outcome.summary(&minors);
     let mut code = outcome.exit_code();
     if write {
@@ -271,7 +449,7 @@ pub fn run_fix(
                         .push_str(&format!("wrote {}\n", f.path.display()));
                 }
                 // What was written, read again: a second run changes nothing.
-                let again = crate::fix::fix_paths(estimators, paths, options);
+                let again = celcost_advice::fix::fix_paths(estimators, paths, options);
                 for f in &again.files {
                     errors.push(format!(
                         "error: {}: a second run would still change it (please report this)\n",
@@ -290,6 +468,80 @@ pub fn run_fix(
     }
     run.code = code;
     run
+}
+
+/// `1.36` or `1.35..1.37`: the minors of a fix, as its summary names them.
+fn minors_label(estimators: &[Estimator]) -> String {
+    match (estimators.first(), estimators.last()) {
+        (Some(a), Some(b)) if estimators.len() > 1 => {
+            format!("{}..{}", a.minor().label(), b.minor().label())
+        }
+        (Some(a), _) => a.minor().label(),
+        _ => String::new(),
+    }
+}
+
+/// The errors of a fix (unreadable input, stopped estimates, edits that could not be placed),
+/// one line each.
+fn fix_errors(outcome: &celcost_advice::fix::FixOutcome) -> String {
+    let mut errors: String = outcome
+        .input_errors
+        .iter()
+        .chain(&outcome.stopped)
+        .map(|e| format!("error: {e}\n"))
+        .collect();
+    for o in &outcome.objects {
+        for r in &o.refused {
+            errors.push_str(&format!(
+                "error: {} {}: cannot fix: {r}\n",
+                o.source, o.name
+            ));
+        }
+    }
+    errors
+}
+
+/// [`run_fix`] of standard input: the fixed text on standard output.
+fn run_fix_stdin(
+    estimators: &[Estimator],
+    paths: &[PathBuf],
+    options: &celcost_advice::fix::FixOptions,
+    write: bool,
+    stdin: Option<StdinText>,
+) -> FixRun {
+    let refuse = |why: &str| FixRun {
+        stderr: format!("error: {why}\n"),
+        code: 2,
+        ..FixRun::default()
+    };
+    if write {
+        return refuse(
+            "fix --write cannot write standard input back (`-`): without --write, `celcost fix -` prints the fixed documents on standard output",
+        );
+    }
+    if paths.len() > 1 {
+        return refuse(
+            "fix: `-` (standard input, printed fixed on standard output) cannot be given with other paths",
+        );
+    }
+    if !options.go.is_empty() {
+        return refuse("fix: --go edits Go files, not standard input (`-`)");
+    }
+    let text = match stdin {
+        Some(Ok(t)) => t,
+        Some(Err(e)) => return refuse(&e),
+        None => return refuse(&format!("-: standard input was not read ({STDIN})")),
+    };
+    let outcome = celcost_advice::fix::fix_text(estimators, STDIN, &text, options);
+    let stdout = match outcome.files.first() {
+        Some(f) => f.after.clone(),
+        None => text.to_string(),
+    };
+    FixRun {
+        stdout,
+        stderr: outcome.summary(&minors_label(estimators)) + &fix_errors(&outcome),
+        code: outcome.exit_code(),
+    }
 }
 
 /// Runs `f` over `items` on `threads` workers; results keep the order of `items`.
@@ -349,6 +601,9 @@ pub struct Run<'a> {
     /// The schemas policies are typed over besides the input's CRDs (the built-in ones).
     pub catalog: SchemaCatalog,
     pub advice: Advice,
+    /// Standard input's text, which a path `-` names ([`read_stdin_for`]); without it, `-` is
+    /// an input error.
+    pub stdin: Option<StdinText>,
 }
 
 impl<'a> Run<'a> {
@@ -359,7 +614,14 @@ impl<'a> Run<'a> {
             minors: minors.into(),
             catalog: SchemaCatalog::new(),
             advice: Advice::suggesting(None),
+            stdin: None,
         }
+    }
+
+    /// This run with standard input's text, for a path `-`.
+    pub fn reading(mut self, stdin: Option<StdinText>) -> Self {
+        self.stdin = stdin;
+        self
     }
 
     /// This run with the advice asked for.
@@ -369,7 +631,7 @@ impl<'a> Run<'a> {
     }
 
     /// This run with suggested bounds as `celcost estimate` makes them ([`Advice::suggesting`]).
-    pub fn suggesting(self, suggest: Option<&crate::suggest::Settings>) -> Self {
+    pub fn suggesting(self, suggest: Option<&celcost_advice::suggest::Settings>) -> Self {
         self.advising(Advice::suggesting(suggest))
     }
 }
@@ -416,7 +678,7 @@ impl<'a> Minors<'a> {
                 if reports.len() == 1 {
                     (reports.pop().unwrap_or_default(), Vec::new())
                 } else {
-                    crate::report::versions::combine_keeping(reports)
+                    celcost_core::estimate::versions::combine_keeping(reports)
                 }
             }),
         }
@@ -456,11 +718,11 @@ impl<'a> Minors<'a> {
 }
 
 /// Says, in the reports of a minor whose rules stand in for another build's (OpenShift's 1.37:
-/// upstream's, [`crate::cel::minor::Minor::stand_in_note`]), that they do; returns the notes
+/// upstream's, [`celcost_core::cel::minor::Minor::stand_in_note`]), that they do; returns the notes
 /// (once each), for the caller to warn with. Range reports are the newest minor's.
 pub fn note_stand_ins(
     reports: &mut [ObjectReport],
-    minors: &[&crate::cel::minor::Minor],
+    minors: &[&celcost_core::cel::minor::Minor],
 ) -> Vec<String> {
     let notes: Vec<(String, String)> = minors
         .iter()
@@ -481,23 +743,23 @@ pub fn note_stand_ins(
 #[derive(Clone, Debug, Default)]
 pub struct Advice {
     /// Suggested bounds for rules and totals over their limit or at the near-budget threshold
-    /// ([`crate::suggest`]); none without settings.
-    pub suggest: Option<crate::suggest::Settings>,
-    /// Which rules get cheaper rewrites offered ([`crate::rewrite`]).
-    pub rewrites: crate::rewrite::Scope,
+    /// ([`celcost_advice::suggest`]); none without settings.
+    pub suggest: Option<celcost_advice::suggest::Settings>,
+    /// Which rules get cheaper rewrites offered ([`celcost_advice::rewrite`]).
+    pub rewrites: celcost_advice::rewrite::Scope,
 }
 
 impl Advice {
     /// Suggestions with `suggest` (none without), and rewrites for the rules at or above the
     /// same near-budget threshold (the default one without settings): `celcost estimate`'s
     /// defaults.
-    pub fn suggesting(suggest: Option<&crate::suggest::Settings>) -> Advice {
-        let percent = suggest.map_or(crate::report::DEFAULT_NEAR_BUDGET_PERCENT, |s| {
+    pub fn suggesting(suggest: Option<&celcost_advice::suggest::Settings>) -> Advice {
+        let percent = suggest.map_or(celcost_core::report::DEFAULT_NEAR_BUDGET_PERCENT, |s| {
             s.near_budget_percent
         });
         Advice {
             suggest: suggest.cloned(),
-            rewrites: crate::rewrite::Scope::NearBudget(percent),
+            rewrites: celcost_advice::rewrite::Scope::NearBudget(percent),
         }
     }
 }
@@ -508,24 +770,18 @@ impl Run<'_> {
     /// get typed estimates from the CRDs found in the input (and the run's catalog). With a
     /// range, each object is estimated with every minor, each file read once: the reports are
     /// the newest minor's, with the verdicts and changes of all of them
-    /// ([`crate::report::versions`]).
+    /// ([`celcost_core::report::versions`]).
     pub fn paths(&self, paths: &[PathBuf]) -> Outcome {
-        let (estimators, advice) = (self.minors, &self.advice);
         let mut outcome = Outcome::default();
-        let mut files = Vec::new();
-        for p in paths {
-            crate::input::collect_files(p, &mut files, &mut outcome.input_errors);
-        }
+        let files = self.inputs(paths, &mut outcome);
         let threads = threads();
         // First pass: CRDs are estimated (they do not depend on other objects), policies kept.
         // The biggest files first, so that no worker is left with a big one at the end; the
         // results in the input's order.
         let mut order: Vec<usize> = (0..files.len()).collect();
-        let size = |i: &usize| std::fs::metadata(&files[*i]).map_or(0, |m| m.len());
-        order.sort_by_cached_key(|i| std::cmp::Reverse(size(i)));
-        let mut first: Vec<(usize, FirstPass)> = parallel(&order, threads, |&i| {
-            (i, first_pass_file(estimators, &files[i], advice))
-        });
+        order.sort_by_cached_key(|i| std::cmp::Reverse(self.size(&files[*i])));
+        let mut first: Vec<(usize, FirstPass)> =
+            parallel(&order, threads, |&i| (i, self.first_pass_input(&files[i])));
         first.sort_by_key(|(i, _)| *i);
         let first: Vec<FirstPass> = first.into_iter().map(|(_, f)| f).collect();
         // The CRDs the policies match or take as params, read again from their files (so that the
@@ -533,15 +789,81 @@ impl Run<'_> {
         let mut catalog = self.catalog.clone();
         let needed = needed_crds(&first);
         for (file, sources) in &needed {
-            if let Ok(text) = std::fs::read_to_string(&files[*file]) {
-                add_crds(
-                    &mut catalog,
-                    &files[*file].display().to_string(),
-                    &text,
-                    sources,
-                );
+            if let Ok(text) = self.text_of(&files[*file]) {
+                add_crds(&mut catalog, &files[*file].name(), &text, sources);
             }
         }
+        self.second_pass(first, &catalog, outcome)
+    }
+
+    /// The inputs `paths` name: files (directories searched), and standard input for `-`.
+    fn inputs(&self, paths: &[PathBuf], outcome: &mut Outcome) -> Vec<Input> {
+        let mut inputs = Vec::new();
+        for p in paths {
+            if !is_stdin(p) {
+                let mut files = Vec::new();
+                celcost_core::input::collect_files(p, &mut files, &mut outcome.input_errors);
+                inputs.extend(files.into_iter().map(Input::File));
+                continue;
+            }
+            match &self.stdin {
+                Some(Ok(text)) => {
+                    outcome.stdin = Some(text.clone());
+                    inputs.push(Input::Stdin);
+                }
+                Some(Err(e)) => outcome.input_errors.push(e.clone()),
+                None => outcome
+                    .input_errors
+                    .push(format!("-: standard input was not read ({STDIN})")),
+            }
+        }
+        inputs
+    }
+
+    /// An input's bytes, to order the work (the biggest first).
+    fn size(&self, input: &Input) -> u64 {
+        match (input, &self.stdin) {
+            (Input::File(f), _) => std::fs::metadata(f).map_or(0, |m| m.len()),
+            (Input::Stdin, Some(Ok(t))) => t.len() as u64,
+            (Input::Stdin, _) => 0,
+        }
+    }
+
+    /// An input's text, or why it cannot be read (naming it).
+    fn text_of(&self, input: &Input) -> Result<std::borrow::Cow<'_, str>, String> {
+        match input {
+            Input::Stdin => match &self.stdin {
+                Some(Ok(t)) => Ok(std::borrow::Cow::Borrowed(&**t)),
+                Some(Err(e)) => Err(e.clone()),
+                None => Err(format!("{STDIN}: standard input was not read")),
+            },
+            Input::File(f) => {
+                let bytes = std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
+                String::from_utf8(bytes)
+                    .map(std::borrow::Cow::Owned)
+                    .map_err(|_| format!("{}: not UTF-8 text (binary file?)", f.display()))
+            }
+        }
+    }
+
+    fn first_pass_input(&self, input: &Input) -> FirstPass {
+        let mut out = FirstPass::default();
+        match self.text_of(input) {
+            Ok(text) => first_pass_text(self.minors, &input.name(), &text, &mut out, &self.advice),
+            Err(e) => out.input_errors.push(e),
+        }
+        out
+    }
+
+    /// The second pass of a run: the policies of `first`, typed over `catalog`, in parallel;
+    /// then every report in the order of the input.
+    fn second_pass(
+        &self,
+        first: Vec<FirstPass>,
+        catalog: &SchemaCatalog,
+        mut outcome: Outcome,
+    ) -> Outcome {
+        let estimators = self.minors;
         // Second pass: the policies, in parallel.
         let policies: Vec<(&str, &serde_json::Value, Option<&ObjectSource>)> = first
             .iter()
@@ -555,8 +877,8 @@ impl Run<'_> {
                 Slot::Done(_) => None,
             })
             .collect();
-        let mut estimated = parallel(&policies, threads, |(source, value, located)| {
-            estimators.estimate_policy(value, source, *located, &catalog)
+        let mut estimated = parallel(&policies, threads(), |(source, value, located)| {
+            estimators.estimate_policy(value, source, *located, catalog)
         })
         .into_iter();
         for f in first {
@@ -585,9 +907,9 @@ impl Run<'_> {
 pub fn attach_update_verdicts(estimator: &Estimator, before: &Outcome, after: &mut Outcome) {
     use std::collections::BTreeMap;
     let crd = "CustomResourceDefinition";
-    // Matched as `crate::diff::diff` matches them.
+    // Matched as `celcost_core::diff::diff` matches them.
     let base: std::collections::HashMap<(String, String, usize), &str> =
-        crate::diff::match_keys(&before.reports)
+        celcost_core::diff::match_keys(&before.reports)
             .into_iter()
             .zip(&before.reports)
             .filter(|(_, r)| r.kind == crd)
@@ -595,7 +917,7 @@ pub fn attach_update_verdicts(estimator: &Estimator, before: &Outcome, after: &m
             .collect();
     // (base file, head file) → (report index, base source).
     let mut pairs: BTreeMap<(String, String), Vec<(usize, String)>> = BTreeMap::new();
-    let keys = crate::diff::match_keys(&after.reports);
+    let keys = celcost_core::diff::match_keys(&after.reports);
     for (i, (r, key)) in after.reports.iter().zip(keys).enumerate() {
         if r.kind != crd || r.stopped.is_some() {
             continue;
@@ -613,7 +935,7 @@ pub fn attach_update_verdicts(estimator: &Estimator, before: &Outcome, after: &m
     }
     type Group<'a> = (&'a (String, String), &'a Vec<(usize, String)>);
     let groups: Vec<Group<'_>> = pairs.iter().collect();
-    let reports = &after.reports;
+    let (reports, after_stdin) = (&after.reports, &after.stdin);
     let verdicts = parallel(&groups, threads(), |((bf, hf), members)| {
         let wanted_base: std::collections::HashSet<&str> =
             members.iter().map(|(_, s)| s.as_str()).collect();
@@ -621,8 +943,8 @@ pub fn attach_update_verdicts(estimator: &Estimator, before: &Outcome, after: &m
             .iter()
             .map(|(i, _)| reports[*i].source.as_str())
             .collect();
-        let old = objects_by_source(bf, &wanted_base);
-        let new = objects_by_source(hf, &wanted_head);
+        let old = objects_by_source(bf, before.stdin.as_deref(), &wanted_base);
+        let new = objects_by_source(hf, after_stdin.as_deref(), &wanted_head);
         members
             .iter()
             .filter_map(|(i, b)| {
@@ -637,15 +959,20 @@ pub fn attach_update_verdicts(estimator: &Estimator, before: &Outcome, after: &m
     }
 }
 
-/// The objects of `file` whose sources (`<file>#<document>`, `…[<item>]` in a list) are
-/// wanted.
+/// The objects of `file` (standard input's `stdin` for [`STDIN`]) whose sources
+/// (`<file>#<document>`, `…[<item>]` in a list) are wanted.
 fn objects_by_source(
     file: &str,
+    stdin: Option<&str>,
     wanted: &std::collections::HashSet<&str>,
 ) -> std::collections::HashMap<String, serde_json::Value> {
     let mut out = std::collections::HashMap::new();
-    let Ok(text) = std::fs::read_to_string(file) else {
-        return out;
+    let text = match (file, stdin) {
+        (STDIN, Some(t)) => std::borrow::Cow::Borrowed(t),
+        _ => match std::fs::read_to_string(file) {
+            Ok(t) => std::borrow::Cow::Owned(t),
+            Err(_) => return out,
+        },
     };
     for doc in parse_documents(&text) {
         let source = format!("{file}#{}", doc.index);
@@ -674,27 +1001,44 @@ fn threads() -> usize {
         })
 }
 
+/// The resources and param kinds the policies of a run name: the CRDs that define one type
+/// a policy, the others need not be kept.
+#[derive(Default)]
+struct Wanted {
+    resources: std::collections::BTreeSet<GroupVersionResource>,
+    kinds: std::collections::BTreeSet<(String, String)>,
+}
+
+impl Wanted {
+    fn of<'v>(policies: impl IntoIterator<Item = &'v serde_json::Value>) -> Wanted {
+        let mut w = Wanted::default();
+        for value in policies {
+            let spec = value.get("spec").unwrap_or(&serde_json::Value::Null);
+            w.resources
+                .extend(celcost_core::vap::matched_resources(spec).0);
+            w.kinds.extend(celcost_core::vap::param_kind(spec));
+        }
+        w
+    }
+
+    /// Whether a CRD that defines these resources and kinds types a policy.
+    fn wants(&self, defines: &[(GroupVersionResource, String)]) -> bool {
+        defines.iter().any(|(gvr, kind)| {
+            self.resources.contains(gvr) || self.kinds.contains(&(gvr.api_version(), kind.clone()))
+        })
+    }
+}
+
 /// The CRDs (file index → sources) that define a resource or kind a policy of the input names.
 fn needed_crds(first: &[FirstPass]) -> std::collections::BTreeMap<usize, Vec<String>> {
-    let mut wanted_resources = std::collections::BTreeSet::new();
-    let mut wanted_kinds = std::collections::BTreeSet::new();
-    for f in first {
-        for slot in &f.slots {
-            if let Slot::Policy { value, .. } = slot {
-                let spec = value.get("spec").unwrap_or(&serde_json::Value::Null);
-                wanted_resources.extend(crate::vap::matched_resources(spec).0);
-                wanted_kinds.extend(crate::vap::param_kind(spec));
-            }
-        }
-    }
+    let wanted = Wanted::of(first.iter().flat_map(|f| &f.slots).filter_map(|s| match s {
+        Slot::Policy { value, .. } => Some(value),
+        Slot::Done(_) => None,
+    }));
     let mut needed: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
     for (i, f) in first.iter().enumerate() {
         for (source, defines) in &f.crds {
-            let wanted = defines.iter().any(|(gvr, kind)| {
-                wanted_resources.contains(gvr)
-                    || wanted_kinds.contains(&(gvr.api_version(), kind.clone()))
-            });
-            if wanted {
+            if wanted.wants(defines) {
                 needed.entry(i).or_default().push(source.clone());
             }
         }
@@ -720,28 +1064,20 @@ fn add_crds(catalog: &mut SchemaCatalog, name: &str, text: &str, sources: &[Stri
     }
 }
 
-fn first_pass_file(estimators: Minors<'_>, f: &Path, advice: &Advice) -> FirstPass {
-    let mut out = FirstPass::default();
-    let bytes = match std::fs::read(f) {
-        Ok(b) => b,
-        Err(e) => {
-            out.input_errors.push(format!("{}: {e}", f.display()));
-            return out;
+/// One input of a run: a file, or standard input ([`Run::stdin`]).
+enum Input {
+    File(PathBuf),
+    Stdin,
+}
+
+impl Input {
+    /// How sources and locations name it.
+    fn name(&self) -> String {
+        match self {
+            Input::File(f) => f.display().to_string(),
+            Input::Stdin => STDIN.to_string(),
         }
-    };
-    match String::from_utf8(bytes) {
-        Ok(text) => first_pass_text(
-            estimators,
-            &f.display().to_string(),
-            &text,
-            &mut out,
-            advice,
-        ),
-        Err(_) => out
-            .input_errors
-            .push(format!("{}: not UTF-8 text (binary file?)", f.display())),
     }
-    out
 }
 
 fn first_pass_text(
@@ -754,90 +1090,173 @@ fn first_pass_text(
     for (doc, positions) in parse_documents_located(text) {
         let source = format!("{name}#{}", doc.index);
         let positions = positions.map(std::sync::Arc::new);
-        match doc.value {
-            Err(e) => out.input_errors.push(format!("{source}: {e}")),
-            Ok(serde_json::Value::Null) => {}
-            Ok(v) if !v.is_object() => out.skipped.push(format!(
-                "{source}: not a Kubernetes object (a {})",
-                json_kind(&v)
-            )),
-            Ok(v) => {
-                for o in objects_of(&source, v) {
-                    let located = positions
-                        .clone()
-                        .and_then(|p| ObjectSource::of(name, p, &source, &o.source));
-                    match TargetKind::of(&o.value) {
-                        Some(
-                            TargetKind::ValidatingAdmissionPolicy
-                            | TargetKind::MutatingAdmissionPolicy,
-                        ) => out.slots.push(Slot::Policy {
-                            source: o.source,
-                            value: o.value,
-                            located,
-                        }),
-                        Some(TargetKind::CustomResourceDefinition) => {
-                            let defines = SchemaCatalog::crd_resources(&o.value);
-                            if !defines.is_empty() {
-                                out.crds.push((o.source.clone(), defines));
-                            }
-                            let (mut report, older) = estimators
-                                .estimate_keeping_older(
-                                    &o.value,
-                                    SchemaCatalog::builtin(),
-                                    |e, shared| Some(e.estimate_crd_shared(shared, &o.source)),
-                                )
-                                .unwrap_or_default();
-                            if let Some(e) = estimators.newest() {
-                                if let Some(settings) = &advice.suggest {
-                                    // Over a range, bounds that fit every minor of it.
-                                    let others: Vec<(&Estimator, &ObjectReport)> = match estimators
-                                    {
-                                        Minors::Range(r) => {
-                                            r.estimators().iter().zip(older.iter()).collect()
-                                        }
-                                        Minors::One(_) => Vec::new(),
-                                    };
-                                    let alike =
-                                        |a: &Estimator, b: &Estimator, v: &serde_json::Value| {
-                                            matches!(estimators, Minors::Range(r)
-                                            if r.estimate_alike(a, b, v, SchemaCatalog::builtin()))
-                                        };
-                                    report = crate::suggest::suggest_across_with(
-                                        e,
-                                        &others,
-                                        Some(&alike),
-                                        &o.value,
-                                        report,
-                                        settings,
-                                    );
-                                }
-                                e.offer_rewrites_in(&o.value, &mut report, advice.rewrites);
-                            }
-                            if let Some(l) = &located {
-                                l.attach(&mut report);
-                            }
-                            out.slots.push(Slot::Done(Box::new(report)));
-                        }
-                        None => {
-                            let kind = o
-                                .value
-                                .get("kind")
-                                .and_then(|k| k.as_str())
-                                .unwrap_or("(no kind)");
-                            let api = o
-                                .value
-                                .get("apiVersion")
-                                .and_then(|k| k.as_str())
-                                .unwrap_or("(no apiVersion)");
-                            out.skipped.push(format!(
-                                "{}: skipped {api} {kind}: not a CRD, ValidatingAdmissionPolicy or MutatingAdmissionPolicy",
-                                o.source
-                            ));
-                        }
-                    }
-                }
+        let v = match doc.value {
+            Err(e) => {
+                out.input_errors.push(format!("{source}: {e}"));
+                continue;
             }
+            Ok(serde_json::Value::Null) => continue,
+            Ok(v) if !v.is_object() => {
+                let what = json_kind(&v);
+                out.skipped
+                    .push(format!("{source}: not a Kubernetes object (a {what})"));
+                continue;
+            }
+            Ok(v) => v,
+        };
+        for o in objects_of(&source, v) {
+            let located = positions
+                .clone()
+                .and_then(|p| ObjectSource::of(name, p, &source, &o.source));
+            first_pass_object(estimators, o.source, o.value, located, advice, out);
         }
+    }
+}
+
+/// One object in the first pass: a CRD estimated (with the run's advice, located where it
+/// is), a policy kept for the second pass, another kind skipped.
+fn first_pass_object(
+    estimators: Minors<'_>,
+    source: String,
+    value: serde_json::Value,
+    located: Option<ObjectSource>,
+    advice: &Advice,
+    out: &mut FirstPass,
+) {
+    match TargetKind::of(&value) {
+        Some(TargetKind::ValidatingAdmissionPolicy | TargetKind::MutatingAdmissionPolicy) => {
+            out.slots.push(Slot::Policy {
+                source,
+                value,
+                located,
+            })
+        }
+        Some(TargetKind::CustomResourceDefinition) => {
+            let defines = SchemaCatalog::crd_resources(&value);
+            if !defines.is_empty() {
+                out.crds.push((source.clone(), defines));
+            }
+            let mut report = crd_report(estimators, &value, &source, advice);
+            if let Some(l) = &located {
+                l.attach(&mut report);
+            }
+            out.slots.push(Slot::Done(Box::new(report)));
+        }
+        None => {
+            let field = |k: &str, none: &'static str| {
+                value
+                    .get(k)
+                    .and_then(|k| k.as_str())
+                    .unwrap_or(none)
+                    .to_string()
+            };
+            let (kind, api) = (
+                field("kind", "(no kind)"),
+                field("apiVersion", "(no apiVersion)"),
+            );
+            out.skipped.push(format!(
+                "{source}: skipped {api} {kind}: not a CRD, ValidatingAdmissionPolicy or MutatingAdmissionPolicy"
+            ));
+        }
+    }
+}
+
+/// A CRD's report: estimated with every minor of the run, with the run's advice found by the
+/// newest minor's estimator (over a range, bounds that fit every minor of it).
+fn crd_report(
+    estimators: Minors<'_>,
+    value: &serde_json::Value,
+    source: &str,
+    advice: &Advice,
+) -> ObjectReport {
+    let (mut report, older) = estimators
+        .estimate_keeping_older(value, SchemaCatalog::builtin(), |e, shared| {
+            Some(e.estimate_crd_shared(shared, source))
+        })
+        .unwrap_or_default();
+    let Some(e) = estimators.newest() else {
+        return report;
+    };
+    if let Some(settings) = &advice.suggest {
+        let others: Vec<(&Estimator, &ObjectReport)> = match estimators {
+            Minors::Range(r) => r.estimators().iter().zip(older.iter()).collect(),
+            Minors::One(_) => Vec::new(),
+        };
+        let alike = |a: &Estimator, b: &Estimator, v: &serde_json::Value| {
+            matches!(estimators, Minors::Range(r)
+                if r.estimate_alike(a, b, v, SchemaCatalog::builtin()))
+        };
+        report = celcost_advice::suggest::suggest_across_with(
+            e,
+            &others,
+            Some(&alike),
+            value,
+            report,
+            settings,
+        );
+    }
+    celcost_advice::rewrite::offer_rewrites_in(e, value, &mut report, advice.rewrites);
+    report
+}
+
+/// Objects as an API server stores them (`celcost estimate --cluster`, [`cluster`]), fed
+/// to a run in pages: the policies first (few), then the CRDs page by page, each estimated as
+/// it comes (in parallel) and dropped but for those that type a policy; the policies last,
+/// typed by them. Every CRD also gets, in `update`, the newest minor's verdict on an update
+/// that keeps it as stored (what the next `kubectl apply` or `helm upgrade` of the same
+/// manifest meets there: `celcost diff`'s rules for a stored object).
+pub struct Stored<'r, 'a> {
+    run: &'r Run<'a>,
+    first: FirstPass,
+    policies: Vec<(String, serde_json::Value)>,
+    wanted: Wanted,
+    catalog: SchemaCatalog,
+}
+
+impl<'a> Run<'a> {
+    /// A run over stored objects, starting with its policies (`source`, object).
+    pub fn stored<'r>(&'r self, policies: Vec<(String, serde_json::Value)>) -> Stored<'r, 'a> {
+        Stored {
+            run: self,
+            first: FirstPass::default(),
+            wanted: Wanted::of(policies.iter().map(|(_, v)| v)),
+            policies,
+            catalog: self.catalog.clone(),
+        }
+    }
+}
+
+impl Stored<'_, '_> {
+    /// A page of stored CRDs (`source`, object), estimated.
+    pub fn crds(&mut self, page: Vec<(String, serde_json::Value)>) {
+        let (run, wanted) = (self.run, &self.wanted);
+        let reports = parallel(&page, threads(), |(source, value)| {
+            let mut report = crd_report(run.minors, value, source, &run.advice);
+            if let (None, Some(e)) = (&report.stopped, run.minors.newest()) {
+                report.update = e.update_verdict(value, value, &report, source);
+            }
+            let typing = wanted.wants(&SchemaCatalog::crd_resources(value));
+            (report, typing)
+        });
+        for ((_, value), (report, typing)) in page.into_iter().zip(reports) {
+            if typing {
+                self.catalog.add_crd(value);
+            }
+            self.first.slots.push(Slot::Done(Box::new(report)));
+        }
+    }
+
+    /// The run's outcome: the CRDs' reports in the order they came, then the policies'.
+    pub fn finish(mut self) -> Outcome {
+        for (source, value) in self.policies {
+            self.first.slots.push(Slot::Policy {
+                source,
+                value,
+                located: None,
+            });
+        }
+        self.run
+            .second_pass(vec![self.first], &self.catalog, Outcome::default())
     }
 }
 
@@ -881,7 +1300,7 @@ fn ranged(mut reports: Vec<ObjectReport>) -> ObjectReport {
     if reports.len() == 1 {
         reports.pop().unwrap_or_default()
     } else {
-        crate::report::versions::combine(reports)
+        celcost_core::estimate::versions::combine(reports)
     }
 }
 
@@ -910,6 +1329,24 @@ mod tests {
         assert_eq!(o.exit_code(), 1);
         o.input_errors.push("x".into());
         assert_eq!(o.exit_code(), 2);
+    }
+
+    #[test]
+    fn outputs_name_a_format_and_maybe_a_file() {
+        let spec = |s: &str| parse_output(s).unwrap();
+        assert_eq!(spec("json").format, OutputFormat::Json);
+        assert_eq!(spec("JUnit=a=b.xml").file, Some(PathBuf::from("a=b.xml")));
+        assert_eq!(spec("sarif=-").file, None);
+        assert!(
+            parse_output("yaml")
+                .unwrap_err()
+                .contains("table, json, markdown, sarif, github, junit")
+        );
+        assert!(parse_output("json=").is_err());
+        assert_eq!(check_outputs(vec![]).unwrap(), vec![spec("table")]);
+        assert!(check_outputs(vec![spec("json"), spec("table")]).is_err());
+        assert!(check_outputs(vec![spec("json=a"), spec("sarif=a")]).is_err());
+        assert!(check_outputs(vec![spec("json=a"), spec("sarif=b"), spec("table")]).is_ok());
     }
 
     #[test]

@@ -12,17 +12,17 @@
 //! - every input error and report names its source;
 //! - every output renders, and the JSON output parses back into the reports;
 //! - `crd_document` and `policy_document`: the fast YAML reader reads every document it takes
-//!   as the general parser does ([`crate::input::check_fast_reader`]).
+//!   as the general parser does ([`celcost_core::input::check_fast_reader`]).
 
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
 use crate::cli::{Outcome, Run};
-use crate::estimate::Estimator;
-use crate::fixtures;
-use crate::report::{INTERNAL_ERROR, ObjectReport, WORK_BUDGET_EXCEEDED};
-use crate::suggest::Settings;
+use celcost_advice::suggest::Settings;
+use celcost_core::estimate::Estimator;
+use celcost_core::fixtures;
+use celcost_core::report::{INTERNAL_ERROR, ObjectReport, WORK_BUDGET_EXCEEDED};
 
 /// Inputs up to this size must be estimated within the default work budget.
 pub const SMALL_INPUT: usize = 16 << 10;
@@ -36,7 +36,7 @@ fn estimator() -> &'static Estimator {
 }
 
 fn settings() -> Settings {
-    Settings::new(crate::report::DEFAULT_NEAR_BUDGET_PERCENT)
+    Settings::new(celcost_core::report::DEFAULT_NEAR_BUDGET_PERCENT)
 }
 
 /// `cel_expression`: the bytes (as UTF-8) as a CEL expression in every place one is estimated —
@@ -83,7 +83,7 @@ pub fn crd_document(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    crate::input::check_fast_reader(text);
+    celcost_core::input::check_fast_reader(text);
     let outcome = estimate_text(text);
     check(&outcome, data.len());
 }
@@ -95,7 +95,7 @@ pub fn policy_document(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    crate::input::check_fast_reader(text);
+    celcost_core::input::check_fast_reader(text);
     let mut all = String::with_capacity(WIDGETS_CRD.len() + text.len() + 8);
     all.push_str(WIDGETS_CRD);
     all.push_str("\n---\n");
@@ -116,7 +116,7 @@ fn estimate_text(text: &str) -> Outcome {
 }
 
 /// Every error has its parts, and they make its text.
-fn check_error_parts(errors: &[String], parts: &[crate::report::ErrorParts]) {
+fn check_error_parts(errors: &[String], parts: &[celcost_core::report::ErrorParts]) {
     assert_eq!(errors.len(), parts.len(), "{errors:?}");
     for (e, p) in errors.iter().zip(parts) {
         let text = if p.field.is_empty() {
@@ -141,7 +141,7 @@ pub fn check(outcome: &Outcome, len: usize) {
     }
     // Every output renders; the JSON output (one line a report) is the reports.
     let reports = &outcome.reports;
-    let json = crate::output::json::render_json(reports);
+    let json = celcost_advice::output::json::render_json(reports);
     let back: Vec<ObjectReport> = json
         .lines()
         .map(|l| {
@@ -162,13 +162,13 @@ pub fn check(outcome: &Outcome, len: usize) {
         })
         .collect();
     assert_eq!(back, without_parts, "the JSON output is the reports");
-    let near = crate::report::DEFAULT_NEAR_BUDGET_PERCENT;
-    let _ = crate::output::table::render_table(reports);
-    let _ = crate::output::markdown::render_markdown(reports);
-    let sarif = crate::output::sarif::render_sarif(reports, near);
+    let near = celcost_core::report::DEFAULT_NEAR_BUDGET_PERCENT;
+    let _ = celcost_advice::output::table::render_table(reports);
+    let _ = celcost_advice::output::markdown::render_markdown(reports);
+    let sarif = celcost_advice::output::sarif::render_sarif(reports, near);
     serde_json::from_str::<Value>(&sarif)
         .unwrap_or_else(|e| panic!("the SARIF output does not parse: {e}\n{sarif}"));
-    let _ = crate::output::github::render_github(reports, near);
+    let _ = celcost_advice::output::github::render_github(reports, near);
     let _ = outcome.exit_code_failing_at(Some(near));
 }
 

@@ -3,6 +3,9 @@
 //! CustomResourceDefinition with a group under `$CELCOST_CORPUS` (the corpus or its `crds`),
 //! by default `../shared/corpus/crds` beside the checkout, in file order.
 
+// Shared by the test and bench binaries that include this file: `pub` for them, not an API.
+#![allow(unreachable_pub)]
+
 use std::path::PathBuf;
 
 use serde_json::Value;

@@ -2,6 +2,8 @@
 //! grows in that dimension only. The scaling benchmark measures them at n, 2n, 4n and 8n; tests
 //! check their step counts (deterministic) for linear growth.
 
+// Shared by the test and bench binaries that include this file: `pub` for them, not an API.
+#![allow(unreachable_pub)]
 #![allow(dead_code)]
 
 use std::fmt::Write as _;

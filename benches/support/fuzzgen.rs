@@ -8,6 +8,8 @@
 //! anywhere else on the path), when a small generated input goes over the default work budget,
 //! or when it takes longer than [`SLOW_CASE`].
 
+// Shared by the test and bench binaries that include this file: `pub` for them, not an API.
+#![allow(unreachable_pub)]
 #![allow(dead_code)]
 
 use std::fmt::Write as _;

@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 
 use corpus::corpus_crds;
 
+mod cluster_input;
 #[path = "../../benches/support/corpus.rs"]
 mod corpus;
 mod faults;

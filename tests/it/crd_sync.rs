@@ -20,7 +20,7 @@ fn committed_crd_matches_the_rust_types() {
         .unwrap_or_else(|e| panic!("cannot read {PATH}: {e}; run `just generate`"));
     assert!(
         committed == generated,
-        "crds/costreport.yaml is out of date with src/controller/resource.rs: run `just generate` \
+        "crds/costreport.yaml is out of date with crates/celcost-operator/src/resource.rs: run `just generate` \
          (or CELCOST_UPDATE_CRDS=1 cargo test --test it crd_sync::)"
     );
 }

@@ -281,6 +281,82 @@ fn chart_version_follows_cargo_toml() {
     );
 }
 
+/// The Artifact Hub annotations: each YAML one parses as Artifact Hub reads it, and says what
+/// the chart has — its CRDs (crds/), the image values.yaml and appVersion give, a category and
+/// change kinds Artifact Hub knows.
+#[test]
+fn artifact_hub_annotations_describe_the_chart() {
+    let chart: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(chart_dir().join("Chart.yaml")).unwrap())
+            .unwrap();
+    let a = &chart["annotations"];
+    let yaml = |key: &str| -> Vec<Value> {
+        let text = a[key].as_str().unwrap_or_else(|| panic!("no {key}"));
+        serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{key}: {e}"))
+    };
+    let categories = [
+        "ai-machine-learning",
+        "database",
+        "integration-delivery",
+        "monitoring-logging",
+        "networking",
+        "security",
+        "storage",
+        "streaming-messaging",
+    ];
+    assert!(categories.contains(&a["artifacthub.io/category"].as_str().unwrap()));
+    let changes = yaml("artifacthub.io/changes");
+    assert!(!changes.is_empty());
+    for c in &changes {
+        let kinds = [
+            "added",
+            "changed",
+            "deprecated",
+            "removed",
+            "fixed",
+            "security",
+        ];
+        assert!(kinds.contains(&c["kind"].as_str().unwrap()), "{c}");
+        assert!(
+            c["description"].as_str().is_some_and(|d| !d.is_empty()),
+            "{c}"
+        );
+    }
+    let crds: Vec<Value> = std::fs::read_dir(chart_dir().join("crds"))
+        .unwrap()
+        .flat_map(|e| parse_docs(&std::fs::read_to_string(e.unwrap().path()).unwrap()))
+        .collect();
+    let listed = yaml("artifacthub.io/crds");
+    assert_eq!(listed.len(), crds.len());
+    for crd in &crds {
+        let l = listed
+            .iter()
+            .find(|l| l["name"] == crd["metadata"]["name"])
+            .unwrap_or_else(|| panic!("{} is not in artifacthub.io/crds", crd["metadata"]["name"]));
+        assert_eq!(l["kind"], crd["spec"]["names"]["kind"]);
+        let served: Vec<&Value> = crd["spec"]["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|v| v["storage"] == true)
+            .map(|v| &v["name"])
+            .collect();
+        assert_eq!(served, [&l["version"]]);
+        assert!(l["displayName"].is_string() && l["description"].is_string());
+    }
+    let values: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(chart_dir().join("values.yaml")).unwrap())
+            .unwrap();
+    let image = format!(
+        "{}:{}",
+        values["image"]["repository"].as_str().unwrap(),
+        app_version()
+    );
+    let images = yaml("artifacthub.io/images");
+    assert_eq!(images.len(), 1);
+    assert_eq!(images[0]["image"], image.as_str());
+}
+
 /// crds/costreport.yaml and the Grafana dashboard are copied into the chart (Helm reads
 /// nothing outside it); the copies must be the repository's, byte for byte.
 /// `CELCOST_UPDATE_CRDS=1` (as tests/it/crd_sync.rs) writes the CRD's copy.

@@ -1,55 +1,82 @@
-//! The layers of `src/` (the table in `src/lib.rs`'s documentation): each top-level module imports
-//! only from the layers below it, and from the few modules of its own layer this table names.
-//! The test reads `src/` (every `crate::…` path: `use` declarations and paths inline, and
-//! `super::` paths that climb out of a top-level module) and fails on an import outside the
-//! table, on a circle, and on a module the table does not place. Inside `src/controller/` it also
-//! reads which module (file) imports which, across the folders, and fails on a circle among them. Test code (`#[cfg(test)]`
-//! items, `tests.rs` files) may use any layer: a test of a lower layer may drive the whole
-//! estimator.
+//! The layers inside each crate of the workspace. Cargo holds the layers *between* the crates
+//! (`celcost-core` ← `celcost-advice` ← `celcost-operator` ← `celcost`: each depends only on
+//! those before it, docs/architecture.md); this test holds those *inside* a crate: each
+//! top-level module of a crate imports only from the layers below it, and from the few modules
+//! of its own layer the table names. The test reads each crate's `src/` (every `crate::…` path:
+//! `use` declarations and paths inline, and `super::` paths that climb out of a top-level
+//! module) and fails on an import outside the table, on a circle, and on a module the table does
+//! not place. In the operator it also reads which module (file) imports which, across the
+//! folders, and fails on a circle among them. Test code (`#[cfg(test)]` items, `tests.rs` files)
+//! may use any layer. It also checks that the estimator's crate links no cluster client.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The layers, lowest first. A module may import any module of a lower layer.
-const LAYERS: &[(&str, &[&str])] = &[
-    // Work budgets, Go regexps, YAML input with positions; the report model, its limits, the
-    // shared constants and number formatting.
-    (
-        "base",
-        &[
-            "budget",
-            "goregexp",
-            "positions",
-            "input",
-            "report",
-            "fixtures",
+/// A crate of the workspace and its layers, lowest first: a module may import any module of a
+/// lower layer, and of its own layer where `same_layer` says so (importer, imported).
+struct Crate {
+    name: &'static str,
+    /// Its `src/`, from the workspace's root.
+    src: &'static str,
+    layers: &'static [(&'static str, &'static [&'static str])],
+    same_layer: &'static [(&'static str, &'static str)],
+}
+
+const CRATES: &[Crate] = &[
+    Crate {
+        name: "celcost-core",
+        src: "crates/celcost-core/src",
+        layers: &[
+            // Work budgets, Go regexps, YAML input with positions; the objects tests wrap
+            // their cases in.
+            (
+                "base",
+                &["budget", "goregexp", "positions", "input", "fixtures"],
+            ),
+            ("cel", &["cel"]),
+            ("schemas", &["schema"]),
+            // The report model, its limits, the shared constants and number formatting (it
+            // names the minor a report was made by: `cel::minor`).
+            ("report", &["report"]),
+            ("objects", &["crd", "vap"]),
+            // Pure: no advice, no rendering.
+            ("estimate", &["estimate", "diff", "locate"]),
         ],
-    ),
-    ("cel", &["cel"]),
-    ("schemas", &["schema"]),
-    ("objects", &["crd", "vap"]),
-    // Pure: no advice, no rendering.
-    ("estimate", &["estimate", "diff", "locate"]),
-    ("advice", &["suggest", "rewrite", "fix"]),
-    ("output", &["output"]),
-    ("front ends", &["cli", "controller", "fuzzing"]),
+        same_layer: &[
+            ("input", "positions"),
+            ("vap", "crd"),
+            ("locate", "input"),
+            ("locate", "positions"),
+        ],
+    },
+    Crate {
+        name: "celcost-advice",
+        src: "crates/celcost-advice/src",
+        layers: &[
+            ("advice", &["suggest", "rewrite", "fix"]),
+            ("output", &["output"]),
+        ],
+        // `celcost fix` writes the bounds the suggestions found.
+        same_layer: &[("fix", "suggest")],
+    },
+    Crate {
+        name: "celcost-operator",
+        src: "crates/celcost-operator/src",
+        layers: OPERATOR_LAYERS,
+        same_layer: &[],
+    },
+    Crate {
+        name: "celcost",
+        src: "src",
+        layers: &[("front ends", &["cli", "fuzzing"])],
+        // The fuzz targets' bodies drive the command line's path.
+        same_layer: &[("fuzzing", "cli")],
+    },
 ];
 
-/// Imports allowed within a layer (importer, imported).
-const SAME_LAYER: &[(&str, &str)] = &[
-    // The fuzz targets' bodies drive the command line's path.
-    ("fuzzing", "cli"),
-    ("input", "positions"),
-    // `celcost fix` writes the bounds the suggestions found.
-    ("fix", "suggest"),
-    ("vap", "crd"),
-    ("locate", "input"),
-    ("locate", "positions"),
-];
-
-/// The layers inside `src/controller/`, lowest first: each folder imports only from lower
-/// ones (and `crate::` modules below the operator).
-const CONTROLLER_LAYERS: &[(&str, &[&str])] = &[
+/// The layers of the operator's crate, lowest first: each folder imports only from lower ones
+/// (and from the crates below the operator).
+const OPERATOR_LAYERS: &[(&str, &[&str])] = &[
     // Retry delays, errors, logs, the `CostReport` custom resource.
     ("shared", &["backoff", "error", "telemetry", "resource"]),
     // Leader election; watches, the admin server and metrics.
@@ -58,11 +85,21 @@ const CONTROLLER_LAYERS: &[(&str, &[&str])] = &[
     ("reports", &["reports"]),
     // The admission webhook, its warnings (from the reports' status) and certificates.
     ("webhook", &["webhook"]),
-    // `run`: wires it all.
-    ("the operator", &["mod"]),
 ];
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn src_of(krate: &Crate) -> PathBuf {
+    workspace().join(krate.src)
+}
+
+fn operator() -> &'static Crate {
+    CRATES
+        .iter()
+        .find(|c| c.name == "celcost-operator")
+        .unwrap()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -89,6 +126,10 @@ fn module_path(rel: &Path) -> Vec<String> {
         .collect();
     let last = parts.pop().unwrap();
     let stem = last.trim_end_matches(".rs");
+    // A crate's root (`lib.rs`, `main.rs`) is the empty path.
+    if parts.is_empty() && (stem == "lib" || stem == "main") {
+        return parts;
+    }
     if stem != "mod" {
         parts.push(stem.to_string());
     }
@@ -290,8 +331,8 @@ fn crate_paths(code: &str, module: &[String]) -> Vec<(String, String)> {
 }
 
 /// The crate root's re-exports (`pub use estimate::Estimator;` → `Estimator` → `estimate`).
-fn root_aliases() -> BTreeMap<String, String> {
-    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+fn root_aliases(krate: &Crate) -> BTreeMap<String, String> {
+    let lib = std::fs::read_to_string(src_of(krate).join("lib.rs")).unwrap();
     let mut out = BTreeMap::new();
     // Only the root's own `pub use` lines (not those of the modules inlined in it).
     for line in lib.lines() {
@@ -305,9 +346,9 @@ fn root_aliases() -> BTreeMap<String, String> {
     out
 }
 
-/// The top-level modules `src/lib.rs` declares.
-fn declared_modules() -> BTreeSet<String> {
-    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+/// The top-level modules a crate's `lib.rs` declares.
+fn declared_modules(krate: &Crate) -> BTreeSet<String> {
+    let lib = std::fs::read_to_string(src_of(krate).join("lib.rs")).unwrap();
     lib.lines()
         .filter_map(|l| l.trim().strip_prefix("pub mod "))
         .filter_map(|l| l.strip_suffix(';'))
@@ -316,16 +357,16 @@ fn declared_modules() -> BTreeSet<String> {
 }
 
 /// Every import between top-level modules: (importer, imported) → the files that import.
-fn imports() -> BTreeMap<(String, String), BTreeSet<String>> {
-    let root = src();
-    let aliases = root_aliases();
+fn imports(krate: &Crate) -> BTreeMap<(String, String), BTreeSet<String>> {
+    let root = src_of(krate);
+    let aliases = root_aliases(krate);
     let mut files = Vec::new();
     rust_files(&root, &mut files);
     let mut out: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for f in files {
         let rel = f.strip_prefix(&root).unwrap().to_path_buf();
         let module = module_path(&rel);
-        if module.len() == 1 && (module[0] == "lib" || module[0] == "main") {
+        if module.is_empty() {
             continue;
         }
         if module.last().is_some_and(|m| m == "tests") {
@@ -475,10 +516,10 @@ fn module_imports(files: &[(Vec<String>, String)]) -> BTreeSet<(String, String)>
 }
 
 /// The operator's files as [`module_imports`] reads them (test files left out).
-fn controller_files() -> Vec<(Vec<String>, String)> {
-    let root = src();
+fn operator_files() -> Vec<(Vec<String>, String)> {
+    let root = src_of(operator());
     let mut files = Vec::new();
-    rust_files(&root.join("controller"), &mut files);
+    rust_files(&root, &mut files);
     files
         .into_iter()
         .filter_map(|f| {
@@ -533,109 +574,123 @@ fn circle(edges: &BTreeSet<(String, String)>) -> Option<Vec<String>> {
 
 #[test]
 fn every_module_has_a_layer() {
-    let declared = declared_modules();
-    let placed: BTreeSet<String> = LAYERS
-        .iter()
-        .flat_map(|(_, ms)| ms.iter().map(|m| m.to_string()))
-        .collect();
-    assert_eq!(
-        declared, placed,
-        "src/lib.rs's modules and the layers of tests/it/layers.rs differ: place every module in \
-         one layer"
-    );
+    for krate in CRATES {
+        let placed: BTreeSet<String> = krate
+            .layers
+            .iter()
+            .flat_map(|(_, ms)| ms.iter().map(|m| m.to_string()))
+            .collect();
+        assert_eq!(
+            declared_modules(krate),
+            placed,
+            "{}'s modules (its lib.rs) and its layers in tests/it/layers.rs differ: place every \
+             module in one layer",
+            krate.name
+        );
+    }
 }
 
 #[test]
 fn imports_follow_the_layers() {
-    let mut wrong = Vec::new();
-    let mut edges = BTreeSet::new();
-    for ((from, to), files) in imports() {
-        let (Some(lf), Some(lt)) = (layer_of(LAYERS, &from), layer_of(LAYERS, &to)) else {
-            wrong.push(format!(
-                "{from} → {to}: a module without a layer ({files:?})"
-            ));
-            continue;
-        };
-        let allowed = lt < lf || SAME_LAYER.contains(&(from.as_str(), to.as_str()));
-        if !allowed {
-            wrong.push(format!(
-                "{from} ({}) → {to} ({}) in {}",
-                LAYERS[lf].0,
-                LAYERS[lt].0,
-                files.into_iter().collect::<Vec<_>>().join(", ")
-            ));
+    for krate in CRATES {
+        let mut wrong = Vec::new();
+        let mut edges = BTreeSet::new();
+        for ((from, to), files) in imports(krate) {
+            let (Some(lf), Some(lt)) = (layer_of(krate.layers, &from), layer_of(krate.layers, &to))
+            else {
+                wrong.push(format!(
+                    "{from} → {to}: a module without a layer ({files:?})"
+                ));
+                continue;
+            };
+            let allowed = lt < lf || krate.same_layer.contains(&(from.as_str(), to.as_str()));
+            if !allowed {
+                wrong.push(format!(
+                    "{from} ({}) → {to} ({}) in {}",
+                    krate.layers[lf].0,
+                    krate.layers[lt].0,
+                    files.into_iter().collect::<Vec<_>>().join(", ")
+                ));
+            }
+            edges.insert((from, to));
         }
-        edges.insert((from, to));
+        assert!(
+            wrong.is_empty(),
+            "{}: imports outside the layers (tests/it/layers.rs):\n  {}",
+            krate.name,
+            wrong.join("\n  ")
+        );
+        assert_eq!(
+            circle(&edges),
+            None,
+            "{}: a circle between top-level modules",
+            krate.name
+        );
     }
-    assert!(
-        wrong.is_empty(),
-        "imports outside the layers (tests/it/layers.rs):\n  {}",
-        wrong.join("\n  ")
-    );
-    assert_eq!(circle(&edges), None, "a circle between top-level modules");
 }
 
 #[test]
-fn the_operator_keeps_its_layers() {
-    let root = src().join("controller");
-    let mut files = Vec::new();
-    rust_files(&root, &mut files);
-    let mut wrong = Vec::new();
-    let mut edges = BTreeSet::new();
-    let mut unplaced = BTreeSet::new();
-    for f in files {
-        let rel = f.strip_prefix(&root).unwrap().to_path_buf();
-        let module = module_path(&rel);
-        let own = module.first().cloned().unwrap_or_else(|| "mod".into());
-        if module.last().is_some_and(|m| m == "tests") {
-            continue;
-        }
-        let Some(lf) = layer_of(CONTROLLER_LAYERS, &own) else {
-            unplaced.insert(own);
-            continue;
-        };
-        let mut full = vec!["controller".to_string()];
-        full.extend(module.iter().cloned());
-        let code = without_tests(&code_of(&std::fs::read_to_string(&f).unwrap()));
-        for (first, second) in crate_paths(&code, &full) {
-            if first != "controller" || second.is_empty() || second == own {
-                continue;
-            }
-            match layer_of(CONTROLLER_LAYERS, &second) {
-                Some(lt) if lt < lf => {}
-                _ => wrong.push(format!(
-                    "controller::{own} → controller::{second} in {}",
-                    rel.display()
-                )),
-            }
-            edges.insert((own.clone(), second));
-        }
+fn the_layers_see_imports() {
+    // The reader finds the imports the tables are about: a table that matched nothing would pass
+    // whatever the code does.
+    let core = imports(&CRATES[0]);
+    for edge in [("crd", "cel"), ("estimate", "crd"), ("vap", "crd")] {
+        assert!(
+            core.contains_key(&(edge.0.to_string(), edge.1.to_string())),
+            "{edge:?} not seen in celcost-core"
+        );
     }
-    assert!(
-        unplaced.is_empty(),
-        "src/controller/ parts without a layer: {unplaced:?}"
-    );
-    assert!(
-        wrong.is_empty(),
-        "imports outside the operator's layers (tests/it/layers.rs):\n  {}",
-        wrong.join("\n  ")
-    );
-    assert_eq!(circle(&edges), None);
+    let ops = imports(operator());
+    for edge in [
+        ("reports", "resource"),
+        ("webhook", "reports"),
+        ("serve", "backoff"),
+    ] {
+        assert!(
+            ops.contains_key(&(edge.0.to_string(), edge.1.to_string())),
+            "{edge:?} not seen in celcost-operator: {:?}",
+            ops.keys().collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn the_estimator_links_no_cluster_client() {
+    // `celcost-core` is the pure library: no cluster client, no runtime, no server.
+    let manifest =
+        std::fs::read_to_string(workspace().join("crates/celcost-core/Cargo.toml")).unwrap();
+    let deps: BTreeSet<&str> = manifest
+        .lines()
+        .filter_map(|l| l.split(['.', ' ', '=']).next())
+        .filter(|n| !n.is_empty() && !n.starts_with(['#', '[']))
+        .collect();
+    assert!(deps.contains("serde_json"), "the reader found {deps:?}");
+    for client in [
+        "kube",
+        "kube-runtime",
+        "tokio",
+        "hyper",
+        "axum",
+        "tower",
+        "rustls",
+    ] {
+        assert!(
+            !deps.contains(client),
+            "celcost-core depends on {client}: the estimator is a pure library"
+        );
+    }
 }
 
 #[test]
 fn no_circle_between_the_operators_modules() {
-    let files = controller_files();
+    let files = operator_files();
     assert!(files.len() > 20, "{} files", files.len());
     let edges = module_imports(&files);
     // The reader sees across the folders.
     for edge in [
-        ("controller::reports::status", "controller::reports::stored"),
-        ("controller::webhook::warnings", "controller::resource"),
-        (
-            "controller::reports::reconcile",
-            "controller::reports::status",
-        ),
+        ("reports::status", "reports::stored"),
+        ("webhook::warnings", "resource"),
+        ("reports::reconcile", "reports::status"),
     ] {
         assert!(
             edges.contains(&(edge.0.to_string(), edge.1.to_string())),

@@ -9,7 +9,9 @@ mod families;
 #[path = "../../benches/support/fuzzgen.rs"]
 mod fuzzgen;
 
+mod action;
 mod bad_input;
+mod causes;
 mod ci_output;
 mod cli_versions;
 mod conformance;
@@ -27,6 +29,7 @@ mod layers;
 mod leader;
 mod locations;
 mod minors;
+mod pipes;
 mod range;
 mod rewrites;
 mod suggestions;

@@ -74,7 +74,7 @@ fn rewrite_catalog_over_the_corpus() {
                 let mut report: ObjectReport = e.estimate_crd(&o.value, &o.source);
                 estimate_time += t.elapsed();
                 let t = Instant::now();
-                e.offer_rewrites(&o.value, &mut report);
+                celcost::rewrite::offer_rewrites(&e, &o.value, &mut report);
                 rewrite_time += t.elapsed();
                 for s in &report.schemas {
                     for r in &s.rules {
@@ -277,7 +277,7 @@ fn crd_with_list(groups: u64, max_items: u64) -> Value {
 fn rewrites_of(crd: &Value, scope: celcost::rewrite::Scope) -> (u64, usize) {
     let e = Estimator::default();
     let mut report = e.estimate_crd(crd, "test");
-    e.offer_rewrites_in(crd, &mut report, scope);
+    celcost::rewrite::offer_rewrites_in(&e, crd, &mut report, scope);
     let r = &report.schemas[0].rules[0];
     (r.cost, r.rewrites.len())
 }

@@ -1,4 +1,7 @@
 //! What the corpus tests share: where `../shared/corpus` is, and its manifests in a stable order.
+
+// Shared by the test and bench binaries that include this file: `pub` for them, not an API.
+#![allow(unreachable_pub)]
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,311 @@
+//! Compiling one rule the way apiextensions `schema/cel/compilation.go` `compileRule` does.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::cel::ast::ExprId;
+use crate::cel::checker::CheckedExpr;
+use crate::cel::cost::{AstNode, Size, by_either_algorithm, estimate};
+use crate::cel::env::{CheckerPanic, Env};
+use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
+use crate::cel::types::Type;
+use crate::schema::ValidationRule;
+use crate::schema::decltype::{DeclType, DeclTypeProvider, RuleSizes};
+
+/// A rule compile error (`apiservercel.Error`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CelError {
+    pub required: bool,
+    pub detail: String,
+}
+
+/// What the API server's `CompilationResult` holds, plus what drove the size estimates.
+#[derive(Clone, Debug, Default)]
+pub struct RuleCompilation {
+    pub max_cost: u64,
+    pub error: Option<CelError>,
+    pub uses_old_self: bool,
+    pub message_expression_cost: Option<u64>,
+    pub message_error: Option<String>,
+    /// Schema paths below the rule node (relative, display form) whose size came from the
+    /// request-size estimate.
+    pub unbounded_fields: Vec<String>,
+    /// The API server panics compiling the rule or its messageExpression (which it compiles
+    /// when it gets there): the request fails as a whole.
+    pub panic: Option<CheckerPanic>,
+}
+
+/// Records the unbounded schema nodes whose size a cost read: asked by a call's cost (cel-go
+/// before v0.23), or sized ahead and read later (v0.23+, which sizes every node it walks; a size
+/// no cost reads drives nothing). Those are the candidates; which of them *change* the cost is
+/// measured by estimating again with each sized 0 ([`cost_and_drivers`]).
+struct Recording<'a> {
+    inner: &'a RuleSizes,
+    seen: RefCell<Vec<String>>,
+    /// Unbounded nodes sized ahead, by expression, until a cost reads them.
+    probed: RefCell<HashMap<ExprId, String>>,
+    /// The unbounded node (relative, display form) sized 0 in this estimate.
+    capped: Option<&'a str>,
+}
+
+impl Recording<'_> {
+    fn record(&self, rel: String) {
+        let mut seen = self.seen.borrow_mut();
+        if !seen.contains(&rel) {
+            seen.push(rel);
+        }
+    }
+
+    /// The size, and the path (relative, display form) of an unbounded node.
+    fn resolve(&self, node: &AstNode<'_>) -> Option<(Size, Option<String>)> {
+        let path = node.path_elems();
+        let t = self.inner.resolve(&path)?;
+        if t.minor_rules != 0 {
+            crate::cel::version::consulted::note(t.minor_rules);
+        }
+        let rel = t
+            .is_unbounded_sized()
+            .then(|| crate::schema::decltype::display_path(&path[1..]));
+        if self.capped.is_some() && rel.as_deref() == self.capped {
+            return Some((Size::new(0, 0), None));
+        }
+        Some((Size::new(0, t.max_elements as u64), rel))
+    }
+}
+
+impl SizeSource for Recording<'_> {
+    fn estimate_size(&self, node: &AstNode<'_>) -> Option<Size> {
+        let (size, rel) = self.resolve(node)?;
+        if let Some(rel) = rel {
+            self.record(rel);
+        }
+        Some(size)
+    }
+
+    fn probe_size(&self, node: &AstNode<'_>) -> Option<Size> {
+        let (size, rel) = self.resolve(node)?;
+        match (rel, node.expr) {
+            (Some(rel), Some(e)) => {
+                self.probed.borrow_mut().insert(e.id, rel);
+            }
+            (Some(rel), None) => self.record(rel),
+            (None, _) => {}
+        }
+        Some(size)
+    }
+
+    fn size_consumed(&self, origin: ExprId) {
+        let rel = self.probed.borrow().get(&origin).cloned();
+        if let Some(rel) = rel {
+            self.record(rel);
+        }
+    }
+}
+
+/// A rule's variables: `self` of the node's type, `oldSelf` the same (optional with
+/// `optionalOldSelf`).
+pub fn rule_variables(rule: &ValidationRule, decl: &DeclType) -> Vec<(String, Type)> {
+    let self_type = decl.cel.clone();
+    let old_self = if rule.optional_old_self == Some(true) {
+        Type::optional(self_type.clone())
+    } else {
+        self_type.clone()
+    };
+    vec![
+        ("self".to_string(), self_type),
+        ("oldSelf".to_string(), old_self),
+    ]
+}
+
+/// Compiles a rule (and its messageExpression) against the node's DeclType.
+pub fn compile_rule(
+    env: &Env,
+    rule: &ValidationRule,
+    decl: &Arc<DeclType>,
+    provider: &DeclTypeProvider,
+) -> RuleCompilation {
+    compile_rule_in(env, env, rule, decl, provider)
+}
+
+/// As [`compile_rule`], the rule in `env` and its messageExpression in `message_env` (the
+/// `EnvLoader` of `compileRule`: on update, each in the stored-expressions environment when the
+/// stored object has it, else in the new-expressions one).
+pub fn compile_rule_in(
+    env: &Env,
+    message_env: &Env,
+    rule: &ValidationRule,
+    decl: &Arc<DeclType>,
+    provider: &DeclTypeProvider,
+) -> RuleCompilation {
+    let mut out = RuleCompilation::default();
+    if rule.rule.trim().is_empty() {
+        return out;
+    }
+    if decl.minor_rules != 0 {
+        crate::cel::version::consulted::note(decl.minor_rules);
+    }
+    let vars = rule_variables(rule, decl);
+    let checked = match env.compile(&rule.rule, &vars, provider) {
+        Ok(c) => c,
+        Err(e) => {
+            out.error = Some(CelError {
+                required: false,
+                detail: if e.1.is_some() {
+                    e.0
+                } else {
+                    format!("compilation failed: {}", e.0)
+                },
+            });
+            out.panic = e.1;
+            return out;
+        }
+    };
+    if *checked.output_type() != Type::Bool {
+        out.error = Some(CelError {
+            required: false,
+            detail: "cel expression must evaluate to a bool".into(),
+        });
+        return out;
+    }
+    out.uses_old_self = checked.references_ident("oldSelf");
+    if let Some(e) = env.program_error(&checked) {
+        out.error = Some(CelError {
+            required: false,
+            detail: format!("program instantiation failed: {e}"),
+        });
+        return out;
+    }
+    let sizes = RuleSizes { root: decl.clone() };
+    let (max_cost, mut drivers) = cost_and_drivers(env, &checked, &sizes);
+    out.max_cost = max_cost;
+    if !rule.message_expression.is_empty() {
+        let env = message_env;
+        match env.compile(&rule.message_expression, &vars, provider) {
+            Err(e) => {
+                out.message_error = Some(if e.1.is_some() {
+                    e.0
+                } else {
+                    format!("messageExpression compilation failed: {}", e.0)
+                });
+                out.panic = e.1;
+            }
+            Ok(mc) if *mc.output_type() != Type::String => {
+                out.message_error = Some("messageExpression must evaluate to a string".into());
+            }
+            Ok(mc) if env.program_error(&mc).is_some() => {
+                let e = env.program_error(&mc).unwrap_or_default();
+                out.message_error = Some(format!("messageExpression instantiation failed: {e}"));
+            }
+            Ok(mc) => {
+                let (max_cost, more) = cost_and_drivers(env, &mc, &sizes);
+                out.message_expression_cost = Some(max_cost);
+                for d in more {
+                    if !drivers.contains(&d) {
+                        drivers.push(d);
+                    }
+                }
+            }
+        }
+    }
+    out.unbounded_fields = drivers;
+    out
+}
+
+/// How many unbounded nodes a cost read get their effect on it measured: the others are kept
+/// as drivers unmeasured (a bounded number of estimates per expression).
+const MEASURED_READS: usize = 32;
+
+/// The maximum cost of `checked` in `env` and the unbounded nodes whose size changes it
+/// (relative paths, in the order first read), by either cost algorithm where a range compares
+/// them. A node a cost reads drives it when the cost with the node sized 0 is lower (beside the
+/// work budget): what a bound on it would change, the same under both cost algorithms wherever
+/// their costs agree (which nodes each *reads* differs: v0.23 sizes every node ahead). Where the
+/// cost saturates and no node alone lowers it, every node read drives it.
+fn cost_and_drivers(env: &Env, checked: &CheckedExpr, sizes: &RuleSizes) -> (u64, Vec<String>) {
+    by_either_algorithm(env.cost_options(), |opts| {
+        let run = |capped: Option<&str>| {
+            let recording = Recording {
+                inner: sizes,
+                seen: RefCell::new(Vec::new()),
+                probed: RefCell::new(HashMap::new()),
+                capped,
+            };
+            let embedder = KubernetesEstimator {
+                minor: env.minor,
+                sizes: Some(&recording),
+            };
+            let max = estimate(checked, &embedder, opts).max;
+            (max, recording.seen.into_inner())
+        };
+        let (max, read) = run(None);
+        let driving: Vec<String> = read
+            .iter()
+            .enumerate()
+            .filter(|(i, rel)| {
+                *i >= MEASURED_READS
+                    || crate::cel::cost::aside(|| run(Some(rel.as_str())).0)
+                        .is_none_or(|capped| capped < max)
+            })
+            .map(|(_, rel)| rel.clone())
+            .collect();
+        if driving.is_empty() && max == u64::MAX {
+            (max, read)
+        } else {
+            (max, driving)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::cel::decls::Version;
+    use crate::estimate::Estimator;
+
+    /// The drivers of the one rule `rule` on `spec`, a string `s` and a list `l` of strings,
+    /// none bounded, under minor 1.`minor`.
+    fn drivers(minor: u32, rule: &str) -> (u64, Vec<String>) {
+        let spec = json!({
+            "type": "object",
+            "properties": {
+                "s": {"type": "string"},
+                "l": {"type": "array", "items": {"type": "string"}},
+            },
+            "x-kubernetes-validations": [{"rule": rule}],
+        });
+        let crd = crate::fixtures::widgets(json!({"type": "object", "properties": {"spec": spec}}));
+        let r = Estimator::new(Version::new(1, minor)).estimate_crd(&crd, "t");
+        let rule = &r.schemas[0].rules[0];
+        (rule.max_cost, rule.drivers.unbounded_fields.clone())
+    }
+
+    /// Drivers are the unbounded sizes a cost reads: the same before cel-go v0.23 (1.32, which
+    /// asks sizes where a cost needs them) and after (1.33, which sizes every node first), and
+    /// none where no cost depends on a size (`size()` is constant time).
+    #[test]
+    fn drivers_are_the_sizes_a_cost_reads_under_both_algorithms() {
+        let cases: &[(&str, &[&str])] = &[
+            ("size(self.s) > 0", &[]),
+            ("self.s.size() < 10 && size(self.l) < 3", &[]),
+            ("self.s.startsWith('a')", &[]),
+            ("self.s.contains('a')", &["^.spec.s"]),
+            (
+                "self.s == 'x' || self.l[0].contains('y')",
+                &["^.spec.s", "^.spec.l[*]"],
+            ),
+            ("self.s + 'x' != self.l[0]", &["^.spec.s", "^.spec.l[*]"]),
+            ("'a' in self.l", &["^.spec.l"]),
+            ("has(self.s) ? self.s.matches('^a+$') : true", &["^.spec.s"]),
+        ];
+        for (rule, want) in cases {
+            let (old_cost, old) = drivers(32, rule);
+            let (new_cost, new) = drivers(33, rule);
+            assert_eq!(old_cost, new_cost, "{rule}: costs");
+            let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+            assert_eq!(old, want, "{rule} on 1.32");
+            assert_eq!(new, want, "{rule} on 1.33");
+        }
+    }
+}

@@ -1,0 +1,866 @@
+//! Estimating one object for a range of Kubernetes minors, each distinct estimate once: the
+//! estimators of the range, and which minors cannot differ on an object. The reports are
+//! compared by [`crate::report::versions`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use super::{Estimator, Shared};
+use crate::cel::decls::{Declarations, Version};
+use crate::cel::minor::Minor;
+use crate::cel::parse::ParserOptions;
+use crate::cel::version::consulted;
+use crate::report::ObjectReport;
+use crate::schema::catalog::SchemaCatalog;
+
+/// What differs between two minors' rules, as far as an object can tell.
+#[derive(Debug, Default)]
+struct Differences {
+    /// Words that make an expression that has them read something declared differently: every
+    /// segment of an identifier's name, the namespaces of a function's (`lists` of
+    /// `lists.range`), and every segment of an internal function's (`cel.@mapInsert`, reached
+    /// through macros, not by name).
+    names: HashSet<String>,
+    /// The names by which a function declared differently is called (`format`, `isIP`, `range`
+    /// of `lists.range`): they matter only before a `(`; a field `self.duration` calls nothing.
+    calls: HashSet<String>,
+    /// Parser options differ (the two-variable macros, `sortBy`, quoted names): they matter to
+    /// an estimate that noted a parse depending on them ([`consulted::PARSER_OPTIONS`]).
+    parser_options: bool,
+    /// Whether literals and `?` parse alike: every CEL text depends on it.
+    optional_syntax: bool,
+    /// cel-go's estimator differs: it matters to an estimate whose costs it may change (noted
+    /// [`consulted::COST_ALGORITHM`]) of an object whose CEL it may cost otherwise
+    /// ([`algorithm_dependent`]).
+    cost_algorithm: bool,
+    optional_macros: bool,
+    format_validator: bool,
+    kubernetes_type_equality: bool,
+    url_result_size: bool,
+    keywords_as_field_names: bool,
+    type_meta_additional_properties: bool,
+    int_or_string_max_length: bool,
+    global_matches: bool,
+    affix_runtime_cost: bool,
+    object_meta_names: bool,
+    /// cel-go v0.17's homogeneous-literal validator exempts `format`'s list only as a literal
+    /// ([`Minor::homogeneous_exemption_through_literals_only`]).
+    homogeneous_exemption: bool,
+}
+
+/// Calls `add` with every name declared differently in `a` and `b`, or in one of them only.
+fn differing<V: PartialEq>(
+    a: &std::collections::HashMap<String, V>,
+    b: &std::collections::HashMap<String, V>,
+    add: &mut impl FnMut(&str),
+) {
+    for (n, v) in a {
+        if b.get(n) != Some(v) {
+            add(n);
+        }
+    }
+    for n in b.keys() {
+        if !a.contains_key(n) {
+            add(n);
+        }
+    }
+}
+
+impl Differences {
+    fn between(a: &Estimator, b: &Estimator) -> Differences {
+        let (ea, eb) = (a.env(), b.env());
+        let (ma, mb) = (a.minor(), b.minor());
+        // With the mutation-only libraries: a superset of every environment of the minor.
+        let (da, db) = (
+            Declarations::for_minor(ma, true),
+            Declarations::for_minor(mb, true),
+        );
+        let (mut names, mut calls) = (HashSet::new(), HashSet::new());
+        // And the stored-expressions environments (rules on defaults compile there).
+        let stored = (
+            Declarations::for_minor_stored(ma),
+            Declarations::for_minor_stored(mb),
+        );
+        for (da, db) in [(&da, &db), (&stored.0, &stored.1)] {
+            differing(
+                &da.functions,
+                &db.functions,
+                &mut |name: &str| match name.rsplit_once('.') {
+                    _ if name.contains('@') => {
+                        names.extend(name.split('.').map(str::to_string));
+                    }
+                    Some((namespace, called)) => {
+                        names.extend(namespace.split('.').map(str::to_string));
+                        calls.insert(called.to_string());
+                    }
+                    None => {
+                        calls.insert(name.to_string());
+                    }
+                },
+            );
+            differing(&da.idents, &db.idents, &mut |name: &str| {
+                names.extend(name.split('.').map(str::to_string));
+            });
+        }
+        let keywords = |m: &Minor| m.compatibility >= Version::new(1, 31);
+        // The options of every environment of the minor: the new expressions' and the stored
+        // ones'.
+        let (pa, pb) = (
+            [ea.parser, ParserOptions::for_minor(ma, ma.kubernetes)],
+            [eb.parser, ParserOptions::for_minor(mb, mb.kubernetes)],
+        );
+        // Every field of a minor, so that a new one cannot be added without deciding here how
+        // an object tells whether it matters (issue 48: sharing fails closed).
+        let Minor {
+            // Names of the minor and where its rules were read.
+            kubernetes: _,
+            distribution: _,
+            checked_against: _,
+            // Its one rule of its own, `homogeneous_exemption_through_literals_only`, below.
+            cel_go: _,
+            // Libraries (the declarations above), parser options, keywords: below.
+            compatibility: _,
+            library_introduced: _,
+            missing_libraries: _,
+            cost_algorithm,
+            format_string_validator,
+            optional_macros_copy_their_receiver,
+            kubernetes_type_equality,
+            url_result_size,
+            type_meta_keeps_additional_properties,
+            int_or_string_max_length,
+            // A wording rule (`crd::fielderr`, the optional type's name): the report's errors
+            // are worded again or estimated anew where they name it.
+            optional_type_name: _,
+            global_matches_cost,
+            affix_runtime_cost_by_argument,
+            object_meta_name_max_length,
+            // The parser options (`pa`, `pb`).
+            ident_escape_syntax: _,
+            // Read by an update's verdict only, which a range does not share.
+            stored_message_expressions_by_rule: _,
+        } = *mb;
+        Differences {
+            names,
+            calls,
+            parser_options: pa != pb,
+            optional_syntax: pa
+                .iter()
+                .zip(&pb)
+                .any(|(a, b)| a.optional_syntax != b.optional_syntax),
+            cost_algorithm: ma.cost_algorithm != cost_algorithm,
+            optional_macros: ma.optional_macros_copy_their_receiver
+                != optional_macros_copy_their_receiver,
+            format_validator: ma.format_string_validator != format_string_validator,
+            kubernetes_type_equality: ma.kubernetes_type_equality != kubernetes_type_equality,
+            url_result_size: ma.url_result_size != url_result_size,
+            keywords_as_field_names: keywords(ma) != keywords(mb),
+            type_meta_additional_properties: ma.type_meta_keeps_additional_properties
+                != type_meta_keeps_additional_properties,
+            int_or_string_max_length: ma.int_or_string_max_length != int_or_string_max_length,
+            global_matches: ma.global_matches_cost != global_matches_cost,
+            affix_runtime_cost: ma.affix_runtime_cost_by_argument != affix_runtime_cost_by_argument,
+            object_meta_names: ma.object_meta_name_max_length != object_meta_name_max_length,
+            homogeneous_exemption: ma.homogeneous_exemption_through_literals_only()
+                != mb.homogeneous_exemption_through_literals_only(),
+        }
+    }
+
+    /// Whether an object with this profile gets the same estimate from both minors (apart from
+    /// error wording, which [`RangeEstimator`] checks on the report), given the rules an estimate
+    /// of it consulted (`consulted`, bits of [`consulted`]; all of them where none was made).
+    fn irrelevant_to(&self, p: &Profile, consulted: u32) -> bool {
+        let any = |words: &[&str]| words.iter().any(|w| p.tokens.contains(*w));
+        let calls = |words: &[&str]| words.iter().any(|w| p.called.contains(*w));
+        let noted = |bit: u32| consulted & bit != 0;
+        if p.has_cel
+            && (self.optional_syntax
+                || self.cost_algorithm && p.algorithm_dependent && noted(consulted::COST_ALGORITHM)
+                || self.parser_options && noted(consulted::PARSER_OPTIONS)
+                || p.tokens.iter().any(|t| self.names.contains(t))
+                || p.called.iter().any(|t| self.calls.contains(t)))
+        {
+            return false;
+        }
+        !(self.optional_macros && any(&["optMap", "optFlatMap"])
+            || (self.format_validator || self.homogeneous_exemption) && any(&["format"])
+            || self.kubernetes_type_equality
+                && (calls(KUBERNETES_TYPE_CONSTRUCTORS) || any(KUBERNETES_TYPE_NAMESPACES))
+            || self.url_result_size && calls(&["url"])
+            || self.keywords_as_field_names && selects_reserved_word(p)
+            || self.type_meta_additional_properties && p.resource_with_additional_properties
+            || self.int_or_string_max_length && p.int_or_string_with_max_length
+            || self.global_matches && noted(consulted::GLOBAL_MATCHES)
+            || self.affix_runtime_cost && noted(consulted::AFFIX_RUNTIME_COST)
+            || self.object_meta_names && p.root_rule_reads_metadata)
+    }
+}
+
+/// Macros that take three arguments with two-variable comprehensions.
+const TWO_VARIABLE_MACROS: &[&str] = &[
+    "all",
+    "exists",
+    "exists_one",
+    "existsOne",
+    "transformList",
+    "transformMap",
+    "transformMapEntry",
+];
+/// Every value of a Kubernetes CEL type comes from calling one of these constructors (a
+/// field named `url` makes none)...
+const KUBERNETES_TYPE_CONSTRUCTORS: &[&str] = &["quantity", "ip", "cidr", "url", "semver"];
+/// ... or from one of these namespaces or variables (`format.named(…)`, `authorizer.…`).
+const KUBERNETES_TYPE_NAMESPACES: &[&str] = &["format", "authorizer"];
+
+/// Whether an object's CEL may select a field named by a reserved word (`t.metadata.namespace`):
+/// the reserved words the lexer reads as identifiers (`true`, `false`, `null` and `in` are
+/// tokens of their own, never field names after a `.`).
+fn selects_reserved_word(p: &Profile) -> bool {
+    crate::schema::decltype::CEL_RESERVED
+        .iter()
+        .filter(|w| !matches!(**w, "true" | "false" | "null" | "in"))
+        .any(|w| p.tokens.contains(*w))
+}
+
+/// What of an object can make minors estimate it differently.
+#[derive(Debug, Default)]
+struct Profile {
+    /// Identifier-like tokens of every CEL expression of the object.
+    tokens: HashSet<String>,
+    /// The tokens of them followed by a `(`: the names of calls.
+    called: HashSet<String>,
+    has_cel: bool,
+    /// A backtick in some CEL text (a quoted name, or in a literal).
+    backtick: bool,
+    /// Some CEL of the object may be costed differently by cel-go's two estimators
+    /// ([`algorithm_dependent`]).
+    algorithm_dependent: bool,
+    /// A MutatingAdmissionPolicy: its `apiVersion` (the minors serve its versions differently,
+    /// and a report says how).
+    map_api_version: Option<String>,
+    int_or_string_with_max_length: bool,
+    resource_with_additional_properties: bool,
+    /// A call of the global `matches(s, re)` (the word not after a `.`).
+    global_matches: bool,
+    /// A schema node with a `default` (its rules are evaluated on it, their runtime cost
+    /// counted).
+    has_default: bool,
+    /// A CRD rule or messageExpression on a resource root (the root, or an
+    /// `x-kubernetes-embedded-resource` node), the only ones whose `self` has `metadata`, that
+    /// names it.
+    root_rule_reads_metadata: bool,
+}
+
+impl Profile {
+    /// The profile of `v`; a policy's includes what its typed roots (from `catalog`) read of a
+    /// minor.
+    fn of(v: &Value, catalog: &SchemaCatalog) -> Profile {
+        let kind = v.get("kind").and_then(Value::as_str);
+        let mut p = Profile {
+            map_api_version: (kind == Some("MutatingAdmissionPolicy")).then(|| {
+                v.get("apiVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            }),
+            ..Profile::default()
+        };
+        p.walk(v, true);
+        if matches!(
+            kind,
+            Some("ValidatingAdmissionPolicy" | "MutatingAdmissionPolicy")
+        ) {
+            let reads =
+                crate::vap::conversion_reads(v.get("spec").unwrap_or(&Value::Null), catalog);
+            p.int_or_string_with_max_length |= reads.int_or_string_max_length;
+            p.resource_with_additional_properties |= reads.resource_additional_properties;
+        }
+        p
+    }
+
+    /// The rules an estimate of the object may consult, as far as its words tell, for a
+    /// comparison no estimate informs: every wording rule and the cost algorithm, and the
+    /// parser options where some text names a gated macro or has a backtick.
+    fn presumed_consulted(&self) -> u32 {
+        let any = |words: &[&str]| words.iter().any(|w| self.tokens.contains(*w));
+        let unless = |may: bool, bit: u32| if may { 0 } else { bit };
+        let gated = any(TWO_VARIABLE_MACROS) || any(&["sortBy"]);
+        // Runtime costs are counted only where a rule is evaluated on a default.
+        let affixes = self.has_default && any(&["startsWith", "endsWith"]);
+        !(unless(gated || self.backtick, consulted::PARSER_OPTIONS)
+            | unless(self.global_matches, consulted::GLOBAL_MATCHES)
+            | unless(affixes, consulted::AFFIX_RUNTIME_COST))
+    }
+
+    fn walk(&mut self, v: &Value, resource_root: bool) {
+        match v {
+            Value::Object(m) => {
+                // What the node says of itself, in one pass over its keys.
+                let (mut embedded, mut int_or_string, mut max_length, mut additional) =
+                    (false, false, false, false);
+                let mut rules = None;
+                for (k, x) in m {
+                    match k.as_str() {
+                        "default" => self.has_default = true,
+                        "x-kubernetes-embedded-resource" => embedded = *x == Value::Bool(true),
+                        "x-kubernetes-int-or-string" => int_or_string = *x == Value::Bool(true),
+                        "maxLength" => max_length = true,
+                        "additionalProperties" => additional = true,
+                        "x-kubernetes-validations" => rules = x.as_array(),
+                        _ => {}
+                    }
+                }
+                let root = resource_root || embedded;
+                if root && let Some(rules) = rules {
+                    self.root_rule_reads_metadata |= rules.iter().any(|r| {
+                        ["rule", "messageExpression"].iter().any(|k| {
+                            r.get(*k).and_then(Value::as_str).is_some_and(|s| {
+                                identifier_tokens(s).iter().any(|(t, _)| t == "metadata")
+                            })
+                        })
+                    });
+                }
+                self.int_or_string_with_max_length |= int_or_string && max_length;
+                self.resource_with_additional_properties |= additional && root;
+                for (k, x) in m {
+                    match (k.as_str(), x) {
+                        (
+                            "rule" | "messageExpression" | "expression" | "valueExpression",
+                            Value::String(s),
+                        ) => {
+                            let text = CelText::of(s);
+                            self.has_cel = true;
+                            self.backtick |= s.contains('`');
+                            self.algorithm_dependent |= algorithm_dependent(&text);
+                            self.global_matches |= calls_global(&text, "matches");
+                            for (word, call) in text.tokens {
+                                if call {
+                                    self.called.insert(word.clone());
+                                }
+                                self.tokens.insert(word);
+                            }
+                        }
+                        _ => self.walk(x, k == "openAPIV3Schema"),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| self.walk(x, false)),
+            _ => {}
+        }
+    }
+}
+
+/// Whether cel-go's estimators before and from v0.23 ([`crate::cel::cost::CostAlgorithm`]) may
+/// cost a CEL text differently, or read different sizes of it: they differ on what holds a
+/// value (comprehensions, `cel.bind`, the macros that expand to them, policy variables), on
+/// sizes carried through `dyn`, optional values and the elements of list and map literals
+/// (indexed: `][`, `}[`). Straight-line CEL otherwise reads the same sizes at the same calls
+/// (tests/it/range.rs compares them). Over-approximates: any such word or mark, anywhere.
+fn algorithm_dependent(text: &CelText<'_>) -> bool {
+    const WORDS: &[&str] = &[
+        "all",
+        "exists",
+        "exists_one",
+        "existsOne",
+        "map",
+        "filter",
+        "transformList",
+        "transformMap",
+        "transformMapEntry",
+        "bind",
+        "sortBy",
+        "optMap",
+        "optFlatMap",
+        "optional",
+        "dyn",
+        "variables",
+    ];
+    let Some(code) = &text.code else {
+        return true;
+    };
+    let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    ["][", "}[", ".?", "[?", "{?", ",?"]
+        .iter()
+        .any(|m| code.contains(m))
+        || text.tokens.iter().any(|(t, _)| WORDS.contains(&t.as_str()))
+}
+
+/// Whether a CEL text calls `name` as a global function: the word outside literals and comments,
+/// not after a `.` (a receiver call) — or the text's literals cannot be told apart.
+fn calls_global(text: &CelText<'_>, name: &str) -> bool {
+    if !text.text.contains(name) {
+        return false;
+    }
+    let Some(code) = &text.code else {
+        return true;
+    };
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(name).any(|(i, _)| {
+        let before = code[..i].trim_end();
+        let after = &code[i + name.len()..];
+        !before.ends_with(word) && !before.ends_with('.') && !after.starts_with(word)
+    })
+}
+
+/// The identifier-like words of a CEL text, outside its string and bytes literals and comments:
+/// what is in a literal names nothing a minor declares (`'… in range'` calls no `range`); each
+/// with whether it is a call's name (a `(` follows, after blanks and comments). A text whose
+/// literals cannot be told apart (an unterminated one, an unknown prefix) gives every word, each
+/// as a call.
+fn identifier_tokens(s: &str) -> Vec<(String, bool)> {
+    CelText::of(s).tokens
+}
+
+/// A CEL text as a profile reads it, read once: its code outside literals and comments
+/// ([`code_outside_literals`]) and its words ([`identifier_tokens`]).
+struct CelText<'s> {
+    text: &'s str,
+    code: Option<String>,
+    tokens: Vec<(String, bool)>,
+}
+
+impl<'s> CelText<'s> {
+    fn of(text: &'s str) -> Self {
+        let code = code_outside_literals(text);
+        let tokens = tokens_of(code.as_deref(), text);
+        CelText { text, code, tokens }
+    }
+}
+
+/// [`identifier_tokens`] of `s`, whose code outside literals is `code`.
+fn tokens_of(code: Option<&str>, s: &str) -> Vec<(String, bool)> {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let (code, readable) = match code {
+        Some(code) => (code, true),
+        None => (s, false),
+    };
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(start) = rest.find(word) {
+        let after = &rest[start..];
+        let end = after.find(|c: char| !word(c)).unwrap_or(after.len());
+        let call = !readable || after[end..].trim_start().starts_with('(');
+        out.push((after[..end].to_string(), call));
+        rest = &after[end..];
+    }
+    out
+}
+
+/// `s` with every string or bytes literal and comment replaced by a space (cel-go's lexer: `'…'`,
+/// `"…"`, triple-quoted forms, the `r`/`b` prefixes, escapes outside raw literals, `//` to the
+/// end of the line), or `None` where that cannot be told.
+fn code_outside_literals(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                out.push(' ');
+            }
+            q @ (b'\'' | b'"') => {
+                let prefix_len = out
+                    .chars()
+                    .rev()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .map(char::len_utf8)
+                    .sum::<usize>();
+                let raw = match &out[out.len() - prefix_len..] {
+                    "" | "b" | "B" => false,
+                    "r" | "R" | "br" | "bR" | "Br" | "BR" => true,
+                    _ => return None,
+                };
+                let triple = b[i..].starts_with(&[q, q, q]);
+                i += if triple { 3 } else { 1 };
+                loop {
+                    match b.get(i)? {
+                        &c if c == q && (!triple || b[i..].starts_with(&[q, q, q])) => {
+                            i += if triple { 3 } else { 1 };
+                            break;
+                        }
+                        b'\n' | b'\r' if !triple => return None,
+                        b'\\' if !raw => i += 2,
+                        _ => i += 1,
+                    }
+                }
+                out.push(' ');
+            }
+            _ => {
+                // A character boundary: literals and comments end on ASCII bytes.
+                let c = s.get(i..)?.chars().next()?;
+                out.push(c);
+                i += c.len_utf8();
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Estimators of a range of minors (oldest first) that estimate each object once per group of
+/// minors that cannot differ on it: the object's CEL words, schema features and the minors'
+/// rules decide the groups ([`Differences`]). A report with errors is shared only between minors
+/// that word errors alike.
+pub struct RangeEstimator {
+    estimators: Vec<Estimator>,
+    differences: Mutex<HashMap<(usize, usize), Arc<Differences>>>,
+}
+
+impl RangeEstimator {
+    pub fn new(estimators: Vec<Estimator>) -> Self {
+        RangeEstimator {
+            estimators,
+            differences: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn estimators(&self) -> &[Estimator] {
+        &self.estimators
+    }
+
+    fn differences(&self, a: usize, b: usize) -> Arc<Differences> {
+        let mut cache = self.differences.lock().unwrap_or_else(|p| p.into_inner());
+        cache
+            .entry((a, b))
+            .or_insert_with(|| {
+                Arc::new(Differences::between(
+                    &self.estimators[a],
+                    &self.estimators[b],
+                ))
+            })
+            .clone()
+    }
+
+    /// Whether the estimators `a` and `b` (two of the range's) give `v` the same estimate but for
+    /// the words of errors: the range would share one report between them.
+    pub fn estimate_alike(
+        &self,
+        a: &Estimator,
+        b: &Estimator,
+        v: &Value,
+        catalog: &SchemaCatalog,
+    ) -> bool {
+        let index = |e: &Estimator| self.estimators.iter().position(|x| std::ptr::eq(x, e));
+        let (Some(i), Some(j)) = (index(a), index(b)) else {
+            return false;
+        };
+        if i == j {
+            return true;
+        }
+        let profile = Profile::of(v, catalog);
+        self.served_alike(&profile, i, j)
+            && self
+                .differences(i.min(j), i.max(j))
+                .irrelevant_to(&profile, profile.presumed_consulted())
+    }
+
+    /// Whether minors `a` and `b` serve the object alike: any object but a
+    /// MutatingAdmissionPolicy; one of those when both serve its `apiVersion` by default (a
+    /// report of a version off by default or not served says so, naming the minor).
+    fn served_alike(&self, p: &Profile, a: usize, b: usize) -> bool {
+        use crate::vap::{MapApiVersion, map_api_version};
+        let Some(api) = &p.map_api_version else {
+            return true;
+        };
+        let served = |i: usize| {
+            map_api_version(api, self.estimators[i].kubernetes_version()) == MapApiVersion::Served
+        };
+        served(a) && served(b)
+    }
+
+    /// Whether minor `i`'s estimate of an object with profile `p` compares its costs with the
+    /// other cel-go estimator's ([`crate::cel::cost::comparing_algorithms`]): where the next minor
+    /// that follows the other may share it, it and every minor before it agreeing with `i` on
+    /// the object but for what the estimate tells ([`consulted::ESTIMATE_RULES`]).
+    fn compares_algorithms(&self, i: usize, p: &Profile) -> bool {
+        if !(p.has_cel && p.algorithm_dependent) {
+            return false;
+        }
+        let algorithm = self.estimators[i].minor().cost_algorithm;
+        let Some(j) = (i + 1..self.estimators.len())
+            .find(|&j| self.estimators[j].minor().cost_algorithm != algorithm)
+        else {
+            return false;
+        };
+        let untold = !consulted::ESTIMATE_RULES;
+        (i + 1..=j)
+            .all(|k| self.served_alike(p, i, k) && self.differences(i, k).irrelevant_to(p, untold))
+    }
+
+    /// One report per minor, oldest first; `None` when the kind is not estimable. `estimate`
+    /// makes one minor's report, sharing with the others what they make alike ([`Shared`] of `v`);
+    /// `catalog` holds the schemas it types a policy over.
+    pub fn estimate_each(
+        &self,
+        v: &Value,
+        catalog: &SchemaCatalog,
+        estimate: impl Fn(&Estimator, &Shared<'_>) -> Option<ObjectReport>,
+    ) -> Option<Vec<ObjectReport>> {
+        let n = self.estimators.len();
+        let object = Shared::new(v);
+        if n == 1 {
+            return Some(vec![estimate(&self.estimators[0], &object)?]);
+        }
+        let profile = Profile::of(v, catalog);
+        let mut out: Vec<ObjectReport> = Vec::with_capacity(n);
+        // The wording rules each report's text depends on (bits by index of
+        // `fielderr::wording`): those its estimate consulted.
+        let mut rules: Vec<u32> = Vec::with_capacity(n);
+        // The index of the minor whose report the last ones copy.
+        let mut representative: Option<usize> = None;
+        for i in 0..n {
+            let to = self.estimators[i].kubernetes_version();
+            let alike = representative
+                .filter(|&r| self.differences(r, i).irrelevant_to(&profile, rules[r]));
+            // The representative's report, as it stands or with its errors in this minor's
+            // words (rendered again from the field errors its estimate kept); a
+            // MutatingAdmissionPolicy's with what this minor says of serving its version.
+            let copy = alike.and_then(|r| {
+                let from = self.estimators[r].kubernetes_version();
+                if !self.served_alike(&profile, r, i) {
+                    return served_otherwise(&profile, &out[r], (from, to), rules[r], || {
+                        object.errors_worded_for(from, to)
+                    });
+                }
+                if shareable(&out[r], from, to, rules[r]) {
+                    Some(out[r].clone())
+                } else if rewordable(&out[r], from, to, rules[r]) {
+                    let (errors, parts) = object.errors_worded_for(from, to)?;
+                    let mut copy = out[r].clone();
+                    copy.errors = errors;
+                    copy.error_parts = parts;
+                    Some(copy)
+                } else {
+                    None
+                }
+            });
+            match copy {
+                Some(mut copy) => {
+                    copy.kubernetes_version = format!("v{to}");
+                    copy.made_by.minor = Some(self.estimators[i].minor());
+                    rules.push(alike.map_or(u32::MAX, |r| rules[r]));
+                    out.push(copy);
+                }
+                None => {
+                    let compare = self.compares_algorithms(i, &profile);
+                    let (report, consulted) = consulted::tracking(|| {
+                        if compare {
+                            crate::cel::cost::comparing_algorithms(|| {
+                                estimate(&self.estimators[i], &object)
+                            })
+                        } else {
+                            estimate(&self.estimators[i], &object)
+                        }
+                    });
+                    let report = report?;
+                    rules.push(crate::crd::fielderr::wording_rules_of(
+                        consulted,
+                        &report.errors,
+                    ));
+                    out.push(report);
+                    representative = Some(i);
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
+/// A MutatingAdmissionPolicy's report of minor `from` as minor `to` makes it, where the two
+/// serve its `apiVersion` differently (by default, off by default, not at all): what `from`
+/// says of serving it (its one note, or its first error) replaced by what `to` says, the other
+/// errors worded by `to` (as they stand where the two word them alike, `rules`, see
+/// [`shareable`]; else rendered again from `from`'s field errors, `kept`). The estimate itself
+/// does not depend on serving. `None` for a report with other notes or an API server panic, or
+/// one of a minor that does not serve the version and kept no field errors (a panic it does not
+/// report may stand where the version is served).
+fn served_otherwise(
+    p: &Profile,
+    r: &ObjectReport,
+    (from, to): (Version, Version),
+    rules: u32,
+    kept: impl FnOnce() -> Option<(Vec<String>, Vec<crate::report::ErrorParts>)>,
+) -> Option<ObjectReport> {
+    use crate::crd::fielderr::{RENDER_TIME_RULES, worded_alike};
+    use crate::vap::{MapApiVersion, map_api_version};
+    let api = p.map_api_version.as_ref()?;
+    if r.stopped.is_some() || r.apiserver_panic.is_some() {
+        return None;
+    }
+    let mut copy = r.clone();
+    match map_api_version(api, from) {
+        MapApiVersion::Served if r.notes.is_empty() => {}
+        MapApiVersion::OffByDefault(a) if r.notes.len() == 1 && r.notes[0] == a => {
+            copy.notes.clear()
+        }
+        MapApiVersion::NotServed(a) if r.notes.is_empty() && r.errors.first() == Some(&a) => {
+            copy.errors.remove(0);
+            copy.error_parts.remove(0);
+        }
+        _ => return None,
+    }
+    let reword = !copy.errors.is_empty() && !worded_alike(rules, from, to);
+    if reword && !worded_alike(rules & !RENDER_TIME_RULES, from, to) {
+        return None;
+    }
+    // Field errors are kept only where no expression panics.
+    if reword || matches!(map_api_version(api, from), MapApiVersion::NotServed(_)) {
+        let (errors, parts) = kept()?;
+        if reword {
+            (copy.errors, copy.error_parts) = (errors, parts);
+        }
+    }
+    match map_api_version(api, to) {
+        MapApiVersion::Served => {}
+        MapApiVersion::OffByDefault(b) => copy.notes = vec![b],
+        MapApiVersion::NotServed(b) => {
+            copy.error_parts
+                .insert(0, crate::report::ErrorParts::other("", &b));
+            copy.errors.insert(0, b);
+        }
+    }
+    copy.valid = copy.errors.is_empty();
+    Some(copy)
+}
+
+/// Whether a report of minor `from` can stand for minor `to`'s once its errors are rendered
+/// again in `to`'s words: the two agree on every wording rule its estimate consulted that
+/// decides text when an error is made (which stored-versions detail, whether a detail repeats
+/// its field, which bad value a failed rule on a default shows, how cel-go names the optional
+/// type, the policy compiler's output-type message), however they render one.
+fn rewordable(r: &ObjectReport, from: Version, to: Version, rules: u32) -> bool {
+    use crate::crd::fielderr::{RENDER_TIME_RULES, worded_alike};
+    r.stopped.is_none() && r.notes.is_empty() && worded_alike(rules & !RENDER_TIME_RULES, from, to)
+}
+
+/// Whether a report of minor `from` can stand for minor `to`'s: both word its errors alike (the
+/// wording rules `rules` its estimate consulted, or there are no errors), and it has no notes
+/// (they say what the minor serves).
+fn shareable(r: &ObjectReport, from: Version, to: Version, rules: u32) -> bool {
+    r.stopped.is_none()
+        && r.notes.is_empty()
+        && (r.errors.is_empty() || crate::crd::fielderr::worded_alike(rules, from, to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(s: &str) -> Vec<String> {
+        let mut t: Vec<String> = identifier_tokens(s).into_iter().map(|(w, _)| w).collect();
+        t.sort();
+        t
+    }
+
+    fn calls(s: &str) -> Vec<String> {
+        let mut t: Vec<String> = identifier_tokens(s)
+            .into_iter()
+            .filter_map(|(w, call)| call.then_some(w))
+            .collect();
+        t.sort();
+        t
+    }
+
+    #[test]
+    fn straight_line_cel_is_costed_alike_by_both_algorithms() {
+        for s in [
+            "self.s.startsWith('all') && size(self.l) < 3",
+            "self.a[0].b == 'x' // map(",
+            "'exists' in self.l",
+        ] {
+            assert!(!algorithm_dependent(&CelText::of(s)), "{s}");
+        }
+        for s in [
+            "self.l.all(x, x != '')",
+            "cel.bind(n, self.s, n + n)",
+            "variables.v > 1",
+            "dyn(self.s).size() > 0",
+            "self.?s.orValue('') != ''",
+            "[self.a, self.b] [0].size() > 0",
+            "{'a': self.s}['a'] == 'x'",
+            "'unterminated",
+        ] {
+            assert!(algorithm_dependent(&CelText::of(s)), "{s}");
+        }
+    }
+
+    #[test]
+    fn calls_are_words_before_a_parenthesis() {
+        assert_eq!(
+            calls("self.duration == duration('1s') && lists.range (3).size() > 0"),
+            ["duration", "range", "size"]
+        );
+        // Comments and line breaks between the name and its arguments.
+        assert_eq!(
+            calls("x.isIP // an address\n  (y) && self.format"),
+            ["isIP"]
+        );
+        // In a literal: no call.
+        assert_eq!(calls("self.a == 'duration(1)'"), Vec::<String>::new());
+        // Unreadable literals: every word may be a call.
+        assert_eq!(calls("self.duration + 'open"), ["duration", "open", "self"]);
+    }
+
+    #[test]
+    fn literals_and_comments_name_nothing() {
+        assert_eq!(
+            tokens(r#"self.a + 'in range' + "x.url()" // comment's words"#),
+            ["a", "self"]
+        );
+        assert_eq!(tokens(r#"b'sortBy' == r"\d" && c"#), ["b", "c", "r"]);
+        // An escaped quote does not end a literal; in a raw one, a backslash escapes nothing.
+        assert_eq!(tokens(r#"'it\'s format' + x"#), ["x"]);
+        assert_eq!(tokens(r#"r'\' + format(x)"#), ["format", "r", "x"]);
+        assert_eq!(
+            tokens("'''multi\nline ' quote''' + \"\"\"also \" here\"\"\".size()"),
+            ["size"]
+        );
+        assert_eq!(tokens("'naïve' + é"), ["é"]);
+    }
+
+    #[test]
+    fn global_calls_are_told_from_receiver_calls() {
+        // (text, whether it calls the global `matches`)
+        for (text, global) in [
+            ("matches(self, '^a$')", true),
+            ("!matches (self.x, 'b')", true),
+            ("self.a.all(x, matches(x, 'c'))", true),
+            ("self.matches('^a$')", false),
+            ("self . matches('^a$')", false),
+            ("self.x == 'matches(y)'", false),
+            ("self.rematches == 1", false),
+            // Unreadable literals: assumed.
+            ("'open matches(x", true),
+        ] {
+            assert_eq!(
+                calls_global(&CelText::of(text), "matches"),
+                global,
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unreadable_literals_give_every_word() {
+        // Unterminated, a line break in a one-line literal, an unknown prefix, a dangling escape.
+        for s in ["x + 'open url", "'a\nb' + url", "url'x' + y", "'\\"] {
+            assert_eq!(
+                tokens(s),
+                {
+                    let mut all: Vec<String> = s
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .filter(|w| !w.is_empty())
+                        .map(str::to_string)
+                        .collect();
+                    all.sort();
+                    all
+                },
+                "{s:?}"
+            );
+        }
+    }
+}
