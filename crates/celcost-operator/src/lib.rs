@@ -48,6 +48,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use serve::watch::WatchedObject;
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use celcost_core::cel::decls::Version;
@@ -360,14 +361,97 @@ where
     }
 }
 
-/// Runs the operator until SIGINT/SIGTERM.
-pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// The error `run` ends with.
+pub type RunError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Runs the operator until SIGINT/SIGTERM, in five steps: [`detect`] what the cluster serves
+/// and which minor it is, [`build_estimators`], [`start_servers`] (the elector, the webhook and
+/// the admin server), [`spawn_controllers`] (one per watched kind) and [`drain`]. One
+/// [`CancellationToken`], cancelled by the first signal, stops every part: the controllers finish
+/// their reconciles, the webhook lets open requests finish, the admin server closes; the lease
+/// is given up last, once no controller writes any more (a second signal exits at once).
+pub async fn run(args: ControllerArgs) -> Result<(), RunError> {
     telemetry::init(args.log_format);
+    let cluster = detect(&args).await?;
+    let estimators = build_estimators(&args, &cluster);
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    let servers = start_servers(&args, &cluster, &estimators, &shutdown).await?;
+    let controllers = spawn_controllers(&args, &cluster, &estimators, &servers, &shutdown);
+    info!(model = %cluster.version, near_budget_percent = args.near_budget_percent, "celcost controller started");
+    drain(controllers, servers).await
+}
+
+/// What [`detect`] finds out before anything starts.
+struct Cluster {
+    client: Client,
+    /// The API server's answers on `client`, for the watches' health.
+    health: watch::Health,
+    lease: Option<leader::LeaseConfig>,
+    webhook: Switch,
+    vap_served: bool,
+    /// The newest MutatingAdmissionPolicy API version served, if any.
+    map_version: Option<&'static str>,
+    version: Version,
+    distribution: celcost_core::cel::minor::Distribution,
+}
+
+/// The client, the flags checked against the environment, what the API server serves (our CRD
+/// first: without it there is nothing to write), and its minor and distribution (unless given).
+async fn detect(args: &ControllerArgs) -> Result<Cluster, RunError> {
     let env = Environment::detect();
     // Checked before anything is read: a bad flag fails at once.
     args.lease(env, leader::DEFAULT_NAMESPACE)?;
     // The watches' health notes the API server's answers on the client every part uses.
     let health = watch::Health::default();
+    let client = client_with(&health).await?;
+    let lease = args.lease(env, client.default_namespace())?;
+    let webhook = args.webhook(env);
+    info!(
+        environment = ?env,
+        leader_election = %args.leader_election(env),
+        lease = %lease.as_ref().map(|l| format!("{}/{}", l.namespace, l.name)).unwrap_or_else(|| "-".into()),
+        webhook = %webhook,
+        "celcost controller starting"
+    );
+    if !served::<CostReport>(&client).await? {
+        return Err(INSTALL_HINT.into());
+    }
+    let vap_served = served::<ValidatingAdmissionPolicy>(&client).await?;
+    let map_version = served_map_version(&client).await?;
+    match map_version {
+        Some(v) => info!(version = v, "watching MutatingAdmissionPolicies"),
+        None => info!(
+            "admissionregistration.k8s.io MutatingAdmissionPolicies are not served (Kubernetes < 1.32, or not enabled); not watching them"
+        ),
+    }
+    if !vap_served {
+        warn!(
+            "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies are not served (Kubernetes < 1.30?); watching CRDs only"
+        );
+    }
+    let version = match args.kubernetes_version {
+        Some(v) => v,
+        None => detect_version(&client).await?,
+    };
+    let distribution = match args.distribution.0 {
+        Some(d) => d,
+        None => detect_distribution(&client, version).await?,
+    };
+    Ok(Cluster {
+        client,
+        health,
+        lease,
+        webhook,
+        vap_served,
+        map_version,
+        version,
+        distribution,
+    })
+}
+
+/// A client from the kubeconfig or the pod's service account, its answers noted in `health`.
+async fn client_with(health: &watch::Health) -> Result<Client, RunError> {
     let client = kube::Config::infer()
         .await
         .map_err(|e| e.to_string())
@@ -384,113 +468,83 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         .map_err(|e| {
             format!("cannot configure a Kubernetes client (in-cluster or KUBECONFIG): {e}")
         })?;
-    let lease = args.lease(env, client.default_namespace())?;
-    let webhook_switch = args.webhook(env);
-    info!(
-        environment = ?env,
-        leader_election = %args.leader_election(env),
-        lease = %lease.as_ref().map(|l| format!("{}/{}", l.namespace, l.name)).unwrap_or_else(|| "-".into()),
-        webhook = %webhook_switch,
-        "celcost controller starting"
-    );
+    Ok(client)
+}
 
-    if !served::<CostReport>(&client).await? {
-        return Err(INSTALL_HINT.into());
-    }
-    let vap_served = served::<ValidatingAdmissionPolicy>(&client).await?;
-    // MutatingAdmissionPolicies: the newest API version the server serves, if any.
-    let map_version = if served::<map::MutatingAdmissionPolicyV1>(&client).await? {
+/// The newest MutatingAdmissionPolicy API version the server serves, if any.
+async fn served_map_version(client: &Client) -> Result<Option<&'static str>, kube::Error> {
+    Ok(if served::<map::MutatingAdmissionPolicyV1>(client).await? {
         Some("v1")
-    } else if served::<map::MutatingAdmissionPolicyV1beta1>(&client).await? {
+    } else if served::<map::MutatingAdmissionPolicyV1beta1>(client).await? {
         Some("v1beta1")
-    } else if served::<map::MutatingAdmissionPolicyV1alpha1>(&client).await? {
+    } else if served::<map::MutatingAdmissionPolicyV1alpha1>(client).await? {
         Some("v1alpha1")
     } else {
         None
-    };
-    match map_version {
-        Some(v) => info!(version = v, "watching MutatingAdmissionPolicies"),
-        None => info!(
-            "admissionregistration.k8s.io MutatingAdmissionPolicies are not served (Kubernetes < 1.32, or not enabled); not watching them"
-        ),
-    }
-    if !vap_served {
-        warn!(
-            "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies are not served (Kubernetes < 1.30?); watching CRDs only"
-        );
-    }
-    let version = match args.kubernetes_version {
-        Some(v) => v,
-        None => {
-            let info = client.apiserver_version().await?;
-            let v = model_version(&info.major, &info.minor);
-            match server_minor(&info.major, &info.minor) {
-                Some(s) if s > NEWEST_MODEL => warn!(
-                    server = %info.git_version, model = %v,
-                    "the API server is newer than the newest Kubernetes minor celcost has rules for: \
-                     estimating with {v}'s rules (exact only if that minor changed nothing that \
-                     matters); UpgradeSafe is Unknown"
-                ),
-                Some(s) if s < OLDEST_MODEL => warn!(
-                    server = %info.git_version, model = %v,
-                    "the API server is older than the oldest Kubernetes minor celcost has rules for: \
-                     estimating with {v}'s rules"
-                ),
-                _ => {
-                    info!(server = %info.git_version, model = %v, "rules of the API server's minor")
-                }
-            }
-            v
-        }
-    };
-    let distribution = match args.distribution.0 {
-        Some(d) => d,
-        None => {
-            let groups = client.list_api_groups().await?;
-            if groups
-                .groups
-                .iter()
-                .any(|g| g.name == "config.openshift.io")
-            {
-                info!("the API server serves config.openshift.io: OpenShift's build of {version}");
-                celcost_core::cel::minor::Distribution::OpenShift
-            } else {
-                celcost_core::cel::minor::Distribution::Kubernetes
-            }
-        }
-    };
+    })
+}
 
-    let mut registry = Registry::with_prefix("celcost");
-    let metrics = metrics::Metrics::default().register(&mut registry);
-    // Leader election: only the leader writes; every replica watches and serves health.
-    let leader_metrics = leader::LeaderMetrics::default().register(&mut registry);
-    let (leadership, elector) = match lease {
-        Some(lease) => {
-            let (elector, leadership) = leader::Elector::new(client.clone(), lease, leader_metrics);
-            (leadership, Some(leader::RunningElector::spawn(elector)))
+/// The cost model of the API server's minor (from `/version`), said in the log when it is out
+/// of the known range.
+async fn detect_version(client: &Client) -> Result<Version, kube::Error> {
+    let info = client.apiserver_version().await?;
+    let v = model_version(&info.major, &info.minor);
+    match server_minor(&info.major, &info.minor) {
+        Some(s) if s > NEWEST_MODEL => warn!(
+            server = %info.git_version, model = %v,
+            "the API server is newer than the newest Kubernetes minor celcost has rules for: \
+             estimating with {v}'s rules (exact only if that minor changed nothing that \
+             matters); UpgradeSafe is Unknown"
+        ),
+        Some(s) if s < OLDEST_MODEL => warn!(
+            server = %info.git_version, model = %v,
+            "the API server is older than the oldest Kubernetes minor celcost has rules for: \
+             estimating with {v}'s rules"
+        ),
+        _ => {
+            info!(server = %info.git_version, model = %v, "rules of the API server's minor")
         }
-        None => {
-            leader_metrics.leader.set(1);
-            (leader::Leadership::always(), None)
-        }
-    };
-    let health = health.register(&mut registry);
-    let webhook_metrics = webhook::WebhookMetrics::default().register(&mut registry);
-    let watch_settings = watch::WatchSettings {
-        timeout: args.watch_timeout_seconds,
-        max_backoff: Duration::from_secs_f64(args.watch_max_backoff_seconds.clamp(0.2, 300.0)),
-        unhealthy_after: Duration::from_secs(args.watch_unhealthy_after_seconds),
-        ..watch::WatchSettings::default()
-    };
+    }
+    Ok(v)
+}
+
+/// OpenShift's build when the API server serves `config.openshift.io`, else upstream's.
+async fn detect_distribution(
+    client: &Client,
+    version: Version,
+) -> Result<celcost_core::cel::minor::Distribution, kube::Error> {
+    let groups = client.list_api_groups().await?;
+    Ok(
+        if groups
+            .groups
+            .iter()
+            .any(|g| g.name == "config.openshift.io")
+        {
+            info!("the API server serves config.openshift.io: OpenShift's build of {version}");
+            celcost_core::cel::minor::Distribution::OpenShift
+        } else {
+            celcost_core::cel::minor::Distribution::Kubernetes
+        },
+    )
+}
+
+/// What [`build_estimators`] makes: the reports' (this minor and the next, with the advice) and
+/// the webhook's (this minor), under the same work budget.
+struct Estimators {
+    reports: Arc<dyn CostEstimator>,
+    webhook: Arc<Estimator>,
+}
+
+fn build_estimators(args: &ControllerArgs, cluster: &Cluster) -> Estimators {
     let limits = celcost_core::budget::Limits {
         steps: args.estimate_max_steps,
         bytes: usize::try_from(args.estimate_max_memory_mib << 20).unwrap_or(usize::MAX),
     };
-    let minor = celcost_core::cel::minor::Minor::nearest(version, distribution);
+    let minor = celcost_core::cel::minor::Minor::nearest(cluster.version, cluster.distribution);
     if let Some(note) = minor.stand_in_note() {
         warn!(model = %minor.label(), "{note}");
     }
-    let estimator: Arc<dyn CostEstimator> = Arc::new(WithNextMinor {
+    let reports: Arc<dyn CostEstimator> = Arc::new(WithNextMinor {
         current: Estimator::for_minor(minor).with_limits(limits),
         next: minor
             .next()
@@ -499,19 +553,58 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
             args.near_budget_percent,
         ))),
     });
+    Estimators {
+        reports,
+        webhook: Arc::new(Estimator::for_minor(minor).with_limits(limits)),
+    }
+}
+
+/// What [`start_servers`] started, and what the controllers take from it.
+struct Servers {
+    elector: Option<leader::RunningElector>,
+    webhook: Option<webhook::RunningWebhook>,
+    admin: tokio::task::JoinHandle<std::io::Result<()>>,
+    leadership: leader::Leadership,
+    metrics: metrics::Metrics,
+    health: watch::Health,
+}
+
+/// The metrics registry, the elector (only the leader writes; every replica watches and serves
+/// health), the admission webhook and the admin server (`/metrics`, `/healthz`, `/readyz`,
+/// `/watches`). The webhook and the admin server stop on `shutdown`.
+async fn start_servers(
+    args: &ControllerArgs,
+    cluster: &Cluster,
+    estimators: &Estimators,
+    shutdown: &CancellationToken,
+) -> Result<Servers, RunError> {
+    let mut registry = Registry::with_prefix("celcost");
+    let metrics = metrics::Metrics::default().register(&mut registry);
+    let leader_metrics = leader::LeaderMetrics::default().register(&mut registry);
+    let (leadership, elector) = match cluster.lease.clone() {
+        Some(lease) => {
+            let (elector, leadership) =
+                leader::Elector::new(cluster.client.clone(), lease, leader_metrics);
+            (leadership, Some(leader::RunningElector::spawn(elector)))
+        }
+        None => {
+            leader_metrics.leader.set(1);
+            (leader::Leadership::always(), None)
+        }
+    };
+    let health = cluster.health.clone().register(&mut registry);
+    let webhook_metrics = webhook::WebhookMetrics::default().register(&mut registry);
     // The admission webhook answers from the estimate of the object in the request, with the
     // rules of the cluster's minor and the same work budget.
     let webhook = webhook::start(
         &args.webhook,
-        webhook_switch.on,
-        &client,
+        cluster.webhook.on,
+        &cluster.client,
         webhook::WebhookState {
             metrics: webhook_metrics,
-            ..webhook::WebhookState::new(
-                Arc::new(Estimator::for_minor(minor).with_limits(limits)),
-                args.near_budget_percent,
-            )
+            ..webhook::WebhookState::new(estimators.webhook.clone(), args.near_budget_percent)
         },
+        shutdown.clone(),
     )
     .await?;
     // Readiness is the webhook's (what the Services route to): it needs no watch to answer, so
@@ -522,7 +615,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
     };
     let watch_health: http::Readiness = {
         let health = health.clone();
-        let after = watch_settings.unhealthy_after;
+        let after = Duration::from_secs(args.watch_unhealthy_after_seconds);
         Arc::new(move || health.healthy(after))
     };
     let admin = http::AdminState {
@@ -530,12 +623,33 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         ready: readiness,
         watches: watch_health,
     };
-    let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
-    let admin_task = tokio::spawn(http::serve(args.listen_address, admin, async move {
-        let _ = admin_stopped.await;
-    }));
+    let admin = tokio::spawn(http::serve(
+        args.listen_address,
+        admin,
+        shutdown.clone().cancelled_owned(),
+    ));
+    Ok(Servers {
+        elector,
+        webhook,
+        admin,
+        leadership,
+        metrics,
+        health,
+    })
+}
+
+/// One controller per watched kind, stopping on `shutdown`: the CRDs', and the policies' when
+/// served. Policies are typed with the cluster's CRDs: the policy controllers read the CRD
+/// watch's store, and each CRD event re-checks the policies whose report depends on that CRD.
+fn spawn_controllers(
+    args: &ControllerArgs,
+    cluster: &Cluster,
+    estimators: &Estimators,
+    servers: &Servers,
+    shutdown: &CancellationToken,
+) -> futures::future::BoxFuture<'static, ()> {
     let recorder = Recorder::new(
-        client.clone(),
+        cluster.client.clone(),
         Reporter {
             controller: "celcost".into(),
             instance: args.instance.clone(),
@@ -552,30 +666,33 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
         request_timeout: Duration::from_secs(args.request_timeout_seconds),
         ..Settings::default()
     };
-    let config = controller::Config::default().concurrency(args.concurrency);
-    let budget = Budget::new(settings.memory_budget_bytes, settings.estimators);
+    let watch_settings = watch::WatchSettings {
+        timeout: args.watch_timeout_seconds,
+        max_backoff: Duration::from_secs_f64(args.watch_max_backoff_seconds.clamp(0.2, 300.0)),
+        unhealthy_after: Duration::from_secs(args.watch_unhealthy_after_seconds),
+        ..watch::WatchSettings::default()
+    };
     let shared = Shared {
-        budget,
-        client: client.clone(),
-        estimator,
+        budget: Budget::new(settings.memory_budget_bytes, settings.estimators),
+        client: cluster.client.clone(),
+        estimator: estimators.reports.clone(),
         recorder,
-        metrics,
+        metrics: servers.metrics.clone(),
         settings,
-        config,
-        health,
+        config: controller::Config::default().concurrency(args.concurrency),
+        health: servers.health.clone(),
         watch_settings,
-        leadership,
+        leadership: servers.leadership.clone(),
+        shutdown: shutdown.clone(),
     };
 
-    // Policies are typed with the cluster's CRDs: the policy controllers read the CRD watch's
-    // store, and each CRD event re-checks the policies whose report depends on that CRD.
     let (vap_crd_events, vap_crd_events_rx) = futures::channel::mpsc::unbounded();
     let (map_crd_events, map_crd_events_rx) = futures::channel::mpsc::unbounded();
     let mut observers = Vec::new();
-    if vap_served {
+    if cluster.vap_served {
         observers.push(vap_crd_events);
     }
-    if map_version.is_some() {
+    if cluster.map_version.is_some() {
         observers.push(map_crd_events);
     }
     let crds = controller_for::<CustomResourceDefinition>(&shared, observers, None);
@@ -586,47 +703,86 @@ pub async fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error +
             listed: crds.listed.clone(),
         })
     };
-    let mut policy_ctrls: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
-    if vap_served {
+    let mut runs: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
+    if cluster.vap_served {
         let vaps = controller_for::<ValidatingAdmissionPolicy>(
             &shared,
             Vec::new(),
             links(vap_crd_events_rx),
         );
-        policy_ctrls.push(vaps.run);
+        runs.push(vaps.run);
     }
     let map_links = links(map_crd_events_rx);
-    match map_version {
-        Some("v1") => policy_ctrls.push(
+    match cluster.map_version {
+        Some("v1") => runs.push(
             controller_for::<map::MutatingAdmissionPolicyV1>(&shared, Vec::new(), map_links).run,
         ),
-        Some("v1beta1") => policy_ctrls.push(
+        Some("v1beta1") => runs.push(
             controller_for::<map::MutatingAdmissionPolicyV1beta1>(&shared, Vec::new(), map_links)
                 .run,
         ),
-        Some(_) => policy_ctrls.push(
+        Some(_) => runs.push(
             controller_for::<map::MutatingAdmissionPolicyV1alpha1>(&shared, Vec::new(), map_links)
                 .run,
         ),
         None => {}
     }
-    let crd_ctrl = crds.run;
-    info!(model = %version, near_budget_percent = args.near_budget_percent, "celcost controller started");
-    futures::future::join(crd_ctrl, futures::future::join_all(policy_ctrls)).await;
+    runs.push(crds.run);
+    futures::future::join_all(runs).map(|_| ()).boxed()
+}
+
+/// Waits for the controllers to stop (on the token), then hands over: the lease is given up so
+/// that the other replica takes over at once, and the webhook and the admin server are waited
+/// for (they stopped on the same token).
+async fn drain(
+    controllers: futures::future::BoxFuture<'static, ()>,
+    servers: Servers,
+) -> Result<(), RunError> {
+    controllers.await;
     info!("controllers stopped");
-    // Hand over: the controllers have stopped writing; give the lease up so that the other
-    // replica takes over at once.
-    if let Some(elector) = elector {
+    if let Some(elector) = servers.elector {
         elector.stop().await;
     }
-    if let Some(w) = webhook {
-        w.stop().await;
+    if let Some(w) = servers.webhook {
+        w.stopped().await;
     }
-    let _ = stop_admin.send(());
-    match admin_task.await {
+    match servers.admin.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("admin server: {e}").into()),
         Err(e) => Err(format!("admin server: {e}").into()),
+    }
+}
+
+/// Cancels `shutdown` on the first SIGINT or SIGTERM; exits the process on the second.
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    signal().await;
+    info!("signal received: stopping (a second signal exits at once)");
+    shutdown.cancel();
+    signal().await;
+    warn!("second signal: exiting without draining");
+    std::process::exit(130);
+}
+
+/// The next SIGINT or SIGTERM (SIGINT only where there is no SIGTERM).
+async fn signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -642,6 +798,8 @@ struct Shared {
     health: watch::Health,
     watch_settings: watch::WatchSettings,
     leadership: leader::Leadership,
+    /// Cancelled to stop: every controller shuts down on it.
+    shutdown: CancellationToken,
 }
 
 /// The stores keep only what the reconciler reads: name, uid, generation, resourceVersion and,
@@ -871,7 +1029,7 @@ fn controller_for<K: Target>(
     }
     let run = controller
         .with_config(shared.config.clone())
-        .shutdown_on_signal()
+        .graceful_shutdown_on(shared.shutdown.clone().cancelled_owned())
         .run(reconcile::<K>, error_policy::<K>, ctx)
         .for_each(move |res| {
             match res {

@@ -709,7 +709,6 @@ pub async fn serve_tls(
 
 /// A running webhook: its server and its certificate loop.
 pub struct RunningWebhook {
-    stop: tokio::sync::watch::Sender<bool>,
     server: tokio::task::JoinHandle<()>,
     certs: tokio::task::JoinHandle<()>,
     serving: Serving,
@@ -742,21 +741,22 @@ impl RunningWebhook {
         self.serving.clone()
     }
 
-    /// Stops accepting, lets open requests finish, stops the certificate loop.
-    pub async fn stop(self) {
-        let _ = self.stop.send(true);
+    /// Waits for the server (which stops accepting on the shutdown token and lets open
+    /// requests finish) and the certificate loop to end.
+    pub async fn stopped(self) {
         let _ = self.server.await;
         let _ = self.certs.await;
     }
 }
 
-/// Binds the webhook's address and starts its server and certificate loop (`None` with
-/// `--webhook=false`).
+/// Binds the webhook's address and starts its server and certificate loop until `shutdown`
+/// (`None` with `--webhook=false`).
 pub async fn start(
     args: &WebhookArgs,
     enabled: bool,
     client: &kube::Client,
     state: WebhookState,
+    shutdown: tokio_util::sync::CancellationToken,
 ) -> Result<Option<RunningWebhook>, Box<dyn std::error::Error + Send + Sync>> {
     if !enabled {
         return Ok(None);
@@ -782,10 +782,6 @@ pub async fn start(
         resolver: resolver.clone(),
         secret: format!("{}/{}", settings.namespace, settings.secret),
     };
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let until_stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|s| *s).await;
-    };
     let metrics = state.metrics.clone();
     let expiry = metrics.certificate_expiry.clone();
     let certs = tokio::spawn(certs::run(
@@ -795,7 +791,7 @@ pub async fn start(
         move |t| {
             expiry.set(t);
         },
-        until_stopped(stopped.clone()),
+        shutdown.clone().cancelled_owned(),
     ));
     info!(
         address = %args.webhook_address,
@@ -810,10 +806,9 @@ pub async fn start(
         certs::server_config(resolver),
         router(state),
         metrics,
-        until_stopped(stopped),
+        shutdown.cancelled_owned(),
     ));
     Ok(Some(RunningWebhook {
-        stop,
         server,
         certs,
         serving,
