@@ -370,3 +370,28 @@ fn a_range_gets_bounds_that_fit_every_minor() {
     }
     assert_eq!(out.exit_code(), 0);
 }
+
+/// The unified diff of `fix` (`celcost::fix::unified`): hunks with three lines of context, ranges
+/// that always give their length, an empty side starting after the line before it, a missing
+/// last line break marked, nothing for equal texts.
+#[test]
+fn unified_diff_hunks_and_context() {
+    use celcost::fix::unified;
+    let before: String = (1..=20).map(|i| format!("l{i}\n")).collect();
+    let after = before
+        .replace("l5\n", "l5\nnew\n")
+        .replace("l18\n", "L18\n");
+    assert_eq!(
+        unified("f", &before, &after),
+        "--- a/f\n+++ b/f\n@@ -3,6 +3,7 @@\n l3\n l4\n l5\n+new\n l6\n l7\n l8\n@@ -15,6 +16,6 @@\n l15\n l16\n l17\n-l18\n+L18\n l19\n l20\n"
+    );
+    assert_eq!(unified("f", "a\n", "a\n"), "");
+    assert_eq!(
+        unified("f", "", "x\n"),
+        "--- a/f\n+++ b/f\n@@ -0,0 +1,1 @@\n+x\n"
+    );
+    assert_eq!(
+        unified("f", "a\nb", "a\nc"),
+        "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
+    );
+}

@@ -21,6 +21,7 @@ mod crd_sync;
 mod deploy_config;
 mod fix;
 mod fuzz_regressions;
+mod golden;
 mod helm;
 mod hostile;
 mod image;

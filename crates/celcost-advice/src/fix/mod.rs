@@ -29,7 +29,6 @@
 //! generation); other CRDs are fixed in their YAML.
 
 pub mod go;
-pub mod udiff;
 pub mod yaml;
 
 use std::collections::BTreeMap;
@@ -190,11 +189,7 @@ impl FixOutcome {
     pub fn diff(&self) -> String {
         let mut out = String::new();
         for f in &self.files {
-            out.push_str(&udiff::unified(
-                &f.path.display().to_string(),
-                &f.before,
-                &f.after,
-            ));
+            out.push_str(&unified(&f.path.display().to_string(), &f.before, &f.after));
         }
         out
     }
@@ -964,4 +959,55 @@ fn fix_file(
             after: after_text,
         });
     }
+}
+
+/// The unified diff (`diff -u`, three lines of context) of `before` and `after` of the file
+/// `name` (`a/name`, `b/name`); empty when they are the same. The lines (each with its line
+/// break) are compared by [`similar`]'s Myers, grouped into hunks whose contexts touch; a hunk's
+/// ranges always give their length (`-3,1`), and a last line without a line break is followed by
+/// `\ No newline at end of file`.
+pub fn unified(name: &str, before: &str, after: &str) -> String {
+    use similar::{Algorithm, DiffTag, capture_diff_slices, group_diff_ops};
+    if before == after {
+        return String::new();
+    }
+    let a: Vec<&str> = before.split_inclusive('\n').collect();
+    let b: Vec<&str> = after.split_inclusive('\n').collect();
+    let mut out = format!("--- a/{name}\n+++ b/{name}\n");
+    let line = |out: &mut String, sign: char, line: &str| {
+        out.push(sign);
+        out.push_str(line);
+        if !line.ends_with('\n') {
+            out.push_str("\n\\ No newline at end of file\n");
+        }
+    };
+    for hunk in group_diff_ops(capture_diff_slices(Algorithm::Myers, &a, &b), 3) {
+        let (Some(first), Some(last)) = (hunk.first(), hunk.last()) else {
+            continue;
+        };
+        // An empty range starts after the line before it; others at their first line.
+        let start = |at: usize, len: usize| if len == 0 { at } else { at + 1 };
+        let (oa, ob) = (first.old_range().start, last.old_range().end);
+        let (na, nb) = (first.new_range().start, last.new_range().end);
+        out.push_str(&format!(
+            "@@ -{},{} +{},{} @@\n",
+            start(oa, ob - oa),
+            ob - oa,
+            start(na, nb - na),
+            nb - na
+        ));
+        for op in &hunk {
+            let (tag, old, new) = op.as_tag_tuple();
+            match tag {
+                DiffTag::Equal => a[old].iter().for_each(|l| line(&mut out, ' ', l)),
+                DiffTag::Delete => a[old].iter().for_each(|l| line(&mut out, '-', l)),
+                DiffTag::Insert => b[new].iter().for_each(|l| line(&mut out, '+', l)),
+                DiffTag::Replace => {
+                    a[old].iter().for_each(|l| line(&mut out, '-', l));
+                    b[new].iter().for_each(|l| line(&mut out, '+', l));
+                }
+            }
+        }
+    }
+    out
 }

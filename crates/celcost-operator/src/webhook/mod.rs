@@ -33,13 +33,16 @@ use axum::extract::State;
 use axum::http::{Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use kube::core::admission::{
+    AdmissionRequest, AdmissionResponse, AdmissionReview, META_API_VERSION_V1, META_KIND, Operation,
+};
+use kube::core::{DynamicObject, Status};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tracing::{debug, info, warn};
@@ -246,68 +249,100 @@ pub struct Review {
     pub object: Option<Value>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ReviewIn {
-    api_version: Option<String>,
-    kind: Option<String>,
-    request: Option<RequestIn>,
-}
-
-#[derive(Deserialize)]
-struct RequestIn {
-    uid: Option<String>,
-    operation: Option<String>,
-    name: Option<String>,
-    object: Option<Value>,
-}
-
-/// Reads an AdmissionReview; the error says what is wrong with it.
+/// Reads an AdmissionReview; the error says what is wrong with it. The envelope is read as
+/// kube's [`AdmissionReview`] (request fields, [`Operation`]); the reviewed object is kept as the
+/// JSON it came as (the estimator reads JSON, and a typed copy of a large CRD would be a second
+/// one). The checks the webhook's callers see first (apiVersion and kind, a request, its uid)
+/// run on the JSON before the typed read, so their reasons stay specific.
 pub fn parse_review(body: &[u8]) -> Result<Review, String> {
-    let r: ReviewIn = serde_json::from_slice(body)
-        .map_err(|e| format!("malformed AdmissionReview: not JSON of an AdmissionReview: {e}"))?;
-    let (api, kind) = (
-        r.api_version.unwrap_or_default(),
-        r.kind.unwrap_or_default(),
-    );
-    if api != "admission.k8s.io/v1" || kind != "AdmissionReview" {
+    let not_review = |e: serde_json::Error| {
+        format!("malformed AdmissionReview: not JSON of an AdmissionReview: {e}")
+    };
+    let mut v: Value = serde_json::from_slice(body).map_err(not_review)?;
+    if !v.is_object() {
+        return Err(not_review(serde::de::Error::custom(
+            "expected a JSON object",
+        )));
+    }
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+    let (api, kind) = (text(&v, "apiVersion"), text(&v, "kind"));
+    if api != META_API_VERSION_V1 || kind != META_KIND {
         return Err(format!(
             "malformed AdmissionReview: expected apiVersion admission.k8s.io/v1 and kind \
              AdmissionReview, got apiVersion {api:?} and kind {kind:?}"
         ));
     }
-    let req = r.request.ok_or("malformed AdmissionReview: no request")?;
-    let uid = req
-        .uid
-        .filter(|u| !u.is_empty())
-        .ok_or("malformed AdmissionReview: the request has no uid")?;
-    let object = req.object.filter(|o| !o.is_null());
+    let request = v
+        .get_mut("request")
+        .filter(|r| !r.is_null())
+        .ok_or("malformed AdmissionReview: no request")?;
+    if matches!(request.get("uid"), None | Some(Value::Null))
+        || request.get("uid").and_then(Value::as_str) == Some("")
+    {
+        return Err("malformed AdmissionReview: the request has no uid".into());
+    }
+    let object = request
+        .as_object_mut()
+        .and_then(|r| {
+            // A `null` field is an absent one, as Go's decoder (the API server's) reads it.
+            r.retain(|_, v| !v.is_null());
+            // Fields kube's request type requires that the webhook does not read: empty when
+            // absent, so a review with a uid is answered as it was before the typed read (the
+            // webhook never denies).
+            for (key, empty) in [
+                ("kind", json!({"group": "", "version": "", "kind": ""})),
+                (
+                    "resource",
+                    json!({"group": "", "version": "", "resource": ""}),
+                ),
+                ("userInfo", json!({})),
+            ] {
+                r.entry(key).or_insert(empty);
+            }
+            r.remove("object")
+        })
+        .filter(|o| !o.is_null());
+    let review: AdmissionReview<DynamicObject> = serde_json::from_value(v).map_err(not_review)?;
+    let req: AdmissionRequest<DynamicObject> = review
+        .try_into()
+        .map_err(|_| "malformed AdmissionReview: no request")?;
     let name = object
         .as_ref()
         .and_then(|o| o.pointer("/metadata/name"))
         .and_then(Value::as_str)
         .map(str::to_string)
-        .or(req.name)
-        .unwrap_or_default();
+        .unwrap_or(req.name);
+    let operation = match req.operation {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
+    };
     Ok(Review {
-        uid,
-        operation: req.operation.unwrap_or_default(),
+        uid: req.uid,
+        operation: operation.to_string(),
         name,
         object,
     })
 }
 
-/// The answer to the review `uid`: allowed, with `warnings`.
+/// The answer to the review `uid`: allowed, with `warnings` — kube's [`AdmissionResponse`],
+/// without the empty `status` it always writes (the answer carries `uid`, `allowed` and
+/// `warnings` only, as it did before).
 pub fn allowed(uid: &str, warnings: &[String]) -> Value {
-    let mut response = json!({"uid": uid, "allowed": true});
-    if !warnings.is_empty() {
-        response["warnings"] = json!(warnings);
+    let mut response = AdmissionResponse::invalid("");
+    response.uid = uid.to_string();
+    response.allowed = true;
+    response.result = Status::default();
+    response.warnings = (!warnings.is_empty()).then(|| warnings.to_vec());
+    let mut review = serde_json::to_value(response.into_review()).unwrap_or(Value::Null);
+    if let Some(r) = review.get_mut("response").and_then(Value::as_object_mut)
+        && r.get("status")
+            .is_some_and(|s| s.as_object().is_some_and(|s| s.is_empty()))
+    {
+        r.remove("status");
     }
-    json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "response": response,
-    })
+    review
 }
 
 /// The API server's `?timeout=` (a Go duration: `5s`, `1m0s`, `500ms`), if the request has one.
