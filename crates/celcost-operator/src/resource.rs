@@ -17,6 +17,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use celcost_core::report::Keyword;
+
 /// Upper bound of rules (CRDs) or expressions (policies) listed in one report.
 pub const MAX_LISTED_RULES: usize = 200;
 /// Upper bound of schemas (one per distinct version schema of a CRD) listed in one report.
@@ -422,8 +424,8 @@ pub struct SuggestionStatus {
     #[schemars(length(max = 1024))]
     pub path: String,
     /// `maxItems`, `maxProperties` or `maxLength`.
-    #[schemars(length(max = 16))]
-    pub keyword: String,
+    #[schemars(with = "String", length(max = 16))]
+    pub keyword: Keyword,
     pub value: i64,
     pub cost_after: i64,
     #[serde(default)]
