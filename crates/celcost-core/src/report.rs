@@ -300,18 +300,41 @@ pub struct ErrorLocation {
 #[serde(rename_all = "camelCase")]
 pub struct EstimateStopped {
     /// `WorkBudgetExceeded` or `InternalError`.
-    pub reason: String,
+    #[schemars(with = "String")]
+    pub reason: StopReason,
     /// `estimate stopped: work budget of N steps exceeded at spec.variables[42].expression`.
     pub message: String,
+    /// The field path the estimate was at when it stopped, if it said (the end of `message`;
+    /// not in the JSON output): where [`Self::location`] is looked up.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub at: Option<String>,
     /// Where in the file the estimate stopped (the node the message names, or the nearest
     /// one the file has).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<SourceLocation>,
 }
 
-/// Reasons of [`EstimateStopped`].
-pub const WORK_BUDGET_EXCEEDED: &str = "WorkBudgetExceeded";
-pub const INTERNAL_ERROR: &str = "InternalError";
+/// Why an estimate stopped ([`EstimateStopped::reason`]), serialized as its name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StopReason {
+    /// Over its work budget (steps or memory).
+    #[default]
+    WorkBudgetExceeded,
+    /// The estimator panicked: a bug.
+    InternalError,
+}
+
+impl StopReason {
+    /// The reason's name (`WorkBudgetExceeded`), as the report and the operator's conditions
+    /// say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::WorkBudgetExceeded => "WorkBudgetExceeded",
+            StopReason::InternalError => "InternalError",
+        }
+    }
+}
 
 /// One validated schema root of a CRD.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -15,9 +15,7 @@ use crate::cel::decls::Version;
 use crate::cel::env::Env;
 use crate::cel::minor::Minor;
 use crate::crd::Prepared;
-use crate::report::{
-    EstimateStopped, INTERNAL_ERROR, ObjectReport, UpdateVerdict, WORK_BUDGET_EXCEEDED,
-};
+use crate::report::{EstimateStopped, ObjectReport, StopReason, UpdateVerdict};
 use crate::schema::catalog::SchemaCatalog;
 
 /// The default Kubernetes version of the cost model.
@@ -455,11 +453,14 @@ type PolicyEstimate = fn(
 fn stopped_by(stop: &Stopped) -> EstimateStopped {
     EstimateStopped {
         reason: match stop {
-            Stopped::Exceeded(_) => WORK_BUDGET_EXCEEDED,
-            Stopped::Panicked(_) => INTERNAL_ERROR,
-        }
-        .to_string(),
+            Stopped::Exceeded(_) => StopReason::WorkBudgetExceeded,
+            Stopped::Panicked(_) => StopReason::InternalError,
+        },
         message: stop.to_string(),
+        at: match stop {
+            Stopped::Exceeded(e) => e.at.clone(),
+            Stopped::Panicked(_) => None,
+        },
         location: None,
     }
 }
