@@ -22,7 +22,7 @@ use crate::cli::{Outcome, Run};
 use celcost_advice::suggest::Settings;
 use celcost_core::estimate::Estimator;
 use celcost_core::fixtures;
-use celcost_core::report::{INTERNAL_ERROR, ObjectReport, WORK_BUDGET_EXCEEDED};
+use celcost_core::report::{ObjectReport, StopReason};
 
 /// Inputs up to this size must be estimated within the default work budget.
 pub const SMALL_INPUT: usize = 16 << 10;
@@ -184,11 +184,13 @@ fn check_report(r: &ObjectReport, len: usize) {
     );
     if let Some(s) = &r.stopped {
         assert_ne!(
-            s.reason, INTERNAL_ERROR,
+            s.reason,
+            StopReason::InternalError,
             "the estimate of {} stopped on an internal error: {}",
-            r.source, s.message
+            r.source,
+            s.message
         );
-        assert_eq!(s.reason, WORK_BUDGET_EXCEEDED, "{}", s.message);
+        assert_eq!(s.reason, StopReason::WorkBudgetExceeded, "{}", s.message);
         assert!(
             len > SMALL_INPUT,
             "an input of {len} bytes went over the work budget ({}): {}",

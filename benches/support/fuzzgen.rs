@@ -20,7 +20,7 @@ use celcost::Estimator;
 use celcost::cel::decls::{Declarations, Version};
 use celcost::cli::{Outcome, Run};
 use celcost::output::{json::render_json, markdown::render_markdown, table::render_table};
-use celcost::report::{INTERNAL_ERROR, WORK_BUDGET_EXCEEDED};
+use celcost::report::StopReason;
 
 /// A case slower than this is a finding (a hang in the making).
 pub const SLOW_CASE: Duration = Duration::from_secs(2);
@@ -148,9 +148,11 @@ impl Fuzzer {
             )),
             Ok(o) => o.reports.iter().find_map(|r| {
                 let st = r.stopped.as_ref()?;
-                match st.reason.as_str() {
-                    INTERNAL_ERROR => Some(format!("estimator panic: {}", st.message)),
-                    WORK_BUDGET_EXCEEDED if kind != Kind::Mutation || input.len() < 64 << 10 => {
+                match st.reason {
+                    StopReason::InternalError => Some(format!("estimator panic: {}", st.message)),
+                    StopReason::WorkBudgetExceeded
+                        if kind != Kind::Mutation || input.len() < 64 << 10 =>
+                    {
                         Some(format!("budget overrun on a small input: {}", st.message))
                     }
                     _ => None,

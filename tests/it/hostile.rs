@@ -8,7 +8,7 @@ use crate::fuzzgen;
 use celcost::Estimator;
 use celcost::budget::{Limits, run_measured};
 use celcost::cli::{Advice, Outcome, Run};
-use celcost::report::{ObjectReport, WORK_BUDGET_EXCEEDED};
+use celcost::report::{ObjectReport, StopReason};
 use celcost::rewrite::Scope;
 
 fn estimate(text: &str) -> (Vec<ObjectReport>, u64) {
@@ -136,7 +136,7 @@ fn an_object_over_its_budget_is_reported_and_the_others_estimated() {
     assert_eq!(o.reports.len(), 3);
     assert!(o.reports[0].valid && o.reports[2].valid);
     let stopped = o.reports[1].stopped.as_ref().expect("stopped");
-    assert_eq!(stopped.reason, WORK_BUDGET_EXCEEDED);
+    assert_eq!(stopped.reason, StopReason::WorkBudgetExceeded);
     assert!(
         stopped.message.starts_with(
             "estimate stopped: work budget of 20000 steps exceeded at spec.variables["

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use celcost::Estimator;
 use celcost::input::{objects_of, parse_documents};
 use celcost::report::{
-    ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, Suggestion,
+    Keyword, ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, Suggestion,
     suggestion_groups,
 };
 use celcost::suggest::{Settings, suggest};
@@ -102,7 +102,7 @@ fn apply(object: &mut Value, s: &Suggestion, versions: &[String]) {
             node_at(root, &rest).unwrap_or_else(|| panic!("{} is not in the document", s.path));
         node.as_object_mut()
             .expect("a schema node is an object")
-            .insert(s.keyword.clone(), Value::from(s.value));
+            .insert(s.keyword.name().to_string(), Value::from(s.value));
     }
 }
 
@@ -331,7 +331,7 @@ fn check_object(
                     let first = &groups[0];
                     let got = first
                         .iter()
-                        .find(|b| b.path == r.node_field_path && b.keyword == "maxLength");
+                        .find(|b| b.path == r.node_field_path && b.keyword == Keyword::MaxLength);
                     assert!(
                         got.is_some_and(|b| b.safe
                             && b.value >= n
@@ -353,11 +353,14 @@ fn check_object(
                 );
                 for b in &group {
                     assert!(
-                        ["maxItems", "maxProperties", "maxLength"].contains(&b.keyword.as_str()),
+                        ["maxItems", "maxProperties", "maxLength"].contains(&b.keyword.name()),
                         "{what}: keyword {}",
                         b.keyword
                     );
-                    assert!(b.value >= 1 || b.keyword == "maxLength", "{what}: {b:?}");
+                    assert!(
+                        b.value >= 1 || b.keyword == Keyword::MaxLength,
+                        "{what}: {b:?}"
+                    );
                     if let Some(cur) = b.current {
                         assert!(b.value < cur, "{what}: lowering {cur} to {}", b.value);
                     }
@@ -421,7 +424,7 @@ fn check_object(
             for g in firsts {
                 for b in g {
                     let w = wanted
-                        .entry((b.path.clone(), b.keyword.clone()))
+                        .entry((b.path.clone(), b.keyword.name().to_string()))
                         .or_insert_with(|| b.clone());
                     w.value = w.value.min(b.value);
                 }
@@ -627,7 +630,7 @@ fn corpus_regex_rules_on_unbounded_strings_get_their_implied_bound_first() {
         };
         let ok = groups.first().is_some_and(|g| {
             g.iter().any(|b| {
-                b.keyword == "maxLength"
+                b.keyword == Keyword::MaxLength
                     && b.schema_path == "^.spec.items[*].value"
                     && b.safe
                     && (b.value == round || b.value == n)

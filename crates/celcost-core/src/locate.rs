@@ -162,9 +162,9 @@ impl ObjectSource {
             })
             .collect();
         if let Some(st) = &mut report.stopped {
-            // `estimate stopped: work budget of N steps exceeded at spec.variables[42].expression`
-            let at = st.message.rsplit_once(" at ").map(|(_, p)| p.trim());
-            st.location = Some(self.nearest(at.unwrap_or_default()).1);
+            // Where it stopped (`spec.variables[42].expression`), or the object.
+            let at = st.at.as_deref().map(str::trim).unwrap_or_default();
+            st.location = Some(self.nearest(at).1);
         }
     }
 }

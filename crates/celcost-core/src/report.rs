@@ -300,18 +300,41 @@ pub struct ErrorLocation {
 #[serde(rename_all = "camelCase")]
 pub struct EstimateStopped {
     /// `WorkBudgetExceeded` or `InternalError`.
-    pub reason: String,
+    #[schemars(with = "String")]
+    pub reason: StopReason,
     /// `estimate stopped: work budget of N steps exceeded at spec.variables[42].expression`.
     pub message: String,
+    /// The field path the estimate was at when it stopped, if it said (the end of `message`;
+    /// not in the JSON output): where [`Self::location`] is looked up.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub at: Option<String>,
     /// Where in the file the estimate stopped (the node the message names, or the nearest
     /// one the file has).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<SourceLocation>,
 }
 
-/// Reasons of [`EstimateStopped`].
-pub const WORK_BUDGET_EXCEEDED: &str = "WorkBudgetExceeded";
-pub const INTERNAL_ERROR: &str = "InternalError";
+/// Why an estimate stopped ([`EstimateStopped::reason`]), serialized as its name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StopReason {
+    /// Over its work budget (steps or memory).
+    #[default]
+    WorkBudgetExceeded,
+    /// The estimator panicked: a bug.
+    InternalError,
+}
+
+impl StopReason {
+    /// The reason's name (`WorkBudgetExceeded`), as the report and the operator's conditions
+    /// say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::WorkBudgetExceeded => "WorkBudgetExceeded",
+            StopReason::InternalError => "InternalError",
+        }
+    }
+}
 
 /// One validated schema root of a CRD.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -459,7 +482,8 @@ pub struct Suggestion {
     /// version's schema.
     pub path: String,
     /// `maxItems`, `maxProperties` or `maxLength`.
-    pub keyword: String,
+    #[schemars(with = "String")]
+    pub keyword: Keyword,
     pub value: i64,
     /// The cost once every bound of the group is applied, from the estimator run again on the
     /// object with them: for a rule, the higher of its cost (× cardinality) and its
@@ -498,16 +522,92 @@ impl Suggestion {
 
     /// What the bound refuses that the API accepts today, for a breaking one.
     pub fn refused(&self) -> String {
-        refused_by(&self.keyword, self.value)
+        self.keyword.refused(self.value)
     }
 }
 
-/// What a bound `keyword: value` refuses (`lists of more than 8 items`).
-pub fn refused_by(keyword: &str, value: i64) -> String {
-    match keyword {
-        "maxItems" => format!("lists of more than {value} items"),
-        "maxProperties" => format!("maps of more than {value} properties"),
-        _ => format!("values of more than {value} characters"),
+/// The schema keywords a suggestion sets (serialized as the keyword's name, `maxItems`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum Keyword {
+    #[default]
+    MaxItems,
+    MaxProperties,
+    MaxLength,
+}
+
+impl Keyword {
+    /// The keyword as the schema spells it (`maxItems`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Keyword::MaxItems => "maxItems",
+            Keyword::MaxProperties => "maxProperties",
+            Keyword::MaxLength => "maxLength",
+        }
+    }
+
+    /// The keyword as a kubebuilder marker names it (`MaxItems`).
+    pub fn marker_name(self) -> &'static str {
+        match self {
+            Keyword::MaxItems => "MaxItems",
+            Keyword::MaxProperties => "MaxProperties",
+            Keyword::MaxLength => "MaxLength",
+        }
+    }
+
+    /// The keyword named `name` as the schema spells it (`maxItems`), if it is one of them.
+    pub fn of_name(name: &str) -> Option<Keyword> {
+        match name {
+            "maxItems" => Some(Keyword::MaxItems),
+            "maxProperties" => Some(Keyword::MaxProperties),
+            "maxLength" => Some(Keyword::MaxLength),
+            _ => None,
+        }
+    }
+
+    /// The keyword named `name` as a kubebuilder marker names it (`MaxItems`), if it is one.
+    pub fn of_marker_name(name: &str) -> Option<Keyword> {
+        match name {
+            "MaxItems" => Some(Keyword::MaxItems),
+            "MaxProperties" => Some(Keyword::MaxProperties),
+            "MaxLength" => Some(Keyword::MaxLength),
+            _ => None,
+        }
+    }
+
+    /// The bound a schema node has for the keyword.
+    pub fn get(self, s: &crate::schema::Schema) -> Option<i64> {
+        match self {
+            Keyword::MaxItems => s.max_items,
+            Keyword::MaxProperties => s.max_properties,
+            Keyword::MaxLength => s.max_length,
+        }
+    }
+
+    /// Sets (or removes) the keyword's bound on a schema node.
+    pub fn set(self, s: &mut crate::schema::Schema, v: Option<i64>) {
+        match self {
+            Keyword::MaxItems => s.max_items = v,
+            Keyword::MaxProperties => s.max_properties = v,
+            Keyword::MaxLength => s.max_length = v,
+        }
+    }
+
+    /// What a bound `keyword: value` refuses (`lists of more than 8 items`).
+    pub fn refused(self, value: i64) -> String {
+        match self {
+            Keyword::MaxItems => format!("lists of more than {value} items"),
+            Keyword::MaxProperties => format!("maps of more than {value} properties"),
+            Keyword::MaxLength => format!("values of more than {value} characters"),
+        }
+    }
+}
+
+impl std::fmt::Display for Keyword {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

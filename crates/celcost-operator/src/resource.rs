@@ -17,6 +17,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use celcost_core::report::Keyword;
+
 /// Upper bound of rules (CRDs) or expressions (policies) listed in one report.
 pub const MAX_LISTED_RULES: usize = 200;
 /// Upper bound of schemas (one per distinct version schema of a CRD) listed in one report.
@@ -123,37 +125,8 @@ pub struct CostReportSpec {
     pub target_ref: TargetRef,
 }
 
-/// The kinds celcost estimates.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
-pub enum TargetKind {
-    CustomResourceDefinition,
-    ValidatingAdmissionPolicy,
-    MutatingAdmissionPolicy,
-}
-
-impl TargetKind {
-    /// The prefix of report names (`crd.<name>`, `vap.<name>`), also the metrics label.
-    pub fn short(self) -> &'static str {
-        match self {
-            TargetKind::CustomResourceDefinition => "crd",
-            TargetKind::ValidatingAdmissionPolicy => "vap",
-            TargetKind::MutatingAdmissionPolicy => "map",
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TargetKind::CustomResourceDefinition => "CustomResourceDefinition",
-            TargetKind::ValidatingAdmissionPolicy => "ValidatingAdmissionPolicy",
-            TargetKind::MutatingAdmissionPolicy => "MutatingAdmissionPolicy",
-        }
-    }
-
-    /// The name of the report of the target `name`.
-    pub fn report_name(self, name: &str) -> String {
-        format!("{}.{}", self.short(), name)
-    }
-}
+/// The kinds celcost estimates: the estimator's, serialized by their names.
+pub use celcost_core::estimate::TargetKind;
 
 /// Reference to the estimated object.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
@@ -422,8 +395,8 @@ pub struct SuggestionStatus {
     #[schemars(length(max = 1024))]
     pub path: String,
     /// `maxItems`, `maxProperties` or `maxLength`.
-    #[schemars(length(max = 16))]
-    pub keyword: String,
+    #[schemars(with = "String", length(max = 16))]
+    pub keyword: Keyword,
     pub value: i64,
     pub cost_after: i64,
     #[serde(default)]

@@ -101,7 +101,7 @@ impl Bound {
             (Some(why), _) => format!("{what} (safe: {why})"),
             (None, Some(_)) => format!(
                 "{what} (breaking: {}, accepted today, are refused from then on)",
-                celcost_core::report::refused_by(self.keyword.name(), self.value)
+                self.keyword.refused(self.value)
             ),
             (None, None) => what,
         }
@@ -433,11 +433,7 @@ pub fn plan_bounds(
                             why_not.push(format!("{}: not in the object", x.schema_path));
                             continue 'groups;
                         };
-                        let keyword = match x.keyword.as_str() {
-                            "maxItems" => Keyword::MaxItems,
-                            "maxProperties" => Keyword::MaxProperties,
-                            _ => Keyword::MaxLength,
-                        };
+                        let keyword = x.keyword;
                         let original = roots
                             .first()
                             .and_then(|r| object.pointer(r))

@@ -85,6 +85,7 @@ use celcost_core::crd::{
     max_elements, multiply_with_overflow_guard, multiply_with_overflow_guard_card,
 };
 use celcost_core::estimate::Estimator;
+pub use celcost_core::report::Keyword;
 use celcost_core::report::format::num;
 use celcost_core::report::{
     ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, SchemaReport, Suggestion,
@@ -184,48 +185,6 @@ impl Settings {
     /// github outputs call near budget).
     pub fn fits(&self, cost: u64, limit: u64) -> bool {
         cost <= limit && !celcost_core::report::reaches_share(cost, limit, self.near_budget_percent)
-    }
-}
-
-/// The schema keywords a suggestion sets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Keyword {
-    MaxItems,
-    MaxProperties,
-    MaxLength,
-}
-
-impl Keyword {
-    pub fn name(self) -> &'static str {
-        match self {
-            Keyword::MaxItems => "maxItems",
-            Keyword::MaxProperties => "maxProperties",
-            Keyword::MaxLength => "maxLength",
-        }
-    }
-
-    fn marker_name(self) -> &'static str {
-        match self {
-            Keyword::MaxItems => "MaxItems",
-            Keyword::MaxProperties => "MaxProperties",
-            Keyword::MaxLength => "MaxLength",
-        }
-    }
-
-    fn get(self, s: &Schema) -> Option<i64> {
-        match self {
-            Keyword::MaxItems => s.max_items,
-            Keyword::MaxProperties => s.max_properties,
-            Keyword::MaxLength => s.max_length,
-        }
-    }
-
-    fn set(self, s: &mut Schema, v: Option<i64>) {
-        match self {
-            Keyword::MaxItems => s.max_items = v,
-            Keyword::MaxProperties => s.max_properties = v,
-            Keyword::MaxLength => s.max_length = v,
-        }
     }
 }
 

@@ -175,14 +175,17 @@ fn an_unbounded_list_of_unbounded_strings_gets_verified_round_bounds() {
         assert!(
             groups
                 .iter()
-                .any(|g| g.len() == 1 && g[0].keyword == "maxItems")
+                .any(|g| g.len() == 1 && g[0].keyword == Keyword::MaxItems)
         );
         if let Some(both) = groups.iter().find(|g| g.len() == 2) {
             let alone = groups
                 .iter()
-                .find(|g| g.len() == 1 && g[0].keyword == "maxItems")
+                .find(|g| g.len() == 1 && g[0].keyword == Keyword::MaxItems)
                 .unwrap();
-            let items = both.iter().find(|b| b.keyword == "maxItems").unwrap();
+            let items = both
+                .iter()
+                .find(|b| b.keyword == Keyword::MaxItems)
+                .unwrap();
             assert!(items.value > alone[0].value);
         }
     }
@@ -257,7 +260,7 @@ fn int_or_string_max_length_before_1_34_cannot_help() {
     let new = run(34, &o, &settings);
     let s = &new.schemas[0].rules[0].suggestions;
     assert!(
-        s.iter().any(|b| b.keyword == "maxLength"),
+        s.iter().any(|b| b.keyword == Keyword::MaxLength),
         "{:?}",
         new.schemas[0].rules[0].no_suggestion
     );
@@ -318,13 +321,12 @@ fn over_64_units_the_bounds_not_needed_are_lifted() {
     assert!(rule.no_suggestion.is_none(), "{:?}", rule.no_suggestion);
     let s = &rule.suggestions;
     let group: Vec<&Suggestion> = s.iter().filter(|b| b.group == s[0].group).collect();
-    let kv: Vec<(&str, i64)> = group
-        .iter()
-        .map(|b| (b.keyword.as_str(), b.value))
-        .collect();
+    let kv: Vec<(&str, i64)> = group.iter().map(|b| (b.keyword.name(), b.value)).collect();
     assert!(
-        group.iter().all(|b| b.keyword == "maxItems" && b.value == 1
-            || b.keyword == "maxLength" && b.value <= 64),
+        group
+            .iter()
+            .all(|b| b.keyword == Keyword::MaxItems && b.value == 1
+                || b.keyword == Keyword::MaxLength && b.value <= 64),
         "{kv:?}"
     );
     // Fewer than every level, and none more could be lifted: each doubles the cost.
@@ -471,7 +473,7 @@ fn the_bound_the_rule_implies_comes_first_and_safe() {
     assert_eq!(first.len(), 1, "{first:?}");
     let b = first[0];
     assert_eq!(
-        (b.keyword.as_str(), b.value, b.current),
+        (b.keyword.name(), b.value, b.current),
         ("maxLength", 32, None)
     );
     assert!(b.safe);

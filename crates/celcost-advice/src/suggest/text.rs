@@ -115,7 +115,7 @@ pub fn schema_suggestion_text(s: &SchemaReport) -> Option<String> {
 /// The object with the first suggestion of every finding applied (the lowest value where two
 /// set the same bound): what the test suite estimates again to check that it is accepted.
 pub fn apply_first_suggestions(object: &Value, report: &ObjectReport) -> Value {
-    let mut wanted: Vec<(String, String, i64)> = Vec::new();
+    let mut wanted: Vec<(String, Keyword, i64)> = Vec::new();
     let firsts = report.schemas.iter().flat_map(|s| {
         s.rules
             .iter()
@@ -130,7 +130,7 @@ pub fn apply_first_suggestions(object: &Value, report: &ObjectReport) -> Value {
                 .find(|w| w.0 == b.path && w.1 == b.keyword)
             {
                 Some(w) => w.2 = w.2.min(b.value),
-                None => wanted.push((b.path.clone(), b.keyword.clone(), b.value)),
+                None => wanted.push((b.path.clone(), b.keyword, b.value)),
             }
         }
     }
@@ -148,7 +148,7 @@ pub fn apply_first_suggestions(object: &Value, report: &ObjectReport) -> Value {
             };
             for p in &root.pointers {
                 if let Some(o) = json_node(&mut copy, p, &steps).and_then(Value::as_object_mut) {
-                    o.insert(keyword.clone(), Value::from(*value));
+                    o.insert(keyword.name().to_string(), Value::from(*value));
                 }
             }
         }

@@ -305,7 +305,7 @@ pub(super) fn suggested_bound(
     Suggestion {
         path: field_path(root_field_path, &s.node),
         schema_path: schema_path(&s.node),
-        keyword: s.keyword.name().to_string(),
+        keyword: s.keyword,
         value,
         cost_after,
         group: 0,

@@ -15,16 +15,26 @@ use crate::cel::decls::Version;
 use crate::cel::env::Env;
 use crate::cel::minor::Minor;
 use crate::crd::Prepared;
-use crate::report::{
-    EstimateStopped, INTERNAL_ERROR, ObjectReport, UpdateVerdict, WORK_BUDGET_EXCEEDED,
-};
+use crate::report::{EstimateStopped, ObjectReport, StopReason, UpdateVerdict};
 use crate::schema::catalog::SchemaCatalog;
 
 /// The default Kubernetes version of the cost model.
 pub const DEFAULT_KUBERNETES_VERSION: Version = Version::new(1, 36);
 
-/// What an object is, for the estimator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The kinds celcost estimates.
+// (The doc line above is the `CostReport` CRD's description of `spec.target.kind`, which the
+// operator's custom resource serializes with this type: it stays as it is.)
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum TargetKind {
     CustomResourceDefinition,
     ValidatingAdmissionPolicy,
@@ -57,6 +67,30 @@ impl TargetKind {
             ) => Some(TargetKind::MutatingAdmissionPolicy),
             _ => None,
         }
+    }
+
+    /// The prefix of the operator's report names (`crd.<name>`, `vap.<name>`), also its
+    /// metrics label.
+    pub fn short(self) -> &'static str {
+        match self {
+            TargetKind::CustomResourceDefinition => "crd",
+            TargetKind::ValidatingAdmissionPolicy => "vap",
+            TargetKind::MutatingAdmissionPolicy => "map",
+        }
+    }
+
+    /// The kind's name (`CustomResourceDefinition`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TargetKind::CustomResourceDefinition => "CustomResourceDefinition",
+            TargetKind::ValidatingAdmissionPolicy => "ValidatingAdmissionPolicy",
+            TargetKind::MutatingAdmissionPolicy => "MutatingAdmissionPolicy",
+        }
+    }
+
+    /// The name of the operator's report of the target `name`.
+    pub fn report_name(self, name: &str) -> String {
+        format!("{}.{}", self.short(), name)
     }
 }
 
@@ -419,11 +453,14 @@ type PolicyEstimate = fn(
 fn stopped_by(stop: &Stopped) -> EstimateStopped {
     EstimateStopped {
         reason: match stop {
-            Stopped::Exceeded(_) => WORK_BUDGET_EXCEEDED,
-            Stopped::Panicked(_) => INTERNAL_ERROR,
-        }
-        .to_string(),
+            Stopped::Exceeded(_) => StopReason::WorkBudgetExceeded,
+            Stopped::Panicked(_) => StopReason::InternalError,
+        },
         message: stop.to_string(),
+        at: match stop {
+            Stopped::Exceeded(e) => e.at.clone(),
+            Stopped::Panicked(_) => None,
+        },
         location: None,
     }
 }

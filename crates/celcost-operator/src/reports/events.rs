@@ -165,7 +165,7 @@ pub fn suggestion_phrase(suggestions: &[SuggestionStatus], before: u64) -> Optio
             (Some(why), _) => notes.push_str(&format!("; safe: {why}")),
             (None, true) => notes.push_str(&format!(
                 "; breaking: {}, accepted today, are refused from then on",
-                celcost_core::report::refused_by(&b.keyword, b.value)
+                b.keyword.refused(b.value)
             )),
             (None, false) => {}
         }

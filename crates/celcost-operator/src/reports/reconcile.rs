@@ -295,7 +295,7 @@ async fn estimate(
     match joined {
         Ok(Ok(Some(report))) => match &report.stopped {
             // Over its work budget, or a bug the estimator caught: no numbers.
-            Some(st) if st.reason == celcost_core::report::WORK_BUDGET_EXCEEDED => {
+            Some(st) if st.reason == celcost_core::report::StopReason::WorkBudgetExceeded => {
                 Outcome::Failed(reason::WORK_BUDGET_EXCEEDED, st.message.clone())
             }
             Some(st) => Outcome::Failed(

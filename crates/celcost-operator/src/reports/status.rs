@@ -185,7 +185,7 @@ fn suggestions_status(
         .take(MAX_SUGGESTIONS)
         .map(|b| SuggestionStatus {
             path: cut.text(&b.path, MAX_TEXT_LEN),
-            keyword: b.keyword.clone(),
+            keyword: b.keyword,
             value: b.value,
             cost_after: cap_into(b.cost_after, unbounded),
             group: i64::from(b.group),

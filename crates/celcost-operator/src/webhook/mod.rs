@@ -391,17 +391,7 @@ fn deadline_of(query: Option<&str>) -> Duration {
 
 /// The kind of report of an estimable object.
 fn target_kind(object: &Value) -> Option<TargetKind> {
-    Some(match celcost_core::estimate::TargetKind::of(object)? {
-        celcost_core::estimate::TargetKind::CustomResourceDefinition => {
-            TargetKind::CustomResourceDefinition
-        }
-        celcost_core::estimate::TargetKind::ValidatingAdmissionPolicy => {
-            TargetKind::ValidatingAdmissionPolicy
-        }
-        celcost_core::estimate::TargetKind::MutatingAdmissionPolicy => {
-            TargetKind::MutatingAdmissionPolicy
-        }
-    })
+    TargetKind::of(object)
 }
 
 /// What the estimate of a reviewed object gave.

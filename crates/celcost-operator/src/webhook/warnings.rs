@@ -607,8 +607,9 @@ mod tests {
     fn stopped_estimates_give_no_warning() {
         let mut r = v1_crd(vec![rule("^.a", 0, 9_999_999)]);
         r.stopped = Some(celcost_core::report::EstimateStopped {
-            reason: celcost_core::report::WORK_BUDGET_EXCEEDED.into(),
+            reason: celcost_core::report::StopReason::WorkBudgetExceeded,
             message: "estimate stopped".into(),
+            at: None,
             location: None,
         });
         assert!(crd_warnings(&r, 80).is_empty());

@@ -132,7 +132,7 @@ impl GoTypes {
             let Some(schema) = object.pointer(&pointer) else {
                 continue;
             };
-            let mut hits: Vec<(Vec<Step>, &'static str, i64)> = Vec::new();
+            let mut hits: Vec<(Vec<Step>, Keyword, i64)> = Vec::new();
             let start = self.resolve(
                 (root.pkg, root.file),
                 &Expr::Named {
@@ -149,11 +149,7 @@ impl GoTypes {
                     break;
                 }
                 for p in placed {
-                    let keyword = match p.marker.rsplit(':').next().unwrap_or_default() {
-                        "MaxItems" => "maxItems",
-                        "MaxProperties" => "maxProperties",
-                        _ => "maxLength",
-                    };
+                    let keyword = p.keyword;
                     let is_items = p.marker.contains(":items:");
                     let applies = match (&p.host, is_items, &via) {
                         (Host::Field(f), false, Via::Field(g)) => f == g,
@@ -223,9 +219,9 @@ impl GoTypes {
                     continue;
                 };
                 if let Some(n) = walk_mut(root, &steps).and_then(Value::as_object_mut) {
-                    let now = n.get(keyword).and_then(Value::as_i64);
+                    let now = n.get(keyword.name()).and_then(Value::as_i64);
                     if now.is_none_or(|c| c > value) {
-                        n.insert(keyword.to_string(), Value::from(value));
+                        n.insert(keyword.name().to_string(), Value::from(value));
                     }
                 }
             }

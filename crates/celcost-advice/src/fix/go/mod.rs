@@ -154,6 +154,8 @@ pub struct Placement {
     pub host: Host,
     /// `kubebuilder:validation:items:MaxLength`.
     pub marker: String,
+    /// The keyword the marker sets.
+    pub keyword: Keyword,
     pub value: i64,
     /// Markers of that name already there, each (value, bytes of the value in its file).
     existing: Vec<(i64, usize, usize)>,

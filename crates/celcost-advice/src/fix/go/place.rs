@@ -69,11 +69,7 @@ impl GoTypes {
     /// Where the bound goes for one root type, or why it cannot go anywhere.
     pub fn place_in(&self, root: DeclRef, b: &Bound) -> Result<Vec<Placement>, String> {
         let (t, via) = self.walk(root, &b.steps)?;
-        let k = match b.keyword {
-            Keyword::MaxItems => "MaxItems",
-            Keyword::MaxProperties => "MaxProperties",
-            Keyword::MaxLength => "MaxLength",
-        };
+        let k = b.keyword.marker_name();
         let plain = format!("kubebuilder:validation:{k}");
         let items = format!("kubebuilder:validation:items:{k}");
         // Bounds already written: lowered where they are.
@@ -95,6 +91,7 @@ impl GoTypes {
                 existing.push(Placement {
                     host: h.clone(),
                     marker: m.clone(),
+                    keyword: b.keyword,
                     value: b.value,
                     existing: found,
                     requires: Vec::new(),
@@ -149,6 +146,7 @@ impl GoTypes {
         let on_type = |d: &DeclRef, m: &str| Placement {
             host: Host::Decl(*d),
             marker: m.to_string(),
+            keyword: b.keyword,
             value: b.value,
             existing: Vec::new(),
             requires: requires(m),
@@ -156,6 +154,7 @@ impl GoTypes {
         let on_field = |f: &FieldRef, m: &str| Placement {
             host: Host::Field(f.clone()),
             marker: m.to_string(),
+            keyword: b.keyword,
             value: b.value,
             existing: Vec::new(),
             requires: requires(m),
