@@ -15,7 +15,8 @@ secs=${1:?usage: fuzz/run.sh SECONDS [TARGET...]}
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(cel_expression crd_document policy_document)
+  # Every [[bin]] of Cargo.toml.
+  mapfile -t targets < <(sed -n 's/^name = "\(.*\)"$/\1/p' Cargo.toml | grep -v '^celcost-fuzz$')
 fi
 
 if [ ! -d corpus/crd_document ]; then

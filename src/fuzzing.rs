@@ -334,3 +334,223 @@ pub fn expression_documents(expr: &str) -> Vec<Value> {
         map("admissionregistration.k8s.io/v1alpha1"),
     ]
 }
+
+/// `go_declarations`: the bytes (as UTF-8) as a Go file through `celcost fix --go`'s reader of
+/// declarations ([`celcost_advice::fix::go::syntax`]): it reads the file or says why not, and
+/// the markers of every line of a file it read are found without a panic.
+pub fn go_declarations(data: &[u8]) {
+    use celcost_advice::fix::go::syntax;
+    let Ok(src) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(file) = syntax::parse(src) else {
+        return;
+    };
+    let lines = src.matches('\n').count() as u32 + 1;
+    for line in 1..=lines.min(4096) {
+        let _ = file.markers(src, line);
+    }
+    let _ = file.all_markers(src);
+}
+
+/// `yaml_bound_edit`: the bytes (as UTF-8) as a CRD's YAML; on each of its first mappings
+/// (breadth first) a bound — the keyword and number from the input's first bytes — is written
+/// as `celcost fix` writes it ([`celcost_advice::fix::yaml::bound_edit`]) and read back. Checks:
+/// the edit applies (it lies within the text, on character boundaries); when the edited text
+/// reads back as the document with that bound set (what `fix` requires before it writes), a
+/// second edit of the same node changes nothing.
+pub fn yaml_bound_edit(data: &[u8]) {
+    use celcost_advice::fix::yaml::{Lines, apply_edits, bound_edit};
+    use celcost_core::input::parse_documents_located;
+    use celcost_core::positions::{NodeId, Positions};
+    const KEYWORDS: [&str; 3] = ["maxLength", "maxItems", "maxProperties"];
+    const NODES: usize = 64;
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let seed = data.first().copied().unwrap_or(0);
+    let keyword = KEYWORDS[seed as usize % KEYWORDS.len()];
+    let value = i64::from(data.get(1).copied().unwrap_or(1));
+    let mut docs = parse_documents_located(text);
+    if docs.is_empty() {
+        return;
+    }
+    let (doc, positions) = docs.swap_remove(0);
+    let (Ok(original), Some(p)) = (doc.value, positions) else {
+        return;
+    };
+    let Some(root) = p.root() else {
+        return;
+    };
+    // The node a path of keys and indices leads to.
+    fn at(p: &Positions, mut n: NodeId, path: &[Result<String, usize>]) -> Option<NodeId> {
+        for step in path {
+            n = match step {
+                Ok(k) => p.get(n, k)?,
+                Err(i) => p.index(n, *i)?,
+            };
+        }
+        Some(n)
+    }
+    let lines = Lines::new(text);
+    let mut queue = std::collections::VecDeque::from([(root, Vec::new())]);
+    let mut seen = 0;
+    while let Some((node, path)) = queue.pop_front() {
+        if seen == NODES {
+            break;
+        }
+        seen += 1;
+        if p.is_seq(node) {
+            for i in 0..NODES {
+                let Some(kid) = p.index(node, i) else { break };
+                let mut next: Vec<Result<String, usize>> = path.clone();
+                next.push(Err(i));
+                queue.push_back((kid, next));
+            }
+            continue;
+        }
+        if p.is_scalar(node) || p.is_alias(node) {
+            continue;
+        }
+        for (k, kid) in p.entries(node) {
+            let mut next = path.clone();
+            next.push(Ok(k.to_string()));
+            queue.push_back((kid, next));
+        }
+        let Ok(Some(edit)) = bound_edit(&lines, &p, node, keyword, value) else {
+            continue;
+        };
+        assert!(
+            edit.start <= edit.end
+                && edit.end <= text.len()
+                && text.is_char_boundary(edit.start)
+                && text.is_char_boundary(edit.end),
+            "an edit outside the text or inside a character: {edit:?}"
+        );
+        let after = apply_edits(text, std::slice::from_ref(&edit)).expect("one edit applies");
+        // What `fix` requires of the read-back: the document, with the bound set on the node.
+        let mut want = original.clone();
+        let mut w = Some(&mut want);
+        for step in &path {
+            w = w.and_then(|v| match step {
+                Ok(k) => v.get_mut(k.as_str()),
+                Err(i) => v.get_mut(*i),
+            });
+        }
+        let Some(Value::Object(m)) = w else {
+            continue;
+        };
+        m.insert(keyword.to_string(), json!(value));
+        let mut back = parse_documents_located(&after);
+        if back.is_empty() {
+            continue;
+        }
+        let (d, bp) = back.swap_remove(0);
+        let (Ok(v), Some(bp)) = (d.value, bp) else {
+            continue;
+        };
+        if v != want {
+            continue;
+        }
+        let again = bp
+            .root()
+            .and_then(|r| at(&bp, r, &path))
+            .map(|n| bound_edit(&Lines::new(&after), &bp, n, keyword, value));
+        assert!(
+            matches!(again, Some(Ok(None))),
+            "{keyword}: {value} written and read back, then edited again: {again:?}"
+        );
+    }
+}
+
+/// `unified_diff`: the bytes (as UTF-8, split at the first NUL into a text before and after)
+/// through `celcost fix`'s unified diff ([`celcost_advice::fix::unified`]). Checks: it is empty
+/// exactly when the texts are the same, every hunk's header counts its lines, and applying the
+/// hunks to the text before gives the text after.
+pub fn unified_diff(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (before, after) = text.split_once('\0').unwrap_or((text, ""));
+    let diff = celcost_advice::fix::unified("f", before, after);
+    assert_eq!(diff.is_empty(), before == after, "{diff:?}");
+    if diff.is_empty() {
+        return;
+    }
+    let rebuilt = apply_unified(before, &diff).unwrap_or_else(|e| panic!("{e}: {diff:?}"));
+    assert_eq!(
+        rebuilt, after,
+        "the diff does not give the text after: {diff:?}"
+    );
+}
+
+/// `before` with the hunks of a unified diff applied (as `patch` reads them), or what is wrong.
+fn apply_unified(before: &str, diff: &str) -> Result<String, String> {
+    let old: Vec<&str> = before.split_inclusive('\n').collect();
+    let mut rows = diff.split_inclusive('\n').peekable();
+    if rows.next() != Some("--- a/f\n") || rows.next() != Some("+++ b/f\n") {
+        return Err("no file header".into());
+    }
+    let mut out = String::new();
+    let mut next_old = 0;
+    while let Some(header) = rows.next() {
+        let nums: Vec<usize> = header
+            .strip_prefix("@@ -")
+            .and_then(|h| h.strip_suffix(" @@\n"))
+            .ok_or_else(|| format!("not a hunk header: {header:?}"))?
+            .split([',', ' ', '+'])
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().map_err(|_| format!("bad number in {header:?}")))
+            .collect::<Result<_, _>>()?;
+        let [a_start, a_len, _, b_len] = nums[..] else {
+            return Err(format!("hunk header without four numbers: {header:?}"));
+        };
+        let first = if a_len == 0 {
+            a_start
+        } else {
+            a_start.checked_sub(1).ok_or("a hunk at line 0")?
+        };
+        if first < next_old || first > old.len() {
+            return Err(format!("hunk out of order: {header:?}"));
+        }
+        old[next_old..first].iter().for_each(|l| out.push_str(l));
+        next_old = first;
+        let (mut seen_a, mut seen_b) = (0, 0);
+        while seen_a < a_len || seen_b < b_len {
+            let row = rows.next().ok_or("hunk cut short")?;
+            let (sign, mut line) = row.split_at(1);
+            let whole = if rows.peek() == Some(&"\\ No newline at end of file\n") {
+                rows.next();
+                line = line
+                    .strip_suffix('\n')
+                    .ok_or("marker after a line without a break")?;
+                line
+            } else {
+                line
+            };
+            match sign {
+                " " | "-" => {
+                    if old.get(next_old) != Some(&whole) {
+                        return Err(format!("line {} is not {whole:?}", next_old + 1));
+                    }
+                    next_old += 1;
+                    seen_a += 1;
+                    if sign == " " {
+                        out.push_str(whole);
+                        seen_b += 1;
+                    }
+                }
+                "+" => {
+                    out.push_str(whole);
+                    seen_b += 1;
+                }
+                _ => return Err(format!("not a hunk line: {row:?}")),
+            }
+        }
+        if seen_a != a_len || seen_b != b_len {
+            return Err(format!("counts of {header:?} not its lines"));
+        }
+    }
+    old[next_old..].iter().for_each(|l| out.push_str(l));
+    Ok(out)
+}

@@ -391,7 +391,11 @@ fn celcost(args: &[&str]) -> Output {
 #[test]
 fn every_change_of_the_corpus_has_a_cause() {
     let Some(dir) = crate::common::corpus_dir() else {
-        eprintln!("no corpus: skipped");
+        crate::common::skip(
+            "CELCOST_REQUIRE_CORPUS",
+            "every_change_of_the_corpus_has_a_cause",
+            "no corpus at ../shared/corpus",
+        );
         return;
     };
     let mut files = Vec::new();

@@ -14,7 +14,11 @@ fn render() -> Option<Vec<Value>> {
     {
         Ok(out) => out,
         Err(e) => {
-            eprintln!("SKIPPED: kubectl is not available ({e})");
+            crate::common::skip(
+                "CELCOST_REQUIRE_KUBECTL",
+                "deploy_config",
+                &format!("kubectl is not available ({e})"),
+            );
             return None;
         }
     };

@@ -68,3 +68,44 @@ fn a_broken_document_is_an_input_error_naming_it() {
         o.input_errors
     );
 }
+
+/// The targets of `fix`'s parts take the repository's own inputs: the Go types of the `fix --go`
+/// tests, the examples' CRDs with a bound written into each of their mappings, and diffs between
+/// them (each checked as the targets check it).
+#[test]
+fn the_fix_targets_take_the_examples() {
+    let go = [
+        "tests/data/fix-go/api/common/shared.go",
+        "tests/data/fix-go-gateway/api/shared/timeouts.go",
+        "tests/data/fix-go-gateway/api/v1alpha1/retry_policy_types.go",
+        "tests/data/fix-go-gateway/api/v1alpha1/backend_timeout_policy_types.go",
+    ];
+    for f in go {
+        fuzzing::go_declarations(&std::fs::read(f).unwrap());
+    }
+    let crds: Vec<Vec<u8>> = [
+        "examples/crds/widgets.example.com.yaml",
+        "examples/crds/gadgets.example.com.yaml",
+    ]
+    .iter()
+    .map(|f| std::fs::read(f).unwrap())
+    .collect();
+    for text in &crds {
+        for seed in [[0u8, 7], [1, 200], [2, 3]] {
+            let mut data = seed.to_vec();
+            data.extend_from_slice(text);
+            fuzzing::yaml_bound_edit(&data);
+        }
+        fuzzing::yaml_bound_edit(text);
+    }
+    let (a, b) = (&crds[0], &crds[1]);
+    for (x, y) in [(a, b), (b, a), (a, a)] {
+        let mut data = x.clone();
+        data.push(0);
+        data.extend_from_slice(y);
+        fuzzing::unified_diff(&data);
+    }
+    for case in ["a\nb\0a\nc", "\0x\n", "x\0", "a\nb\n\0a\nb", "a\0a\n", "\0"] {
+        fuzzing::unified_diff(case.as_bytes());
+    }
+}

@@ -60,7 +60,11 @@ fn pack(name: &str, out: &Path) -> std::process::Output {
 #[test]
 fn the_daemonless_image_is_the_dockerfiles() {
     if Command::new("ldd").arg("/bin/true").output().is_err() {
-        println!("SKIPPED: no ldd on this machine");
+        crate::common::skip(
+            "CELCOST_REQUIRE_LDD",
+            "the_daemonless_image_is_the_dockerfiles",
+            "no ldd on this machine",
+        );
         return;
     }
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("image-test");

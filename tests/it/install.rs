@@ -20,7 +20,11 @@ fn render(dir: &str) -> Option<Vec<Value>> {
     {
         Ok(o) => o,
         Err(e) => {
-            println!("SKIPPED: kubectl not found: {e}");
+            crate::common::skip(
+                "CELCOST_REQUIRE_KUBECTL",
+                "install",
+                &format!("kubectl not found: {e}"),
+            );
             return None;
         }
     };

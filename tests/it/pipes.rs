@@ -421,7 +421,11 @@ fn junit_reads_back_as_a_suite_per_file_and_a_case_per_object() {
 #[test]
 fn a_full_disk_is_exit_status_2() {
     if !Path::new("/dev/full").exists() {
-        println!("SKIPPED a_full_disk_is_exit_status_2: no /dev/full");
+        crate::common::skip(
+            "CELCOST_REQUIRE_DEV_FULL",
+            "a_full_disk_is_exit_status_2",
+            "no /dev/full",
+        );
         return;
     }
     let full = || {

@@ -296,11 +296,11 @@ fn corpus_typed_estimates_leave_upstream_untouched() {
     );
 }
 
-#[test]
-fn catalogs_can_be_shared_across_threads() {
+// Catalogs can be shared across threads: checked when this file compiles.
+const _: () = {
     fn shared<T: Send + Sync + Clone>() {}
-    shared::<SchemaCatalog>();
-}
+    let _ = shared::<SchemaCatalog>;
+};
 
 #[test]
 fn the_cli_types_policies_from_the_crds_of_its_input() {
