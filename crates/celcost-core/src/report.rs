@@ -511,6 +511,16 @@ pub struct Suggestion {
     /// What makes the bound safe (`its rule's regex `^…$` accepts at most 28 characters`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub implied_by: Option<String>,
+    /// The node typed (not in the JSON output): the JSON pointers of the schema roots it is
+    /// under in the object (`/spec/versions/0/schema/openAPIV3Schema`; every version's, for a
+    /// schema they share)...
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub roots: Vec<String>,
+    /// ...and the steps from them down to it: what `path` and `schemaPath` say as text.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub steps: Vec<crate::schema::path::Step>,
 }
 
 impl Suggestion {

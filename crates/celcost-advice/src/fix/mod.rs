@@ -51,8 +51,7 @@ pub const MAX_ROUNDS: usize = 4;
 
 pub use celcost_core::schema::path::Step;
 use celcost_core::schema::path::{
-    parse as parse_steps, rule_path as schema_path, walk as schema_node,
-    walk_mut as schema_node_mut,
+    rule_path as schema_path, walk as schema_node, walk_mut as schema_node_mut,
 };
 
 /// A bound to set: on the schema node `steps` below the schema root at the JSON pointer `root`
@@ -145,8 +144,18 @@ pub struct ObjectFix {
     pub left: Vec<String>,
     /// Edits that could not be placed: the field, and why.
     pub refused: Vec<String>,
-    /// Where the fix was written: `yaml` or `go`.
-    pub target: &'static str,
+    /// Where the fix was written.
+    pub target: FixTarget,
+}
+
+/// Where a CRD's fix is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FixTarget {
+    /// In the CRD's YAML ([`yaml`]).
+    #[default]
+    Yaml,
+    /// In the Go types it is generated from ([`go`]).
+    Go,
 }
 
 /// A file's text before and after.
@@ -329,23 +338,6 @@ fn node_type(n: &Value) -> String {
         .to_string()
 }
 
-/// The schema roots a suggestion's `path` is under, and the steps below them.
-fn roots_of(object: &Value, path: &str, versions: &[String]) -> Option<(Vec<String>, Vec<Step>)> {
-    const SHARED: &str = "spec.validation.openAPIV3Schema";
-    let rest = match path.strip_prefix(SHARED) {
-        Some(rest) => rest,
-        None => {
-            let (_, r) = path.strip_prefix("spec.versions[")?.split_once(']')?;
-            r.strip_prefix(".schema.openAPIV3Schema")?
-        }
-    };
-    let schema_field_path = &path[..path.len() - rest.len()];
-    let roots = crate::suggest::schema_pointers(object, schema_field_path, versions);
-    let first = object.pointer(roots.first()?)?;
-    let steps = parse_steps(first, rest)?;
-    Some((roots, steps))
-}
-
 /// Sets the bound on every root of a copy of the object, when lower than what is there.
 fn apply_bound(object: &mut Value, b: &Bound) {
     for r in &b.roots {
@@ -429,10 +421,11 @@ pub fn plan_bounds(
                 'groups: for g in groups {
                     let mut bounds = Vec::new();
                     for x in g {
-                        let Some((roots, steps)) = roots_of(&current, &x.path, &s.versions) else {
+                        if x.roots.is_empty() {
                             why_not.push(format!("{}: not in the object", x.schema_path));
                             continue 'groups;
-                        };
+                        }
+                        let (roots, steps) = (x.roots.clone(), x.steps.clone());
                         let keyword = x.keyword;
                         let original = roots
                             .first()
@@ -754,7 +747,7 @@ fn fix_file(
             let mut fix = ObjectFix {
                 source: o.source.clone(),
                 name: object_name,
-                target: "yaml",
+                target: FixTarget::Yaml,
                 ..Default::default()
             };
             // The Go root type of the CRD, when the run has Go packages.
@@ -788,7 +781,7 @@ fn fix_file(
                 continue;
             }
             if let (Some(g), Some(root)) = (go.as_deref_mut(), go_root) {
-                fix.target = "go";
+                fix.target = FixTarget::Go;
                 g.fix_object(estimators, &o, root, before, fix, options);
                 continue;
             }
@@ -933,7 +926,7 @@ fn fix_file(
         .map(|o| (o.source, o.value))
         .collect();
     for mut f in fixes_here {
-        if f.target == "yaml"
+        if f.target == FixTarget::Yaml
             && let (Some(a), Some(b)) = (after_objects.get(&f.source), original.get(&f.source))
         {
             let before: Vec<ObjectReport> = estimators

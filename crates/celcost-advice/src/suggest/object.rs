@@ -318,7 +318,7 @@ pub(super) fn search_and_verify(
                     Ok(()) => out.push(
                         bounds
                             .iter()
-                            .map(|(s, v)| suggested_bound(fp, s, *v, after))
+                            .map(|(s, v)| suggested_bound(fp, &root.pointers, s, *v, after))
                             .collect(),
                     ),
                     Err(e) => rejected.push(e),

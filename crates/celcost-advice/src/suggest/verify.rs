@@ -273,6 +273,7 @@ pub(super) fn json_node<'v>(
 
 pub(super) fn suggested_bound(
     root_field_path: &str,
+    root_pointers: &[String],
     s: &Site,
     value: i64,
     cost_after: u64,
@@ -314,5 +315,7 @@ pub(super) fn suggested_bound(
         marker_on: on,
         safe: implied_by.is_some(),
         implied_by,
+        roots: root_pointers.to_vec(),
+        steps: s.node.clone(),
     }
 }

@@ -297,7 +297,7 @@ fn the_fixture_is_fixed_in_go_and_a_second_run_changes_nothing() {
     assert!(first.input_errors.is_empty(), "{:?}", first.input_errors);
     assert_eq!(first.objects.len(), 1);
     let o = &first.objects[0];
-    assert_eq!(o.target, "go");
+    assert_eq!(o.target, super::super::FixTarget::Go);
     assert!(o.refused.is_empty(), "{:?}", o.refused);
     assert!(!o.accepted_before && o.accepted_after);
     assert!(o.left.is_empty(), "{:?}", o.left);
@@ -387,7 +387,7 @@ fn fields_of_another_modules_type_get_the_bound_on_the_field() {
     assert_eq!(out.exit_code(), 0, "{}", out.summary("1.37"));
     assert_eq!(out.objects.len(), 2);
     for o in &out.objects {
-        assert_eq!(o.target, "go");
+        assert_eq!(o.target, super::super::FixTarget::Go);
         assert!(o.refused.is_empty(), "{:?}", o.refused);
         assert!(!o.accepted_before && o.accepted_after, "{}", o.name);
         for (b, at) in &o.bounds {
