@@ -149,12 +149,23 @@ pub fn check(outcome: &Outcome, len: usize) {
                 .unwrap_or_else(|e| panic!("the JSON output does not parse: {e}\n{l}"))
         })
         .collect();
-    // But for the errors' parts, which it has as their text.
+    // But for the errors' parts, which it has as their text, and the suggestions' typed roots
+    // and steps, which it has as their paths.
     let without_parts: Vec<ObjectReport> = reports
         .iter()
         .cloned()
         .map(|mut r| {
             r.error_parts.clear();
+            for s in &mut r.schemas {
+                let rules = s
+                    .rules
+                    .iter_mut()
+                    .flat_map(|rule| rule.suggestions.iter_mut());
+                for g in s.suggestions.iter_mut().chain(rules) {
+                    g.roots.clear();
+                    g.steps.clear();
+                }
+            }
             if let Some(u) = &mut r.update {
                 u.error_parts.clear();
             }
