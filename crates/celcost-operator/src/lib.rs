@@ -223,6 +223,16 @@ impl std::fmt::Display for Switch {
 }
 
 impl ControllerArgs {
+    /// The watches' timeouts, backoff and health threshold.
+    pub fn watch_settings(&self) -> watch::WatchSettings {
+        watch::WatchSettings {
+            timeout: self.watch_timeout_seconds,
+            max_backoff: Duration::from_secs_f64(self.watch_max_backoff_seconds.clamp(0.2, 300.0)),
+            unhealthy_after: Duration::from_secs(self.watch_unhealthy_after_seconds),
+            ..watch::WatchSettings::default()
+        }
+    }
+
     /// Leader election: as asked, else on in a pod and off elsewhere.
     pub fn leader_election(&self, env: Environment) -> Switch {
         match (self.leader_elect, env) {
@@ -376,8 +386,16 @@ pub async fn run(args: ControllerArgs) -> Result<(), RunError> {
     let estimators = build_estimators(&args, &cluster);
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
-    let servers = start_servers(&args, &cluster, &estimators, &shutdown).await?;
-    let controllers = spawn_controllers(&args, &cluster, &estimators, &servers, &shutdown);
+    let watch_settings = args.watch_settings();
+    let servers = start_servers(&args, &cluster, &estimators, &watch_settings, &shutdown).await?;
+    let controllers = spawn_controllers(
+        &args,
+        &cluster,
+        &estimators,
+        &servers,
+        watch_settings,
+        &shutdown,
+    );
     info!(model = %cluster.version, near_budget_percent = args.near_budget_percent, "celcost controller started");
     drain(controllers, servers).await
 }
@@ -576,6 +594,7 @@ async fn start_servers(
     args: &ControllerArgs,
     cluster: &Cluster,
     estimators: &Estimators,
+    watch_settings: &watch::WatchSettings,
     shutdown: &CancellationToken,
 ) -> Result<Servers, RunError> {
     let mut registry = Registry::with_prefix("celcost");
@@ -615,7 +634,7 @@ async fn start_servers(
     };
     let watch_health: http::Readiness = {
         let health = health.clone();
-        let after = Duration::from_secs(args.watch_unhealthy_after_seconds);
+        let after = watch_settings.unhealthy_after;
         Arc::new(move || health.healthy(after))
     };
     let admin = http::AdminState {
@@ -646,6 +665,7 @@ fn spawn_controllers(
     cluster: &Cluster,
     estimators: &Estimators,
     servers: &Servers,
+    watch_settings: watch::WatchSettings,
     shutdown: &CancellationToken,
 ) -> futures::future::BoxFuture<'static, ()> {
     let recorder = Recorder::new(
@@ -665,12 +685,6 @@ fn spawn_controllers(
         pending_bytes: usize::from(args.watch_buffer_mib) << 20,
         request_timeout: Duration::from_secs(args.request_timeout_seconds),
         ..Settings::default()
-    };
-    let watch_settings = watch::WatchSettings {
-        timeout: args.watch_timeout_seconds,
-        max_backoff: Duration::from_secs_f64(args.watch_max_backoff_seconds.clamp(0.2, 300.0)),
-        unhealthy_after: Duration::from_secs(args.watch_unhealthy_after_seconds),
-        ..watch::WatchSettings::default()
     };
     let shared = Shared {
         budget: Budget::new(settings.memory_budget_bytes, settings.estimators),
