@@ -29,18 +29,31 @@ pub struct TextEdit {
 }
 
 /// A text with its line starts, to turn positions (1-based lines, columns in characters) into
-/// byte offsets.
+/// byte offsets. Lines break where YAML breaks them: at `\r\n`, `\n` and a lone `\r` (YAML 1.2
+/// `b-break`), so a line number here is the reader's.
 pub struct Lines<'t> {
     text: &'t str,
     starts: Vec<usize>,
+    /// Whether some line ends with a lone `\r`.
+    lone_cr: bool,
 }
 
 impl<'t> Lines<'t> {
     pub fn new(text: &'t str) -> Self {
+        let b = text.as_bytes();
+        let mut lone_cr = false;
         let starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .chain(b.iter().enumerate().filter_map(|(i, &c)| {
+                let cr = c == b'\r' && b.get(i + 1) != Some(&b'\n');
+                lone_cr |= cr;
+                (c == b'\n' || cr).then_some(i + 1)
+            }))
             .collect();
-        Lines { text, starts }
+        Lines {
+            text,
+            starts,
+            lone_cr,
+        }
     }
 
     pub fn text(&self) -> &'t str {
@@ -69,14 +82,28 @@ impl<'t> Lines<'t> {
             .trim_end_matches('\r')
     }
 
-    /// The line break the text uses after line `l` (`\r\n` or `\n`).
+    /// The line break the text uses after line `l` (`\r\n`, `\r` or `\n`; `\n` after the last
+    /// line when it has none).
     pub fn newline(&self, l: usize) -> &'static str {
         let e = self.starts.get(l).copied().unwrap_or(self.text.len());
-        if self.text[..e].ends_with("\r\n") {
+        let before = &self.text[..e];
+        if before.ends_with("\r\n") {
             "\r\n"
+        } else if before.ends_with('\r') {
+            "\r"
         } else {
             "\n"
         }
+    }
+
+    /// The 1-based line the byte offset `off` is on.
+    pub fn line_of(&self, off: usize) -> usize {
+        self.starts.partition_point(|&s| s <= off)
+    }
+
+    /// Whether the text ends with a line break.
+    pub fn ends_with_break(&self) -> bool {
+        self.text.ends_with(['\n', '\r'])
     }
 
     /// The byte offset of a position.
@@ -115,6 +142,13 @@ pub fn bound_edit(
     value: i64,
 ) -> Result<Option<TextEdit>, String> {
     let text = lines.text();
+    if lines.lone_cr {
+        // YAML breaks lines there, and the reader's positions after one are not always the
+        // lines YAML counts (a scalar's token is put a line early): no edit is placed by them.
+        return Err(
+            "the file breaks lines with a lone CR (\\r); only LF and CRLF files are edited".into(),
+        );
+    }
     if p.is_scalar(node) || p.is_seq(node) {
         return Err("the schema node is not a mapping in the file".into());
     }
@@ -179,7 +213,7 @@ pub fn bound_edit(
         let k = lines
             .offset(first)
             .ok_or("a key is not where the reader put it")?;
-        let brace_line = text[..at].matches('\n').count() + 1;
+        let brace_line = lines.line_of(at);
         let text = if first.line as usize == brace_line {
             format!("{q}{keyword}{q}: {value}, ")
         } else {
@@ -254,7 +288,7 @@ pub fn bound_edit(
     }
     let nl = lines.newline(end_line);
     let insert_at = lines.start(end_line + 1);
-    let lead = if insert_at == text.len() && !text.ends_with('\n') {
+    let lead = if insert_at == text.len() && !lines.ends_with_break() {
         nl
     } else {
         ""
@@ -408,6 +442,8 @@ mod tests {
         for (text, why) in [
             ("a:\n  maxItems: 0x10\n", "`0x10`"),
             ("a: 1\n", "not a mapping"),
+            ("a:\r  maxItems: 9\r", "lone CR"),
+            ("a:\r\n  b: 1\r\n  c: 2\r  d: 3\n", "lone CR"),
         ] {
             let e = set(text, &["a"], "maxItems", 5).unwrap_err();
             assert!(e.contains(why), "{text:?}: {e}");
