@@ -1,7 +1,12 @@
 //! Text of suggestions, for the table, markdown, SARIF and events; and the object with the
 //! first suggestions applied.
 
-use super::*;
+use celcost_core::report::format::num;
+use celcost_core::report::{ObjectReport, RuleReport, SchemaReport, Suggestion, suggestion_groups};
+use serde_json::Value;
+
+use super::model::RuleCost;
+use super::verify::json_node;
 
 /// One alternative (the bounds of one group) as a line a person can act on:
 /// `add maxItems: 64 to ^.spec.tags (+kubebuilder:validation:MaxItems=64): cost 9,120,000 →
