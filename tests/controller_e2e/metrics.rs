@@ -229,3 +229,85 @@ async fn metrics_need_a_token_with_the_reader_role_and_cached_reviews() {
     drop(op);
     setup.cleanup().await;
 }
+
+/// With the webhook on, /metrics serves the webhook's certificate from its Secret, which names
+/// the metrics Service too: a scraper that trusts the Secret's CA verifies it for
+/// `celcost-metrics.<namespace>.svc`, as the ServiceMonitor's `tlsConfig` does.
+#[tokio::test]
+#[ignore = "needs a cluster: KUBECONFIG"]
+async fn metrics_serve_the_webhook_certificate_for_the_metrics_service() {
+    let test = "metrics_serve_the_webhook_certificate_for_the_metrics_service";
+    let _serial = SERIAL.lock().await;
+    let Some(client) = cluster(test).await else {
+        return;
+    };
+    install_crd(&client).await;
+    let setup = Setup::new(&client).await;
+    let webhook_port = super::free_port();
+    let webhook_address = format!("127.0.0.1:{webhook_port}");
+    let webhook_url = format!("https://127.0.0.1:{webhook_port}/validate");
+    let configuration = format!("{}-webhook", setup.role);
+    let mut op = Operator::start(
+        "metrics-webhook-certificate",
+        &[
+            "--webhook",
+            "--webhook-address",
+            &webhook_address,
+            "--webhook-url",
+            &webhook_url,
+            "--webhook-namespace",
+            &setup.namespace,
+            "--webhook-configuration",
+            &configuration,
+            "--metrics-secure",
+        ],
+    );
+    // Ready: the webhook's certificate is loaded (and so the metrics server's).
+    op.wait_ready(Duration::from_secs(60)).await;
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(client.clone(), &setup.namespace);
+    let secret = secrets
+        .get("celcost-webhook-tls")
+        .await
+        .expect("the Secret");
+    let ca = secret.data.unwrap()["ca.crt"].0.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.crt");
+    std::fs::write(&ca_file, ca).unwrap();
+    let host = format!("celcost-metrics.{}.svc", setup.namespace);
+    let port = op.metrics_port;
+    let token = create_token(&setup.namespace, "reader");
+    let verified = |host: &str| {
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                "--max-time",
+                "10",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+            ])
+            .args(["--cacert", ca_file.to_str().unwrap()])
+            .args(["--resolve", &format!("{host}:{port}:127.0.0.1")])
+            .args(["-H", &format!("Authorization: Bearer {token}")])
+            .arg(format!("https://{host}:{port}/metrics"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let code = eventually("a verified scrape", Duration::from_secs(45), || async {
+        let code = verified(&host);
+        (code == "200").then_some(code)
+    })
+    .await;
+    assert_eq!(code, "200");
+    // Another name is not in the certificate: the handshake fails (curl's 000).
+    assert_eq!(
+        verified(&format!("elsewhere.{}.svc", setup.namespace)),
+        "000"
+    );
+    assert!(op.alive());
+    drop(op);
+    setup.cleanup().await;
+}
