@@ -1349,6 +1349,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn bind_addresses_read_as_controller_runtime_reads_them() {
+        let at = |s: &str| parse_bind_address(s).map(|b| b.0.map(|a| a.to_string()));
+        assert_eq!(at(":8443"), Ok(Some("0.0.0.0:8443".into())));
+        assert_eq!(at("127.0.0.1:9090"), Ok(Some("127.0.0.1:9090".into())));
+        assert_eq!(at("[::]:8443"), Ok(Some("[::]:8443".into())));
+        assert_eq!(at("0"), Ok(None));
+        for bad in ["", ":", "8443", "localhost:8443", ":99999"] {
+            let e = at(bad).unwrap_err();
+            assert!(e.contains("host:port, :port or 0"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn model_version_clamps() {
         assert_eq!(model_version("1", "33"), Version::new(1, 33));
         assert_eq!(model_version("1", "34+"), Version::new(1, 34));
