@@ -642,6 +642,20 @@ fn network_policy_renders_what_the_network_policy_component_renders() {
     assert!(find(&plain, "Secret", "celcost-metrics-scraper-token").is_none());
     let svc = find(&plain, "Service", "celcost-metrics").unwrap();
     assert_eq!(svc["spec"]["ports"][0]["targetPort"], "http-metrics");
+
+    // Without the webhook there is no Secret: the certificate is self-signed, not verified.
+    let no_webhook = helm_template(&[
+        "--set",
+        "webhook.enabled=false",
+        "--set",
+        "metrics.serviceMonitor.enabled=true",
+    ]);
+    let sm = find(&no_webhook, "ServiceMonitor", "celcost").unwrap();
+    assert_eq!(sm["spec"]["endpoints"][0]["scheme"], "https");
+    assert_eq!(
+        sm["spec"]["endpoints"][0]["tlsConfig"],
+        json!({"insecureSkipVerify": true})
+    );
 }
 
 /// Metrics on: config/prometheus's ServiceMonitor and PrometheusRule, and config/grafana's
