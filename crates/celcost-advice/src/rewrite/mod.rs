@@ -670,12 +670,14 @@ fn estimate_change(
     };
     let before = celcost_core::crd::estimate_crd(env, &before, "rewrite");
     let after = celcost_core::crd::estimate_crd(env, &after, "rewrite");
-    let at_node = |e: &String| {
-        e.starts_with(&format!("{}.x-kubernetes-list", r.node_field_path))
-            || e.starts_with(&format!("{}.items", r.node_field_path))
-            || e.starts_with(&format!("{}: ", r.node_field_path))
+    // An error about the node itself, its list type or its items.
+    let node = r.node_field_path.as_str();
+    let at_node = |e: &celcost_core::report::ErrorParts| {
+        e.field.strip_prefix(node).is_some_and(|rest| {
+            rest.is_empty() || rest.starts_with(".x-kubernetes-list") || rest.starts_with(".items")
+        })
     };
-    !after.errors.iter().any(at_node)
+    !after.error_parts.iter().any(at_node)
         && matches!((total(&before), total(&after)), (Some(b), Some(a)) if a < b)
 }
 
