@@ -370,11 +370,11 @@ impl Elector {
                     self.follow("another replica holds the lease");
                 }
                 Ok(Err(e)) => {
-                    self.failed(&e.to_string(), &e);
+                    self.failed(Some(&e));
                     self.expire_if_due();
                 }
                 Err(_) => {
-                    self.failed("timed out", &());
+                    self.failed(None);
                     self.expire_if_due();
                 }
             }
@@ -570,16 +570,20 @@ impl Elector {
         }
     }
 
-    fn failed(&mut self, what: &str, e: &dyn std::fmt::Debug) {
+    /// An attempt failed with `e` (`None`: it timed out).
+    fn failed(&mut self, e: Option<&kube::Error>) {
         if self.failing_since.is_none() {
             self.failing_since = Some(Instant::now());
-            let hint = if what.contains("404") || what.contains("NotFound") {
-                " (does the namespace exist? set --leader-election-namespace, or --leader-elect=false for a single replica)"
-            } else if what.contains("403") || what.contains("Forbidden") {
-                " (the service account needs get, create and update on coordination.k8s.io leases in that namespace)"
-            } else {
-                ""
+            let hint = match e {
+                Some(kube::Error::Api(status)) if status.code == 404 => {
+                    " (does the namespace exist? set --leader-election-namespace, or --leader-elect=false for a single replica)"
+                }
+                Some(kube::Error::Api(status)) if status.code == 403 => {
+                    " (the service account needs get, create and update on coordination.k8s.io leases in that namespace)"
+                }
+                _ => "",
             };
+            let what = e.map_or_else(|| "timed out".to_string(), ToString::to_string);
             warn!(
                 lease = %format!("{}/{}", self.config.namespace, self.config.name),
                 error = %what,

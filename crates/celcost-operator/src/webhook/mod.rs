@@ -663,7 +663,7 @@ fn counted(
 fn is_length_limit(e: &axum::Error) -> bool {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
-        if err.to_string().contains("length limit exceeded") {
+        if err.is::<http_body_util::LengthLimitError>() {
             return true;
         }
         cur = err.source();
