@@ -162,8 +162,7 @@ impl GoTypes {
                 }
                 for p in placed {
                     let keyword = p.keyword;
-                    let is_items = p.marker.contains(":items:");
-                    let applies = match (&p.host, is_items, &via) {
+                    let applies = match (&p.host, p.items, &via) {
                         (Host::Field(f), false, Via::Field(g)) => f == g,
                         (Host::Field(f), true, Via::FieldItems(g, _)) => f == g,
                         (Host::Decl(d), false, _) => t.chain.contains(d),

@@ -148,6 +148,8 @@ enum Via {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placement {
     pub host: Host,
+    /// Whether the marker bounds the items of the host's list (`items:`), not the host.
+    pub items: bool,
     /// `kubebuilder:validation:items:MaxLength`.
     pub marker: String,
     /// The keyword the marker sets.

@@ -100,6 +100,7 @@ impl GoPackages {
             if !found.is_empty() {
                 existing.push(Placement {
                     host: h.clone(),
+                    items: *m == items,
                     marker: m.clone(),
                     keyword: b.keyword,
                     value: b.value,
@@ -155,6 +156,7 @@ impl GoPackages {
         };
         let on_type = |d: &DeclRef, m: &str| Placement {
             host: Host::Decl(*d),
+            items: m == items,
             marker: m.to_string(),
             keyword: b.keyword,
             value: b.value,
@@ -163,6 +165,7 @@ impl GoPackages {
         };
         let on_field = |f: &FieldRef, m: &str| Placement {
             host: Host::Field(f.clone()),
+            items: m == items,
             marker: m.to_string(),
             keyword: b.keyword,
             value: b.value,
