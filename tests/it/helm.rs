@@ -584,7 +584,11 @@ fn reports_values_render_their_rbac_and_off_is_the_no_reports_component() {
     let mut chart = helm_template(&["--set", "reports=off"]);
     let mut no_reports = without_namespace(kustomize(dir.path()));
     untag_images(&mut chart, &mut no_reports);
-    assert_same("reports off vs the no-reports component", &chart, &no_reports);
+    assert_same(
+        "reports off vs the no-reports component",
+        &chart,
+        &no_reports,
+    );
     let granted = |objs: &[Value]| -> Vec<String> {
         let mut out: Vec<String> = objs
             .iter()
@@ -650,8 +654,7 @@ fn reports_values_render_their_rbac_and_off_is_the_no_reports_component() {
         NAMESPACE,
         &["--set", "reports=sometimes"],
     )
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert!(
         err.contains("- at '/reports': value must be one of"),
         "{err}"
