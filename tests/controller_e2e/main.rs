@@ -38,6 +38,7 @@ mod faults;
 mod ha;
 mod hostile;
 mod in_cluster;
+mod reports;
 mod update;
 mod webhook;
 
