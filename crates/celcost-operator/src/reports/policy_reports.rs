@@ -10,7 +10,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, Resource};
 use serde_json::{Value, json};
-use tracing::info;
+use tracing::{info, warn};
 
 use celcost_advice::output::openreports::{Body, ReportApi, Scope, object};
 
@@ -162,18 +162,30 @@ pub(super) async fn write(ctx: &Context, api: ReportApi, desired: &Value) -> Res
         return Ok(false);
     }
     let bytes = serde_json::to_vec(desired).map_or(0, |v| v.len());
-    ctx.write_sized(
-        "apply policy report",
-        bytes,
-        reports.patch(
-            name,
-            &PatchParams::apply(MANAGER).force(),
-            &Patch::Apply(desired),
-        ),
-    )
-    .await?;
-    info!(report = %name, kind = api.kind(), "applied policy report");
-    Ok(true)
+    let applied = ctx
+        .write_sized(
+            "apply policy report",
+            bytes,
+            reports.patch(
+                name,
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(desired),
+            ),
+        )
+        .await;
+    match applied {
+        Ok(_) => {
+            info!(report = %name, kind = api.kind(), "applied policy report");
+            Ok(true)
+        }
+        // The API is not served any more (its CRD was deleted after the start): the CostReport
+        // is what matters; a restart discovers the APIs again.
+        Err(Error::Kube(kube::Error::Api(s))) if s.code == 404 => {
+            warn!(report = %name, kind = api.kind(), "the report API is not served any more; not written");
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]
