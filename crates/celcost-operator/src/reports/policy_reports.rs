@@ -6,6 +6,8 @@
 //! them with it) and written by the leader only when they differ from what the cluster has.
 //! There are no Rust types for these APIs: they are dynamic objects.
 
+use std::collections::BTreeMap;
+
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, Resource};
@@ -15,9 +17,8 @@ use tracing::{info, warn};
 use celcost_advice::output::openreports::{Body, ReportApi, Scope, object};
 
 use super::context::Context;
-use super::reconcile::{LABEL_MANAGED_BY, LABEL_TARGET_KIND, MANAGER};
 use crate::error::Error;
-use crate::resource::{CostReport, TargetKind};
+use crate::resource::CostReport;
 
 /// `--reports`: which report APIs the operator writes to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -89,20 +90,18 @@ pub async fn served(client: &Client, api: ReportApi) -> Result<bool, kube::Error
     }
 }
 
-/// The report object of `api` for the CostReport `report_name` (uid `owner_uid`) about `scope`.
+/// The report object of `api` for the CostReport `report_name` (uid `owner_uid`) about `scope`,
+/// with the CostReport's `labels`.
 pub fn desired(
     api: ReportApi,
-    kind: TargetKind,
+    labels: &BTreeMap<String, String>,
     report_name: &str,
     owner_uid: &str,
     scope: &Scope,
     body: &Body,
 ) -> Value {
     let metadata = json!({
-        "labels": {
-            LABEL_MANAGED_BY: MANAGER,
-            LABEL_TARGET_KIND: kind.short(),
-        },
+        "labels": labels,
         "ownerReferences": [{
             "apiVersion": CostReport::api_version(&()),
             "kind": CostReport::kind(&()),
@@ -151,8 +150,13 @@ fn matches(existing: &DynamicObject, desired: &Value) -> bool {
 }
 
 /// Writes `desired` (of `api`) unless the cluster has it already: a server-side apply of the
-/// whole object. Returns whether it wrote.
-pub(super) async fn write(ctx: &Context, api: ReportApi, desired: &Value) -> Result<bool, Error> {
+/// whole object by field manager `manager`. Returns whether it wrote.
+pub(super) async fn write(
+    ctx: &Context,
+    api: ReportApi,
+    manager: &str,
+    desired: &Value,
+) -> Result<bool, Error> {
     let name = desired["metadata"]["name"].as_str().unwrap_or_default();
     let reports: Api<DynamicObject> = Api::all_with(ctx.client.clone(), &api_resource(api));
     let existing = ctx
@@ -168,7 +172,7 @@ pub(super) async fn write(ctx: &Context, api: ReportApi, desired: &Value) -> Res
             bytes,
             reports.patch(
                 name,
-                &PatchParams::apply(MANAGER).force(),
+                &PatchParams::apply(manager).force(),
                 &Patch::Apply(desired),
             ),
         )
@@ -231,9 +235,13 @@ mod tests {
             uid: Some("u1".into()),
         };
         let body = celcost_advice::output::openreports::error_body("stopped", "v1.36");
+        let labels = BTreeMap::from([(
+            "app.kubernetes.io/managed-by".to_string(),
+            "celcost".to_string(),
+        )]);
         let want = desired(
             ReportApi::OpenReports,
-            TargetKind::CustomResourceDefinition,
+            &labels,
             "crd.widgets.example.com",
             "owner-uid",
             &scope,

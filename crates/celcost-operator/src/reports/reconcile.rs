@@ -588,9 +588,10 @@ async fn write_computed<K: Target>(
             name: name.to_string(),
             uid: computed.uid.clone(),
         };
+        let labels = desired.labels().clone();
         for &api in &ctx.settings.policy_reports {
-            let object = policy_reports::desired(api, kind, report_name, owner, &scope, body);
-            if policy_reports::write(ctx, api, &object).await? {
+            let object = policy_reports::desired(api, &labels, report_name, owner, &scope, body);
+            if policy_reports::write(ctx, api, MANAGER, &object).await? {
                 count(&ctx.metrics.writes, kind);
             }
         }
