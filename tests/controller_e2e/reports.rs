@@ -207,6 +207,15 @@ async fn policy_reports_follow_their_targets() {
         let listed = kubectl_get("clusterpolicyreports");
         assert!(listed.contains(&format!("crd.{crd}")), "{listed}");
         println!("kubectl get clusterpolicyreports:\n{listed}");
+        all_estimated(&client, &op).await;
+        drop(op);
+        // Written at v1alpha2, stored at v1beta1: read back equal, so a restart writes nothing.
+        let mut op = Operator::start("reports-policyreports-restarted", &[]);
+        op.wait_ready(Duration::from_secs(60)).await;
+        all_estimated(&client, &op).await;
+        assert_eq!(op.metric("celcost_report_writes_total"), 0.0);
+        let again = report_of(&client, ReportApi::PolicyReports, &format!("crd.{crd}")).await;
+        assert_eq!(again.resource_version(), r.resource_version());
         delete_crd(&client, &crd).await;
         let reports = reports_api(&client, ReportApi::PolicyReports);
         eventually(
