@@ -190,6 +190,49 @@ async fn policy_reports_follow_their_targets() {
         .await;
     }
 
+    // `celcost estimate --output openreports` writes objects the API server takes as they are:
+    // a server-side dry run with strict field validation (an unknown field is an error, not
+    // pruned), over objects within budget, near it, over it and refused by the next minor.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_celcost"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "estimate",
+            "--kubernetes-version",
+            "1.36..1.37",
+            "--output",
+            "openreports",
+            "examples/crds",
+            "examples/policies",
+            "tests/data/upgrade-1.37",
+        ])
+        .output()
+        .unwrap();
+    let file = std::env::temp_dir().join(format!("celcost-openreports-{}.yaml", suffix()));
+    std::fs::write(&file, &out.stdout).unwrap();
+    let applied = std::process::Command::new("kubectl")
+        .args([
+            "apply",
+            "--server-side",
+            "--dry-run=server",
+            "--validate=strict",
+            "-f",
+        ])
+        .arg(&file)
+        .output()
+        .expect("run kubectl");
+    let _ = std::fs::remove_file(&file);
+    let said = String::from_utf8_lossy(&applied.stdout).to_string();
+    assert!(
+        applied.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    assert_eq!(
+        said.matches("serverside-applied (server dry run)").count(),
+        6,
+        "{said}"
+    );
+
     // Only the policy working group's API served: auto writes ClusterPolicyReports.
     remove_report_crd(&client, ReportApi::OpenReports).await;
     install_report_crd(&client, ReportApi::PolicyReports).await;
