@@ -40,7 +40,7 @@ lint:
 [doc('Run the operator locally against the cluster in KUBECONFIG (installs the CRD first; leader election and the webhook are off outside a pod)')]
 run *ARGS:
     cargo run -- crd | kubectl apply -f -
-    RUST_LOG=${RUST_LOG:-info,celcost=debug} cargo run -- controller --listen-address 127.0.0.1:8080 {{ARGS}}
+    RUST_LOG=${RUST_LOG:-info,celcost=debug} cargo run -- controller --listen-address 127.0.0.1:8080 --metrics-bind-address 127.0.0.1:8443 {{ARGS}}
 
 [group('test')]
 [doc('Unit, mock-API-server and CRD drift tests (no cluster)')]

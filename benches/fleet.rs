@@ -694,7 +694,10 @@ async fn run(corpus: Vec<Value>, n: usize, timeout: Duration) -> Row {
         .args([
             "controller",
             "--listen-address",
+            "127.0.0.1:0",
+            "--metrics-bind-address",
             &metrics_addr.to_string(),
+            "--metrics-secure=false",
             "--distribution",
             "kubernetes",
             "--kubernetes-version",

@@ -5,7 +5,13 @@ time, never committed; fuzz/corpus/ is git-ignored):
 - fuzz/corpus/crd_document/: the corpus's CRD files of at most 64 KiB;
 - fuzz/corpus/policy_document/: its ValidatingAdmissionPolicy and MutatingAdmissionPolicy files;
 - fuzz/corpus/cel_expression/: every CEL expression in them (`rule`, `messageExpression`,
-  `expression`, `valueExpression`), one a file.
+  `expression`, `valueExpression`), one a file;
+- fuzz/corpus/yaml_bound_edit/: each CRD file of at most 64 KiB behind a prefix whose first two
+  bytes choose the keyword and the value and that YAML reads as nothing (`---` and a line break,
+  two line breaks, a comment line): one seed per keyword;
+- fuzz/corpus/unified_diff/: pairs of CRD files of at most 16 KiB, NUL between them, and each
+  such file against itself with one line dropped;
+- fuzz/corpus/go_declarations/: this repository's Go test files (tests/data/**/*.go).
 
 Usage: fuzz/seed.py [CORPUS_DIR] (default ../shared/corpus, or $CELCOST_CORPUS). Stdlib only: the
 expressions are read from the YAML with a scanner of the scalar styles the corpus uses (plain,
@@ -21,6 +27,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_DOCUMENT = 64 << 10
 MAX_EXPRESSION = 4 << 10
+MAX_DIFF_SIDE = 16 << 10
+# Prefixes that YAML reads as nothing, whose first byte modulo 3 picks maxLength, maxItems and
+# maxProperties (fuzzing.rs: yaml_bound_edit) and whose second byte is the value.
+BOUND_PREFIXES = (b"---\n", b"\n\n", b"# x\n")
 KEY = re.compile(
     r"^(\s*)(?:-\s+)?(rule|messageExpression|expression|valueExpression)\s*:\s?(.*)$"
 )
@@ -107,8 +117,16 @@ def main():
     )
     if not os.path.isdir(os.path.join(root, "crds")):
         sys.exit(f"seed.py: no corpus at {root} (give its path)")
-    counts = {"crd_document": 0, "policy_document": 0, "cel_expression": 0}
+    counts = {
+        "crd_document": 0,
+        "policy_document": 0,
+        "cel_expression": 0,
+        "yaml_bound_edit": 0,
+        "unified_diff": 0,
+        "go_declarations": 0,
+    }
     seen = set()
+    small = []
     for target, subs in (("crd_document", ["crds"]), ("policy_document", ["vaps", "maps"])):
         for sub in subs:
             for path in files(root, sub):
@@ -117,12 +135,30 @@ def main():
                 if len(data) <= MAX_DOCUMENT:
                     write(target, data)
                     counts[target] += 1
+                    if target == "crd_document":
+                        for prefix in BOUND_PREFIXES:
+                            write("yaml_bound_edit", prefix + data)
+                            counts["yaml_bound_edit"] += 1
+                if target == "crd_document" and len(data) <= MAX_DIFF_SIDE:
+                    small.append(data)
                 for e in expressions(data.decode("utf-8", "replace")):
                     b = e.encode()
                     if 0 < len(b) <= MAX_EXPRESSION and b not in seen:
                         seen.add(b)
                         write("cel_expression", b)
                         counts["cel_expression"] += 1
+    for a, b in zip(small, small[1:]):
+        lines = a.split(b"\n")
+        dropped = b"\n".join(lines[: len(lines) // 2] + lines[len(lines) // 2 + 1 :])
+        for pair in (a + b"\0" + b, a + b"\0" + dropped):
+            write("unified_diff", pair)
+            counts["unified_diff"] += 1
+    for d, _, names in os.walk(os.path.join(HERE, "..", "tests", "data")):
+        for n in sorted(names):
+            if n.endswith(".go"):
+                with open(os.path.join(d, n), "rb") as f:
+                    write("go_declarations", f.read())
+                counts["go_declarations"] += 1
     print(" ".join(f"{t}: {n} seeds" for t, n in counts.items()))
 
 

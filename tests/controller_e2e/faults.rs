@@ -363,7 +363,7 @@ async fn partition(test: &str, outage: Duration) {
     // One line per watch at each end of the outage, not one per retry (two watches per kind:
     // targets and reports; three kinds where the server serves MutatingAdmissionPolicies).
     let watches = op
-        .get("/metrics")
+        .scrape()
         .map(|(_, text)| {
             text.lines()
                 .filter(|l| l.starts_with("celcost_watch_last_sync_age_seconds{"))

@@ -141,8 +141,86 @@ fn pod_get(ip: IpAddr, path: &str) -> Option<(u16, String)> {
 }
 
 fn pod_metric(ip: IpAddr, name: &str) -> f64 {
-    let (_, body) = pod_get(ip, "/metrics").unwrap_or_default();
+    let (_, body) = scrape(
+        &format!("https://{}/metrics", SocketAddr::new(ip, 8443)),
+        &[],
+    )
+    .unwrap_or_default();
     sum_samples(&body, name, "")
+}
+
+/// The bearer token of `celcost-e2e-scraper`, a service account bound to config/rbac's
+/// `celcost-metrics-reader` (created when missing; made again after a reinstall).
+static SCRAPER_TOKEN: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+fn scraper_token() -> Option<String> {
+    let mut held = SCRAPER_TOKEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(t) = held.as_ref() {
+        return Some(t.clone());
+    }
+    let manifest = format!(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: celcost-e2e-scraper, namespace: {NS}}}\n\
+         ---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n\
+         metadata: {{name: celcost-e2e-scraper}}\n\
+         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: celcost-metrics-reader}}\n\
+         subjects: [{{kind: ServiceAccount, name: celcost-e2e-scraper, namespace: {NS}}}]\n"
+    );
+    let dir = tempfile::tempdir().ok()?;
+    let file = dir.path().join("scraper.yaml");
+    std::fs::write(&file, manifest).ok()?;
+    let (ok, _, err) = kubectl(&["apply", "-f", file.to_str()?]);
+    if !ok {
+        println!("the scraper's service account: {err}");
+        return None;
+    }
+    let (ok, out, err) = kubectl(&[
+        "create",
+        "token",
+        "celcost-e2e-scraper",
+        "-n",
+        NS,
+        "--duration",
+        "2h",
+    ]);
+    if !ok {
+        println!("kubectl create token: {err}");
+        return None;
+    }
+    *held = Some(out.trim().to_string());
+    held.clone()
+}
+
+/// `GET url` over HTTPS with the scraper's token, as Prometheus scrapes (curl; `curl_args` adds
+/// e.g. `--cacert` and `--resolve`, else the certificate is not verified): (status, body). A
+/// 401 (the token's service account was deleted with a reinstall) makes a new token once.
+fn scrape(url: &str, curl_args: &[&str]) -> Option<(u16, String)> {
+    for _ in 0..2 {
+        let token = scraper_token()?;
+        let mut cmd = Command::new("curl");
+        cmd.args(["-s", "--max-time", "10", "-w", "\n%{http_code}"]);
+        if curl_args.is_empty() {
+            cmd.arg("-k");
+        }
+        let out = cmd
+            .args(curl_args)
+            .args(["-H", &format!("Authorization: Bearer {token}")])
+            .arg(url)
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n')?;
+        let code: u16 = code.trim().parse().ok()?;
+        if code == 401 {
+            *SCRAPER_TOKEN
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            continue;
+        }
+        return Some((code, body.to_string()));
+    }
+    None
 }
 
 /// The Lease's holder.
@@ -504,19 +582,46 @@ async fn s2_crd_and_policies_get_reports_events_and_metrics() {
     let r = report_for(&client, &format!("map.{map_name}"), 1).await;
     assert_eq!(condition(&r, "Ready"), ("True", "Estimated"));
 
-    // /metrics through the Service (the API server's service proxy picks an endpoint): every
-    // replica answers; only the leader has the targets' gauges.
-    let path =
-        format!("/api/v1/namespaces/{NS}/services/http:celcost-metrics:http-metrics/proxy/metrics");
+    // /metrics through the Service as the ServiceMonitor scrapes it (its ClusterIP, port
+    // https-metrics; kube-proxy picks an endpoint): HTTPS verified against the CA of the
+    // webhook's Secret for the name celcost-metrics.celcost-system.svc, and the token of a
+    // service account bound to celcost-metrics-reader. Every replica answers; only the leader
+    // has the targets' gauges.
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(client.clone(), NS);
+    let cluster_ip = services
+        .get("celcost-metrics")
+        .await
+        .unwrap()
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .expect("the metrics Service's ClusterIP");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), NS);
+    let ca = eventually(
+        "the webhook Secret's CA",
+        Duration::from_secs(60),
+        || async {
+            let s = secrets.get_opt("celcost-webhook-tls").await.ok()??;
+            let ca = s.data?.get("ca.crt")?.0.clone();
+            (!ca.is_empty()).then_some(ca)
+        },
+    )
+    .await;
+    let ca_dir = tempfile::tempdir().unwrap();
+    let ca_file = ca_dir.path().join("ca.crt");
+    std::fs::write(&ca_file, ca).unwrap();
+    let host = format!("celcost-metrics.{NS}.svc");
+    let resolve = format!("{host}:8443:{cluster_ip}");
+    let url = format!("https://{host}:8443/metrics");
     let series = format!("celcost_highest_rule_cost_ratio{{kind=\"crd\",name=\"{crd_name}\"}}");
     let line = eventually(
         "the CRD's gauge through the Service",
         Duration::from_secs(60),
         || async {
-            let text = client
-                .request_text(http::Request::get(&path).body(Vec::new()).unwrap())
-                .await
-                .ok()?;
+            let (code, text) = scrape(
+                &url,
+                &["--cacert", ca_file.to_str().unwrap(), "--resolve", &resolve],
+            )?;
+            assert_eq!(code, 200, "{text}");
             assert!(
                 text.contains("celcost_process_resident_memory_bytes"),
                 "{text}"

@@ -38,6 +38,7 @@ mod faults;
 mod ha;
 mod hostile;
 mod in_cluster;
+mod metrics;
 mod reports;
 mod update;
 mod webhook;
@@ -145,7 +146,30 @@ fn sum_samples(text: &str, name: &str, label: &str) -> f64 {
 struct Operator {
     child: Child,
     port: u16,
+    /// `/metrics` (plain HTTP unless a test asks for `--metrics-secure`).
+    metrics_port: u16,
     log: PathBuf,
+}
+
+/// A free local port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` in plain HTTP from a local port: (status, body).
+fn get_from(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let code = buf.split_whitespace().nth(1)?.parse().ok()?;
+    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+    Some((code, body))
 }
 
 impl Operator {
@@ -155,11 +179,9 @@ impl Operator {
 
     /// With extra environment variables (e.g. another `KUBECONFIG`).
     fn start_with(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Operator {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
+        let metrics_port = free_port();
+        let metrics_address = format!("127.0.0.1:{metrics_port}");
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-logs");
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join(format!("{name}.log"));
@@ -175,7 +197,14 @@ impl Operator {
                 "controller",
                 "--listen-address",
                 &format!("127.0.0.1:{port}"),
+                "--metrics-bind-address",
+                &metrics_address,
             ])
+            // `/metrics` in plain HTTP unless a test asks for the secure server.
+            .args(
+                (!extra.iter().any(|a| a.starts_with("--metrics-secure")))
+                    .then_some("--metrics-secure=false"),
+            )
             // One process per test unless a test elects a leader among several: no Lease.
             .args(
                 (!extra
@@ -196,18 +225,21 @@ impl Operator {
             .stderr(out)
             .spawn()
             .expect("start celcost controller");
-        Operator { child, port, log }
+        Operator {
+            child,
+            port,
+            metrics_port,
+            log,
+        }
     }
 
     fn get(&self, path: &str) -> Option<(u16, String)> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
-        let mut buf = String::new();
-        s.read_to_string(&mut buf).ok()?;
-        let code = buf.split_whitespace().nth(1)?.parse().ok()?;
-        let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
-        Some((code, body))
+        get_from(self.port, path)
+    }
+
+    /// `/metrics` from the plain metrics server.
+    fn scrape(&self) -> Option<(u16, String)> {
+        get_from(self.metrics_port, "/metrics")
     }
 
     async fn wait_ready(&mut self, timeout: Duration) {
@@ -240,7 +272,7 @@ impl Operator {
 
     /// As [`Operator::metric`], over the label sets that contain `label` (`reason="gone"`).
     fn metric_with(&self, name: &str, label: &str) -> f64 {
-        let (_, body) = self.get("/metrics").unwrap_or_default();
+        let (_, body) = self.scrape().unwrap_or_default();
         sum_samples(&body, name, label)
     }
 
@@ -1147,6 +1179,8 @@ async fn local_run_needs_only_the_crd() {
             "controller",
             "--listen-address",
             &format!("127.0.0.1:{port}"),
+            "--metrics-bind-address",
+            "127.0.0.1:0",
         ])
         .env("RUST_LOG", "info")
         .env_remove("POD_NAMESPACE")
@@ -1199,7 +1233,13 @@ async fn exits_with_a_hint_without_the_crd() {
     )
     .await;
     let out = Command::new(env!("CARGO_BIN_EXE_celcost"))
-        .args(["controller", "--listen-address", "127.0.0.1:0"])
+        .args([
+            "controller",
+            "--listen-address",
+            "127.0.0.1:0",
+            "--metrics-bind-address",
+            "127.0.0.1:0",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());

@@ -407,6 +407,24 @@ fn lint_strict_is_clean() {
             "--set",
             "metrics.dashboard.enabled=true",
         ],
+        &[
+            "--set",
+            "networkPolicy.enabled=true",
+            "--set",
+            "metrics.secure=true",
+            "--set",
+            "metrics.serviceMonitor.enabled=true",
+        ],
+        &[
+            "--set",
+            "metrics.secure=false",
+            "--set",
+            "metrics.serviceMonitor.enabled=true",
+            "--set",
+            "networkPolicy.enabled=true",
+            "--set",
+            "webhook.enabled=false",
+        ],
     ] {
         let out = Command::new("helm-lite")
             .args(["lint", "--strict"])
@@ -551,6 +569,93 @@ fn cert_manager_renders_what_the_cert_manager_component_renders() {
         &config,
     );
     assert!(find(&chart, "Certificate", "celcost-webhook").is_some());
+}
+
+/// `networkPolicy.enabled=true` is config/default with the component config/network-policy;
+/// without the webhook only the metrics policy remains; `metrics.secure=false` scrapes in plain
+/// HTTP and turns the operator's TLS off.
+#[test]
+fn network_policy_renders_what_the_network_policy_component_renders() {
+    if !tools("network_policy_renders_what_the_network_policy_component_renders") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rel = |p: &str| {
+        let depth = dir.path().components().count() - 1;
+        format!(
+            "{}{}",
+            "../".repeat(depth),
+            Path::new(ROOT).join(p).display()
+        )
+        .replace("//", "/")
+    };
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+             resources: [{}]\ncomponents: [{}]\n",
+            rel("config/default"),
+            rel("config/network-policy")
+        ),
+    )
+    .unwrap();
+    let mut chart = helm_template(&["--set", "networkPolicy.enabled=true"]);
+    let mut config = without_namespace(kustomize(dir.path()));
+    untag_images(&mut chart, &mut config);
+    assert_same(
+        "networkPolicy vs the network-policy component",
+        &chart,
+        &config,
+    );
+    let policies = |objs: &[Value]| -> Vec<String> {
+        objs.iter()
+            .filter(|o| o["kind"] == "NetworkPolicy")
+            .map(key)
+            .collect()
+    };
+    assert_eq!(policies(&chart).len(), 2);
+    assert!(policies(&helm_template(&[])).is_empty());
+    assert_eq!(
+        policies(&helm_template(&[
+            "--set",
+            "networkPolicy.enabled=true",
+            "--set",
+            "webhook.enabled=false"
+        ])),
+        ["NetworkPolicy celcost-system/celcost-allow-metrics"]
+    );
+
+    let plain = helm_template(&[
+        "--set",
+        "metrics.secure=false",
+        "--set",
+        "metrics.serviceMonitor.enabled=true",
+    ]);
+    assert!(
+        env(&plain).contains(&("CELCOST_METRICS_SECURE".into(), json!("false"))),
+        "{:?}",
+        env(&plain)
+    );
+    let sm = find(&plain, "ServiceMonitor", "celcost").unwrap();
+    assert_eq!(sm["spec"]["endpoints"][0]["port"], "http-metrics");
+    assert!(sm["spec"]["endpoints"][0]["scheme"].is_null());
+    assert!(find(&plain, "Secret", "celcost-metrics-scraper-token").is_none());
+    let svc = find(&plain, "Service", "celcost-metrics").unwrap();
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], "http-metrics");
+
+    // Without the webhook there is no Secret: the certificate is self-signed, not verified.
+    let no_webhook = helm_template(&[
+        "--set",
+        "webhook.enabled=false",
+        "--set",
+        "metrics.serviceMonitor.enabled=true",
+    ]);
+    let sm = find(&no_webhook, "ServiceMonitor", "celcost").unwrap();
+    assert_eq!(sm["spec"]["endpoints"][0]["scheme"], "https");
+    assert_eq!(
+        sm["spec"]["endpoints"][0]["tlsConfig"],
+        json!({"insecureSkipVerify": true})
+    );
 }
 
 /// `reports=off` is config/default with the component config/components/no-reports: no
@@ -817,6 +922,10 @@ fn another_release_is_the_same_install_renamed() {
             (
                 "CELCOST_WEBHOOK_CONFIGURATION".into(),
                 json!("acme-celcost")
+            ),
+            (
+                "CELCOST_METRICS_SERVICE".into(),
+                json!("acme-celcost-metrics")
             ),
         ]
     );

@@ -58,6 +58,17 @@ Names the operator must be told when they are not its defaults (release names ot
 {{ include "celcost.fullname" . }}-webhook
 {{- end }}
 
+{{- define "celcost.metricsService" -}}
+{{ include "celcost.fullname" . }}-metrics
+{{- end }}
+
+{{/*
+The metrics port's name: https-metrics (metrics.secure, the default) or http-metrics.
+*/}}
+{{- define "celcost.metricsPort" -}}
+{{ if .Values.metrics.secure }}https-metrics{{ else }}http-metrics{{ end }}
+{{- end }}
+
 {{- define "celcost.webhookSecret" -}}
 {{ include "celcost.fullname" . }}-webhook-tls
 {{- end }}

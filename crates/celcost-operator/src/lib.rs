@@ -12,7 +12,7 @@
 //!
 //! - [`error`], [`telemetry`] (logs), [`resource`] (the `CostReport` custom resource);
 //! - [`leader`]: leader election on a Lease; [`serve`]: watches that recover, `/healthz`,
-//!   `/readyz`, `/watches` and `/metrics`;
+//!   `/readyz`, `/watches` and `/metrics` (and who may read it: [`serve::auth`]);
 //! - [`reports`]: what every reconcile shares ([`reports::context`]: client, estimator, budget,
 //!   the CRD store), the CRDs a policy's estimate needs ([`reports::schemas`]), the reconcile
 //!   that estimates a target and writes its report ([`reports::reconcile`]), and the report's
@@ -30,7 +30,7 @@ pub mod webhook;
 
 // The parts at their paths before the folders (`celcost::controller::status`, ...).
 pub use reports::{context, map, reconcile, schemas, status};
-pub use serve::{http, metrics, watch};
+pub use serve::{auth, http, metrics, watch};
 pub use webhook::{certs, warnings};
 
 use std::net::SocketAddr;
@@ -68,9 +68,35 @@ const NEWEST_MODEL: Version = celcost_core::cel::minor::NEWEST;
 /// Flags of `celcost controller`; each has an environment variable.
 #[derive(Clone, Debug, clap::Args)]
 pub struct ControllerArgs {
-    /// Address of the /metrics, /healthz, /readyz and /watches server.
-    #[arg(long, env = "CELCOST_LISTEN_ADDRESS", default_value = "0.0.0.0:8080")]
+    /// Address of the /healthz, /readyz and /watches server (plain HTTP: the kubelet's probes).
+    #[arg(
+        long,
+        visible_alias = "health-probe-bind-address",
+        env = "CELCOST_LISTEN_ADDRESS",
+        default_value = "0.0.0.0:8080"
+    )]
     pub listen_address: SocketAddr,
+    /// Address of the /metrics server: `host:port`, `:port` (every address) or `0` (no metrics
+    /// server).
+    #[arg(long, env = "CELCOST_METRICS_BIND_ADDRESS", default_value = ":8443",
+          value_parser = parse_bind_address)]
+    pub metrics_bind_address: BindAddress,
+    /// Serve /metrics over HTTPS to clients the API server authenticates (TokenReview) and
+    /// authorizes (SubjectAccessReview of `get` on the non-resource URL /metrics); the
+    /// certificate is the webhook's (its Secret) when the webhook is on, else self-signed.
+    /// `--metrics-secure=false`: plain HTTP, to anyone.
+    #[arg(long, env = "CELCOST_METRICS_SECURE", value_name = "BOOL", default_value_t = true,
+          action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub metrics_secure: bool,
+    /// The Service in front of /metrics: `<service>.<namespace>.svc` is in the metrics server's
+    /// certificate (the namespace is the webhook's).
+    #[arg(
+        long,
+        env = "CELCOST_METRICS_SERVICE",
+        default_value = "celcost-metrics"
+    )]
+    pub metrics_service: String,
     /// Log format (the level comes from RUST_LOG, default info).
     #[arg(long, env = "CELCOST_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -192,6 +218,26 @@ pub struct ControllerArgs {
     /// The admission webhook (`--webhook`, `--webhook-*`).
     #[command(flatten)]
     pub webhook: webhook::WebhookArgs,
+}
+
+/// An address to listen on, or none (`0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BindAddress(pub Option<SocketAddr>);
+
+/// `host:port`, `:port` (every IPv4 address, as Go's `:8443`), or `0` (none), as
+/// controller-runtime reads `--metrics-bind-address`.
+pub fn parse_bind_address(s: &str) -> Result<BindAddress, String> {
+    let s = s.trim();
+    if s == "0" {
+        return Ok(BindAddress(None));
+    }
+    let full = match s.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => s.to_string(),
+    };
+    full.parse::<SocketAddr>()
+        .map(|a| BindAddress(Some(a)))
+        .map_err(|e| format!("{s:?}: {e} (host:port, :port or 0)"))
 }
 
 /// Where the operator runs: in a pod (a service account is mounted and the API server's
@@ -382,9 +428,9 @@ pub type RunError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Runs the operator until SIGINT/SIGTERM, in five steps: [`detect`] what the cluster serves
 /// and which minor it is, [`build_estimators`], [`start_servers`] (the elector, the webhook and
-/// the admin server), [`spawn_controllers`] (one per watched kind) and [`drain`]. One
+/// the probes and metrics servers), [`spawn_controllers`] (one per watched kind) and [`drain`]. One
 /// [`CancellationToken`], cancelled by the first signal, stops every part: the controllers finish
-/// their reconciles, the webhook lets open requests finish, the admin server closes; the lease
+/// their reconciles, the webhook lets open requests finish, the probes and metrics servers close; the lease
 /// is given up last, once no controller writes any more (a second signal exits at once).
 pub async fn run(args: ControllerArgs) -> Result<(), RunError> {
     telemetry::init(args.log_format);
@@ -616,15 +662,18 @@ fn build_estimators(args: &ControllerArgs, cluster: &Cluster) -> Estimators {
 struct Servers {
     elector: Option<leader::RunningElector>,
     webhook: Option<webhook::RunningWebhook>,
-    admin: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// `/healthz`, `/readyz`, `/watches`.
+    probes: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// `/metrics` (none with `--metrics-bind-address=0`).
+    metrics_server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     leadership: leader::Leadership,
     metrics: metrics::Metrics,
     health: watch::Health,
 }
 
 /// The metrics registry, the elector (only the leader writes; every replica watches and serves
-/// health), the admission webhook and the admin server (`/metrics`, `/healthz`, `/readyz`,
-/// `/watches`). The webhook and the admin server stop on `shutdown`.
+/// health), the admission webhook, the probes server (`/healthz`, `/readyz`, `/watches`) and the
+/// metrics server (`/metrics`). The servers stop on `shutdown`.
 async fn start_servers(
     args: &ControllerArgs,
     cluster: &Cluster,
@@ -648,11 +697,21 @@ async fn start_servers(
     };
     let health = cluster.health.clone().register(&mut registry);
     let webhook_metrics = webhook::WebhookMetrics::default().register(&mut registry);
+    let auth_metrics = auth::AuthMetrics::default().register(&mut registry);
+    let metrics_hosts = certs::service_hosts(
+        &args.metrics_service,
+        args.webhook
+            .webhook_namespace
+            .as_deref()
+            .unwrap_or_else(|| cluster.client.default_namespace()),
+    );
+    let secure_metrics = args.metrics_secure && args.metrics_bind_address.0.is_some();
     // The admission webhook answers from the estimate of the object in the request, with the
     // rules of the cluster's minor and the same work budget.
     let webhook = webhook::start(
         &args.webhook,
         cluster.webhook.on,
+        if secure_metrics { &metrics_hosts } else { &[] },
         &cluster.client,
         webhook::WebhookState {
             metrics: webhook_metrics,
@@ -672,24 +731,100 @@ async fn start_servers(
         let after = watch_settings.unhealthy_after;
         Arc::new(move || health.healthy(after))
     };
-    let admin = http::AdminState {
-        registry: Arc::new(registry),
+    let probes = http::AdminState {
         ready: readiness,
         watches: watch_health,
     };
-    let admin = tokio::spawn(http::serve(
-        args.listen_address,
-        admin,
+    let probes_listener = tokio::net::TcpListener::bind(args.listen_address)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen_address))?;
+    info!(address = %args.listen_address, "serving /healthz, /readyz and /watches");
+    let probes = tokio::spawn(http::serve_on(
+        probes_listener,
+        http::router(probes),
         shutdown.clone().cancelled_owned(),
     ));
+    let metrics_server = start_metrics_server(
+        args,
+        cluster,
+        webhook.as_ref(),
+        metrics_hosts,
+        Arc::new(registry),
+        auth_metrics,
+        shutdown,
+    )
+    .await?;
     Ok(Servers {
         elector,
         webhook,
-        admin,
+        probes,
+        metrics_server,
         leadership,
         metrics,
         health,
     })
+}
+
+/// The `/metrics` server on `--metrics-bind-address`: HTTPS behind TokenReview and
+/// SubjectAccessReview (`serve::auth`), with the webhook's certificate when the webhook runs (its
+/// Secret names `hosts` too), else a self-signed one made now; plain HTTP with
+/// `--metrics-secure=false`.
+async fn start_metrics_server(
+    args: &ControllerArgs,
+    cluster: &Cluster,
+    webhook: Option<&webhook::RunningWebhook>,
+    mut hosts: Vec<String>,
+    registry: Arc<Registry>,
+    auth_metrics: auth::AuthMetrics,
+    shutdown: &CancellationToken,
+) -> Result<Option<tokio::task::JoinHandle<std::io::Result<()>>>, RunError> {
+    let Some(addr) = args.metrics_bind_address.0 else {
+        info!("no metrics server (--metrics-bind-address=0)");
+        return Ok(None);
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("metrics: cannot listen on {addr}: {e}"))?;
+    if !args.metrics_secure {
+        info!(address = %addr, "serving /metrics in plain HTTP, to anyone (--metrics-secure=false)");
+        let router = http::metrics_router(registry, None);
+        return Ok(Some(tokio::spawn(http::serve_on(
+            listener,
+            router,
+            shutdown.clone().cancelled_owned(),
+        ))));
+    }
+    let (resolver, source) = match webhook {
+        Some(w) => (w.resolver(), "the webhook's Secret"),
+        None => {
+            hosts.extend(["localhost".to_string(), "127.0.0.1".to_string()]);
+            let resolver = certs::self_signed(&hosts, certs::now())
+                .map_err(|e| format!("metrics: cannot make a certificate: {e}"))?;
+            (resolver, "self-signed at start")
+        }
+    };
+    info!(
+        address = %addr,
+        certificate = source,
+        hosts = ?hosts,
+        "serving /metrics over HTTPS to authorized clients (TokenReview, SubjectAccessReview of get /metrics)"
+    );
+    let handshake_failures = auth_metrics.tls_handshake_failures.clone();
+    let auth = auth::MetricsAuth::new(cluster.client.clone(), auth_metrics);
+    let router = http::metrics_router(registry, Some(auth));
+    let shutdown = shutdown.clone();
+    Ok(Some(tokio::spawn(async move {
+        webhook::serve_tls_counting(
+            listener,
+            certs::server_config(resolver),
+            router,
+            handshake_failures,
+            "metrics",
+            shutdown.cancelled_owned(),
+        )
+        .await;
+        Ok(())
+    })))
 }
 
 /// One controller per watched kind, stopping on `shutdown`: the CRDs', and the policies' when
@@ -782,7 +917,7 @@ fn spawn_controllers(
 }
 
 /// Waits for the controllers to stop (on the token), then hands over: the lease is given up so
-/// that the other replica takes over at once, and the webhook and the admin server are waited
+/// that the other replica takes over at once, and the webhook and the probes and metrics servers are waited
 /// for (they stopped on the same token).
 async fn drain(
     controllers: futures::future::BoxFuture<'static, ()>,
@@ -796,10 +931,23 @@ async fn drain(
     if let Some(w) = servers.webhook {
         w.stopped().await;
     }
-    match servers.admin.await {
+    let probes = joined("probes server", servers.probes.await);
+    let metrics = match servers.metrics_server {
+        Some(m) => joined("metrics server", m.await),
+        None => Ok(()),
+    };
+    probes.and(metrics)
+}
+
+/// A server's end, as `run`'s error.
+fn joined(
+    what: &str,
+    ended: Result<std::io::Result<()>, tokio::task::JoinError>,
+) -> Result<(), RunError> {
+    match ended {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(format!("admin server: {e}").into()),
-        Err(e) => Err(format!("admin server: {e}").into()),
+        Ok(Err(e)) => Err(format!("{what}: {e}").into()),
+        Err(e) => Err(format!("{what}: {e}").into()),
     }
 }
 
@@ -1235,6 +1383,19 @@ fn metadata_of<K: Target>(metadata: kube::api::ObjectMeta) -> PartialObjectMeta<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bind_addresses_read_as_controller_runtime_reads_them() {
+        let at = |s: &str| parse_bind_address(s).map(|b| b.0.map(|a| a.to_string()));
+        assert_eq!(at(":8443"), Ok(Some("0.0.0.0:8443".into())));
+        assert_eq!(at("127.0.0.1:9090"), Ok(Some("127.0.0.1:9090".into())));
+        assert_eq!(at("[::]:8443"), Ok(Some("[::]:8443".into())));
+        assert_eq!(at("0"), Ok(None));
+        for bad in ["", ":", "8443", "localhost:8443", ":99999"] {
+            let e = at(bad).unwrap_err();
+            assert!(e.contains("host:port, :port or 0"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn model_version_clamps() {

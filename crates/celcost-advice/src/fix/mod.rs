@@ -691,7 +691,9 @@ pub fn fix_text(
     outcome
 }
 
-/// One file: its CRDs' bounds, placed in its YAML or handed to the Go types.
+/// One file: its CRDs' bounds, placed in its YAML or handed to the Go types. The file is parsed
+/// once, its edited text once (to read it back); each object is estimated before once, and
+/// after only when its edited value differs.
 fn fix_file(
     estimators: &[Estimator],
     path: &Path,
@@ -700,19 +702,80 @@ fn fix_file(
     mut go: Option<&mut go::GoTypes>,
     outcome: &mut FixOutcome,
 ) {
-    let name = path.display().to_string();
-    let lines = yaml::Lines::new(text);
-    let mut edits: Vec<yaml::TextEdit> = Vec::new();
-    // Per document: the value the edited text must read back as.
-    let mut expected: Vec<Option<Value>> = Vec::new();
-    let mut fixes_here: Vec<ObjectFix> = Vec::new();
+    let mut file = FilePlan {
+        name: path.display().to_string(),
+        lines: yaml::Lines::new(text),
+        edits: Vec::new(),
+        expected: Vec::new(),
+        fixes: Vec::new(),
+    };
     for (doc, positions) in parse_documents_located(text) {
-        let doc_source = format!("{name}#{}", doc.index);
+        file.plan_document(
+            estimators,
+            doc,
+            positions,
+            options,
+            go.as_deref_mut(),
+            outcome,
+        );
+    }
+    if file.fixes.is_empty() {
+        return;
+    }
+    let (after_text, after_objects) = file.read_back();
+    for (mut f, value, before) in file.fixes {
+        match after_objects.get(&f.source) {
+            Some(a) if *a != value => {
+                let after: Vec<ObjectReport> = estimators
+                    .iter()
+                    .map(|e| e.estimate_crd(a, &f.source))
+                    .collect();
+                compare(&mut f, estimators, &before, &after, &options.settings);
+            }
+            _ => compare(&mut f, estimators, &before, &before, &options.settings),
+        }
+        outcome.objects.push(f);
+    }
+    if after_text != text {
+        outcome.files.push(FileChange {
+            path: path.to_path_buf(),
+            before: text.to_string(),
+            after: after_text,
+        });
+    }
+}
+
+/// What [`fix_file`] gathers over a file's documents before it writes anything.
+struct FilePlan<'t> {
+    /// The file as the report names it.
+    name: String,
+    lines: yaml::Lines<'t>,
+    /// The edits of the file's text, each once.
+    edits: Vec<yaml::TextEdit>,
+    /// Per document: the value the edited text must read back as (`None`: it does not read).
+    expected: Vec<Option<Value>>,
+    /// The YAML fixes, each with its object as read and its estimates before (one per minor).
+    fixes: Vec<(ObjectFix, Value, Vec<ObjectReport>)>,
+}
+
+impl FilePlan<'_> {
+    /// One document's CRDs: estimated, planned, and their bounds placed in the text (or handed to
+    /// the Go types).
+    fn plan_document(
+        &mut self,
+        estimators: &[Estimator],
+        doc: celcost_core::input::Document,
+        positions: Option<Positions>,
+        options: &FixOptions,
+        mut go: Option<&mut go::GoTypes>,
+        outcome: &mut FixOutcome,
+    ) {
+        let doc_source = format!("{}#{}", self.name, doc.index);
         let value = match doc.value {
             Err(e) => {
                 outcome.input_errors.push(format!("{doc_source}: {e}"));
-                expected.push(None);
-                continue;
+                self.expected.push(None);
+                return;
             }
             Ok(v) => v,
         };
@@ -722,12 +785,6 @@ fn fix_file(
             if TargetKind::of(&o.value) != Some(TargetKind::CustomResourceDefinition) {
                 continue;
             }
-            let object_name = o
-                .value
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
             let before: Vec<ObjectReport> = estimators
                 .iter()
                 .map(|e| e.estimate_crd(&o.value, &o.source))
@@ -738,46 +795,26 @@ fn fix_file(
                     .push(format!("{}: {}", o.source, st.message));
                 continue;
             }
-            let has_finding = before
+            if before
                 .iter()
-                .any(|r| !findings(r, &options.settings).is_empty());
-            if !has_finding {
+                .all(|r| findings(r, &options.settings).is_empty())
+            {
                 continue;
             }
             let mut fix = ObjectFix {
                 source: o.source.clone(),
-                name: object_name,
+                name: o
+                    .value
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
                 target: FixTarget::Yaml,
                 ..Default::default()
             };
-            // The Go root type of the CRD, when the run has Go packages.
-            let go_root = match go.as_deref_mut() {
-                None => None,
-                Some(g) => match g.root_of(&o.value) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        fix.refused.push(e);
-                        None
-                    }
-                },
-            };
-            if go.is_some() && go_root.is_none() && fix.refused.is_empty() && generated(&o.value) {
-                fix.refused.push(format!(
-                    "{}: generated by controller-gen, but no Go root type of group {} and kind {} is in the --go packages (a YAML edit would be lost at the next generation)",
-                    o.source,
-                    o.value
-                        .pointer("/spec/group")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default(),
-                    o.value
-                        .pointer("/spec/names/kind")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                ));
-            }
+            let go_root = go_root_of(go.as_deref_mut(), &o, &mut fix);
             if !fix.refused.is_empty() {
-                compare(&mut fix, estimators, &before, &before, &options.settings);
-                fixes_here.push(fix);
+                self.fixes.push((fix, o.value, before));
                 continue;
             }
             if let (Some(g), Some(root)) = (go.as_deref_mut(), go_root) {
@@ -802,7 +839,7 @@ fn fix_file(
             let pointer = object_pointer(&doc_source, &o.source);
             let located = positions
                 .clone()
-                .and_then(|p| ObjectSource::of(&name, p, &doc_source, &o.source));
+                .and_then(|p| ObjectSource::of(&self.name, p, &doc_source, &o.source));
             for b in bounds {
                 let Some(src) = &located else {
                     fix.refused.push(format!(
@@ -811,143 +848,169 @@ fn fix_file(
                     ));
                     continue;
                 };
-                let mut placed_at = Vec::new();
-                let mut ok = true;
-                for r in &b.roots {
-                    let node = located_node(&src.positions, src.node, r, &b.steps);
-                    let Some(node) = node else {
-                        fix.refused
-                            .push(format!("{}: not found in the file", b.describe()));
-                        ok = false;
-                        break;
-                    };
-                    match yaml::bound_edit(&lines, &src.positions, node, b.keyword.name(), b.value)
-                    {
-                        Err(why) => {
-                            fix.refused.push(format!(
-                                "{} (line {}): {why}",
-                                b.describe(),
-                                src.positions.at(node).line
-                            ));
-                            ok = false;
-                            break;
-                        }
-                        Ok(None) => {}
-                        Ok(Some(e)) => {
-                            let line = text[..e.start].matches('\n').count() + 1;
-                            if !edits.contains(&e) {
-                                edits.push(e);
-                            }
-                            placed_at.push(format!("{name}:{line}"));
-                        }
+                match self.place(src, &b) {
+                    Err(why) => fix.refused.push(why),
+                    Ok(placed_at) => {
+                        set_bound_in(&mut want, &pointer, &b);
+                        fix.bounds.push((b, placed_at));
                     }
-                }
-                if ok {
-                    for r in &b.roots {
-                        let full = format!("{pointer}{r}");
-                        if let Some(root) = want.pointer_mut(&full)
-                            && let Some(n) =
-                                schema_node_mut(root, &b.steps).and_then(Value::as_object_mut)
-                        {
-                            n.insert(b.keyword.name().to_string(), Value::from(b.value));
-                        }
-                    }
-                    placed_at.dedup();
-                    fix.bounds.push((b, placed_at.join(", ")));
                 }
             }
-            fixes_here.push(fix);
+            self.fixes.push((fix, o.value, before));
         }
-        expected.push(Some(want));
+        self.expected.push(Some(want));
     }
-    if fixes_here.is_empty() {
-        return;
-    }
-    let after_text = match yaml::apply_edits(text, &edits) {
-        Ok(t) => t,
-        Err(e) => {
-            for f in &mut fixes_here {
-                f.refused.push(format!("{name}: {e}"));
+
+    /// The edits that set bound `b` on every root of the object at `src`; where they are
+    /// (`file:line`, joined), or why it cannot be placed.
+    fn place(&mut self, src: &ObjectSource, b: &Bound) -> Result<String, String> {
+        let mut placed_at = Vec::new();
+        for r in &b.roots {
+            let node = located_node(&src.positions, src.node, r, &b.steps)
+                .ok_or_else(|| format!("{}: not found in the file", b.describe()))?;
+            let edit =
+                yaml::bound_edit(&self.lines, &src.positions, node, b.keyword.name(), b.value)
+                    .map_err(|why| {
+                        format!(
+                            "{} (line {}): {why}",
+                            b.describe(),
+                            src.positions.at(node).line
+                        )
+                    })?;
+            if let Some(e) = edit {
+                placed_at.push(format!("{}:{}", self.name, self.lines.line_of(e.start)));
+                if !self.edits.contains(&e) {
+                    self.edits.push(e);
+                }
             }
-            text.to_string()
+        }
+        placed_at.dedup();
+        Ok(placed_at.join(", "))
+    }
+
+    /// The edited text read back: it and its objects by source when every document reads as
+    /// intended; else the text as it was (every fix with bounds refused, saying why) and its
+    /// objects as they were. Edits that do not apply leave the text as it was, which then does
+    /// not read back with the bounds.
+    fn read_back(&mut self) -> (String, BTreeMap<String, Value>) {
+        let text = self.lines.text();
+        let name = &self.name;
+        let refuse = |fixes: &mut Vec<(ObjectFix, Value, Vec<ObjectReport>)>, why: String| {
+            for (f, ..) in fixes.iter_mut() {
+                if !f.bounds.is_empty() {
+                    f.refused.push(why.clone());
+                    f.bounds.clear();
+                }
+            }
+        };
+        let unchanged = |fixes: &[(ObjectFix, Value, Vec<ObjectReport>)]| {
+            let objects = fixes
+                .iter()
+                .map(|(f, v, _)| (f.source.clone(), v.clone()))
+                .collect();
+            (text.to_string(), objects)
+        };
+        let after_text = match yaml::apply_edits(text, &self.edits) {
+            Ok(t) => t,
+            Err(e) => {
+                for (f, ..) in &mut self.fixes {
+                    f.refused.push(format!("{name}: {e}"));
+                }
+                text.to_string()
+            }
+        };
+        let back = parse_documents(&after_text);
+        if let Some(m) = read_back_mismatch(name, &back, &self.expected) {
+            refuse(&mut self.fixes, m);
+            return unchanged(&self.fixes);
+        }
+        let mut objects = BTreeMap::new();
+        for d in back {
+            if let Ok(v) = d.value {
+                for o in objects_of(&format!("{name}#{}", d.index), v) {
+                    objects.insert(o.source, o.value);
+                }
+            }
+        }
+        (after_text, objects)
+    }
+}
+
+/// The Go root type of the CRD, when the run has Go packages; a refusal recorded on `fix` when
+/// it has none but controller-gen generated the CRD (a YAML edit would be lost).
+fn go_root_of(
+    go: Option<&mut go::GoTypes>,
+    o: &celcost_core::input::FoundObject,
+    fix: &mut ObjectFix,
+) -> Option<BTreeMap<String, go::DeclRef>> {
+    let g = go?;
+    let root = match g.root_of(&o.value) {
+        Ok(r) => r,
+        Err(e) => {
+            fix.refused.push(e);
+            return None;
         }
     };
-    // Read back what would be written: every document as intended, or nothing is written.
-    let back = parse_documents(&after_text);
-    let mut mismatch = None;
+    if root.is_none() && generated(&o.value) {
+        let at = |p: &str| {
+            o.value
+                .pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        fix.refused.push(format!(
+            "{}: generated by controller-gen, but no Go root type of group {} and kind {} is in the --go packages (a YAML edit would be lost at the next generation)",
+            o.source,
+            at("/spec/group"),
+            at("/spec/names/kind")
+        ));
+    }
+    root
+}
+
+/// Sets bound `b` in `doc` (the document's value) on every root of the object at `pointer`.
+fn set_bound_in(doc: &mut Value, pointer: &str, b: &Bound) {
+    for r in &b.roots {
+        if let Some(root) = doc.pointer_mut(&format!("{pointer}{r}"))
+            && let Some(n) = schema_node_mut(root, &b.steps).and_then(Value::as_object_mut)
+        {
+            n.insert(b.keyword.name().to_string(), Value::from(b.value));
+        }
+    }
+}
+
+/// Why the edited file `name` does not read back as `expected` (per document), if it does not.
+fn read_back_mismatch(
+    name: &str,
+    back: &[celcost_core::input::Document],
+    expected: &[Option<Value>],
+) -> Option<String> {
     if back.len() != expected.len() {
-        mismatch = Some(format!(
+        return Some(format!(
             "{name}: the edited file reads back as {} documents, not {}",
             back.len(),
             expected.len()
         ));
-    } else {
-        for (d, want) in back.iter().zip(&expected) {
-            if let (Ok(v), Some(w)) = (&d.value, want) {
+    }
+    for (d, want) in back.iter().zip(expected) {
+        match (&d.value, want) {
+            (Ok(v), Some(w)) => {
                 let mut at = String::new();
                 if first_difference(w, v, &mut at) {
-                    mismatch = Some(format!(
+                    return Some(format!(
                         "{name}#{}: the edited text reads back differently at {at}",
                         d.index
                     ));
-                    break;
-                }
-            } else if want.is_some() {
-                mismatch = Some(format!("{name}#{}: the edited text does not read", d.index));
-                break;
-            }
-        }
-    }
-    let after_text = match mismatch {
-        Some(m) => {
-            for f in &mut fixes_here {
-                if !f.bounds.is_empty() {
-                    f.refused.push(m.clone());
-                    f.bounds.clear();
                 }
             }
-            text.to_string()
-        }
-        None => after_text,
-    };
-    // The costs of what would be written, read back from its text.
-    let mut after_objects: BTreeMap<String, Value> = BTreeMap::new();
-    for d in parse_documents(&after_text) {
-        if let Ok(v) = d.value {
-            for o in objects_of(&format!("{name}#{}", d.index), v) {
-                after_objects.insert(o.source, o.value);
+            (_, Some(_)) => {
+                return Some(format!("{name}#{}: the edited text does not read", d.index));
             }
+            (_, None) => {}
         }
     }
-    let original: BTreeMap<String, Value> = parse_documents(text)
-        .into_iter()
-        .filter_map(|d| d.value.ok().map(|v| (d.index, v)))
-        .flat_map(|(i, v)| objects_of(&format!("{name}#{i}"), v))
-        .map(|o| (o.source, o.value))
-        .collect();
-    for mut f in fixes_here {
-        if f.target == FixTarget::Yaml
-            && let (Some(a), Some(b)) = (after_objects.get(&f.source), original.get(&f.source))
-        {
-            let before: Vec<ObjectReport> = estimators
-                .iter()
-                .map(|e| e.estimate_crd(b, &f.source))
-                .collect();
-            let after: Vec<ObjectReport> = estimators
-                .iter()
-                .map(|e| e.estimate_crd(a, &f.source))
-                .collect();
-            compare(&mut f, estimators, &before, &after, &options.settings);
-        }
-        outcome.objects.push(f);
-    }
-    if after_text != text {
-        outcome.files.push(FileChange {
-            path: path.to_path_buf(),
-            before: text.to_string(),
-            after: after_text,
-        });
-    }
+    None
 }
 
 /// The unified diff (`diff -u`, three lines of context) of `before` and `after` of the file

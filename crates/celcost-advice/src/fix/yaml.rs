@@ -29,18 +29,31 @@ pub struct TextEdit {
 }
 
 /// A text with its line starts, to turn positions (1-based lines, columns in characters) into
-/// byte offsets.
+/// byte offsets. Lines break where YAML breaks them: at `\r\n`, `\n` and a lone `\r` (YAML 1.2
+/// `b-break`), so a line number here is the reader's.
 pub struct Lines<'t> {
     text: &'t str,
     starts: Vec<usize>,
+    /// Whether some line ends with a lone `\r`.
+    lone_cr: bool,
 }
 
 impl<'t> Lines<'t> {
     pub fn new(text: &'t str) -> Self {
+        let b = text.as_bytes();
+        let mut lone_cr = false;
         let starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .chain(b.iter().enumerate().filter_map(|(i, &c)| {
+                let cr = c == b'\r' && b.get(i + 1) != Some(&b'\n');
+                lone_cr |= cr;
+                (c == b'\n' || cr).then_some(i + 1)
+            }))
             .collect();
-        Lines { text, starts }
+        Lines {
+            text,
+            starts,
+            lone_cr,
+        }
     }
 
     pub fn text(&self) -> &'t str {
@@ -69,14 +82,28 @@ impl<'t> Lines<'t> {
             .trim_end_matches('\r')
     }
 
-    /// The line break the text uses after line `l` (`\r\n` or `\n`).
+    /// The line break the text uses after line `l` (`\r\n`, `\r` or `\n`; `\n` after the last
+    /// line when it has none).
     pub fn newline(&self, l: usize) -> &'static str {
         let e = self.starts.get(l).copied().unwrap_or(self.text.len());
-        if self.text[..e].ends_with("\r\n") {
+        let before = &self.text[..e];
+        if before.ends_with("\r\n") {
             "\r\n"
+        } else if before.ends_with('\r') {
+            "\r"
         } else {
             "\n"
         }
+    }
+
+    /// The 1-based line the byte offset `off` is on.
+    pub fn line_of(&self, off: usize) -> usize {
+        self.starts.partition_point(|&s| s <= off)
+    }
+
+    /// Whether the text ends with a line break.
+    pub fn ends_with_break(&self) -> bool {
+        self.text.ends_with(['\n', '\r'])
     }
 
     /// The byte offset of a position.
@@ -114,94 +141,152 @@ pub fn bound_edit(
     keyword: &str,
     value: i64,
 ) -> Result<Option<TextEdit>, String> {
-    let text = lines.text();
+    if lines.lone_cr {
+        // YAML breaks lines there, and the reader's positions after one are not always the
+        // lines YAML counts (a scalar's token is put a line early): no edit is placed by them.
+        return Err(
+            "the file breaks lines with a lone CR (\\r); only LF and CRLF files are edited".into(),
+        );
+    }
     if p.is_scalar(node) || p.is_seq(node) {
         return Err("the schema node is not a mapping in the file".into());
     }
     if let Some(v) = p.get(node, keyword) {
-        if !p.is_scalar(v) {
-            return Err(format!("its {keyword} is not a number"));
-        }
-        let off = lines
-            .offset(p.at(v))
-            .ok_or_else(|| format!("its {keyword} is not where the reader put it"))?;
-        let tok = plain_token(text, off);
-        let plain = !tok.is_empty() && tok.bytes().all(|b| b.is_ascii_digit());
-        let current: i64 = match tok.parse() {
-            Ok(n) if plain => n,
-            _ => {
-                return Err(format!(
-                    "its {keyword} is written `{tok}`, not as a plain decimal integer"
-                ));
-            }
-        };
-        if current <= value {
-            return Ok(None);
-        }
-        return Ok(Some(TextEdit {
-            start: off,
-            end: off + tok.len(),
-            text: value.to_string(),
-        }));
+        return lower_existing(lines, p, v, keyword, value);
     }
     let at = lines
         .offset(p.at(node))
         .ok_or("the schema node is not where the reader put it")?;
-    let flow = text[at..].starts_with('{');
     let mut keys: Vec<(&str, Pos)> = p
         .entries(node)
         .into_iter()
         .filter_map(|(k, n)| p.key_at(n).map(|pos| (k, pos)))
         .collect();
     keys.sort_by_key(|(_, pos)| *pos);
-    let quote = |pos: Pos| -> &'static str {
-        match lines.offset(pos).and_then(|o| text[o..].chars().next()) {
-            Some('"') => "\"",
-            Some('\'') => "'",
-            _ => "",
+    let entry = Entry { keyword, value };
+    if lines.text()[at..].starts_with('{') {
+        flow_insert(lines, at, &keys, entry).map(Some)
+    } else {
+        block_insert(lines, &keys, entry).map(Some)
+    }
+}
+
+/// The key and value a [`bound_edit`] writes.
+#[derive(Clone, Copy)]
+struct Entry<'k> {
+    keyword: &'k str,
+    value: i64,
+}
+
+impl Entry<'_> {
+    /// `maxItems: 5`, its key in quote `q`.
+    fn written(self, q: &str) -> String {
+        format!("{q}{}{q}: {}", self.keyword, self.value)
+    }
+}
+
+/// The existing bound `v` (a scalar) lowered to `value` where its number is; `None` when it is
+/// at or below it already.
+fn lower_existing(
+    lines: &Lines<'_>,
+    p: &Positions,
+    v: NodeId,
+    keyword: &str,
+    value: i64,
+) -> Result<Option<TextEdit>, String> {
+    if !p.is_scalar(v) {
+        return Err(format!("its {keyword} is not a number"));
+    }
+    let off = lines
+        .offset(p.at(v))
+        .ok_or_else(|| format!("its {keyword} is not where the reader put it"))?;
+    let tok = plain_token(lines.text(), off);
+    let plain = !tok.is_empty() && tok.bytes().all(|b| b.is_ascii_digit());
+    let current: i64 = match tok.parse() {
+        Ok(n) if plain => n,
+        _ => {
+            return Err(format!(
+                "its {keyword} is written `{tok}`, not as a plain decimal integer"
+            ));
         }
     };
-    if flow {
-        let Some(&(_, first)) = keys.first() else {
-            // `{}`: the only key.
-            let q = if text.trim_start().starts_with('{') {
-                "\""
-            } else {
-                ""
-            };
-            return Ok(Some(TextEdit {
-                start: at + 1,
-                end: at + 1,
-                text: format!("{q}{keyword}{q}: {value}"),
-            }));
-        };
-        let q = quote(first);
-        let k = lines
-            .offset(first)
-            .ok_or("a key is not where the reader put it")?;
-        let brace_line = text[..at].matches('\n').count() + 1;
-        let text = if first.line as usize == brace_line {
-            format!("{q}{keyword}{q}: {value}, ")
-        } else {
-            let prefix = &text[lines.start(first.line as usize)..k];
-            let nl = lines.newline(first.line as usize);
-            format!("{q}{keyword}{q}: {value},{nl}{}", spaces_for(prefix))
-        };
-        return Ok(Some(TextEdit {
-            start: k,
-            end: k,
-            text,
-        }));
+    if current <= value {
+        return Ok(None);
     }
+    Ok(Some(TextEdit {
+        start: off,
+        end: off + tok.len(),
+        text: value.to_string(),
+    }))
+}
+
+/// The quote a key at `pos` is written in (`"`, `'` or none).
+fn quote_at(lines: &Lines<'_>, pos: Pos) -> &'static str {
+    match lines
+        .offset(pos)
+        .and_then(|o| lines.text()[o..].chars().next())
+    {
+        Some('"') => "\"",
+        Some('\'') => "'",
+        _ => "",
+    }
+}
+
+/// The entry first in the flow mapping whose `{` is at byte `at`, whose keys are `keys`.
+fn flow_insert(
+    lines: &Lines<'_>,
+    at: usize,
+    keys: &[(&str, Pos)],
+    entry: Entry<'_>,
+) -> Result<TextEdit, String> {
+    let text = lines.text();
+    let Some(&(_, first)) = keys.first() else {
+        // `{}`: the only key.
+        let q = if text.trim_start().starts_with('{') {
+            "\""
+        } else {
+            ""
+        };
+        return Ok(TextEdit {
+            start: at + 1,
+            end: at + 1,
+            text: entry.written(q),
+        });
+    };
+    let q = quote_at(lines, first);
+    let k = lines
+        .offset(first)
+        .ok_or("a key is not where the reader put it")?;
+    let written = if first.line as usize == lines.line_of(at) {
+        format!("{}, ", entry.written(q))
+    } else {
+        let prefix = &text[lines.start(first.line as usize)..k];
+        let nl = lines.newline(first.line as usize);
+        format!("{},{nl}{}", entry.written(q), spaces_for(prefix))
+    };
+    Ok(TextEdit {
+        start: k,
+        end: k,
+        text: written,
+    })
+}
+
+/// The entry on a line of its own in the block mapping whose keys are `keys`: before the first
+/// key that sorts after it, else after the mapping's last line.
+fn block_insert(
+    lines: &Lines<'_>,
+    keys: &[(&str, Pos)],
+    entry: Entry<'_>,
+) -> Result<TextEdit, String> {
+    let text = lines.text();
     let Some(&(_, first)) = keys.first() else {
         return Err("the schema node is an empty mapping that is not written `{}`".into());
     };
     if keys.iter().any(|(_, pos)| pos.column != first.column) {
         return Err("the keys of the schema node are not at one column".into());
     }
-    let column = first.column as usize;
-    if let Some(&(name, pos)) = keys.iter().find(|(k, _)| *k > keyword) {
-        let q = quote(pos);
+    if let Some(&(name, pos)) = keys.iter().find(|(k, _)| *k > entry.keyword) {
+        let q = quote_at(lines, pos);
         let l = pos.line as usize;
         let k = lines
             .offset(pos)
@@ -209,41 +294,57 @@ pub fn bound_edit(
         let prefix = &text[lines.start(l)..k];
         let nl = lines.newline(l);
         if prefix.chars().all(|c| c == ' ') {
-            return Ok(Some(TextEdit {
+            return Ok(TextEdit {
                 start: lines.start(l),
                 end: lines.start(l),
-                text: format!("{prefix}{q}{keyword}{q}: {value}{nl}"),
-            }));
+                text: format!("{prefix}{}{nl}", entry.written(q)),
+            });
         }
         if prefix.chars().all(|c| c == ' ' || c == '-') {
-            return Ok(Some(TextEdit {
+            return Ok(TextEdit {
                 start: k,
                 end: k,
-                text: format!("{q}{keyword}{q}: {value}{nl}{}", spaces_for(prefix)),
-            }));
+                text: format!("{}{nl}{}", entry.written(q), spaces_for(prefix)),
+            });
         }
         return Err(format!(
             "its key `{name}` does not start its line (line {l})"
         ));
     }
-    // After the mapping's last line: the lines after its last key that are more indented than
-    // its keys (or a sequence's items at their column), comments and blank lines between.
     let (_, last) = keys[keys.len() - 1];
-    let q = quote(last);
-    let indent = column - 1;
-    let mut end_line = last.line as usize;
-    for l in end_line + 1..=lines.count() {
+    let indent = first.column as usize - 1;
+    let end_line = block_end_line(lines, last.line as usize, indent);
+    let nl = lines.newline(end_line);
+    let insert_at = lines.start(end_line + 1);
+    let lead = if insert_at == text.len() && !lines.ends_with_break() {
+        nl
+    } else {
+        ""
+    };
+    Ok(TextEdit {
+        start: insert_at,
+        end: insert_at,
+        text: format!(
+            "{lead}{}{}{nl}",
+            " ".repeat(indent),
+            entry.written(quote_at(lines, last))
+        ),
+    })
+}
+
+/// The last line of a block mapping whose last key is on line `last` and whose keys are indented
+/// by `indent`: the lines after it that are more indented (or a sequence's items at its keys'
+/// column), comments and blank lines between.
+fn block_end_line(lines: &Lines<'_>, last: usize, indent: usize) -> usize {
+    let mut end_line = last;
+    for l in last + 1..=lines.count() {
         let s = lines.line(l);
         let t = s.trim_start_matches(' ');
         if t.is_empty() {
             continue;
         }
         let ind = s.len() - t.len();
-        if ind > indent {
-            end_line = l;
-            continue;
-        }
-        if ind == indent && (t == "-" || t.starts_with("- ")) {
+        if ind > indent || (ind == indent && (t == "-" || t.starts_with("- "))) {
             end_line = l;
             continue;
         }
@@ -252,18 +353,7 @@ pub fn bound_edit(
         }
         break;
     }
-    let nl = lines.newline(end_line);
-    let insert_at = lines.start(end_line + 1);
-    let lead = if insert_at == text.len() && !text.ends_with('\n') {
-        nl
-    } else {
-        ""
-    };
-    Ok(Some(TextEdit {
-        start: insert_at,
-        end: insert_at,
-        text: format!("{lead}{}{q}{keyword}{q}: {value}{nl}", " ".repeat(indent)),
-    }))
+    end_line
 }
 
 /// As many spaces as `prefix` has characters.
@@ -408,6 +498,8 @@ mod tests {
         for (text, why) in [
             ("a:\n  maxItems: 0x10\n", "`0x10`"),
             ("a: 1\n", "not a mapping"),
+            ("a:\r  maxItems: 9\r", "lone CR"),
+            ("a:\r\n  b: 1\r\n  c: 2\r  d: 3\n", "lone CR"),
         ] {
             let e = set(text, &["a"], "maxItems", 5).unwrap_err();
             assert!(e.contains(why), "{text:?}: {e}");

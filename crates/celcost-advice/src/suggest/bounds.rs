@@ -1,7 +1,9 @@
 //! Which keyword bounds a schema node (its size, its number of children), and the smallest
 //! value a person would accept for it.
 
-use super::*;
+use celcost_core::report::Keyword;
+use celcost_core::schema::Schema;
+use serde_json::Value;
 
 /// The keyword that bounds the size of a node the estimator reads, if any.
 pub(super) fn size_keyword(s: &Schema) -> Option<Keyword> {

@@ -68,38 +68,13 @@
 //! - [`verify`]: bounds applied to a copy of the object and estimated whole, memoized;
 //! - [`text`]: the suggestions as text, and the object with the first ones applied.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::rc::Rc;
-use std::sync::Arc;
-
 use serde_json::Value;
 
-use celcost_core::budget::{self, Limits};
-use celcost_core::cel::checker::CheckedExpr;
-use celcost_core::cel::cost::{AstNode, Size, estimate};
-use celcost_core::cel::env::Env;
-use celcost_core::cel::k8s_cost::{KubernetesEstimator, SizeSource};
-use celcost_core::cel::types::Type;
-use celcost_core::crd::{
-    max_elements, multiply_with_overflow_guard, multiply_with_overflow_guard_card,
-};
 use celcost_core::estimate::Estimator;
 pub use celcost_core::report::Keyword;
-use celcost_core::report::format::num;
-use celcost_core::report::{
-    ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, RuleReport, SchemaReport, Suggestion,
-    suggestion_groups,
-};
+use celcost_core::report::{ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT};
 use celcost_core::schema::Schema;
-use celcost_core::schema::decltype::{
-    ConversionMemo, DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES, NodeId, RuleSizes, escape,
-    schema_decl_type, unescape,
-};
-use celcost_core::schema::path::{
-    Node, Step, field_path, parse as parse_steps, rule_path as schema_path, walk as node,
-    walk_mut as node_mut,
-};
+use celcost_core::schema::path::{Node, Step, walk as node};
 
 mod bounds;
 mod candidates;
@@ -111,19 +86,14 @@ mod sites;
 mod text;
 mod verify;
 
-use bounds::*;
-use candidates::*;
 pub use candidates::{largest_fitting, round_down_125, series_125};
-use implied::Implied;
-use model::*;
-use object::*;
-use search::*;
-use sites::*;
+use model::RuleCost;
+use object::{Answered, apply_answers, search_findings};
 pub use text::{
     apply_first_suggestions, schema_suggestion_text, suggestion_line, suggestion_lines,
     suggestion_text,
 };
-use verify::*;
+use verify::Verified;
 
 /// Suggestions kept per finding (alternatives).
 pub const MAX_SUGGESTIONS: usize = 3;

@@ -1,6 +1,24 @@
 //! The rule model: one rule, compiled once, its cost re-estimated from a changed schema.
 
-use super::*;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use celcost_core::budget;
+use celcost_core::cel::checker::CheckedExpr;
+use celcost_core::cel::cost::{AstNode, Size, estimate};
+use celcost_core::cel::env::Env;
+use celcost_core::cel::k8s_cost::{KubernetesEstimator, SizeSource};
+use celcost_core::cel::types::Type;
+use celcost_core::crd::{
+    max_elements, multiply_with_overflow_guard, multiply_with_overflow_guard_card,
+};
+use celcost_core::report::RuleReport;
+use celcost_core::schema::Schema;
+use celcost_core::schema::decltype::{
+    ConversionMemo, DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES, RuleSizes, escape,
+    schema_decl_type,
+};
+use celcost_core::schema::path::{Node, Step, walk as node};
 
 /// A size the estimator asked for, below the rule's node (`["spec", "@items"]`).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,23 @@
 //! One object's findings searched and verified within its budget (`Searched`, `SearchBudget`,
 //! `Probe`), the answers put back on its report.
 
-use super::*;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use celcost_core::budget;
+use celcost_core::budget::Limits;
+use celcost_core::estimate::Estimator;
+use celcost_core::report::format::num;
+use celcost_core::report::{ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, Suggestion};
+use celcost_core::schema::decltype::ConversionMemo;
+use celcost_core::schema::path::{parse as parse_steps, rule_path as schema_path};
+use serde_json::Value;
+
+use super::model::{RuleCost, RuleModel};
+use super::search::{Answer, Search, Site, Stop, Target};
+use super::sites::{Sites, rule_sites, units_of};
+use super::verify::{Verified, fits_elsewhere, suggested_bound, verify};
+use super::{Alike, Finding, MAX_TOTAL_RULES, Other, Root, SEARCH_STACK, Settings};
 
 /// A finding's suggestions, or why there are none.
 pub(super) type Answered = (Vec<Suggestion>, Option<String>);

@@ -1,7 +1,20 @@
 //! The search over one finding's sites: units, the binary searches alone and together, the
 //! candidate groups it answers with.
 
-use super::*;
+use std::collections::HashMap;
+
+use celcost_core::budget;
+use celcost_core::cel::env::Env;
+use celcost_core::report::Keyword;
+use celcost_core::report::format::num;
+use celcost_core::schema::Schema;
+use celcost_core::schema::decltype::{ConversionMemo, NodeId, schema_decl_type};
+use celcost_core::schema::path::{Step, rule_path as schema_path, walk_mut as node_mut};
+
+use super::candidates::{candidates, largest_fitting, round_down_125, series_125};
+use super::implied::Implied;
+use super::model::RuleModel;
+use super::{MAX_COMBINED_UNITS, MAX_LIFT_ROUNDS, MAX_SUGGESTIONS, MAX_WEIGHED_UNITS, Settings};
 
 /// A bound the search may set.
 #[derive(Clone, Debug)]

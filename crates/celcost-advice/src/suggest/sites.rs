@@ -1,7 +1,19 @@
 //! Discovering a finding's sites: the ancestors that set a rule's cardinality and the nodes
 //! whose sizes it reads, and how they group into units.
 
-use super::*;
+use std::collections::HashMap;
+
+use celcost_core::budget;
+use celcost_core::cel::env::Env;
+use celcost_core::report::Keyword;
+use celcost_core::schema::Schema;
+use celcost_core::schema::decltype::{escape, unescape};
+use celcost_core::schema::path::{Node, Step, rule_path as schema_path, walk as node};
+
+use super::bounds::{cardinality_keyword, size_keyword, smallest_sensible};
+use super::implied;
+use super::model::{Read, RuleModel};
+use super::search::{Site, unbounded_cap};
 
 /// The sites of a search, and each one's index by its node (address) and keyword.
 #[derive(Default)]

@@ -2,10 +2,15 @@
 //! what is bounded and by how much, the findings no bound helps, the implied bounds first and a
 //! lowering named as breaking, and hostile shapes that end within the search's budget.
 
-use super::*;
 use celcost_core::cel::decls::Version;
 use celcost_core::cel::minor::{Distribution, Minor};
+use celcost_core::report::{Suggestion, suggestion_groups};
 use serde_json::json;
+
+use super::candidates::candidates;
+use super::search::Site;
+use super::verify::{apply_bounds, with_bounds};
+use super::*;
 
 fn estimator(minor: u32) -> Estimator {
     Estimator::for_minor(

@@ -1,7 +1,12 @@
 //! Text of suggestions, for the table, markdown, SARIF and events; and the object with the
 //! first suggestions applied.
 
-use super::*;
+use celcost_core::report::format::num;
+use celcost_core::report::{ObjectReport, RuleReport, SchemaReport, Suggestion, suggestion_groups};
+use serde_json::Value;
+
+use super::model::RuleCost;
+use super::verify::json_node;
 
 /// One alternative (the bounds of one group) as a line a person can act on:
 /// `add maxItems: 64 to ^.spec.tags (+kubebuilder:validation:MaxItems=64): cost 9,120,000 →
@@ -115,7 +120,9 @@ pub fn schema_suggestion_text(s: &SchemaReport) -> Option<String> {
 /// The object with the first suggestion of every finding applied (the lowest value where two
 /// set the same bound): what the test suite estimates again to check that it is accepted.
 pub fn apply_first_suggestions(object: &Value, report: &ObjectReport) -> Value {
-    let mut wanted: Vec<(String, Keyword, i64)> = Vec::new();
+    // Each node (its roots and steps, as the suggestion carries them) and keyword once, at the
+    // lowest value any first alternative asks for.
+    let mut wanted: Vec<(&Suggestion, i64)> = Vec::new();
     let firsts = report.schemas.iter().flat_map(|s| {
         s.rules
             .iter()
@@ -125,31 +132,20 @@ pub fn apply_first_suggestions(object: &Value, report: &ObjectReport) -> Value {
     });
     for g in firsts {
         for b in g {
-            match wanted
-                .iter_mut()
-                .find(|w| w.0 == b.path && w.1 == b.keyword)
-            {
-                Some(w) => w.2 = w.2.min(b.value),
-                None => wanted.push((b.path.clone(), b.keyword, b.value)),
+            let same = |(w, _): &&mut (&Suggestion, i64)| {
+                w.roots == b.roots && w.steps == b.steps && w.keyword == b.keyword
+            };
+            match wanted.iter_mut().find(same) {
+                Some(w) => w.1 = w.1.min(b.value),
+                None => wanted.push((b, b.value)),
             }
         }
     }
     let mut copy = object.clone();
-    for s in &report.schemas {
-        let Some(root) = Root::read(object, &s.schema_field_path, &s.versions) else {
-            continue;
-        };
-        for (path, keyword, value) in &wanted {
-            let Some(rest) = path.strip_prefix(s.schema_field_path.as_str()) else {
-                continue;
-            };
-            let Some(steps) = parse_steps(&root.schema, rest) else {
-                continue;
-            };
-            for p in &root.pointers {
-                if let Some(o) = json_node(&mut copy, p, &steps).and_then(Value::as_object_mut) {
-                    o.insert(keyword.name().to_string(), Value::from(*value));
-                }
+    for (b, value) in wanted {
+        for root in &b.roots {
+            if let Some(o) = json_node(&mut copy, root, &b.steps).and_then(Value::as_object_mut) {
+                o.insert(b.keyword.name().to_string(), Value::from(value));
             }
         }
     }

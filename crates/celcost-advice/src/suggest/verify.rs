@@ -1,7 +1,24 @@
 //! Verification: bounds applied to a copy of the object, estimated whole (on every minor),
 //! memoized by the bounds; and the suggestions made of them.
 
-use super::*;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use celcost_core::budget;
+use celcost_core::estimate::Estimator;
+use celcost_core::report::format::num;
+use celcost_core::report::{
+    Keyword, ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, Suggestion,
+};
+use celcost_core::schema::path::{
+    Step, field_path, rule_path as schema_path, walk_mut as node_mut,
+};
+use serde_json::Value;
+
+use super::model::RuleCost;
+use super::object::{Probe, SearchBudget};
+use super::search::Site;
+use super::{Finding, Other, same_finding};
 
 /// Verified bounds kept per object at most (more verifications than that forget them all).
 pub(super) const MAX_VERIFIED: usize = 64;

@@ -1,10 +1,14 @@
-//! The admin server: `/metrics` (Prometheus/OpenMetrics text), `/healthz` (liveness: the process
-//! serves), `/readyz` (readiness, what the Services route by: the admission webhook can answer,
+//! The operator's two plain servers. The **probes** server (`--listen-address`, what the kubelet
+//! calls): `/healthz` (liveness: the process serves), `/readyz` (readiness, what the Services route by: the admission webhook can answer,
 //! i.e. it has a serving certificate; always when the webhook is off) and `/watches` (the
 //! controller's health: every watch has listed and none has been failing for long, see
 //! `watch::Health`; 503 with the reasons otherwise). Watches do not make a replica unready: the
 //! webhook answers without them, and taking it out of its Service while the API server recovers
 //! would only make the API server's calls fail open.
+//!
+//! The **metrics** router (`--metrics-bind-address`): `/metrics` (Prometheus/OpenMetrics text),
+//! behind [`super::auth`] unless `--metrics-secure=false`; the operator serves it over HTTPS
+//! (`webhook::serve_tls`) or, not secure, in plain HTTP with [`serve_on`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,32 +20,47 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use prometheus_client::registry::Registry;
 
+use super::auth::MetricsAuth;
+
 /// Whether a part is ready (or healthy), or why not.
 pub type Readiness = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// What the handlers read.
 #[derive(Clone)]
 pub struct AdminState {
-    pub registry: Arc<Registry>,
     /// `/readyz`.
     pub ready: Readiness,
     /// `/watches`.
     pub watches: Readiness,
 }
 
-/// The routes.
+/// The probes' routes.
 pub fn router(state: AdminState) -> Router {
     Router::new()
-        .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/watches", get(watches))
         .with_state(state)
 }
 
-async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {
+/// `/metrics`, each request authenticated and authorized first when `auth` is given (whatever
+/// its path: an unknown path of an authorized user is 404, of anyone else 401 or 403).
+pub fn metrics_router(registry: Arc<Registry>, auth: Option<MetricsAuth>) -> Router {
+    let router = Router::new()
+        .route("/metrics", get(metrics))
+        .with_state(registry);
+    match auth {
+        Some(auth) => router.layer(axum::middleware::from_fn_with_state(
+            auth,
+            super::auth::require,
+        )),
+        None => router,
+    }
+}
+
+async fn metrics(State(registry): State<Arc<Registry>>) -> impl IntoResponse {
     let mut body = String::new();
-    match prometheus_client::encoding::text::encode(&mut body, &state.registry) {
+    match prometheus_client::encoding::text::encode(&mut body, &registry) {
         Ok(()) => (
             StatusCode::OK,
             [(
@@ -74,24 +93,23 @@ fn probe(check: &Readiness, ok: &str, failing: &str) -> (StatusCode, String) {
     }
 }
 
-/// Binds `addr` and serves until `shutdown` completes.
+/// Binds `addr` and serves `router` in plain HTTP until `shutdown` completes.
 pub async fn serve(
     addr: SocketAddr,
-    state: AdminState,
+    router: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!(%addr, "serving /metrics, /healthz and /readyz");
-    serve_on(listener, state, shutdown).await
+    serve_on(listener, router, shutdown).await
 }
 
-/// Serves on a bound listener until `shutdown` completes.
+/// Serves `router` in plain HTTP on a bound listener until `shutdown` completes.
 pub async fn serve_on(
     listener: tokio::net::TcpListener,
-    state: AdminState,
+    router: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await
 }
@@ -149,16 +167,25 @@ mod tests {
         let ready = Arc::new(AtomicBool::new(false));
         let watching = Arc::new(AtomicBool::new(false));
         let state = AdminState {
-            registry: Arc::new(registry),
             ready: flagged(&ready, "webhook: no serving certificate loaded yet"),
             watches: flagged(&watching, "crd: failing for 31 s"),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
+        let metrics_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let metrics_addr = metrics_listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve_on(listener, state, async move {
+        let server = tokio::spawn(serve_on(listener, router(state), async move {
             let _ = stopped.await;
         }));
+        let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+        let metrics_server = tokio::spawn(serve_on(
+            metrics_listener,
+            metrics_router(Arc::new(registry), None),
+            async move {
+                let _ = metrics_stopped.await;
+            },
+        ));
 
         assert_eq!(get(addr, "/healthz").await.0, 200);
         answers(
@@ -181,7 +208,9 @@ mod tests {
         assert_eq!(get(addr, "/readyz").await.0, 200);
         watching.store(true, Ordering::Release);
         assert_eq!(get(addr, "/watches").await.0, 200);
-        let (code, body) = get(addr, "/metrics").await;
+        // Metrics are on their own listener, not on the probes'.
+        assert_eq!(get(addr, "/metrics").await.0, 404);
+        let (code, body) = get(metrics_addr, "/metrics").await;
         assert_eq!(code, 200);
         assert!(body.contains("application/openmetrics-text"), "{body}");
         assert!(
@@ -191,7 +220,10 @@ mod tests {
             "{body}"
         );
         assert_eq!(get(addr, "/nope").await.0, 404);
+        assert_eq!(get(metrics_addr, "/healthz").await.0, 404);
         let _ = stop.send(());
         server.await.unwrap().unwrap();
+        let _ = stop_metrics.send(());
+        metrics_server.await.unwrap().unwrap();
     }
 }

@@ -467,6 +467,24 @@ fn base64_encode(bytes: &[u8]) -> String {
         .unwrap_or_default()
 }
 
+/// A certificate for `hosts` signed by a CA made for it and thrown away, loaded into a new
+/// resolver: what the metrics server serves when no Secret gives it one (controller-runtime
+/// generates a self-signed certificate in memory the same way). Scrapers of it skip
+/// verification or pin it; it lasts a year and is made again at each start.
+pub fn self_signed(hosts: &[String], now: i64) -> Result<Arc<CertResolver>, CertError> {
+    let (ca, ca_key) = new_ca(now, Duration::from_secs(365 * DAY as u64))?;
+    let (cert, key) = new_serving(
+        &ca,
+        &ca_key,
+        hosts,
+        now,
+        Duration::from_secs(365 * DAY as u64),
+    )?;
+    let resolver = Arc::new(CertResolver::default());
+    resolver.load(&format!("{cert}{ca}"), &key)?;
+    Ok(resolver)
+}
+
 /// The TLS server's certificate, swapped in place when the Secret changes: new handshakes get the
 /// new certificate, open connections keep theirs.
 #[derive(Debug, Default)]
@@ -769,6 +787,23 @@ mod tests {
     }
 
     const T0: i64 = 1_800_000_000;
+
+    #[test]
+    fn a_self_signed_certificate_is_made_and_loaded() {
+        let hosts = vec![
+            "celcost-metrics.ns.svc".to_string(),
+            "127.0.0.1".to_string(),
+        ];
+        let resolver = self_signed(&hosts, T0).unwrap();
+        assert!(resolver.is_loaded());
+        let (cert, _) = resolver.loaded.lock().unwrap().clone().unwrap();
+        // The serving certificate and then its CA.
+        assert_eq!(certs(&cert).len(), 2);
+        let der = first_cert(&cert).unwrap();
+        let (_, c) = x509_parser::parse_x509_certificate(&der).unwrap();
+        assert!(hosts.iter().all(|h| has_san(&c, h)));
+        assert!(!c.is_ca());
+    }
 
     #[test]
     fn fresh_material_needs_nothing_until_two_thirds() {

@@ -680,6 +680,27 @@ pub async fn serve_tls(
     metrics: WebhookMetrics,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) {
+    serve_tls_counting(
+        listener,
+        tls,
+        router,
+        metrics.tls_handshake_failures,
+        "webhook",
+        shutdown,
+    )
+    .await;
+}
+
+/// [`serve_tls`] for any server (`what` names it in the logs), counting failed handshakes in
+/// `handshake_failures`: the webhook's, and the metrics server's.
+pub async fn serve_tls_counting(
+    listener: tokio::net::TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    router: Router,
+    handshake_failures: Counter,
+    what: &'static str,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) {
     use hyper_util::rt::{TokioIo, TokioTimer};
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -690,7 +711,7 @@ pub async fn serve_tls(
                 Ok(a) => a,
                 Err(e) => {
                     // Out of file descriptors and the like: wait a little, go on.
-                    debug!(error = %e, "webhook accept failed");
+                    debug!(error = %e, server = what, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
@@ -699,18 +720,18 @@ pub async fn serve_tls(
         };
         let acceptor = acceptor.clone();
         let service = hyper_util::service::TowerToHyperService::new(router.clone());
-        let metrics = metrics.clone();
+        let handshake_failures = handshake_failures.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                 Ok(Ok(s)) => s,
                 Ok(Err(e)) => {
-                    metrics.tls_handshake_failures.inc();
-                    debug!(%peer, error = %e, "webhook TLS handshake failed");
+                    handshake_failures.inc();
+                    debug!(%peer, error = %e, server = what, "TLS handshake failed");
                     return;
                 }
                 Err(_) => {
-                    metrics.tls_handshake_failures.inc();
+                    handshake_failures.inc();
                     return;
                 }
             };
@@ -719,7 +740,7 @@ pub async fn serve_tls(
                 .header_read_timeout(Duration::from_secs(10))
                 .serve_connection(TokioIo::new(tls), service);
             if let Err(e) = watcher.watch(conn).await {
-                debug!(%peer, error = %e, "webhook connection ended with an error");
+                debug!(%peer, error = %e, server = what, "connection ended with an error");
             }
         });
     }
@@ -728,7 +749,7 @@ pub async fn serve_tls(
         .await
         .is_err()
     {
-        debug!("webhook connections still open after 10 s; closing");
+        debug!(server = what, "connections still open after 10 s; closing");
     }
 }
 
@@ -766,6 +787,11 @@ impl RunningWebhook {
         self.serving.clone()
     }
 
+    /// The serving certificate, as the Secret has it (the metrics server serves it too).
+    pub fn resolver(&self) -> Arc<CertResolver> {
+        self.serving.resolver.clone()
+    }
+
     /// Waits for the server (which stops accepting on the shutdown token and lets open
     /// requests finish) and the certificate loop to end.
     pub async fn stopped(self) {
@@ -775,10 +801,12 @@ impl RunningWebhook {
 }
 
 /// Binds the webhook's address and starts its server and certificate loop until `shutdown`
-/// (`None` with `--webhook=false`).
+/// (`None` with `--webhook=false`). The certificate names `extra_hosts` too (the metrics
+/// Service's names, when the metrics server serves the same certificate).
 pub async fn start(
     args: &WebhookArgs,
     enabled: bool,
+    extra_hosts: &[String],
     client: &kube::Client,
     state: WebhookState,
     shutdown: tokio_util::sync::CancellationToken,
@@ -798,6 +826,11 @@ pub async fn start(
     settings.cert_validity = Duration::from_secs(args.webhook_cert_validity_seconds);
     if let Some(url) = &args.webhook_url {
         settings = settings.with_url(url)?;
+    }
+    for host in extra_hosts {
+        if !settings.hosts.contains(host) {
+            settings.hosts.push(host.clone());
+        }
     }
     let listener = tokio::net::TcpListener::bind(args.webhook_address)
         .await

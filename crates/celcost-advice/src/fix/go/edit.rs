@@ -1,7 +1,19 @@
 //! Editing: one object's fix recorded in the Go types, the marker lines inserted and the fields
 //! around them realigned as gofmt does, and every marker read back where it was put.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use celcost_core::estimate::Estimator;
+use celcost_core::report::ObjectReport;
+use celcost_core::schema::path::{Step, walk_mut};
+use serde_json::Value;
+
+use crate::fix::yaml::{TextEdit, apply_edits};
+use crate::fix::{FixOptions, FixOutcome, ObjectFix, compare, plan_bounds};
+use crate::suggest::{Keyword, Settings};
+
+use super::syntax::{Expr, Field, GoFile, Place};
+use super::{DeclRef, GoTypes, Host, NodeType, Placement, Shape, Via, strip_wrappers, syntax};
 
 impl GoTypes {
     /// Records one object's fix in the Go types: the bounds planned with placements checked,

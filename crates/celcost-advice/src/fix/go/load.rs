@@ -1,7 +1,9 @@
 //! Loading: the Go packages under the `--go` directories and those of their modules that they
 //! import, parsed.
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use super::{GoTypes, MAX_FILES, Package, module_of, syntax};
 
 impl GoTypes {
     /// Reads the packages under `dirs` (recursively; `_test.go` files, `vendor` and `testdata`

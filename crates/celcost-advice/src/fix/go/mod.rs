@@ -58,15 +58,10 @@ pub mod syntax;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use crate::suggest::Keyword;
 
 use self::syntax::{Expr, Field, GoFile, Place};
-use super::yaml::{TextEdit, apply_edits};
-use super::{Bound, FixOptions, FixOutcome, ObjectFix, compare, plan_bounds};
-use crate::suggest::{Keyword, Settings};
-use celcost_core::estimate::Estimator;
-use celcost_core::report::ObjectReport;
-use celcost_core::schema::path::{Step, rule_path as schema_path, walk_mut};
+use super::ObjectFix;
 
 /// Steps through named types and aliases at most (a cycle of aliases ends here).
 const MAX_CHAIN: usize = 64;

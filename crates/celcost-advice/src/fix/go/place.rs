@@ -1,7 +1,17 @@
 //! Placement: where a bound's marker goes (a field, its `items:` marker, a type's
 //! declaration), and the markers a host already has.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use celcost_core::schema::path::rule_path as schema_path;
+
+use crate::fix::Bound;
+use crate::suggest::Keyword;
+
+use super::syntax::{Expr, Place};
+use super::{
+    DeclRef, FieldRef, GoTypes, Host, Placement, Shape, Via, is_string_like, strip_wrappers,
+};
 
 impl GoTypes {
     /// Markers named `name` on a host, with their values.

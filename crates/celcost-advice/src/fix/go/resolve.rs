@@ -1,8 +1,18 @@
 //! Type resolution: declarations, fields and the types they name, followed from a CRD's root
 //! type down a schema path as controller-gen follows them.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use celcost_core::schema::path::{Step, rule_path as schema_path};
+use serde_json::Value;
+
 use super::place::shape_name;
-use super::*;
+use super::syntax::{Expr, Field, GoFile};
+use super::{
+    DeclRef, FieldRef, GoTypes, MAX_CHAIN, NodeType, Shape, Via, is_basic, json_name,
+    strip_wrappers, syntax,
+};
 
 impl GoTypes {
     pub(super) fn decl(&self, d: DeclRef) -> &syntax::TypeDecl {

@@ -4,10 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use super::edit::realign;
-use super::*;
+use serde_json::Value;
+
+use crate::fix::yaml::{TextEdit, apply_edits};
 use crate::fix::{Bound, FixOptions, FixOutcome, Step};
 use crate::suggest::Keyword;
+
+use super::edit::realign;
+use super::*;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/fix-go")
