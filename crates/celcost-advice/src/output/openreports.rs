@@ -174,7 +174,7 @@ fn verdict(f: &Finding) -> Verdict {
     }
 }
 
-fn properties(
+fn props_of(
     cost: u64,
     limit: u64,
     cardinality: Option<u64>,
@@ -216,7 +216,7 @@ pub fn body(report: &ObjectReport, near_percent: f64) -> Body {
             let (rule, properties) = match &f.measure {
                 Some(m) => (
                     Some(m.unit.clone()),
-                    properties(m.cost, m.limit, m.cardinality, &m.kubernetes_version),
+                    props_of(m.cost, m.limit, m.cardinality, &m.kubernetes_version),
                 ),
                 None => (
                     None,
@@ -242,7 +242,7 @@ pub fn body(report: &ObjectReport, near_percent: f64) -> Body {
             (a.0 as f64 / a.1.max(1) as f64).total_cmp(&(b.0 as f64 / b.1.max(1) as f64))
         });
         let properties = match highest {
-            Some((cost, limit)) => properties(cost, limit, None, &report.kubernetes_version),
+            Some((cost, limit)) => props_of(cost, limit, None, &report.kubernetes_version),
             None => BTreeMap::from([(
                 "kubernetesVersion".to_string(),
                 report.kubernetes_version.clone(),
@@ -368,4 +368,54 @@ pub fn render_openreports(reports: &[ObjectReport], near_percent: f64) -> Vec<Va
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_cost_reports() {
+        assert_eq!(
+            report_name("CustomResourceDefinition", "widgets.example.com"),
+            "crd.widgets.example.com"
+        );
+        assert_eq!(report_name("ValidatingAdmissionPolicy", "p"), "vap.p");
+        assert_eq!(report_name("MutatingAdmissionPolicy", "p"), "map.p");
+    }
+
+    #[test]
+    fn an_error_body_counts_one_error_and_the_summary_counts_past_the_cap() {
+        let b = error_body(&"x".repeat(MAX_MESSAGE * 2), "v1.36");
+        assert_eq!(
+            b.summary,
+            Summary {
+                error: 1,
+                ..Summary::default()
+            }
+        );
+        assert!(b.results[0].message.len() <= MAX_MESSAGE);
+        let many: Vec<ReportResult> = (0..MAX_RESULTS + 5).map(|_| b.results[0].clone()).collect();
+        let capped = with_summary(many);
+        assert_eq!(capped.results.len(), MAX_RESULTS);
+        assert_eq!(capped.summary.error, (MAX_RESULTS + 5) as u64);
+    }
+
+    #[test]
+    fn only_openreports_has_a_top_level_source() {
+        let b = error_body("stopped", "v1.36");
+        let scope = Scope {
+            api_version: "v1".into(),
+            kind: "K".into(),
+            name: "n".into(),
+            uid: None,
+        };
+        let o = object(ReportApi::OpenReports, "n", &scope, &b, Value::Null);
+        let p = object(ReportApi::PolicyReports, "n", &scope, &b, Value::Null);
+        assert_eq!(o["source"], SOURCE);
+        assert!(p.get("source").is_none());
+        assert_eq!(p["apiVersion"], "wgpolicyk8s.io/v1alpha2");
+        assert_eq!(p["results"][0]["source"], SOURCE);
+        assert!(o["scope"].get("uid").is_none());
+    }
 }
