@@ -3,8 +3,6 @@
 //! creation, renewal, the caBundle patch, races between replicas), and the TLS server reloading
 //! its certificate (a rustls client trusting the CA from the Secret).
 
-use crate::common;
-
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -458,59 +456,6 @@ async fn policy_expressions_warn_on_their_typed_worst_case() {
         "{w:#?}"
     );
     assert!(w.iter().all(|l| !l.contains("validations[1]")), "{w:#?}");
-}
-
-/// p50/p99 of the webhook's answer for the largest CRD of the corpus (parse, estimate,
-/// warnings), through the handler. Meaningful in release builds:
-/// `cargo test --release --test it webhook:: -- --ignored --nocapture latency`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "benchmark: run with --release"]
-async fn latency_of_the_largest_corpus_crd() {
-    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/crds");
-    let mut files = Vec::new();
-    common::files_under(&corpus, &mut files);
-    let Some(largest) = files
-        .into_iter()
-        .max_by_key(|p| p.metadata().unwrap().len())
-    else {
-        println!("SKIPPED: no corpus at {}", corpus.display());
-        return;
-    };
-    let text = std::fs::read_to_string(&largest).unwrap();
-    let docs = celcost::input::parse_documents(&text);
-    let object = docs
-        .into_iter()
-        .find_map(|d| d.value.ok())
-        .expect("a document");
-    let body = serde_json::to_vec(&review("big", "CREATE", object)).unwrap();
-    let st = state(Arc::new(
-        Estimator::new(Version::new(1, 36)).with_limits(celcost::budget::Limits::default()),
-    ));
-    let mut times = Vec::new();
-    let runs: usize = std::env::var("CELCOST_WEBHOOK_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(50);
-    let mut last = String::new();
-    for _ in 0..runs {
-        let started = Instant::now();
-        let (status, text) = post(&st, "?timeout=5s", body.clone()).await;
-        times.push(started.elapsed());
-        assert_eq!(status, StatusCode::OK);
-        last = text;
-    }
-    times.sort();
-    let p = |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
-    println!(
-        "webhook latency for {} ({} bytes of AdmissionReview), {runs} runs: p50 {:?}, p99 {:?}, max {:?}",
-        largest.display(),
-        body.len(),
-        p(0.5),
-        p(0.99),
-        times.last().unwrap()
-    );
-    println!("answer: {}", &last[..last.len().min(600)]);
-    assert!(p(0.99) < Duration::from_millis(4500), "p99 {:?}", p(0.99));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -944,7 +944,7 @@ fn go_root_of(
     fix: &mut ObjectFix,
 ) -> Option<BTreeMap<String, go::DeclRef>> {
     let g = go?;
-    let root = match g.root_of(&o.value) {
+    let root = match g.types().root_of(&o.value) {
         Ok(r) => r,
         Err(e) => {
             fix.refused.push(e);

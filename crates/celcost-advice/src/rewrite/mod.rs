@@ -38,8 +38,8 @@ use celcost_core::cel::eval::{Interpreter, Val};
 use celcost_core::cel::parse::{ParserOptions, parse_unexpanded};
 use celcost_core::estimate::Estimator;
 use celcost_core::report::{ObjectReport, Rewrite, RuleReport};
-use celcost_core::schema::Schema;
 use celcost_core::schema::path::Step;
+use celcost_core::schema::{Schema, ValidationRule};
 
 use catalog::{EXPRESSION_PATTERNS, ListChange, UniqueBy};
 use check::{Subject, Verdict};
@@ -402,56 +402,99 @@ fn rewrites_of(
         return vec![];
     }
     let interp = interpreter(env.parser);
-    let subject = Subject {
-        interpreter: &interp,
-        schema: &site.node,
-        decl: &site.decl,
-        uses_old_self: r.uses_old_self,
-        cases: opts.cases,
-        seed: seed_of(&r.rule),
+    let rule = Located {
+        env,
+        crd,
+        r,
+        path: &path,
+        surface: &surface,
+        subject: Subject {
+            interpreter: &interp,
+            schema: &site.node,
+            decl: &site.decl,
+            uses_old_self: r.uses_old_self,
+            cases: opts.cases,
+            seed: seed_of(&r.rule),
+        },
+        opts,
+        node_key: std::cell::OnceCell::new(),
     };
-    // What decides a check about the node: its path below the root and its schema (written
-    // out only when a check is due: a root's schema is the whole CRD's).
-    let node_key_text = std::cell::OnceCell::new();
-    let node_key = || {
-        node_key_text.get_or_init(|| {
+    let mut out = Vec::new();
+    out.extend(rule.expression_rewrite(&site, original, cands));
+    if let Some(by) = unique {
+        out.extend(rule.uniqueness_rewrite(&site, by));
+    }
+    out
+}
+
+/// A rule found again on its node and typed as the estimator typed it: what its rewrites are
+/// checked against.
+struct Located<'a> {
+    env: &'a Env,
+    crd: &'a Value,
+    r: &'a RuleReport,
+    path: &'a NodePath,
+    surface: &'a Expr,
+    subject: Subject<'a>,
+    opts: &'a Options,
+    node_key: std::cell::OnceCell<String>,
+}
+
+impl Located<'_> {
+    /// What decides a check about the node: its path below the root and its schema (written
+    /// out only when a check is due: a root's schema is the whole CRD's).
+    fn node_key(&self) -> &str {
+        self.node_key.get_or_init(|| {
             format!(
                 "{:?} {}",
-                path.steps,
-                path.roots(crd)
+                self.path.steps,
+                self.path
+                    .roots(self.crd)
                     .first()
-                    .and_then(|raw| path.node(raw))
+                    .and_then(|raw| self.path.node(raw))
                     .map(Value::to_string)
                     .unwrap_or_default()
             )
         })
-    };
-    let mut out = Vec::new();
-    let worth = |cost_after: u64| {
+    }
+
+    /// Whether a cost of `cost_after` saves enough to be offered.
+    fn worth(&self, cost_after: u64) -> bool {
+        let (r, opts) = (self.r, self.opts);
         let saving = r.cost.saturating_sub(cost_after);
         saving >= opts.min_saving
             && (saving as u128) * 100 >= (r.cost as u128) * (opts.min_saving_percent as u128)
-    };
+    }
 
-    // Expression rewrites, cheapest first; the first that checks out is offered.
-    let mut costed: Vec<(u64, u64, Candidate)> = cands
-        .into_iter()
-        .filter_map(|c| {
-            let max_after = site.max_cost(env, original, &c.text)?;
-            let cost_after = times(max_after, r.cardinality_used);
-            (max_after < r.max_cost && worth(cost_after)).then_some((max_after, cost_after, c))
-        })
-        .collect();
-    costed.sort_by_key(|(m, _, c)| (*m, c.pattern.len()));
-    for (max_after, cost_after, c) in costed {
-        if !Interpreter::supports(&c.expr) {
-            continue;
-        }
-        let key = check_key(env, node_key(), r, &c.text, opts);
-        if let Verdict::Equivalent { cases } = checked(key, || {
-            check::same_results(&subject, (&r.rule, &surface), (&c.text, &c.expr))
-        }) {
-            out.push(Rewrite {
+    /// The cheapest expression rewrite that checks out as the same rule, if one does.
+    fn expression_rewrite(
+        &self,
+        site: &Site,
+        original: &ValidationRule,
+        cands: Vec<Candidate>,
+    ) -> Option<Rewrite> {
+        let (env, r) = (self.env, self.r);
+        let mut costed: Vec<(u64, u64, Candidate)> = cands
+            .into_iter()
+            .filter_map(|c| {
+                let max_after = site.max_cost(env, original, &c.text)?;
+                let cost_after = times(max_after, r.cardinality_used);
+                (max_after < r.max_cost && self.worth(cost_after))
+                    .then_some((max_after, cost_after, c))
+            })
+            .collect();
+        costed.sort_by_key(|(m, _, c)| (*m, c.pattern.len()));
+        costed.into_iter().find_map(|(max_after, cost_after, c)| {
+            if !Interpreter::supports(&c.expr) {
+                return None;
+            }
+            let key = check_key(env, self.node_key(), r, &c.text, self.opts);
+            let Verdict::Equivalent { cases } = checked(key, || {
+                check::same_results(&self.subject, (&r.rule, self.surface), (&c.text, &c.expr))
+            }) else {
+                return None;
+            };
+            Some(Rewrite {
                 pattern: c.pattern,
                 rule: c.text,
                 max_cost_before: r.max_cost,
@@ -460,16 +503,18 @@ fn rewrites_of(
                 cost_after,
                 checked_cases: cases,
                 schema_change: None,
-            });
-            break;
-        }
+            })
+        })
     }
 
-    // A uniqueness rule the list type can enforce.
-    if let Some(by) = unique
-        && worth(0)
-        && let Some(change) = catalog::list_change(&site.node, &by)
-    {
+    /// The uniqueness rule replaced by the list type that enforces it (or dropped where the
+    /// list type already does), when that checks out and the estimate agrees.
+    fn uniqueness_rewrite(&self, site: &Site, by: UniqueBy) -> Option<Rewrite> {
+        let (env, r) = (self.env, self.r);
+        if !self.worth(0) {
+            return None;
+        }
+        let change = catalog::list_change(&site.node, &by)?;
         let already = change == ListChange::AlreadyEnforced;
         let keys: Vec<String> = match &by {
             UniqueBy::Fields(f) => f.clone(),
@@ -490,29 +535,37 @@ fn rewrites_of(
             let ks: Vec<_> = items.iter().map(key_of).collect();
             (0..ks.len()).all(|i| (0..i).all(|j| !same_key(&ks[i], &ks[j])))
         };
-        let key = check_key(env, node_key(), r, &format!("{by:?} {change:?}"), opts);
-        if let Verdict::Equivalent { cases } = checked(key, || {
-            check::same_as_oracle(&subject, (&r.rule, &surface), &oracle, already)
-        }) && verified_by_estimate(env, crd, r, &path, &change)
-        {
-            out.push(Rewrite {
-                pattern: if already {
-                    catalog::UNIQUENESS_ALREADY_ENFORCED.name
-                } else {
-                    catalog::UNIQUENESS_TO_LIST_TYPE.name
-                }
-                .to_string(),
-                rule: String::new(),
-                max_cost_before: r.max_cost,
-                max_cost_after: 0,
-                cost_before: r.cost,
-                cost_after: 0,
-                checked_cases: cases,
-                schema_change: change.describe(&r.path),
-            });
+        let key = check_key(
+            env,
+            self.node_key(),
+            r,
+            &format!("{by:?} {change:?}"),
+            self.opts,
+        );
+        let Verdict::Equivalent { cases } = checked(key, || {
+            check::same_as_oracle(&self.subject, (&r.rule, self.surface), &oracle, already)
+        }) else {
+            return None;
+        };
+        if !verified_by_estimate(env, self.crd, r, self.path, &change) {
+            return None;
         }
+        Some(Rewrite {
+            pattern: if already {
+                catalog::UNIQUENESS_ALREADY_ENFORCED.name
+            } else {
+                catalog::UNIQUENESS_TO_LIST_TYPE.name
+            }
+            .to_string(),
+            rule: String::new(),
+            max_cost_before: r.max_cost,
+            max_cost_after: 0,
+            cost_before: r.cost,
+            cost_after: 0,
+            checked_cases: cases,
+            schema_change: change.describe(&r.path),
+        })
     }
-    out
 }
 
 /// Applies the list-type change and the rule's removal to the CRD and estimates it, before
@@ -617,12 +670,14 @@ fn estimate_change(
     };
     let before = celcost_core::crd::estimate_crd(env, &before, "rewrite");
     let after = celcost_core::crd::estimate_crd(env, &after, "rewrite");
-    let at_node = |e: &String| {
-        e.starts_with(&format!("{}.x-kubernetes-list", r.node_field_path))
-            || e.starts_with(&format!("{}.items", r.node_field_path))
-            || e.starts_with(&format!("{}: ", r.node_field_path))
+    // An error about the node itself, its list type or its items.
+    let node = r.node_field_path.as_str();
+    let at_node = |e: &celcost_core::report::ErrorParts| {
+        e.field.strip_prefix(node).is_some_and(|rest| {
+            rest.is_empty() || rest.starts_with(".x-kubernetes-list") || rest.starts_with(".items")
+        })
     };
-    !after.errors.iter().any(at_node)
+    !after.error_parts.iter().any(at_node)
         && matches!((total(&before), total(&after)), (Some(b), Some(a)) if a < b)
 }
 

@@ -115,8 +115,8 @@ impl Val {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     Value(Val),
-    /// An evaluation error (its text; errors are compared as "both failed").
-    Error(String),
+    /// An evaluation error (errors are compared as "both failed").
+    Error(EvalError),
     /// The interpreter cannot say what cel-go would: a function or overload it lacks.
     Unsupported(String),
 }
@@ -631,8 +631,31 @@ fn url_of(v: &Value) -> Option<&urls::Url> {
     }
 }
 
-/// How cel-go words an evaluation error of the interpreter ([`Outcome::Error`]'s text).
-#[derive(Debug, PartialEq)]
+/// An evaluation error of the interpreter: the `cel` crate's text, and cel-go's words for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalError {
+    /// The `cel` crate's message (for a note where cel-go's words are unknown).
+    pub text: String,
+    pub go: GoError,
+}
+
+impl EvalError {
+    fn of(e: &ExecutionError) -> Self {
+        EvalError {
+            text: e.to_string(),
+            go: cel_go_error(e),
+        }
+    }
+}
+
+impl std::fmt::Display for EvalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// How cel-go words an evaluation error of the interpreter.
+#[derive(Clone, Debug, PartialEq)]
 pub enum GoError {
     /// In cel-go's words.
     Worded(String),
@@ -646,10 +669,10 @@ pub enum GoError {
 /// key: a`, `division by zero`, `modulus by zero`, `index out of bounds: 1`, `integer
 /// overflow`, `unsigned integer overflow`, `optional.none() dereference`, `type conversion error
 /// from 'string' to 'int'`, `insert failed: key k already exists`) and those of the functions
-/// celcost implements as cel-go does (`format`, `url`).
-pub fn cel_go_error(e: &str) -> GoError {
+/// celcost implements as cel-go does (`format`, `url`), told by the error's kind.
+fn cel_go_error(e: &ExecutionError) -> GoError {
     use GoError::*;
-    for f in [
+    const OURS: [&str; 7] = [
         MERGE_MAPS,
         FORMAT,
         "url",
@@ -657,71 +680,48 @@ pub fn cel_go_error(e: &str) -> GoError {
         "celcostBool",
         "celcostUint",
         "celcostDouble",
-    ] {
-        if let Some(m) = e
-            .strip_prefix("Error executing function '")
-            .and_then(|r| r.strip_prefix(f))
-            .and_then(|r| r.strip_prefix("': "))
-        {
-            return if m == UNWORDED {
-                Unworded
-            } else {
-                Worded(m.to_string())
-            };
-        }
-    }
-    if let Some(k) = e.strip_prefix("No such key: ") {
-        return Worded(format!("no such key: {k}"));
-    }
-    if e.starts_with("Division by zero") {
-        return Worded("division by zero".into());
-    }
-    if e.starts_with("Remainder by zero") {
-        return Worded("modulus by zero".into());
-    }
-    // The crate's checked integer arithmetic (`+ - * / %`, `MinInt64 / -1` and `% -1`
-    // included) fails where cel-go's `addInt64Checked` and the others do.
-    if let Some(r) = e.strip_prefix("Overflow from binary operator '") {
-        let operands = r.split_once("': ").map(|(_, o)| o).unwrap_or_default();
-        if operands.starts_with("Int(") {
-            return Worded("integer overflow".into());
-        }
-        if operands.starts_with("UInt(") {
-            return Worded("unsigned integer overflow".into());
-        }
-        return Unknown;
-    }
+    ];
     match e {
-        // `int(uint)` over MaxInt64, `int(double)` out of (MinInt64, MaxInt64).
-        "Error executing function 'int': integer overflow" => {
-            return Worded("integer overflow".into());
+        ExecutionError::FunctionError { function, message } => {
+            let f = function.as_str();
+            if OURS.contains(&f) {
+                return if message == UNWORDED {
+                    Unworded
+                } else {
+                    Worded(message.clone())
+                };
+            }
+            match (f, message.as_str()) {
+                // `int(uint)` over MaxInt64, `int(double)` out of (MinInt64, MaxInt64).
+                ("int", "integer overflow") => Worded("integer overflow".into()),
+                // `uint(int)` negative, `uint(double)` out of [0, MaxUint64).
+                ("uint", "unsigned integer overflow") => Worded("unsigned integer overflow".into()),
+                ("value", "optional.none() dereference") => {
+                    Worded("optional.none() dereference".into())
+                }
+                // A string the crate does not parse as a number, Go's `strconv.ParseInt` (base
+                // 10) and `ParseUint` do not either (they accept no more than Rust's parsers,
+                // `ParseUint` less).
+                ("int" | "uint", m) if m.starts_with("string parse error: ") => {
+                    Worded(format!("type conversion error from 'string' to '{f}'"))
+                }
+                _ => Unknown,
+            }
         }
-        // `uint(int)` negative, `uint(double)` out of [0, MaxUint64).
-        "Error executing function 'uint': unsigned integer overflow" => {
-            return Worded("unsigned integer overflow".into());
+        ExecutionError::NoSuchKey(k) => Worded(format!("no such key: {k}")),
+        ExecutionError::DivisionByZero(_) => Worded("division by zero".into()),
+        ExecutionError::RemainderByZero(_) => Worded("modulus by zero".into()),
+        // The crate's checked integer arithmetic (`+ - * / %`, `MinInt64 / -1` and `% -1`
+        // included) fails where cel-go's `addInt64Checked` and the others do.
+        ExecutionError::Overflow(_, Value::Int(_), _) => Worded("integer overflow".into()),
+        ExecutionError::Overflow(_, Value::UInt(_), _) => {
+            Worded("unsigned integer overflow".into())
         }
-        "Error executing function 'value': optional.none() dereference" => {
-            return Worded("optional.none() dereference".into());
+        ExecutionError::IndexOutOfBounds(Value::Int(i)) => {
+            Worded(format!("index out of bounds: {i}"))
         }
-        _ => {}
+        _ => Unknown,
     }
-    // A string the crate does not parse as a number, Go's `strconv.ParseInt` (base 10) and
-    // `ParseUint` do not either (they accept no more than Rust's parsers, `ParseUint` less).
-    for (f, t) in [("int", "int"), ("uint", "uint")] {
-        if e.starts_with(&format!(
-            "Error executing function '{f}': string parse error: "
-        )) {
-            return Worded(format!("type conversion error from 'string' to '{t}'"));
-        }
-    }
-    let Some(i) = e
-        .strip_prefix("Index out of bounds: Int(")
-        .and_then(|r| r.strip_suffix(')'))
-        .and_then(|n| n.parse::<i64>().ok())
-    else {
-        return Unknown;
-    };
-    Worded(format!("index out of bounds: {i}"))
 }
 
 fn key_value(k: &Key) -> Value {
@@ -888,7 +888,7 @@ impl Session {
                     ),
                     None,
                 ) => Outcome::Unsupported(e.to_string()),
-                (Err(e), None) => Outcome::Error(e.to_string()),
+                (Err(e), None) => Outcome::Error(EvalError::of(&e)),
             })
             .collect()
     }
@@ -1200,7 +1200,7 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            cel_go_error(&e),
+            e.go,
             GoError::Worded(
                 "URL parse error during conversion from string: parse \"a\": invalid URI for request"
                     .into()
@@ -1210,7 +1210,7 @@ mod tests {
         let Outcome::Error(e) = run("url('https://a:b:c/').getHost() == ''", &[]) else {
             panic!()
         };
-        assert_eq!(cel_go_error(&e), GoError::Unworded);
+        assert_eq!(e.go, GoError::Unworded);
         for unfollowed in [
             "url('https://a/') == url('https://a/')",
             "url('https://a/') in [url('https://a/')]",
@@ -1315,7 +1315,7 @@ mod tests {
             let Outcome::Error(e) = run(src, &[]) else {
                 panic!("{src}: {:?}", run(src, &[]))
             };
-            assert_eq!(cel_go_error(&e), GoError::Worded(want.into()), "{src}");
+            assert_eq!(e.go, GoError::Worded(want.into()), "{src}");
         }
         assert!(matches!(
             run("double('0x1p-2')", &[]),
@@ -1358,7 +1358,7 @@ mod tests {
             let Outcome::Error(e) = run(src, &[]) else {
                 panic!("{src}")
             };
-            assert_eq!(cel_go_error(&e), GoError::Worded(want.into()), "{src}");
+            assert_eq!(e.go, GoError::Worded(want.into()), "{src}");
         }
     }
 
@@ -1493,7 +1493,7 @@ mod two_variable_tests {
         // all: element 0's error stays (nothing false after it): the rule's error.
         assert!(matches!(
             run("self.all(i, v, 10 / v > 5)", &[("self", &n)]),
-            Outcome::Error(e) if e.starts_with("Division by zero")
+            Outcome::Error(e) if e.text.starts_with("Division by zero")
         ));
         // Nested, the inner one over an element.
         let nested = Val::List(vec![
@@ -1542,7 +1542,7 @@ mod two_variable_tests {
         let names = Val::List(vec![s("a"), s("b"), s("a")]);
         assert!(matches!(
             run("self.transformMapEntry(i, v, {v: i}).size() == 2", &[("self", &names)]),
-            Outcome::Error(e) if e.ends_with("insert failed: key a already exists")
+            Outcome::Error(e) if e.text.ends_with("insert failed: key a already exists")
         ));
         // Over a map, transformList's order is Go's map order: not followed (but one entry has
         // one order).

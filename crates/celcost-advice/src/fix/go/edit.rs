@@ -32,7 +32,7 @@ impl GoTypes {
         let planned = {
             let me = &*self;
             plan_bounds(estimators, object, source, &options.settings, &mut |b| {
-                me.place(&roots, b).map(|_| ())
+                me.types.place(&roots, b).map(|_| ())
             })
         };
         let bounds = match planned {
@@ -46,7 +46,7 @@ impl GoTypes {
         };
         let mut placed: Vec<Placement> = Vec::new();
         for b in bounds {
-            match self.place(&roots, &b) {
+            match self.types.place(&roots, &b) {
                 Err(why) => fix.refused.push(format!("{}: {why}", b.describe())),
                 Ok(ps) => {
                     let mut at = Vec::new();
@@ -58,7 +58,7 @@ impl GoTypes {
                                 "{needs}+{}={} on {}",
                                 p.marker,
                                 p.value,
-                                self.host_name(&p.host)
+                                self.types.host_name(&p.host)
                             )
                         } else {
                             format!(
@@ -70,19 +70,19 @@ impl GoTypes {
                                     .map(|e| e.0.to_string())
                                     .collect::<Vec<_>>()
                                     .join(", "),
-                                self.host_name(&p.host)
+                                self.types.host_name(&p.host)
                             )
                         };
                         at.push(what);
                         if let Host::Decl(d) = &p.host {
-                            let uses = self.uses_of(*d);
+                            let uses = self.types.uses_of(*d);
                             if uses.len() > 1 {
                                 let shown: Vec<&str> =
                                     uses.iter().take(6).map(String::as_str).collect();
                                 fix.notes.push(format!(
                                     "+{} is on type {}, which bounds every use of it: {} ({}{})",
                                     p.marker,
-                                    self.decl_name(*d),
+                                    self.types.decl_name(*d),
                                     uses.len(),
                                     shown.join(", "),
                                     if uses.len() > 6 { ", ..." } else { "" }
@@ -111,9 +111,9 @@ impl GoTypes {
             .collect();
         compare(&mut fix, estimators, &before, &after, &options.settings);
         for p in &placed {
-            let (pkg, file) = self.host_file(&p.host);
+            let (pkg, file) = self.types.host_file(&p.host);
             let key = (pkg, file);
-            if let Some(pl) = self.host_place(&p.host) {
+            if let Some(pl) = self.types.host_place(&p.host) {
                 self.edits.entry(key).or_default().push((p.clone(), pl));
             }
         }
@@ -145,11 +145,11 @@ impl GoTypes {
                 continue;
             };
             let mut hits: Vec<(Vec<Step>, Keyword, i64)> = Vec::new();
-            let start = self.resolve(
+            let start = self.types.resolve(
                 (root.pkg, root.file),
                 &Expr::Named {
                     pkg: None,
-                    name: self.decl(*root).name.clone(),
+                    name: self.types.decl(*root).name.clone(),
                 },
             );
             let mut stack: Vec<(Vec<Step>, NodeType, Via, &Value)> =
@@ -181,10 +181,10 @@ impl GoTypes {
                     Shape::Struct { decl, path } => {
                         if let Some(props) = node.get("properties").and_then(Value::as_object) {
                             for (name, child) in props {
-                                let Some(f) = self.find_field(*decl, path, name) else {
+                                let Some(f) = self.types.find_field(*decl, path, name) else {
                                     continue;
                                 };
-                                let Some(ft) = self.field_type(&f) else {
+                                let Some(ft) = self.types.field_type(&f) else {
                                     continue;
                                 };
                                 let mut s = steps.clone();
@@ -199,7 +199,7 @@ impl GoTypes {
                                 Via::Field(f) => Some(f.clone()),
                                 _ => None,
                             };
-                            let ct = self.inner_type(elt, *ctx, owner.as_ref());
+                            let ct = self.types.inner_type(elt, *ctx, owner.as_ref());
                             let cv = match owner {
                                 Some(f) => Via::FieldItems(f, t.chain.clone()),
                                 None => Via::Items(t.chain.clone()),
@@ -217,7 +217,7 @@ impl GoTypes {
                                 Via::Field(f) => Some(f.clone()),
                                 _ => None,
                             };
-                            let ct = self.inner_type(value, *ctx, owner.as_ref());
+                            let ct = self.types.inner_type(value, *ctx, owner.as_ref());
                             let mut s = steps.clone();
                             s.push(Step::Values);
                             stack.push((s, ct, Via::Values, child));
@@ -252,7 +252,7 @@ impl GoTypes {
     ) {
         let mut failed: BTreeMap<(usize, usize), String> = BTreeMap::new();
         for (&(pkg, file), placements) in &self.edits {
-            let (path, src, parsed) = &self.packages[pkg].files[file];
+            let (path, src, parsed) = &self.types.packages[pkg].files[file];
             match self.file_edits(src, parsed, placements) {
                 Err(e) => {
                     failed.insert((pkg, file), format!("{}: {e}", path.display()));
@@ -288,7 +288,7 @@ impl GoTypes {
         let objects = std::mem::take(&mut self.objects);
         for (mut fix, placed) in objects {
             for p in &placed {
-                if let Some(why) = failed.get(&self.host_file(&p.host))
+                if let Some(why) = failed.get(&self.types.host_file(&p.host))
                     && !fix.refused.contains(why)
                 {
                     fix.refused.push(why.clone());
@@ -296,7 +296,7 @@ impl GoTypes {
                 // A field or type another CRD bounds lower: the marker carries the lowest.
                 let lowest = self
                     .edits
-                    .get(&self.host_file(&p.host))
+                    .get(&self.types.host_file(&p.host))
                     .into_iter()
                     .flatten()
                     .filter(|(q, _)| q.host == p.host && q.marker == p.marker)
@@ -309,7 +309,7 @@ impl GoTypes {
                         "+{}={} on {} is shared with another CRD fixed in this run, which needs {v}: the marker carries {v}, and this CRD gets that lower bound when generated",
                         p.marker,
                         p.value,
-                        self.host_name(&p.host)
+                        self.types.host_name(&p.host)
                     );
                     if !fix.notes.contains(&n) {
                         fix.notes.push(n);

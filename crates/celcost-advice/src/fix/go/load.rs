@@ -3,13 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{GoTypes, MAX_FILES, Package, module_of, syntax};
+use super::{GoPackages, MAX_FILES, Package, module_of, syntax};
 
-impl GoTypes {
+impl GoPackages {
     /// Reads the packages under `dirs` (recursively; `_test.go` files, `vendor` and `testdata`
     /// left out) and the packages of their modules that they import.
-    pub fn load(dirs: &[PathBuf]) -> Result<GoTypes, String> {
-        let mut g = GoTypes::default();
+    pub fn load(dirs: &[PathBuf]) -> Result<GoPackages, String> {
+        let mut g = GoPackages::default();
         let mut modules: Vec<(PathBuf, String)> = Vec::new();
         let mut todo: Vec<PathBuf> = Vec::new();
         for d in dirs {

@@ -43,11 +43,12 @@
 //!
 //! # Modules
 //!
-//! The types shared by all ([`GoTypes`], [`DeclRef`], [`FieldRef`], [`Host`], [`Placement`])
-//! are here; the `impl GoTypes` is spread over [`load`] (reading the packages), [`resolve`]
-//! (declarations, fields and a schema path followed through the types), [`place`] (where a
-//! marker goes) and [`edit`] (the edits, their alignment, and reading them back); [`syntax`]
-//! is the Go parser.
+//! The types shared by all ([`GoPackages`], [`GoTypes`], [`DeclRef`], [`FieldRef`], [`Host`],
+//! [`Placement`]) are here. One type per phase: [`GoPackages`], the packages as read — [`load`]
+//! (reading them), [`resolve`] (declarations, fields and a schema path followed through the
+//! types) and [`place`] (where a marker goes) are its `impl`s, all reading only; [`GoTypes`], a
+//! run's edits over them — [`edit`] (the edits, their alignment, and reading them back) is its
+//! `impl`. [`syntax`] is the Go parser.
 
 mod edit;
 mod load;
@@ -159,15 +160,37 @@ pub struct Placement {
     pub requires: Vec<String>,
 }
 
-/// The Go packages of a run and the edits made to them.
+/// The Go packages of a run as read: their declarations, resolved and searched for where a
+/// marker goes (read only once loaded).
 #[derive(Debug, Default)]
-pub struct GoTypes {
+pub struct GoPackages {
     packages: Vec<Package>,
     by_path: HashMap<String, usize>,
+}
+
+/// A `fix --go` run: the packages, and the edits planned in them until [`GoTypes::finish`].
+#[derive(Debug, Default)]
+pub struct GoTypes {
+    types: GoPackages,
     /// Edits by file: (file, key) → edit; a key is where the marker goes.
     edits: BTreeMap<(usize, usize), Vec<(Placement, Place)>>,
     /// Objects fixed in Go, with the placements they made.
     objects: Vec<(ObjectFix, Vec<Placement>)>,
+}
+
+impl GoTypes {
+    /// Reads the packages under `dirs` ([`GoPackages::load`]); no edits yet.
+    pub fn load(dirs: &[PathBuf]) -> Result<GoTypes, String> {
+        Ok(GoTypes {
+            types: GoPackages::load(dirs)?,
+            ..GoTypes::default()
+        })
+    }
+
+    /// The packages as read.
+    pub fn types(&self) -> &GoPackages {
+        &self.types
+    }
 }
 
 /// Go's predeclared types that a schema takes as strings.

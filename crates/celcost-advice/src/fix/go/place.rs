@@ -10,10 +10,10 @@ use crate::suggest::Keyword;
 
 use super::syntax::{Expr, Place};
 use super::{
-    DeclRef, FieldRef, GoTypes, Host, Placement, Shape, Via, is_string_like, strip_wrappers,
+    DeclRef, FieldRef, GoPackages, Host, Placement, Shape, Via, is_string_like, strip_wrappers,
 };
 
-impl GoTypes {
+impl GoPackages {
     /// Markers named `name` on a host, with their values.
     pub(super) fn host_markers(&self, host: &Host, name: &str) -> Vec<(i64, usize, usize)> {
         let (d, line) = match host {

@@ -10,11 +10,11 @@ use serde_json::Value;
 use super::place::shape_name;
 use super::syntax::{Expr, Field, GoFile};
 use super::{
-    DeclRef, FieldRef, GoTypes, MAX_CHAIN, NodeType, Shape, Via, is_basic, json_name,
+    DeclRef, FieldRef, GoPackages, MAX_CHAIN, NodeType, Shape, Via, is_basic, json_name,
     strip_wrappers, syntax,
 };
 
-impl GoTypes {
+impl GoPackages {
     pub(super) fn decl(&self, d: DeclRef) -> &syntax::TypeDecl {
         &self.packages[d.pkg].files[d.file].2.decls[d.decl]
     }

@@ -45,22 +45,30 @@ fn prop(names: &[&str]) -> Vec<Step> {
 
 /// Where a bound goes: `marker on host`, or the refusal.
 fn place(g: &GoTypes, b: &Bound) -> Result<Vec<String>, String> {
-    let roots = g.root_of(&crd())?.expect("a root type");
-    Ok(g.place(&roots, b)?
+    let roots = g.types.root_of(&crd())?.expect("a root type");
+    Ok(g.types
+        .place(&roots, b)?
         .iter()
-        .map(|p| format!("+{}={} on {}", p.marker, p.value, g.host_name(&p.host)))
+        .map(|p| {
+            format!(
+                "+{}={} on {}",
+                p.marker,
+                p.value,
+                g.types.host_name(&p.host)
+            )
+        })
         .collect())
 }
 
 /// The file changes of placing `bounds` (as [`GoTypes::finish`] makes them).
 fn changes(g: GoTypes, bounds: &[Bound]) -> FixOutcome {
     let mut g = g;
-    let roots = g.root_of(&crd()).unwrap().unwrap();
+    let roots = g.types.root_of(&crd()).unwrap().unwrap();
     for b in bounds {
-        for p in g.place(&roots, b).unwrap() {
-            let pl = g.host_place(&p.host).unwrap();
+        for p in g.types.place(&roots, b).unwrap() {
+            let pl = g.types.host_place(&p.host).unwrap();
             g.edits
-                .entry(g.host_file(&p.host))
+                .entry(g.types.host_file(&p.host))
                 .or_default()
                 .push((p, pl));
         }
@@ -73,11 +81,11 @@ fn changes(g: GoTypes, bounds: &[Bound]) -> FixOutcome {
 #[test]
 fn the_root_type_is_found_by_group_version_and_kind() {
     let g = GoTypes::load(&[fixture().join("api")]).unwrap();
-    let roots = g.root_of(&crd()).unwrap().unwrap();
-    assert_eq!(g.decl_name(roots["v1"]), "v1.Widget");
+    let roots = g.types.root_of(&crd()).unwrap().unwrap();
+    assert_eq!(g.types.decl_name(roots["v1"]), "v1.Widget");
     let mut other = crd();
     other["spec"]["group"] = "other.example.com".into();
-    assert!(g.root_of(&other).unwrap().is_none());
+    assert!(g.types.root_of(&other).unwrap().is_none());
 }
 
 #[test]
@@ -169,9 +177,9 @@ fn each_kind_of_node_gets_its_marker_where_controller_gen_reads_it() {
 #[test]
 fn a_type_shared_by_several_fields_is_noted() {
     let g = GoTypes::load(&[fixture().join("api")]).unwrap();
-    let roots = g.root_of(&crd()).unwrap().unwrap();
-    let hostname = g.find_decl(roots["v1"].pkg, "Hostname").unwrap();
-    let uses = g.uses_of(hostname);
+    let roots = g.types.root_of(&crd()).unwrap().unwrap();
+    let hostname = g.types.find_decl(roots["v1"].pkg, "Hostname").unwrap();
+    let uses = g.types.uses_of(hostname);
     for u in [
         "type v1.Host",
         "type v1.Hostnames",
@@ -184,6 +192,7 @@ fn a_type_shared_by_several_fields_is_noted() {
     let mut items = prop(&["spec", "hosts"]);
     items.push(Step::Items);
     let placed = g
+        .types
         .place(&roots, &bound(&items, Keyword::MaxLength, 64))
         .unwrap();
     let generated = g.generated(&crd(), &roots, &placed);
@@ -466,14 +475,14 @@ fn the_type_marker_follows_the_schema_of_another_modules_type() {
         .remove(0)
         .value
         .unwrap();
-    let roots = g.root_of(&crd).unwrap().unwrap();
+    let roots = g.types.root_of(&crd).unwrap().unwrap();
     let at = |node_type: &str, k: Keyword| {
         let mut b = bound(&prop(&["spec", "retries"]), k, 32);
         b.steps.push(Step::Items);
         b.steps.push(Step::Prop("perTryTimeout".into()));
         b.versions = vec!["v1alpha1".into()];
         b.node_type = node_type.into();
-        g.place(&roots, &b).map(|ps| {
+        g.types.place(&roots, &b).map(|ps| {
             ps.iter()
                 .map(|p| format!("{:?} +{}={}", p.requires, p.marker, p.value))
                 .collect::<Vec<_>>()

@@ -13,7 +13,7 @@
 //! crate's interpreter (`crate::cel::eval`) only when the outcome is certain: every function it
 //! calls is one the interpreter follows cel-go on, the default's values convert to CEL values, the
 //! result is a boolean (or an evaluation error cel-go words as celcost can,
-//! `crate::cel::eval::cel_go_error`: reported as `<error> evaluating rule: <rule>`), and a bound
+//! `crate::cel::eval::EvalError`: reported as `<error> evaluating rule: <rule>`), and a bound
 //! of its runtime cost fits the per-call limit and what is left of the budget. The bound is the
 //! smaller of its static estimate with the default's own sizes (or, with no comprehension, a
 //! bound from the default's size) and its runtime cost counted on the default as cel-go's cost
@@ -40,7 +40,7 @@ use serde_json::Value;
 use crate::cel::cost::{AstNode, Size, by_either_algorithm, estimate};
 use crate::cel::env::{CheckerPanic, Env};
 use crate::cel::eval::library::{self, Ext};
-use crate::cel::eval::{GoError, Interpreter, Outcome, Val, cel_go_error, lower_for_interpreter};
+use crate::cel::eval::{GoError, Interpreter, Outcome, Val, lower_for_interpreter};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::parse::{parse, parse_unexpanded};
 use crate::cel::runtime_cost::{self, Count};
@@ -673,7 +673,7 @@ impl<'e> DefaultRules<'e> {
         };
         match interp.eval(&program, &vars) {
             Outcome::Value(v) => Ok(Ok(v)),
-            Outcome::Error(e) => match cel_go_error(&e) {
+            Outcome::Error(e) => match e.go {
                 GoError::Worded(go) => Ok(Err(Some(go))),
                 GoError::Unworded => Ok(Err(None)),
                 GoError::Unknown => Err(format!(

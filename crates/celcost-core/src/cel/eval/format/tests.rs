@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::cel::decls::Version;
-use crate::cel::eval::{GoError, Interpreter, Outcome, cel_go_error};
+use crate::cel::eval::{GoError, Interpreter, Outcome};
 use crate::cel::parse::ParserOptions;
 
 /// `'<f>'.format([<args>])` through the interpreter (cel-go's `format`, not the crate's).
@@ -22,8 +22,8 @@ fn ok(src: &str) -> String {
 
 fn err(src: &str) -> String {
     match run(src) {
-        Outcome::Error(e) => match cel_go_error(&e) {
-            GoError::Worded(w) => w,
+        Outcome::Error(e) => match &e.go {
+            GoError::Worded(w) => w.clone(),
             other => panic!("{src}: {e}: {other:?}"),
         },
         other => panic!("{src}: {other:?}"),
@@ -301,7 +301,7 @@ fn what_is_not_followed() {
     let Outcome::Error(e) = run("'%s'.format([b'\\xff'])") else {
         panic!()
     };
-    assert_eq!(cel_go_error(&e), GoError::Unworded);
+    assert_eq!(e.go, GoError::Unworded);
     // The scientific clause's type error is cel-go's all the same.
     assert_eq!(
         err("'%e'.format(['x'])"),
