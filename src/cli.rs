@@ -38,6 +38,9 @@ pub enum OutputFormat {
     Github,
     /// JUnit XML, for CI test reports: a testsuite per file, a testcase per object.
     Junit,
+    /// OpenReports ClusterReport objects (openreports.io/v1alpha1), a YAML stream: one per
+    /// object, as the operator writes them.
+    Openreports,
 }
 
 /// What the outputs of a run render: its reports, the input it could not read, and the
@@ -53,7 +56,7 @@ pub struct Rendering<'a> {
 impl OutputFormat {
     /// The text of this format for a run.
     pub fn render(self, r: &Rendering<'_>) -> String {
-        use celcost_advice::output::{github, json, junit, markdown, sarif, table};
+        use celcost_advice::output::{github, json, junit, markdown, openreports, sarif, table};
         match self {
             OutputFormat::Table => table::render_table(r.reports),
             OutputFormat::Json => json::render_json(r.reports),
@@ -63,6 +66,10 @@ impl OutputFormat {
             OutputFormat::Junit => {
                 junit::render_junit(r.reports, r.input_errors, r.near_budget_percent, r.fail_at)
             }
+            OutputFormat::Openreports => yaml_stream(&openreports::render_openreports(
+                r.reports,
+                r.near_budget_percent,
+            )),
         }
     }
 
@@ -75,6 +82,16 @@ impl OutputFormat {
             .map(|v| v.get_name().to_string())
             .collect()
     }
+}
+
+/// Objects as a YAML stream: each document after `---`.
+fn yaml_stream(objects: &[serde_json::Value]) -> String {
+    let mut out = String::new();
+    for o in objects {
+        out.push_str("---\n");
+        out.push_str(&serde_yaml_ng::to_string(o).unwrap_or_default());
+    }
+    out
 }
 
 /// One `--output FORMAT[=FILE]`: a format, and the file it is written to (standard output
@@ -393,14 +410,15 @@ pub fn run_diff(
             text
         }
         // Annotations and test reports belong on the head: what the change leaves in the files.
-        OutputFormat::Sarif | OutputFormat::Github | OutputFormat::Junit => {
-            output.render(&Rendering {
-                reports: &newest_after.reports,
-                input_errors: &newest_after.input_errors,
-                near_budget_percent: celcost_core::report::DEFAULT_NEAR_BUDGET_PERCENT,
-                fail_at: None,
-            })
-        }
+        OutputFormat::Sarif
+        | OutputFormat::Github
+        | OutputFormat::Junit
+        | OutputFormat::Openreports => output.render(&Rendering {
+            reports: &newest_after.reports,
+            input_errors: &newest_after.input_errors,
+            near_budget_percent: celcost_core::report::DEFAULT_NEAR_BUDGET_PERCENT,
+            fail_at: None,
+        }),
     };
     run
 }

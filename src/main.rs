@@ -82,7 +82,7 @@ struct EstimateArgs {
     /// Output format, and where it goes: FORMAT (standard output) or FORMAT=FILE. Repeat for
     /// several outputs of one run (`-o table -o sarif=celcost.sarif -o junit=celcost.xml`), each
     /// what a run with that one output prints; one at most on standard output. FORMAT: table
-    /// (the default), json, markdown, sarif, github, junit.
+    /// (the default), json, markdown, sarif, github, junit, openreports.
     #[arg(long, short, value_name = "FORMAT[=FILE]", value_parser = celcost::cli::parse_output)]
     output: Vec<OutputSpec>,
     #[command(flatten)]
@@ -124,8 +124,8 @@ struct EstimateArgs {
 
 #[derive(clap::Args, Debug)]
 struct DiffArgs {
-    /// Output format (markdown: a pull-request comment; sarif, github and junit: HEAD's
-    /// findings).
+    /// Output format (markdown: a pull-request comment; sarif, github, junit and openreports:
+    /// HEAD's findings).
     #[arg(long, short, value_enum, default_value = "table")]
     output: OutputFormat,
     #[command(flatten)]

@@ -39,6 +39,7 @@ mod ha;
 mod hostile;
 mod in_cluster;
 mod metrics;
+mod reports;
 mod update;
 mod webhook;
 

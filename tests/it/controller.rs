@@ -107,6 +107,22 @@ fn harness_with(estimator: Arc<dyn CostEstimator>) -> Harness {
 
 /// A harness whose writes follow `leadership`.
 fn harness_led(estimator: Arc<dyn CostEstimator>, leadership: Leadership) -> Harness {
+    harness_configured(
+        estimator,
+        leadership,
+        // Exact retry delays (the jitter has a test of its own).
+        Settings {
+            jitter: false,
+            ..Settings::default()
+        },
+    )
+}
+
+fn harness_configured(
+    estimator: Arc<dyn CostEstimator>,
+    leadership: Leadership,
+    settings: Settings,
+) -> Harness {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let client = Client::new(service, "default");
     let (store, writer) = reflector::store::<PartialObjectMeta<CostReport>>();
@@ -120,19 +136,8 @@ fn harness_led(estimator: Arc<dyn CostEstimator>, leadership: Leadership) -> Har
         },
     );
     let ctx = Arc::new(
-        Context::new(
-            client,
-            estimator,
-            recorder,
-            metrics,
-            // Exact retry delays (the jitter has a test of its own).
-            Settings {
-                jitter: false,
-                ..Settings::default()
-            },
-            store,
-        )
-        .with_leadership(leadership),
+        Context::new(client, estimator, recorder, metrics, settings, store)
+            .with_leadership(leadership),
     );
     Harness {
         ctx,
@@ -1791,4 +1796,152 @@ async fn on_1_36_a_crd_that_1_37_rejects_is_flagged() {
         "{m}"
     );
     timed(h.api.expect_silence()).await;
+}
+
+const CLUSTER_REPORTS_PATH: &str = "/apis/openreports.io/v1alpha1/clusterreports";
+
+/// `--reports=openreports`: after the CostReport, the target's ClusterReport is read and
+/// applied (owned by the CostReport, the findings in it); a restarted operator reads it, finds
+/// it equal and writes nothing; a report that differs is applied again.
+#[tokio::test]
+async fn cluster_reports_are_written_only_when_they_differ() {
+    use celcost::output::openreports::ReportApi;
+    let with_reports = || {
+        harness_configured(
+            estimator(),
+            Leadership::always(),
+            Settings {
+                jitter: false,
+                policy_reports: vec![ReportApi::OpenReports],
+                ..Settings::default()
+            },
+        )
+    };
+    let mut h = with_reports();
+    // 82 % of the per-rule limit: near budget.
+    let target = crd("widgets.example.com", "uid-1", 1, 10_000);
+    let name = "widgets.example.com";
+    let report_path = format!("{CLUSTER_REPORTS_PATH}/crd.{name}");
+    let ctx = h.ctx.clone();
+    let api = &mut h.api;
+    let (res, (stored, applied)) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.serve_gets(&target, None).await;
+            let obj = api.serve_apply(name, "1").await;
+            let stored = api.serve_status(name, &obj, "2").await;
+            let (ty, reason, _) = api.serve_event().await;
+            assert_eq!(
+                (ty.as_str(), reason.as_str()),
+                ("Warning", "RuleNearBudget")
+            );
+            api.expect(Method::GET, &report_path)
+                .await
+                .respond(404, &not_found());
+            let call = api.expect(Method::PATCH, &report_path).await;
+            assert_eq!(call.content_type, "application/apply-patch+yaml");
+            assert!(
+                call.query.contains("fieldManager=celcost"),
+                "{}",
+                call.query
+            );
+            let mut applied = call.body.clone();
+            applied["metadata"]["resourceVersion"] = json!("7");
+            applied["metadata"]["uid"] = json!("cluster-report-uid");
+            call.respond(200, &applied);
+            (stored, applied)
+        })
+    })
+    .await;
+    assert!(res.is_ok(), "{res:?}");
+    timed(h.api.expect_silence()).await;
+    // The report, its status and the ClusterReport.
+    let m = h.metrics();
+    assert!(
+        m.contains("celcost_report_writes_total{kind=\"crd\"} 3"),
+        "{m}"
+    );
+    assert_eq!(applied["apiVersion"], "openreports.io/v1alpha1");
+    assert_eq!(applied["kind"], "ClusterReport");
+    let owner = &applied["metadata"]["ownerReferences"][0];
+    assert_eq!(owner["kind"], "CostReport");
+    assert_eq!(owner["name"], "crd.widgets.example.com");
+    assert_eq!(owner["uid"], stored["metadata"]["uid"]);
+    assert_eq!(owner["controller"], true);
+    assert_eq!(applied["scope"]["uid"], "uid-1");
+    assert_eq!(applied["scope"]["kind"], "CustomResourceDefinition");
+    // The findings are the CostReport's: one rule near budget, nothing else.
+    let s = status_of(&stored).summary.unwrap();
+    assert_eq!(s.rules_near_budget, 1);
+    assert_eq!(applied["summary"]["warn"], 1);
+    assert_eq!(applied["summary"]["fail"], 0);
+    assert_eq!(applied["summary"]["pass"], 0);
+    assert_eq!(applied["results"][0]["policy"], "celcost/rule-near-budget");
+    assert_eq!(
+        applied["results"][0]["properties"]["cost"],
+        s.highest_rule_cost.to_string()
+    );
+
+    // A restarted operator: the CostReport and the ClusterReport as stored, nothing written.
+    let mut fresh = with_reports();
+    let ctx = fresh.ctx.clone();
+    let api = &mut fresh.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.serve_gets(&target, Some(&stored)).await;
+            api.expect(Method::GET, &report_path)
+                .await
+                .respond(200, &applied);
+        })
+    })
+    .await;
+    assert!(res.is_ok(), "{res:?}");
+    timed(fresh.api.expect_silence()).await;
+    let m = fresh.metrics();
+    assert!(
+        m.contains("celcost_report_writes_total{kind=\"crd\"} 0")
+            || !m.contains("celcost_report_writes_total{"),
+        "{m}"
+    );
+
+    // One that differs (edited by hand): applied again.
+    let mut edited = applied.clone();
+    edited["summary"]["warn"] = json!(0);
+    let mut again = with_reports();
+    let ctx = again.ctx.clone();
+    let api = &mut again.api;
+    let (res, reapplied) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.serve_gets(&target, Some(&stored)).await;
+            api.expect(Method::GET, &report_path)
+                .await
+                .respond(200, &edited);
+            let call = api.expect(Method::PATCH, &report_path).await;
+            let body = call.body.clone();
+            call.respond(200, &body);
+            body
+        })
+    })
+    .await;
+    assert!(res.is_ok(), "{res:?}");
+    assert_eq!(reapplied["summary"]["warn"], 1);
+    timed(again.api.expect_silence()).await;
+
+    // Its CRD deleted since the start (404 on apply): the reconcile still succeeds.
+    let mut gone = with_reports();
+    let ctx = gone.ctx.clone();
+    let api = &mut gone.api;
+    let (res, ()) = timed(async {
+        tokio::join!(reconcile(meta_of(&target), ctx), async {
+            api.serve_gets(&target, Some(&stored)).await;
+            api.expect(Method::GET, &report_path)
+                .await
+                .respond(404, &not_found());
+            api.expect(Method::PATCH, &report_path)
+                .await
+                .respond(404, &not_found());
+        })
+    })
+    .await;
+    assert!(res.is_ok(), "{res:?}");
+    timed(gone.api.expect_silence()).await;
 }

@@ -1,5 +1,5 @@
 //! Golden files: `celcost estimate examples/crds examples/policies` in every format that shows a
-//! report (table, markdown, github, sarif, json), compared whole with `tests/golden/examples.*`
+//! report (table, markdown, github, sarif, json, openreports), compared whole with `tests/golden/examples.*`
 //! — what a user sees, not fragments of it. The binary runs from the repository root with
 //! relative paths, so the files hold no absolute path (and no format prints a timing).
 //!
@@ -10,12 +10,13 @@ use std::path::Path;
 use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-const FORMATS: [(&str, &str); 5] = [
+const FORMATS: [(&str, &str); 6] = [
     ("table", "table"),
     ("markdown", "md"),
     ("github", "github"),
     ("sarif", "sarif"),
     ("json", "json"),
+    ("openreports", "openreports.yaml"),
 ];
 
 #[test]

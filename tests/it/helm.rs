@@ -658,6 +658,114 @@ fn network_policy_renders_what_the_network_policy_component_renders() {
     );
 }
 
+/// `reports=off` is config/default with the component config/components/no-reports: no
+/// policy-report RBAC, the operator told (CELCOST_REPORTS=off); each other value grants the
+/// APIs it may write to, and the operator accepts every value the schema does.
+#[test]
+fn reports_values_render_their_rbac_and_off_is_the_no_reports_component() {
+    if !tools("reports_values_render_their_rbac_and_off_is_the_no_reports_component") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rel = |p: &str| {
+        let depth = dir.path().components().count() - 1;
+        format!(
+            "{}{}",
+            "../".repeat(depth),
+            Path::new(ROOT).join(p).display()
+        )
+        .replace("//", "/")
+    };
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+             resources: [{}]\ncomponents: [{}]\n",
+            rel("config/default"),
+            rel("config/components/no-reports")
+        ),
+    )
+    .unwrap();
+    let mut chart = helm_template(&["--set", "reports=off"]);
+    let mut no_reports = without_namespace(kustomize(dir.path()));
+    untag_images(&mut chart, &mut no_reports);
+    assert_same(
+        "reports off vs the no-reports component",
+        &chart,
+        &no_reports,
+    );
+    let granted = |objs: &[Value]| -> Vec<String> {
+        let mut out: Vec<String> = objs
+            .iter()
+            .filter(|o| o["kind"] == "ClusterRole")
+            .flat_map(|o| o["rules"].as_array().cloned().unwrap_or_default())
+            .filter(|r| {
+                r["apiGroups"].as_array().is_some_and(|g| {
+                    g.iter()
+                        .any(|g| g == "openreports.io" || g == "wgpolicyk8s.io")
+                })
+            })
+            .map(|r| format!("{}/{}", r["resources"][0].as_str().unwrap(), r["verbs"]))
+            .collect();
+        out.sort();
+        out
+    };
+    assert!(granted(&chart).is_empty());
+    assert!(find(&chart, "ClusterRoleBinding", "celcost-reports").is_none());
+    let verbs = r#"["get","create","patch"]"#;
+    let both = vec![
+        format!("clusterpolicyreports/{verbs}"),
+        format!("clusterreports/{verbs}"),
+    ];
+    for (value, want, var) in [
+        ("auto", both.clone(), None),
+        ("both", both.clone(), Some("both")),
+        ("openreports", vec![both[1].clone()], Some("openreports")),
+        (
+            "policyreports",
+            vec![both[0].clone()],
+            Some("policyreports"),
+        ),
+        ("off", vec![], Some("off")),
+    ] {
+        let objs = helm_template(&["--set", &format!("reports={value}")]);
+        assert_eq!(granted(&objs), want, "reports={value}");
+        let env_var: Vec<Value> = env(&objs)
+            .into_iter()
+            .filter(|(n, _)| n == "CELCOST_REPORTS")
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(
+            env_var,
+            var.map(|v| json!(v)).into_iter().collect::<Vec<_>>()
+        );
+        assert!(operator_accepts("CELCOST_REPORTS", value), "{value}");
+        if !want.is_empty() {
+            let b = find(&objs, "ClusterRoleBinding", "celcost-reports").unwrap();
+            assert_eq!(b["roleRef"]["name"], "celcost-reports");
+        }
+    }
+    // config/default grants what auto needs.
+    let mut default = config("default");
+    assert_eq!(granted(&default), both);
+    default.retain(|o| {
+        o["kind"] == "ClusterRoleBinding" && o["metadata"]["name"] == "celcost-reports"
+    });
+    assert_eq!(default.len(), 1);
+    assert!(!operator_accepts("CELCOST_REPORTS", "sometimes"));
+    let err = helm_template_in(
+        &chart_dir(),
+        RELEASE,
+        NAMESPACE,
+        &["--set", "reports=sometimes"],
+    )
+    .expect_err("refused");
+    assert!(
+        err.contains("- at '/reports': value must be one of"),
+        "{err}"
+    );
+}
+
 /// Metrics on: config/prometheus's ServiceMonitor and PrometheusRule, and config/grafana's
 /// dashboard in a ConfigMap for Grafana's sidecar; the memory alert follows the memory limit.
 #[test]

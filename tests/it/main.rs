@@ -30,6 +30,7 @@ mod layers;
 mod leader;
 mod locations;
 mod minors;
+mod openreports;
 mod pipes;
 mod range;
 mod rewrites;

@@ -128,6 +128,12 @@ pub struct ControllerArgs {
     /// when the API server serves config.openshift.io).
     #[arg(long, env = "CELCOST_DISTRIBUTION", default_value = "auto", value_parser = parse_distribution)]
     pub distribution: DistributionChoice,
+    /// Report APIs each target's findings are also written to, one cluster-scoped report per
+    /// target owned by its CostReport: `openreports` (openreports.io/v1alpha1 ClusterReport),
+    /// `policyreports` (wgpolicyk8s.io/v1alpha2 ClusterPolicyReport), `both`, `off`, or `auto`:
+    /// whichever the cluster serves at start, OpenReports first (neither: off).
+    #[arg(long, env = "CELCOST_REPORTS", value_enum, default_value = "auto")]
+    pub reports: reports::policy_reports::ReportsChoice,
     /// Most rules (or policy expressions) listed in a report; the costliest are kept.
     #[arg(long, env = "CELCOST_MAX_RULES", default_value_t = 100,
           value_parser = clap::value_parser!(u16).range(1..=200))]
@@ -458,6 +464,8 @@ struct Cluster {
     map_version: Option<&'static str>,
     version: Version,
     distribution: celcost_core::cel::minor::Distribution,
+    /// The report APIs written to (`--reports`, against what the cluster serves).
+    policy_reports: Vec<celcost_advice::output::openreports::ReportApi>,
 }
 
 /// The client, the flags checked against the environment, what the API server serves (our CRD
@@ -494,6 +502,7 @@ async fn detect(args: &ControllerArgs) -> Result<Cluster, RunError> {
             "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies are not served (Kubernetes < 1.30?); watching CRDs only"
         );
     }
+    let policy_reports = detect_policy_reports(&client, args.reports).await?;
     let version = match args.kubernetes_version {
         Some(v) => v,
         None => detect_version(&client).await?,
@@ -511,7 +520,33 @@ async fn detect(args: &ControllerArgs) -> Result<Cluster, RunError> {
         map_version,
         version,
         distribution,
+        policy_reports,
     })
+}
+
+/// The report APIs to write to: `--reports` against what the cluster serves (asked only when
+/// needed), said once in the log.
+async fn detect_policy_reports(
+    client: &Client,
+    choice: reports::policy_reports::ReportsChoice,
+) -> Result<Vec<celcost_advice::output::openreports::ReportApi>, kube::Error> {
+    use celcost_advice::output::openreports::ReportApi;
+    use reports::policy_reports::{ReportsChoice, resolve, served};
+    let mut available = Vec::new();
+    if choice != ReportsChoice::Off {
+        for api in ReportApi::ALL {
+            if served(client, api).await? {
+                available.push(api);
+            }
+        }
+    }
+    let (on, note) = resolve(choice, &available);
+    if let Some(note) = note {
+        warn!("{note}");
+    }
+    let kinds: Vec<&str> = on.iter().map(|a| a.kind()).collect();
+    info!(reports = ?choice, writing = %if kinds.is_empty() { "none".to_string() } else { kinds.join(", ") }, "policy reports");
+    Ok(on)
 }
 
 /// A client from the kubeconfig or the pod's service account, its answers noted in `health`.
@@ -819,6 +854,7 @@ fn spawn_controllers(
         memory_budget_bytes: usize::from(args.memory_budget_mib) << 20,
         pending_bytes: usize::from(args.watch_buffer_mib) << 20,
         request_timeout: Duration::from_secs(args.request_timeout_seconds),
+        policy_reports: cluster.policy_reports.clone(),
         ..Settings::default()
     };
     let shared = Shared {

@@ -168,6 +168,45 @@ pub struct Finding {
     pub location: Option<SourceLocation>,
     /// `source` of the report.
     pub source: String,
+    /// What a cost finding measured (a rule's, a total's, an expression's or an evaluation's
+    /// cost against its limit), for the outputs that show it as fields (`--output
+    /// openreports`); `None` for the other findings.
+    pub measure: Option<Measure>,
+}
+
+/// The numbers behind a cost finding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Measure {
+    /// What was measured: `<rule path> [<index>]`, a schema's field path, a policy
+    /// expression's field path, an evaluation, or a unit of a range's matrix.
+    pub unit: String,
+    pub cost: u64,
+    pub limit: u64,
+    /// The cardinality the rule's cost was multiplied by (rules only).
+    pub cardinality: Option<u64>,
+    /// The minor whose rules gave the cost (`v1.36`).
+    pub kubernetes_version: String,
+}
+
+impl Finding {
+    /// The finding with what it measured.
+    fn measured(
+        mut self,
+        unit: &str,
+        cost: u64,
+        limit: u64,
+        cardinality: Option<u64>,
+        version: &str,
+    ) -> Self {
+        self.measure = Some(Measure {
+            unit: unit.to_string(),
+            cost,
+            limit,
+            cardinality,
+            kubernetes_version: version.to_string(),
+        });
+        self
+    }
 }
 
 /// The text of the bounds to add or rules to rewrite for a rule, when celcost has one; appended
@@ -193,7 +232,7 @@ fn file_of(source: &str) -> Option<String> {
 /// Every cost a `--fail-at` judges, with its limit: rules (× cardinality) and their
 /// messageExpressions, schema totals, policy expressions (as the table judges them: the typed
 /// estimate where there is one) and policy evaluations (typed where there is one).
-fn judged_costs(r: &ObjectReport) -> Vec<(u64, u64)> {
+pub(crate) fn judged_costs(r: &ObjectReport) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     for s in &r.schemas {
         out.push((s.total_cost, PER_SCHEMA_COST_LIMIT));
@@ -324,6 +363,7 @@ impl Ctx<'_> {
                 .or_else(|| self.file.clone()),
             location,
             source: self.r.source.clone(),
+            measure: None,
         }
     }
 
@@ -375,7 +415,7 @@ impl Ctx<'_> {
     }
 }
 
-fn trim_float(f: f64) -> String {
+pub(crate) fn trim_float(f: f64) -> String {
     let s = format!("{f:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
@@ -449,12 +489,21 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
                 schema_suggestion_text(s),
                 crate::rewrite::schema_rewrites_text(s),
             );
-            out.push(c.finding(
-                kind,
-                kind.budget_title("CRD total", s.total_cost, PER_SCHEMA_COST_LIMIT, "100M"),
-                m,
-                s.location.as_ref(),
-            ));
+            out.push(
+                c.finding(
+                    kind,
+                    kind.budget_title("CRD total", s.total_cost, PER_SCHEMA_COST_LIMIT, "100M"),
+                    m,
+                    s.location.as_ref(),
+                )
+                .measured(
+                    &s.schema_field_path,
+                    s.total_cost,
+                    PER_SCHEMA_COST_LIMIT,
+                    None,
+                    version,
+                ),
+            );
         }
     }
     for e in &r.expressions {
@@ -491,12 +540,15 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
                 w.field_path
             ));
         }
-        out.push(c.finding(
-            kind,
-            kind.budget_title("policy evaluation", cost, limit, &num(limit)),
-            m,
-            worst.and_then(|w| w.location.as_ref()),
-        ));
+        out.push(
+            c.finding(
+                kind,
+                kind.budget_title("policy evaluation", cost, limit, &num(limit)),
+                m,
+                worst.and_then(|w| w.location.as_ref()),
+            )
+            .measured(what, cost, limit, None, version),
+        );
     }
     let locations: HashMap<usize, &SourceLocation> = r
         .error_locations
@@ -564,17 +616,26 @@ fn rule_findings(c: &mut Ctx<'_>, rule: &RuleReport, out: &mut Vec<Finding>) {
             suggestion_text(rule),
             crate::rewrite::rewrite_text(rule),
         );
-        out.push(c.finding(
-            kind,
-            kind.budget_title(
-                "rule",
+        out.push(
+            c.finding(
+                kind,
+                kind.budget_title(
+                    "rule",
+                    rule.cost,
+                    PER_RULE_COST_LIMIT,
+                    &format!("10M ({unit})"),
+                ),
+                m,
+                rule.location.as_ref(),
+            )
+            .measured(
+                &unit,
                 rule.cost,
                 PER_RULE_COST_LIMIT,
-                &format!("10M ({unit})"),
+                Some(rule.cardinality_used),
+                version,
             ),
-            m,
-            rule.location.as_ref(),
-        ));
+        );
     }
     if let (Some(me), Some(cost)) = (&rule.message_expression, rule.message_expression_cost)
         && let Some(kind) = c.judge(
@@ -600,17 +661,26 @@ fn rule_findings(c: &mut Ctx<'_>, rule: &RuleReport, out: &mut Vec<Finding>) {
         );
         kind.push_rejects(&mut m, version);
         c.push_api_error(&mut m, &path);
-        out.push(c.finding(
-            kind,
-            kind.budget_title(
-                "messageExpression",
+        out.push(
+            c.finding(
+                kind,
+                kind.budget_title(
+                    "messageExpression",
+                    cost,
+                    PER_RULE_COST_LIMIT,
+                    &format!("10M ({unit})"),
+                ),
+                m,
+                rule.message_expression_or_rule_location(),
+            )
+            .measured(
+                &format!("{unit} messageExpression"),
                 cost,
                 PER_RULE_COST_LIMIT,
-                &format!("10M ({unit})"),
+                None,
+                version,
             ),
-            m,
-            rule.message_expression_or_rule_location(),
-        ));
+        );
     }
 }
 
@@ -665,12 +735,15 @@ fn expression_findings(c: &Ctx<'_>, e: &ExpressionReport, out: &mut Vec<Finding>
     if kind.level == Level::Error {
         m.push_str(" At runtime the evaluation is stopped when a request makes it cost more.");
     }
-    out.push(c.finding(
-        kind,
-        kind.budget_title(&e.kind, cost, limit, "1M"),
-        m,
-        e.location.as_ref(),
-    ));
+    out.push(
+        c.finding(
+            kind,
+            kind.budget_title(&e.kind, cost, limit, "1M"),
+            m,
+            e.location.as_ref(),
+        )
+        .measured(&e.field_path, cost, limit, None, &c.r.kubernetes_version),
+    );
 }
 
 /// With a range of minors: the units an older minor rejects (over the limit, or not compiling
@@ -775,7 +848,7 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 None => "absent".into(),
             };
             let now = failure(after, true);
-            out.push(c.finding(
+            let mut finding = c.finding(
                 NEWER_VERSION_REJECTS,
                 format!("celcost: accepted by {an}, rejected by {bn}: {}", ch.unit),
                 format!(
@@ -785,7 +858,11 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                     because(ch.causes_at(b))
                 ),
                 units.get(&ch.unit).copied().flatten(),
-            ));
+            );
+            if let Some(cost) = after.cost {
+                finding = finding.measured(&ch.unit, cost, after.limit, None, b);
+            }
+            out.push(finding);
         }
     }
     let stopped: Vec<&str> = m

@@ -12,6 +12,7 @@ pub mod github;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod openreports;
 pub mod rows;
 pub mod sarif;
 pub mod table;

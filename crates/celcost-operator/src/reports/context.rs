@@ -149,6 +149,9 @@ pub struct Settings {
     /// Whether retry delays are drawn between half and all of the backoff (off: exactly the
     /// backoff, for tests).
     pub jitter: bool,
+    /// The report APIs each target's findings are also written to (`--reports`, resolved
+    /// against what the cluster serves); none by default.
+    pub policy_reports: Vec<celcost_advice::output::openreports::ReportApi>,
 }
 
 impl Default for Settings {
@@ -164,6 +167,7 @@ impl Default for Settings {
             request_timeout: Duration::from_secs(10),
             pending_bytes: 4 << 20,
             jitter: true,
+            policy_reports: Vec::new(),
         }
     }
 }
@@ -191,6 +195,8 @@ pub(super) struct Computed {
     /// Why there is no estimate: a reason of `status::reason` and a message.
     pub(super) failure: Option<(&'static str, String)>,
     pub(super) deps: Vec<Dep>,
+    /// The policy reports' content, when `Settings::policy_reports` names an API.
+    pub(super) policy_report: Option<celcost_advice::output::openreports::Body>,
 }
 
 /// The state shared by the reconciles of one controller.

@@ -5,13 +5,15 @@
 //! the report's status, [`conditions`] its conditions, [`events`] the transitions worth an event,
 //! [`stored`] what the report says of a CRD the cluster serves though its minor would refuse it
 //! on create (all four pure); [`map`] watches MutatingAdmissionPolicies at whichever version the
-//! cluster serves.
+//! cluster serves; [`policy_reports`] writes the OpenReports and PolicyReport objects beside
+//! each CostReport.
 
 pub mod conditions;
 pub mod context;
 pub mod events;
 pub mod map;
 pub mod pending;
+pub mod policy_reports;
 pub mod reconcile;
 pub mod schemas;
 pub mod status;

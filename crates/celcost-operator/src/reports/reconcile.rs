@@ -25,6 +25,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tracing::{debug, info, instrument, warn};
 
+use celcost_advice::output::openreports::{self, Scope};
 use celcost_core::report::ObjectReport;
 use celcost_core::schema::catalog::SchemaCatalog;
 
@@ -33,6 +34,7 @@ use super::conditions::{
 };
 use super::context::{Computed, Context, Dep, Memo, get_json};
 use super::events::transitions;
+use super::policy_reports;
 use super::schemas::{self, Head};
 use super::status::{estimate_status, reason};
 use crate::backoff;
@@ -482,9 +484,18 @@ async fn reconcile_inner<K: Target>(
             drop(memory);
             count(&ctx.metrics.estimates, kind);
             let version = format!("v{}", ctx.estimator.kubernetes_version());
-            let (base, failure) = match outcome {
-                Outcome::Report(r) => (estimate_status(kind, &r, ctx.settings.status), None),
-                Outcome::Failed(why, msg) => (failed_status(&version), Some((why, msg))),
+            let wants_reports = !ctx.settings.policy_reports.is_empty();
+            let near = f64::from(ctx.settings.status.near_budget_percent);
+            let (base, failure, policy_report) = match outcome {
+                Outcome::Report(r) => (
+                    estimate_status(kind, &r, ctx.settings.status),
+                    None,
+                    wants_reports.then(|| openreports::body(&r, near)),
+                ),
+                Outcome::Failed(why, msg) => {
+                    let body = wants_reports.then(|| openreports::error_body(&msg, &version));
+                    (failed_status(&version), Some((why, msg)), body)
+                }
             };
             (
                 Computed {
@@ -493,6 +504,7 @@ async fn reconcile_inner<K: Target>(
                     base,
                     failure,
                     deps,
+                    policy_report,
                 },
                 existing,
             )
@@ -569,6 +581,21 @@ async fn write_computed<K: Target>(
         debug!("status unchanged; nothing written");
     }
     record_cost_ratios(ctx, kind, name, &status, failure.is_none());
+    if let (Some(body), Some(owner)) = (&computed.policy_report, &written.uid) {
+        let scope = Scope {
+            api_version: K::api_version(&()).to_string(),
+            kind: K::kind(&()).to_string(),
+            name: name.to_string(),
+            uid: computed.uid.clone(),
+        };
+        let labels = desired.labels().clone();
+        for &api in &ctx.settings.policy_reports {
+            let object = policy_reports::desired(api, &labels, report_name, owner, &scope, body);
+            if policy_reports::write(ctx, api, MANAGER, &object).await? {
+                count(&ctx.metrics.writes, kind);
+            }
+        }
+    }
     Ok(report_versions)
 }
 
