@@ -1053,57 +1053,8 @@ fn controller_for<K: Target>(
     crds: Option<CrdLinks>,
 ) -> KindController<K> {
     let kind = K::KIND;
-    // The reports: from the watch cache (`resourceVersion=0`) in one response, metadata only.
-    // Watches ask for bookmarks (the default) and last `timeout` on the server: a watch that
-    // stays silent longer than that is restarted (`watch`).
-    let wc = watcher::Config {
-        page_size: None,
-        ..watcher::Config::default()
-            .any_semantic()
-            .timeout(shared.watch_settings.timeout)
-    };
-
-    let (reports, reports_writer): (Store<PartialObjectMeta<CostReport>>, _) = reflector::store();
-    let report_api = Api::<PartialObjectMeta<CostReport>>::all(shared.client.clone());
-    let report_wc = wc.clone().labels(&format!(
-        "{}={}",
-        reconcile::LABEL_TARGET_KIND,
-        kind.short()
-    ));
-    let report_events = watch::resilient(
-        &format!("{}-reports", kind.short()),
-        move || watcher(report_api.clone(), report_wc.clone()).boxed(),
-        shared.watch_settings.clone(),
-        shared.health.clone(),
-        None,
-    )
-    .modify(keep_what_the_reconciler_reads)
-    .reflect(reports_writer)
-    .touched_objects();
-
-    let mut ctx = Context::new(
-        shared.client.clone(),
-        shared.estimator.clone(),
-        shared.recorder.clone(),
-        shared.metrics.clone(),
-        shared.settings.clone(),
-        reports.clone(),
-    )
-    .with_budget(shared.budget.clone())
-    .with_leadership(shared.leadership.clone());
-    ctx.pending = Arc::new(reports::pending::Pending::new(
-        shared.settings.pending_bytes,
-    ));
-    let mut crd_events = None;
-    let mut crds_listed = None;
-    if let Some(links) = crds {
-        ctx = ctx
-            .with_crd_store(links.store)
-            .with_crds_listed(links.listed.clone());
-        crd_events = Some(links.events);
-        crds_listed = Some(links.listed);
-    }
-    let ctx = Arc::new(ctx);
+    let (reports, report_events) = report_watch(shared, kind);
+    let (ctx, crd_events, crds_listed) = context_for(shared, reports, crds);
 
     // The targets: whole objects, in pages, turned into metadata (kept) and bodies (held until
     // reconciled). The store is ready at once, so reconciles start with the first page and
@@ -1168,18 +1119,7 @@ fn controller_for<K: Target>(
     });
 
     let forget = ctx.clone();
-    let reaper = {
-        let (ctx, targets) = (ctx.clone(), targets.clone());
-        gone_rx.for_each(move |name| {
-            let (ctx, targets) = (ctx.clone(), targets.clone());
-            async move {
-                let live = targets
-                    .get(&ObjectRef::new(&name))
-                    .and_then(|t| t.metadata.uid.clone());
-                reconcile::delete_orphaned_report(&ctx, kind, &name, live.as_deref()).await;
-            }
-        })
-    };
+    let reaper = reaper_for(&ctx, &targets, gone_rx);
     // A lost lease: forget the memo and the gauges (the next term re-checks every target).
     let on_loss = {
         let ctx = ctx.clone();
@@ -1188,43 +1128,9 @@ fn controller_for<K: Target>(
             futures::future::ready(())
         })
     };
-    // A new term re-checks every target; so does a watch restored after an outage (the
-    // targets whose reconcile failed meanwhile would otherwise wait out their backoff; the
-    // others are current and cost a lookup).
-    // The periodic re-check of every target (`--resync-seconds`) is one trigger for all of them,
-    // not a requeue per target: the controller's scheduler kept a timer entry and two copies of
-    // the target's reference (name, uid, resourceVersion) for each, about 0.6 KiB per target.
-    let resync = {
-        let period = shared.settings.requeue;
-        futures::stream::unfold((), move |()| async move {
-            tokio::time::sleep(period).await;
-            Some(((), ()))
-        })
-    };
-    let mut controller = Controller::for_stream(target_events, targets.clone())
-        .owns_stream(report_events)
-        .reconcile_all_on(shared.leadership.acquired())
-        .reconcile_all_on(shared.health.restorations())
-        .reconcile_all_on(resync);
-    if let Some(mut listed) = crds_listed {
-        // The CRDs' first list is complete: every policy is checked again, so that one whose
-        // CRD was read before the store had it and is not in the list (deleted meanwhile) is
-        // estimated again; the others are current and cost a lookup.
-        controller = controller.reconcile_all_on(futures::stream::once(async move {
-            let _ = listed.wait_for(|l| *l).await;
-        }));
-    }
-    if let Some(events) = crd_events {
-        let deps = ctx.clone();
-        controller = controller.watches_stream(
-            events.map(Ok::<_, watcher::Error>),
-            move |crd: PartialObjectMeta<CustomResourceDefinition>| {
-                deps.dependents(&crd.name_any())
-                    .into_iter()
-                    .map(|name| ObjectRef::new(&name))
-            },
-        );
-    }
+    let controller =
+        Controller::for_stream(target_events, targets.clone()).owns_stream(report_events);
+    let controller = with_triggers(controller, shared, crds_listed, crd_events, &ctx);
     let run = controller
         .with_config(shared.config.clone())
         .graceful_shutdown_on(shared.shutdown.clone().cancelled_owned())
@@ -1260,6 +1166,151 @@ fn controller_for<K: Target>(
         targets,
         listed,
     }
+}
+
+/// The triggers of a kind's controller besides its targets' and reports' events.
+fn with_triggers<K: Target>(
+    controller: Controller<PartialObjectMeta<K>>,
+    shared: &Shared,
+    crds_listed: Option<tokio::sync::watch::Receiver<bool>>,
+    crd_events: Option<
+        futures::channel::mpsc::UnboundedReceiver<PartialObjectMeta<CustomResourceDefinition>>,
+    >,
+    ctx: &Arc<Context>,
+) -> Controller<PartialObjectMeta<K>> {
+    // A new term re-checks every target; so does a watch restored after an outage (the
+    // targets whose reconcile failed meanwhile would otherwise wait out their backoff; the
+    // others are current and cost a lookup).
+    // The periodic re-check of every target (`--resync-seconds`) is one trigger for all of them,
+    // not a requeue per target: the controller's scheduler kept a timer entry and two copies of
+    // the target's reference (name, uid, resourceVersion) for each, about 0.6 KiB per target.
+    let resync = {
+        let period = shared.settings.requeue;
+        futures::stream::unfold((), move |()| async move {
+            tokio::time::sleep(period).await;
+            Some(((), ()))
+        })
+    };
+    let mut controller = controller
+        .reconcile_all_on(shared.leadership.acquired())
+        .reconcile_all_on(shared.health.restorations())
+        .reconcile_all_on(resync);
+    if let Some(mut listed) = crds_listed {
+        // The CRDs' first list is complete: every policy is checked again, so that one whose
+        // CRD was read before the store had it and is not in the list (deleted meanwhile) is
+        // estimated again; the others are current and cost a lookup.
+        controller = controller.reconcile_all_on(futures::stream::once(async move {
+            let _ = listed.wait_for(|l| *l).await;
+        }));
+    }
+    if let Some(events) = crd_events {
+        let deps = ctx.clone();
+        controller = controller.watches_stream(
+            events.map(Ok::<_, watcher::Error>),
+            move |crd: PartialObjectMeta<CustomResourceDefinition>| {
+                deps.dependents(&crd.name_any())
+                    .into_iter()
+                    .map(|name| ObjectRef::new(&name))
+            },
+        );
+    }
+    controller
+}
+
+/// A kind's CostReports, watched metadata-only from the watch cache (`resourceVersion=0`) in
+/// one response: the store the reconciler reads, and the stream its controller owns. Watches ask
+/// for bookmarks (the default) and last `timeout` on the server: a watch that stays silent longer
+/// than that is restarted (`watch`).
+fn report_watch(
+    shared: &Shared,
+    kind: TargetKind,
+) -> (
+    Store<PartialObjectMeta<CostReport>>,
+    impl futures::Stream<Item = Result<PartialObjectMeta<CostReport>, watcher::Error>>
+    + Send
+    + 'static
+    + use<>,
+) {
+    let wc = watcher::Config {
+        page_size: None,
+        ..watcher::Config::default()
+            .any_semantic()
+            .timeout(shared.watch_settings.timeout)
+    };
+    let (reports, reports_writer): (Store<PartialObjectMeta<CostReport>>, _) = reflector::store();
+    let report_api = Api::<PartialObjectMeta<CostReport>>::all(shared.client.clone());
+    let report_wc = wc.labels(&format!(
+        "{}={}",
+        reconcile::LABEL_TARGET_KIND,
+        kind.short()
+    ));
+    let events = watch::resilient(
+        &format!("{}-reports", kind.short()),
+        move || watcher(report_api.clone(), report_wc.clone()).boxed(),
+        shared.watch_settings.clone(),
+        shared.health.clone(),
+        None,
+    )
+    .modify(keep_what_the_reconciler_reads)
+    .reflect(reports_writer)
+    .touched_objects();
+    (reports, events)
+}
+
+/// A kind's reconcile context over its reports' store; with `crds`, it types policies with the
+/// cluster's CRDs: then also the CRD events (to follow) and whether their first list is done.
+#[allow(clippy::type_complexity)]
+fn context_for(
+    shared: &Shared,
+    reports: Store<PartialObjectMeta<CostReport>>,
+    crds: Option<CrdLinks>,
+) -> (
+    Arc<Context>,
+    Option<futures::channel::mpsc::UnboundedReceiver<PartialObjectMeta<CustomResourceDefinition>>>,
+    Option<tokio::sync::watch::Receiver<bool>>,
+) {
+    let mut ctx = Context::new(
+        shared.client.clone(),
+        shared.estimator.clone(),
+        shared.recorder.clone(),
+        shared.metrics.clone(),
+        shared.settings.clone(),
+        reports,
+    )
+    .with_budget(shared.budget.clone())
+    .with_leadership(shared.leadership.clone());
+    ctx.pending = Arc::new(reports::pending::Pending::new(
+        shared.settings.pending_bytes,
+    ));
+    let (mut crd_events, mut crds_listed) = (None, None);
+    if let Some(links) = crds {
+        ctx = ctx
+            .with_crd_store(links.store)
+            .with_crds_listed(links.listed.clone());
+        crd_events = Some(links.events);
+        crds_listed = Some(links.listed);
+    }
+    (Arc::new(ctx), crd_events, crds_listed)
+}
+
+/// The reaper, run beside a kind's controller: it deletes the report of each target named on
+/// `gone` unless the store has that target again.
+fn reaper_for<K: Target>(
+    ctx: &Arc<Context>,
+    targets: &Store<PartialObjectMeta<K>>,
+    gone: futures::channel::mpsc::UnboundedReceiver<String>,
+) -> impl std::future::Future<Output = ()> + Send + 'static + use<K> {
+    let kind = K::KIND;
+    let (ctx, targets) = (ctx.clone(), targets.clone());
+    gone.for_each(move |name| {
+        let (ctx, targets) = (ctx.clone(), targets.clone());
+        async move {
+            let live = targets
+                .get(&ObjectRef::new(&name))
+                .and_then(|t| t.metadata.uid.clone());
+            reconcile::delete_orphaned_report(&ctx, kind, &name, live.as_deref()).await;
+        }
+    })
 }
 
 /// Turns a target watch's whole objects into what the operator keeps: the metadata (for the

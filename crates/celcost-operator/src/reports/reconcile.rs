@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -426,89 +427,10 @@ async fn reconcile_inner<K: Target>(
                 }
             }
         }
-        None => {
-            let text = match body {
-                Some(b) => {
-                    count(&ctx.metrics.watched_bodies, kind);
-                    b.text
-                }
-                None => {
-                    count(&ctx.metrics.target_reads, kind);
-                    let Some(text) = get_json(ctx, &K::url_path(&(), None), &name).await? else {
-                        // Deleted: its report goes too (the garbage collector would, later).
-                        debug!("target is gone");
-                        delete_orphaned_report(ctx, kind, &name, None).await;
-                        return Ok(Action::await_change());
-                    };
-                    text
-                }
-            };
-            let head = Head::of(&text);
-            let generation = head.metadata.generation;
-            let uid = head.metadata.uid;
-            let Some(uid_str) = uid.clone() else {
-                warn!("target has no uid; skipped");
-                return Ok(Action::await_change());
-            };
-            if generation < seen.generation && uid == seen.uid {
-                // The watch cache is behind the watch that triggered us: read again shortly.
-                debug!(?generation, seen = ?seen.generation, "stale read; retrying");
-                return Ok(Action::requeue(Duration::from_secs(1)));
-            }
-            let (schemas, deps) = policy_schemas(ctx, kind, &text).await?;
-            // Parsed trees are several times the size of their text: wait until they fit.
-            let memory = ctx
-                .budget
-                .reserve(text.len() + schemas.iter().map(String::len).sum::<usize>())
-                .await;
-            let existing = existing_report(ctx, &reports, &report_name).await?;
-            if let Some(e) = existing.as_ref()
-                && e.spec.target_ref.uid != uid_str
-            {
-                // The report of an earlier object of the same name: its targetRef is
-                // immutable, and the garbage collector is about to delete it (its owner is
-                // gone). Its deletion triggers us.
-                info!(report = %report_name, "report belongs to a deleted object of the same name; deleting it");
-                delete_orphaned_report(ctx, kind, &name, Some(uid_str.as_str())).await;
-                return Ok(Action::requeue(Duration::from_secs(1)));
-            }
-            let outcome = estimate(
-                ctx,
-                kind,
-                K::api_version(&()).to_string(),
-                K::kind(&()).to_string(),
-                text,
-                schemas,
-            )
-            .await;
-            drop(memory);
-            count(&ctx.metrics.estimates, kind);
-            let version = format!("v{}", ctx.estimator.kubernetes_version());
-            let wants_reports = !ctx.settings.policy_reports.is_empty();
-            let near = f64::from(ctx.settings.status.near_budget_percent);
-            let (base, failure, policy_report) = match outcome {
-                Outcome::Report(r) => (
-                    estimate_status(kind, &r, ctx.settings.status),
-                    None,
-                    wants_reports.then(|| openreports::body(&r, near)),
-                ),
-                Outcome::Failed(why, msg) => {
-                    let body = wants_reports.then(|| openreports::error_body(&msg, &version));
-                    (failed_status(&version), Some((why, msg)), body)
-                }
-            };
-            (
-                Computed {
-                    uid,
-                    generation,
-                    base,
-                    failure,
-                    deps,
-                    policy_report,
-                },
-                existing,
-            )
-        }
+        None => match compute::<K>(ctx, &reports, (&name, &report_name), body, &seen).await? {
+            ControlFlow::Continue(c) => c,
+            ControlFlow::Break(action) => return Ok(action),
+        },
     };
     match write_computed::<K>(ctx, &reports, &name, &report_name, &computed, existing).await {
         Ok(report_versions) => {
@@ -538,6 +460,101 @@ async fn reconcile_inner<K: Target>(
     }
     // The periodic re-check comes from the controller's resync trigger (`controller_for`).
     Ok(Action::await_change())
+}
+
+/// A target's report computed afresh: its body (as the watch delivered it, else read), its
+/// policies' schemas, the estimate, and the report there now; or the action when there is
+/// nothing to write (the target is gone, has no uid, or was read stale, or its old report is
+/// an earlier object's).
+async fn compute<K: Target>(
+    ctx: &Context,
+    reports: &Api<CostReport>,
+    (name, report_name): (&str, &str),
+    body: Option<super::pending::Body>,
+    seen: &Memo,
+) -> Result<ControlFlow<Action, (Computed, Option<CostReport>)>, Error> {
+    let kind = K::KIND;
+    let text = match body {
+        Some(b) => {
+            count(&ctx.metrics.watched_bodies, kind);
+            b.text
+        }
+        None => {
+            count(&ctx.metrics.target_reads, kind);
+            let Some(text) = get_json(ctx, &K::url_path(&(), None), name).await? else {
+                // Deleted: its report goes too (the garbage collector would, later).
+                debug!("target is gone");
+                delete_orphaned_report(ctx, kind, name, None).await;
+                return Ok(ControlFlow::Break(Action::await_change()));
+            };
+            text
+        }
+    };
+    let head = Head::of(&text);
+    let generation = head.metadata.generation;
+    let uid = head.metadata.uid;
+    let Some(uid_str) = uid.clone() else {
+        warn!("target has no uid; skipped");
+        return Ok(ControlFlow::Break(Action::await_change()));
+    };
+    if generation < seen.generation && uid == seen.uid {
+        // The watch cache is behind the watch that triggered us: read again shortly.
+        debug!(?generation, seen = ?seen.generation, "stale read; retrying");
+        return Ok(ControlFlow::Break(Action::requeue(Duration::from_secs(1))));
+    }
+    let (schemas, deps) = policy_schemas(ctx, kind, &text).await?;
+    // Parsed trees are several times the size of their text: wait until they fit.
+    let memory = ctx
+        .budget
+        .reserve(text.len() + schemas.iter().map(String::len).sum::<usize>())
+        .await;
+    let existing = existing_report(ctx, reports, report_name).await?;
+    if let Some(e) = existing.as_ref()
+        && e.spec.target_ref.uid != uid_str
+    {
+        // The report of an earlier object of the same name: its targetRef is
+        // immutable, and the garbage collector is about to delete it (its owner is
+        // gone). Its deletion triggers us.
+        info!(report = %report_name, "report belongs to a deleted object of the same name; deleting it");
+        delete_orphaned_report(ctx, kind, name, Some(uid_str.as_str())).await;
+        return Ok(ControlFlow::Break(Action::requeue(Duration::from_secs(1))));
+    }
+    let outcome = estimate(
+        ctx,
+        kind,
+        K::api_version(&()).to_string(),
+        K::kind(&()).to_string(),
+        text,
+        schemas,
+    )
+    .await;
+    drop(memory);
+    count(&ctx.metrics.estimates, kind);
+    let version = format!("v{}", ctx.estimator.kubernetes_version());
+    let wants_reports = !ctx.settings.policy_reports.is_empty();
+    let near = f64::from(ctx.settings.status.near_budget_percent);
+    let (base, failure, policy_report) = match outcome {
+        Outcome::Report(r) => (
+            estimate_status(kind, &r, ctx.settings.status),
+            None,
+            wants_reports.then(|| openreports::body(&r, near)),
+        ),
+        Outcome::Failed(why, msg) => {
+            let body = wants_reports.then(|| openreports::error_body(&msg, &version));
+            (failed_status(&version), Some((why, msg)), body)
+        }
+    };
+    Ok(ControlFlow::Continue((
+        Computed {
+            uid,
+            generation,
+            base,
+            failure,
+            deps,
+            policy_report,
+        },
+        existing,
+    )))
 }
 
 /// Writes the report of `computed` (the report object when it differs, its status when it

@@ -323,15 +323,16 @@ struct WatchTask<K> {
 
 /// A watch of `name` from `make` (a kube `watcher` of the resource), recovering as described
 /// in the module: only events come out, never errors.
-pub fn resilient<K>(
+pub fn resilient<K, M>(
     name: &str,
-    make: impl Fn() -> BoxStream<'static, Result<Event<K>, watcher::Error>> + Send + 'static,
+    make: M,
     settings: WatchSettings,
     health: Health,
     on_gone: Option<OnGone>,
-) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static
+) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static + use<K, M>
 where
     K: kube::Resource + Send + 'static,
+    M: Fn() -> BoxStream<'static, Result<Event<K>, watcher::Error>> + Send + 'static,
 {
     health.with(name, |_| ());
     let state = WatchTask {
