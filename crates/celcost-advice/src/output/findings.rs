@@ -441,74 +441,95 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
         for rule in &s.rules {
             rule_findings(&mut c, rule, out);
         }
-        if let Some(kind) = c.judge(
-            s.total_cost,
-            PER_SCHEMA_COST_LIMIT,
-            s.exceeds_total_limit,
-            (TOTAL_OVER_BUDGET, TOTAL_NEAR_BUDGET),
-        ) {
-            let mut rules: Vec<&RuleReport> = s.rules.iter().collect();
-            rules.sort_by_key(|x| std::cmp::Reverse(x.cost));
-            let worst: Vec<String> = rules
-                .iter()
-                .take(3)
-                .filter(|x| x.cost > 0)
-                .map(|x| {
-                    let at = x
-                        .location
-                        .as_ref()
-                        .map(|l| format!(" at {l}"))
-                        .unwrap_or_default();
-                    format!(
-                        "{} [{}] {} ({}){at}",
-                        x.path,
-                        x.index,
-                        num(x.cost),
-                        percent(x.cost, PER_SCHEMA_COST_LIMIT)
-                    )
-                })
-                .collect();
-            let mut m = format!(
-                "{}: the rules of {} (versions {}; {} rules) cost {} together = {} of the per-schema limit {}{}.",
-                c.object(),
-                s.schema_field_path,
-                s.versions.join(", "),
-                s.rule_count,
-                num(s.total_cost),
-                percent(s.total_cost, PER_SCHEMA_COST_LIMIT),
-                num(PER_SCHEMA_COST_LIMIT),
-                c.share_text(kind),
-            );
-            kind.push_rejects(&mut m, version);
-            if !worst.is_empty() {
-                m.push_str(&format!(" The costliest: {}.", worst.join("; ")));
-            }
-            c.push_api_error(&mut m, &s.schema_field_path);
-            push_advice(
-                &mut m,
-                schema_suggestion_text(s),
-                crate::rewrite::schema_rewrites_text(s),
-            );
-            out.push(
-                c.finding(
-                    kind,
-                    kind.budget_title("CRD total", s.total_cost, PER_SCHEMA_COST_LIMIT, "100M"),
-                    m,
-                    s.location.as_ref(),
-                )
-                .measured(
-                    &s.schema_field_path,
-                    s.total_cost,
-                    PER_SCHEMA_COST_LIMIT,
-                    None,
-                    version,
-                ),
-            );
-        }
+        out.extend(total_finding(&mut c, s, version));
     }
     for e in &r.expressions {
         expression_findings(&c, e, out);
     }
+    evaluation_findings(&c, r, out);
+    error_findings(&c, r, out);
+    older_minor_findings(&c, out);
+    update::update_findings(&c, start, out);
+    for n in &r.notes {
+        out.push(c.finding(
+            OBJECT_NOTE,
+            "celcost: note".into(),
+            format!("{}: {n}", c.object()),
+            None,
+        ));
+    }
+}
+
+/// The finding of a schema's total near or over the per-schema limit, if it is.
+fn total_finding(c: &mut Ctx<'_>, s: &SchemaReport, version: &str) -> Option<Finding> {
+    let kind = c.judge(
+        s.total_cost,
+        PER_SCHEMA_COST_LIMIT,
+        s.exceeds_total_limit,
+        (TOTAL_OVER_BUDGET, TOTAL_NEAR_BUDGET),
+    )?;
+    let mut rules: Vec<&RuleReport> = s.rules.iter().collect();
+    rules.sort_by_key(|x| std::cmp::Reverse(x.cost));
+    let worst: Vec<String> = rules
+        .iter()
+        .take(3)
+        .filter(|x| x.cost > 0)
+        .map(|x| {
+            let at = x
+                .location
+                .as_ref()
+                .map(|l| format!(" at {l}"))
+                .unwrap_or_default();
+            format!(
+                "{} [{}] {} ({}){at}",
+                x.path,
+                x.index,
+                num(x.cost),
+                percent(x.cost, PER_SCHEMA_COST_LIMIT)
+            )
+        })
+        .collect();
+    let mut m = format!(
+        "{}: the rules of {} (versions {}; {} rules) cost {} together = {} of the per-schema limit {}{}.",
+        c.object(),
+        s.schema_field_path,
+        s.versions.join(", "),
+        s.rule_count,
+        num(s.total_cost),
+        percent(s.total_cost, PER_SCHEMA_COST_LIMIT),
+        num(PER_SCHEMA_COST_LIMIT),
+        c.share_text(kind),
+    );
+    kind.push_rejects(&mut m, version);
+    if !worst.is_empty() {
+        m.push_str(&format!(" The costliest: {}.", worst.join("; ")));
+    }
+    c.push_api_error(&mut m, &s.schema_field_path);
+    push_advice(
+        &mut m,
+        schema_suggestion_text(s),
+        crate::rewrite::schema_rewrites_text(s),
+    );
+    Some(
+        c.finding(
+            kind,
+            kind.budget_title("CRD total", s.total_cost, PER_SCHEMA_COST_LIMIT, "100M"),
+            m,
+            s.location.as_ref(),
+        )
+        .measured(
+            &s.schema_field_path,
+            s.total_cost,
+            PER_SCHEMA_COST_LIMIT,
+            None,
+            version,
+        ),
+    )
+}
+
+/// The findings of a policy's evaluation budgets near or over their limits.
+fn evaluation_findings(c: &Ctx<'_>, r: &ObjectReport, out: &mut Vec<Finding>) {
+    let version = &r.kubernetes_version;
     for (what, cost, limit, kinds) in evaluations(r) {
         let Some(kind) = c.judge(
             cost,
@@ -550,6 +571,11 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
             .measured(what, cost, limit, None, version),
         );
     }
+}
+
+/// The API server's errors, but those a cost finding already explains.
+fn error_findings(c: &Ctx<'_>, r: &ObjectReport, out: &mut Vec<Finding>) {
+    let version = &r.kubernetes_version;
     let locations: HashMap<usize, &SourceLocation> = r
         .error_locations
         .iter()
@@ -571,16 +597,6 @@ fn object_findings(r: &ObjectReport, near: f64, out: &mut Vec<Finding>) {
             format!("celcost: rejected by Kubernetes {version}"),
             format!("{}: {e}", c.object()),
             locations.get(&i).copied(),
-        ));
-    }
-    older_minor_findings(&c, out);
-    update::update_findings(&c, start, out);
-    for n in &r.notes {
-        out.push(c.finding(
-            OBJECT_NOTE,
-            "celcost: note".into(),
-            format!("{}: {n}", c.object()),
-            None,
         ));
     }
 }
@@ -819,7 +835,58 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
         }
         out.push(finding);
     }
-    // Upgrade day: accepted by one minor, rejected by the next.
+    upgrade_day_findings(c, m, &units, out);
+    let stopped: Vec<&str> = m
+        .verdicts
+        .iter()
+        .filter(|v| v.stopped && Some(v.kubernetes_version.as_str()) != newest)
+        .map(|v| v.kubernetes_version.trim_start_matches('v'))
+        .collect();
+    if !stopped.is_empty() {
+        out.push(c.finding(
+            ESTIMATE_STOPPED,
+            "celcost: estimate stopped on an older Kubernetes version".into(),
+            format!(
+                "{}: the estimate for Kubernetes {} stopped (over its work budget, or failed): not judged there.",
+                c.object(),
+                stopped.join(", ")
+            ),
+            None,
+        ));
+    }
+    let rejecting: Vec<&str> = m
+        .verdicts
+        .iter()
+        .filter(|v| !v.valid && !v.stopped && Some(v.kubernetes_version.as_str()) != newest)
+        .map(|v| v.kubernetes_version.trim_start_matches('v'))
+        .collect();
+    if !any && r.valid && !rejecting.is_empty() {
+        out.push(c.finding(
+            OLDER_VERSION_REJECTS,
+            "celcost: an older Kubernetes version rejects the object".into(),
+            format!(
+                "{}: rejected by Kubernetes {} (accepted from {}); run celcost with --kubernetes-version {} for the errors.",
+                c.object(),
+                rejecting.join(", "),
+                m.oldest_accepting
+                    .as_deref()
+                    .unwrap_or("none")
+                    .trim_start_matches('v'),
+                rejecting[0]
+            ),
+            None,
+        ));
+    }
+}
+
+/// Upgrade day: each minor that rejects what the one before it accepted, and the units that
+/// newly fail there (located where the unit is).
+fn upgrade_day_findings(
+    c: &Ctx<'_>,
+    m: &celcost_core::report::versions::VersionMatrix,
+    units: &HashMap<String, Option<&SourceLocation>>,
+    out: &mut Vec<Finding>,
+) {
     for (a, b) in celcost_core::report::versions::accepted_then_rejected(m) {
         let (an, bn) = (a.trim_start_matches('v'), b.trim_start_matches('v'));
         let why = celcost_core::report::versions::newly_failing(m, a, b);
@@ -864,47 +931,6 @@ fn older_minor_findings(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             }
             out.push(finding);
         }
-    }
-    let stopped: Vec<&str> = m
-        .verdicts
-        .iter()
-        .filter(|v| v.stopped && Some(v.kubernetes_version.as_str()) != newest)
-        .map(|v| v.kubernetes_version.trim_start_matches('v'))
-        .collect();
-    if !stopped.is_empty() {
-        out.push(c.finding(
-            ESTIMATE_STOPPED,
-            "celcost: estimate stopped on an older Kubernetes version".into(),
-            format!(
-                "{}: the estimate for Kubernetes {} stopped (over its work budget, or failed): not judged there.",
-                c.object(),
-                stopped.join(", ")
-            ),
-            None,
-        ));
-    }
-    let rejecting: Vec<&str> = m
-        .verdicts
-        .iter()
-        .filter(|v| !v.valid && !v.stopped && Some(v.kubernetes_version.as_str()) != newest)
-        .map(|v| v.kubernetes_version.trim_start_matches('v'))
-        .collect();
-    if !any && r.valid && !rejecting.is_empty() {
-        out.push(c.finding(
-            OLDER_VERSION_REJECTS,
-            "celcost: an older Kubernetes version rejects the object".into(),
-            format!(
-                "{}: rejected by Kubernetes {} (accepted from {}); run celcost with --kubernetes-version {} for the errors.",
-                c.object(),
-                rejecting.join(", "),
-                m.oldest_accepting
-                    .as_deref()
-                    .unwrap_or("none")
-                    .trim_start_matches('v'),
-                rejecting[0]
-            ),
-            None,
-        ));
     }
 }
 
