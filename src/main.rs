@@ -541,7 +541,7 @@ fn cmd_headroom(args: HeadroomArgs, out: &mut impl Write) -> Outcome {
         near_budget_percent: args.near_budget_percent,
         field: args.field,
     };
-    let run = celcost::cli::headroom::run_headroom(&estimators, &args.paths, stdin, &settings);
+    let run = celcost::cli::headroom::run_headroom(estimators, &args.paths, stdin, &settings);
     for s in &run.skipped {
         eprintln!("{s}");
     }

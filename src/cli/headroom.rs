@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use celcost_advice::suggest::{HeadroomSettings, ObjectHeadroom, headroom};
 use celcost_core::estimate::Estimator;
+use celcost_core::estimate::range::RangeEstimator;
 use celcost_core::input::{objects_of, parse_documents};
+use celcost_core::schema::catalog::SchemaCatalog;
 
 use super::{STDIN, StdinText, is_stdin, parallel, threads};
 
@@ -45,7 +47,7 @@ impl HeadroomRun {
 /// The headroom of every object in `paths` (`-`: `stdin`), judged by `estimators` (oldest
 /// first). Objects that are not CRDs get a note and no schemas.
 pub fn run_headroom(
-    estimators: &[Estimator],
+    estimators: Vec<Estimator>,
     paths: &[PathBuf],
     stdin: Option<StdinText>,
     settings: &HeadroomSettings,
@@ -89,9 +91,13 @@ pub fn run_headroom(
             }
         }
     }
-    let judged: Vec<&Estimator> = estimators.iter().collect();
+    let range = RangeEstimator::new(estimators);
+    let judged: Vec<&Estimator> = range.estimators().iter().collect();
+    let alike = |a: &Estimator, b: &Estimator, v: &serde_json::Value| {
+        range.estimate_alike(a, b, v, SchemaCatalog::builtin())
+    };
     run.objects = parallel(&objects, threads(), |o| {
-        headroom(&judged, &o.source, &o.value, settings)
+        headroom(&judged, Some(&alike), &o.source, &o.value, settings)
     });
     run.code = if !run.input_errors.is_empty() || run.objects.iter().any(|o| o.stopped) {
         2

@@ -42,7 +42,7 @@ use celcost_core::schema::path::{Step, field_path, parse as parse_steps, walk_mu
 
 use super::model::{RuleCost, RuleModel};
 use super::sites::{Sites, rule_sites};
-use super::{Root, SEARCH_STACK, Settings};
+use super::{Alike, Root, SEARCH_STACK, Settings};
 
 /// What a headroom search judges by.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -117,20 +117,23 @@ pub struct LimitedBy {
 }
 
 /// The headroom of one object, judged by `estimators` (oldest first; the newest names the
-/// schemas). Objects that are not CRDs get a note and no schemas.
+/// schemas); `alike` (a range's `RangeEstimator::estimate_alike`) spares the verifications of
+/// minors that estimate a copy alike. Objects that are not CRDs get a note and no schemas.
 pub fn headroom(
     estimators: &[&Estimator],
+    alike: Option<Alike<'_>>,
     source: &str,
     object: &Value,
     settings: &HeadroomSettings,
 ) -> ObjectHeadroom {
     stacker::grow(SEARCH_STACK, || {
-        headroom_on_this_stack(estimators, source, object, settings)
+        headroom_on_this_stack(estimators, alike, source, object, settings)
     })
 }
 
 fn headroom_on_this_stack(
     estimators: &[&Estimator],
+    alike: Option<Alike<'_>>,
     source: &str,
     object: &Value,
     settings: &HeadroomSettings,
@@ -195,6 +198,8 @@ fn headroom_on_this_stack(
             source,
             settings,
             fp: &schema.schema_field_path,
+            alike,
+            copy: RefCell::new(None),
         };
         let limits = estimators[0].limits();
         let (res, _) = budget::run_measured(limits, || cx.schema(&mut root));
@@ -225,6 +230,10 @@ struct Cx<'a> {
     settings: &'a HeadroomSettings,
     /// The schema's field path.
     fp: &'a str,
+    /// Whether two minors estimate a copy of the object alike.
+    alike: Option<Alike<'a>>,
+    /// The object's copy the whole estimates set the bound on (and put back).
+    copy: RefCell<Option<Value>>,
 }
 
 /// A rule of one minor, with its model if it has one.
@@ -381,18 +390,18 @@ impl Probe<'_> {
         });
         if modeled {
             let found = self.search(root, By::Models);
-            if self.verified(root, &found) {
-                return found;
+            if let Some(verified) = self.verified(root, found) {
+                return verified;
             }
         }
         self.search(root, By::Estimates)
     }
 
-    /// Whether the rule's cost can change with the node's bound.
+    /// Whether the rule's cost can change with the node's bound: the node is one of its sites
+    /// (an ancestor that sets its cardinality, or a size its cost asked for). Another rule's
+    /// cost does not read the bound (were it wrong, the verification would find it).
     fn depends(&self, r: &Modeled) -> bool {
-        r.model.as_ref().map_or(r.own.contains(&self.site), |m| {
-            m.node.starts_with(self.node) || self.node.starts_with(&m.node)
-        }) || r.own.contains(&self.site)
+        r.own.contains(&self.site)
     }
 
     /// Galloping up from the bound now, then a binary search.
@@ -428,16 +437,23 @@ impl Probe<'_> {
         (Some(lo), Some(why))
     }
 
-    /// Whether whole estimates agree: accepted at max on every minor, refused at max + 1.
-    fn verified(&self, root: &mut Root, (max, _): &(Option<i64>, Option<Refusal>)) -> bool {
+    /// The answer, when whole estimates agree (accepted at max on every minor, refused at
+    /// max + 1), with what refuses max + 1 as the whole estimate gives it.
+    fn verified(
+        &self,
+        root: &mut Root,
+        (max, why): (Option<i64>, Option<Refusal>),
+    ) -> Option<(Option<i64>, Option<Refusal>)> {
         let top = top(self.keyword);
-        match *max {
-            None => self.refused(root, top, By::Estimates).is_none(),
-            Some(m) => {
-                (m < 0 || self.refused(root, m, By::Estimates).is_none())
-                    && m < top
-                    && self.refused(root, m + 1, By::Estimates).is_some()
-            }
+        match max {
+            None => self
+                .refused(root, top, By::Estimates)
+                .is_none()
+                .then_some((None, None)),
+            Some(m) if m < top && (m < 0 || self.refused(root, m, By::Estimates).is_none()) => self
+                .refused_by_estimates(root, m + 1, why.map(|w| w.minor))
+                .map(|r| (Some(m), Some(r))),
+            Some(_) => None,
         }
     }
 
@@ -445,7 +461,7 @@ impl Probe<'_> {
     fn refused(&self, root: &mut Root, v: i64, by: By) -> Option<Refusal> {
         match by {
             By::Models => self.refused_by_models(root, v),
-            By::Estimates => self.refused_by_estimates(root, v),
+            By::Estimates => self.refused_by_estimates(root, v, None),
         }
     }
 
@@ -499,55 +515,74 @@ impl Probe<'_> {
         found
     }
 
-    fn refused_by_estimates(&self, root: &Root, v: i64) -> Option<Refusal> {
+    /// What whole estimates of the object with the bound at `v` refuse: each minor's (`first`
+    /// first), a minor that estimates the copy as one already estimated skipped.
+    fn refused_by_estimates(&self, root: &Root, v: i64, first: Option<usize>) -> Option<Refusal> {
         let site = Site1 {
             node: self.node,
             keyword: self.keyword,
         };
-        let mut copy = self.cx.object.clone();
-        for (mi, e) in self.cx.estimators.iter().enumerate() {
-            let report =
-                with_bounds_at(&mut copy, self.cx.object, &root.pointers, &site, v, |c| {
-                    e.estimate_crd(c, self.cx.source)
-                })?;
-            let schema = schema_of(&report, self.cx.fp)?;
-            for r in &self.minors[mi].rules {
-                if !r.own.contains(&self.site) {
+        let n = self.cx.estimators.len();
+        let mut order: Vec<usize> = first.filter(|&f| f < n).into_iter().collect();
+        order.extend((0..n).filter(|&i| Some(i) != first));
+        let mut copy = self.cx.copy.borrow_mut();
+        let copy = copy.get_or_insert_with(|| self.cx.object.clone());
+        with_bounds_at(copy, self.cx.object, &root.pointers, &site, v, |c| {
+            let mut done: Vec<usize> = Vec::new();
+            for mi in order {
+                let e = self.cx.estimators[mi];
+                if let Some(alike) = self.cx.alike
+                    && done.iter().any(|&j| alike(self.cx.estimators[j], e, c))
+                {
                     continue;
                 }
-                let Some(x) = schema
-                    .rules
-                    .iter()
-                    .find(|x| x.node_field_path == r.node_field_path && x.index == r.index)
-                else {
-                    continue;
-                };
-                let judged = judged_rule_cost(x.cost, x.message_expression_cost);
-                if !self.cx.settings.fits(judged, PER_RULE_COST_LIMIT) {
-                    return Some(Refusal {
-                        kind: "rule",
-                        path: r.path.clone(),
-                        index: Some(r.index),
-                        minor: mi,
-                        cost: judged,
-                    });
+                done.push(mi);
+                let report = e.estimate_crd(c, self.cx.source);
+                if let Some(r) = self.refusal_in(&report, mi) {
+                    return Some(r);
                 }
             }
-            if !self
-                .cx
-                .settings
-                .fits(schema.total_cost, PER_SCHEMA_COST_LIMIT)
-            {
+            None
+        })
+        .flatten()
+    }
+
+    /// What refuses the bound in one minor's whole estimate, if anything.
+    fn refusal_in(&self, report: &ObjectReport, mi: usize) -> Option<Refusal> {
+        let schema = schema_of(report, self.cx.fp)?;
+        for r in &self.minors[mi].rules {
+            if !r.own.contains(&self.site) {
+                continue;
+            }
+            let Some(x) = schema
+                .rules
+                .iter()
+                .find(|x| x.node_field_path == r.node_field_path && x.index == r.index)
+            else {
+                continue;
+            };
+            let judged = judged_rule_cost(x.cost, x.message_expression_cost);
+            if !self.cx.settings.fits(judged, PER_RULE_COST_LIMIT) {
                 return Some(Refusal {
-                    kind: "total",
-                    path: self.cx.fp.to_string(),
-                    index: None,
+                    kind: "rule",
+                    path: r.path.clone(),
+                    index: Some(r.index),
                     minor: mi,
-                    cost: schema.total_cost,
+                    cost: judged,
                 });
             }
         }
-        None
+        (!self
+            .cx
+            .settings
+            .fits(schema.total_cost, PER_SCHEMA_COST_LIMIT))
+        .then(|| Refusal {
+            kind: "total",
+            path: self.cx.fp.to_string(),
+            index: None,
+            minor: mi,
+            cost: schema.total_cost,
+        })
     }
 }
 
