@@ -555,6 +555,16 @@ fn cmd_headroom(args: HeadroomArgs, out: &mut impl Write) -> Outcome {
             eprintln!("error: {}: {} {}: {n}", o.source, o.kind, o.name);
         }
     }
+    if let Some(f) = &settings.field
+        && run
+            .objects
+            .iter()
+            .all(|o| o.schemas.iter().all(|s| s.bounds.is_empty()))
+    {
+        eprintln!(
+            "warning: --field {f}: no node of that path whose bound a rule or total depends on"
+        );
+    }
     emit(out, STDOUT, &run.render(args.output))?;
     Ok(status(run.code))
 }
