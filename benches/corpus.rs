@@ -109,6 +109,7 @@ fn main() {
     cli_default(&dir, iterations);
     cli_process(&dir, iterations);
     range(iterations);
+    headroom();
     rewrites_share(&dir);
     suggestions(&dir, iterations);
     work_per_object(&corpus);
@@ -381,6 +382,35 @@ fn range(iterations: usize) {
     }
 }
 
+/// `celcost headroom` over the CRD corpus (the default window of minors, every node's search
+/// and its verifications) against one estimate of the same CRDs with the same minors, each in a
+/// process of its own (its peak memory its own); `CELCOST_BENCH_HEADROOM_ITERATIONS` runs of
+/// headroom (default 1: it is the slow one).
+fn headroom() {
+    let iterations: usize = std::env::var("CELCOST_BENCH_HEADROOM_ITERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let run = |mode: &str, n: usize| -> Option<(f64, f64)> {
+        let out = std::process::Command::new(std::env::current_exe().ok()?)
+            .env("CELCOST_BENCH_MODE", mode)
+            .env("CELCOST_BENCH_ITERATIONS", n.to_string())
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let line = text.lines().find(|l| l.starts_with("mode "))?;
+        let mut it = line.split_whitespace().skip(2);
+        Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+    };
+    match (run("window-crds", 3), run("headroom", iterations)) {
+        (Some((e, em)), Some((h, hm))) => println!(
+            "headroom over the CRD corpus (the default window): median {h:.3} s = {:.1}x one estimate of it ({e:.3} s; the target: at most 20x), peak memory {hm:.1} MiB (the estimate's {em:.1} MiB)",
+            h / e
+        ),
+        _ => println!("headroom: the measuring processes failed"),
+    }
+}
+
 /// In a child process: the corpus for one minor or the range, `iterations` times; prints
 /// `mode <name> <median seconds> <peak MiB>`.
 fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
@@ -389,10 +419,28 @@ fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
         .map(|d| corpus.join(d))
         .filter(|d| d.is_dir())
         .collect();
+    let window = || -> Vec<Estimator> {
+        celcost::cel::minor::supported_window(Distribution::Kubernetes)
+            .into_iter()
+            .filter_map(celcost::cel::minor::Minor::of)
+            .map(Estimator::for_minor)
+            .collect()
+    };
+    let crds = [corpus.join("crds")];
     let mut walls = Vec::new();
     for _ in 0..iterations.max(1) {
         let t = Instant::now();
-        if mode == "range" {
+        if mode == "headroom" {
+            let run = celcost::cli::headroom::run_headroom(
+                window(),
+                &crds,
+                None,
+                &celcost::suggest::HeadroomSettings::default(),
+            );
+            std::hint::black_box(run.render(celcost::cli::headroom::HeadroomFormat::Json));
+        } else if mode == "window-crds" {
+            Run::new(&RangeEstimator::new(window())).paths(&crds);
+        } else if mode == "range" {
             let r = RangeEstimator::new(KUBERNETES.iter().map(Estimator::for_minor).collect());
             Run::new(&r).paths(&dirs);
         } else if mode == "window" {

@@ -13,6 +13,7 @@ use celcost_core::report::ObjectReport;
 use celcost_core::schema::catalog::{GroupVersionResource, SchemaCatalog};
 
 pub mod cluster;
+pub mod headroom;
 
 /// A percentage on the command line: `80`, `12.5`, `80%`; above 0.
 pub fn parse_percent(s: &str) -> Result<f64, String> {

@@ -70,6 +70,15 @@ enum Command {
     /// 1 when one would still be rejected, 2 on unreadable input, an estimate that stopped, or
     /// an edit that could not be placed (each named with why).
     Fix(FixArgs),
+    /// How far each bound of a CRD can be raised: for every list, map and string node whose
+    /// size a rule's or a total's cost depends on, the largest maxItems / maxProperties /
+    /// maxLength (every other bound as it is) at which every minor judged still accepts the CRD
+    /// (or, with --near-budget-percent, keeps it under that share of the limits), and the rule
+    /// or total that refuses one more; `any` where nothing does.
+    ///
+    /// Exit status: 0, or 2 on unreadable input, an estimate or search that stopped (over its
+    /// work budget), an output that could not be written, or bad usage.
+    Headroom(HeadroomArgs),
     /// Run the operator: watch CRDs, ValidatingAdmissionPolicies and MutatingAdmissionPolicies
     /// and write CostReports.
     Controller(Box<ControllerArgs>),
@@ -156,6 +165,28 @@ struct FixArgs {
     near_budget_percent: f64,
     /// CRD files or directories (searched recursively for .yaml, .yml and .json); `-` reads
     /// standard input and prints it fixed.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+struct HeadroomArgs {
+    /// Output format: table, json (one object per line) or markdown.
+    #[arg(long, short, value_enum, default_value = "table")]
+    output: celcost::cli::headroom::HeadroomFormat,
+    #[command(flatten)]
+    minors: MinorArgs,
+    #[command(flatten)]
+    budget: BudgetArgs,
+    /// Stay below this percentage of the limits, not only within them.
+    #[arg(long, value_name = "PERCENT", value_parser = celcost::cli::parse_percent)]
+    near_budget_percent: Option<f64>,
+    /// Only the node of this field path (as the estimate's nodeFieldPath names it:
+    /// `spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.tags`).
+    #[arg(long, value_name = "PATH")]
+    field: Option<String>,
+    /// Files or directories (searched recursively for .yaml, .yml and .json); `-` reads
+    /// standard input.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
 }
@@ -271,6 +302,7 @@ fn main() -> ExitCode {
         Command::Estimate(args) => cmd_estimate(*args, &mut stdout),
         Command::Diff(args) => cmd_diff(args, &mut stdout),
         Command::Fix(args) => cmd_fix(args, &mut stdout),
+        Command::Headroom(args) => cmd_headroom(args, &mut stdout),
         Command::Controller(args) => cmd_controller(*args),
         Command::Crd => cmd_crd(&mut stdout),
     };
@@ -488,6 +520,53 @@ fn cmd_fix(args: FixArgs, out: &mut impl Write) -> Outcome {
     let written = emit(out, STDOUT, &run.stdout);
     eprint!("{}", run.stderr);
     written.map(|()| status(run.code))
+}
+
+/// `celcost headroom`.
+fn cmd_headroom(args: HeadroomArgs, out: &mut impl Write) -> Outcome {
+    let limits = args.budget.limits();
+    let minors = args.minors.minors();
+    if minors.is_empty() {
+        return Ok(ExitCode::from(2));
+    }
+    for note in minors.iter().filter_map(|m| m.stand_in_note()) {
+        eprintln!("warning: {note}");
+    }
+    let estimators: Vec<Estimator> = minors
+        .iter()
+        .map(|m| Estimator::for_minor(m).with_limits(limits))
+        .collect();
+    let stdin = celcost::cli::read_stdin_for(&args.paths).map_err(Failure::Usage)?;
+    let settings = celcost::suggest::HeadroomSettings {
+        near_budget_percent: args.near_budget_percent,
+        field: args.field,
+    };
+    let run = celcost::cli::headroom::run_headroom(estimators, &args.paths, stdin, &settings);
+    for s in &run.skipped {
+        eprintln!("{s}");
+    }
+    for e in &run.input_errors {
+        eprintln!("error: {e}");
+    }
+    for o in &run.objects {
+        if o.stopped
+            && let Some(n) = &o.note
+        {
+            eprintln!("error: {}: {} {}: {n}", o.source, o.kind, o.name);
+        }
+    }
+    if let Some(f) = &settings.field
+        && run
+            .objects
+            .iter()
+            .all(|o| o.schemas.iter().all(|s| s.bounds.is_empty()))
+    {
+        eprintln!(
+            "warning: --field {f}: no node of that path whose bound a rule or total depends on"
+        );
+    }
+    emit(out, STDOUT, &run.render(args.output))?;
+    Ok(status(run.code))
 }
 
 /// `celcost controller`: the operator, until SIGINT/SIGTERM.

@@ -22,6 +22,7 @@ mod deploy_config;
 mod fix;
 mod fuzz_regressions;
 mod golden;
+mod headroom;
 mod helm;
 mod hostile;
 mod image;

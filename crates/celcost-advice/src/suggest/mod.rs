@@ -58,6 +58,7 @@
 //! - this file: the public API — [`Settings`], [`Keyword`], [`suggest`], [`suggest_across`],
 //!   [`suggest_across_with`] — and what an entry point does before the search (the schema
 //!   roots, the findings, the same finding on another minor);
+//! - [`headroom`]: how far each bound can be raised before a rule or total goes over;
 //! - [`candidates`]: the 1-2-5 series and the binary search for the largest value that fits;
 //! - [`bounds`]: which keyword bounds a node, and its smallest sensible value;
 //! - [`model`]: one rule's cost, re-estimated from a changed schema;
@@ -78,6 +79,7 @@ use celcost_core::schema::path::{Node, Step, walk as node};
 
 mod bounds;
 mod candidates;
+mod headroom;
 mod implied;
 mod model;
 mod object;
@@ -87,6 +89,9 @@ mod text;
 mod verify;
 
 pub use candidates::{largest_fitting, round_down_125, series_125};
+pub use headroom::{
+    Headroom, HeadroomSettings, LimitedBy, ObjectHeadroom, SchemaHeadroom, headroom,
+};
 use model::RuleCost;
 use object::{Answered, apply_answers, search_findings};
 pub use text::{

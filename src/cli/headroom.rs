@@ -1,0 +1,108 @@
+//! `celcost headroom`: the objects of files, directories or standard input (`-`), read as
+//! `estimate` reads them, each CRD's headroom searched ([`celcost_advice::suggest::headroom`])
+//! on every minor judged, objects in parallel.
+
+use std::path::PathBuf;
+
+use celcost_advice::suggest::{HeadroomSettings, ObjectHeadroom, headroom};
+use celcost_core::estimate::Estimator;
+use celcost_core::estimate::range::RangeEstimator;
+use celcost_core::input::{objects_of, parse_documents};
+use celcost_core::schema::catalog::SchemaCatalog;
+
+use super::{STDIN, StdinText, is_stdin, parallel, threads};
+
+/// The formats of `celcost headroom`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum HeadroomFormat {
+    #[default]
+    Table,
+    Json,
+    Markdown,
+}
+
+/// What `celcost headroom` found, and its exit status.
+#[derive(Debug, Default)]
+pub struct HeadroomRun {
+    pub objects: Vec<ObjectHeadroom>,
+    /// Unreadable files and documents, each naming its source.
+    pub input_errors: Vec<String>,
+    /// Documents that are not Kubernetes objects.
+    pub skipped: Vec<String>,
+    /// 0, or 2 on unreadable input or a search or estimate that stopped.
+    pub code: i32,
+}
+
+impl HeadroomRun {
+    pub fn render(&self, format: HeadroomFormat) -> String {
+        use celcost_advice::output::headroom::{render_headroom_markdown, render_headroom_table};
+        match format {
+            HeadroomFormat::Table => render_headroom_table(&self.objects),
+            HeadroomFormat::Json => celcost_advice::output::json::render_json(&self.objects),
+            HeadroomFormat::Markdown => render_headroom_markdown(&self.objects),
+        }
+    }
+}
+
+/// The headroom of every object in `paths` (`-`: `stdin`), judged by `estimators` (oldest
+/// first). Objects that are not CRDs get a note and no schemas.
+pub fn run_headroom(
+    estimators: Vec<Estimator>,
+    paths: &[PathBuf],
+    stdin: Option<StdinText>,
+    settings: &HeadroomSettings,
+) -> HeadroomRun {
+    let mut run = HeadroomRun::default();
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for p in paths {
+        if is_stdin(p) {
+            match &stdin {
+                Some(Ok(t)) => texts.push((STDIN.to_string(), t.to_string())),
+                Some(Err(e)) => run.input_errors.push(e.clone()),
+                None => run
+                    .input_errors
+                    .push(format!("-: standard input was not read ({STDIN})")),
+            }
+            continue;
+        }
+        let mut files = Vec::new();
+        celcost_core::input::collect_files(p, &mut files, &mut run.input_errors);
+        for f in files {
+            match std::fs::read(&f).map(String::from_utf8) {
+                Err(e) => run.input_errors.push(format!("{}: {e}", f.display())),
+                Ok(Err(_)) => run
+                    .input_errors
+                    .push(format!("{}: not UTF-8 text (binary file?)", f.display())),
+                Ok(Ok(t)) => texts.push((f.display().to_string(), t)),
+            }
+        }
+    }
+    let mut objects = Vec::new();
+    for (name, text) in &texts {
+        for doc in parse_documents(text) {
+            let source = format!("{name}#{}", doc.index);
+            match doc.value {
+                Err(e) => run.input_errors.push(format!("{source}: {e}")),
+                Ok(serde_json::Value::Null) => {}
+                Ok(v) if !v.is_object() => run
+                    .skipped
+                    .push(format!("{source}: not a Kubernetes object")),
+                Ok(v) => objects.extend(objects_of(&source, v)),
+            }
+        }
+    }
+    let range = RangeEstimator::new(estimators);
+    let judged: Vec<&Estimator> = range.estimators().iter().collect();
+    let alike = |a: &Estimator, b: &Estimator, v: &serde_json::Value| {
+        range.estimate_alike(a, b, v, SchemaCatalog::builtin())
+    };
+    run.objects = parallel(&objects, threads(), |o| {
+        headroom(&judged, Some(&alike), &o.source, &o.value, settings)
+    });
+    run.code = if !run.input_errors.is_empty() || run.objects.iter().any(|o| o.stopped) {
+        2
+    } else {
+        0
+    };
+    run
+}
