@@ -6,9 +6,13 @@ use std::collections::HashMap;
 
 use celcost_core::budget;
 use celcost_core::budget::Limits;
+use celcost_core::cel::env::Env;
 use celcost_core::estimate::Estimator;
 use celcost_core::report::format::num;
-use celcost_core::report::{ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, Suggestion};
+use celcost_core::report::{
+    ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, SchemaReport, Suggestion,
+};
+use celcost_core::schema::Schema;
 use celcost_core::schema::decltype::ConversionMemo;
 use celcost_core::schema::path::{parse as parse_steps, rule_path as schema_path};
 use serde_json::Value;
@@ -180,99 +184,35 @@ pub(super) fn search_and_verify(
 ) -> Result<Vec<Vec<Suggestion>>, String> {
     let Searched {
         estimator,
-        object,
         report,
         settings,
+        ..
     } = *cx;
     let env = estimator.env();
     let schema = &report.schemas[si];
-    let fp = schema.schema_field_path.as_str();
-    // The models: the rule, or every rule of the schema that costs anything.
-    let chosen: Vec<usize> = match finding {
-        Finding::Rule(ri) => vec![ri],
-        Finding::Total => {
-            let mut v: Vec<usize> = (0..schema.rules.len())
-                .filter(|&ri| RuleCost::of_report(&schema.rules[ri]).total_part() > 0)
-                .collect();
-            v.sort_by_key(|&ri| {
-                std::cmp::Reverse(RuleCost::of_report(&schema.rules[ri]).total_part())
-            });
-            v.truncate(MAX_TOTAL_RULES);
-            v
-        }
-    };
-    let mut models = Vec::new();
-    let mut depends = Vec::new();
-    let mut found = Sites::default();
-    let mut notes = Vec::new();
-    let mut fixed = schema.total_cost;
-    let mut unit_groups = Vec::new();
-    for &ri in &chosen {
-        let r = &schema.rules[ri];
-        let built = r
-            .node_field_path
-            .strip_prefix(fp)
-            .and_then(|rest| parse_steps(&root.schema, rest))
-            .and_then(|path| RuleModel::build(env, &root.schema, path, r.index as usize));
-        let Some(mut m) = built else {
-            if finding != Finding::Total {
-                return Err(if r.compile_error.is_some() || !r.compiled_by_apiserver {
-                    "no suggestion: the rule does not compile".into()
-                } else {
-                    "no suggestion: internal: the rule could not be found again in the schema"
-                        .into()
-                });
-            }
-            continue;
-        };
-        let reads = RefCell::new(Vec::new());
-        let got = m.eval(env, &root.schema, Some(&reads), None);
-        let want = RuleCost::of_report(r);
-        if got != Some(want) {
-            if finding == Finding::Total {
-                continue;
-            }
-            return Err(format!(
-                "no suggestion: internal: re-estimating the rule gives {:?}, the estimate {want:?}",
-                got
-            ));
-        }
-        m.base = want;
-        fixed = fixed.saturating_sub(want.total_part());
-        let own = rule_sites(
-            env,
-            &root.schema,
-            &m,
-            &reads.into_inner(),
-            &mut found,
-            &mut notes,
-        );
-        unit_groups.push(own);
-        models.push(m);
-    }
-    let sites = found.sites;
+    let Modeled {
+        models,
+        sites,
+        unit_groups,
+        notes,
+        fixed,
+    } = model_finding(env, schema, &root.schema, finding)?;
     // A model depends on every site on its node's way from the root and below it.
-    for m in &models {
-        depends.push(
+    let depends = models
+        .iter()
+        .map(|m| {
             (0..sites.len())
                 .filter(|&i| {
                     let s: &Site = &sites[i];
                     s.node.starts_with(&m.node) || m.node.starts_with(&s.node)
                 })
-                .collect(),
-        );
-    }
+                .collect()
+        })
+        .collect();
     let units = units_of(&sites, &unit_groups);
-    let (limit, before) = match finding {
-        Finding::Rule(ri) => (
-            PER_RULE_COST_LIMIT,
-            RuleCost::of_report(&schema.rules[ri]).judged(),
-        ),
-        Finding::Total => (PER_SCHEMA_COST_LIMIT, schema.total_cost),
-    };
-    let target = match finding {
-        Finding::Rule(_) => Target::Rule,
-        Finding::Total => Target::Total,
+    let (limit, target) = match finding {
+        Finding::Rule(_) => (PER_RULE_COST_LIMIT, Target::Rule),
+        Finding::Total => (PER_SCHEMA_COST_LIMIT, Target::Total),
     };
     // Only the sites' bounds change during the search: the memo of its conversions knows the
     // nodes they are on.
@@ -300,8 +240,9 @@ pub(super) fn search_and_verify(
     };
     let answer = search.run(units, &notes);
     search.restore();
-    let answer = match answer {
-        Ok(a) => a,
+    let groups = match answer {
+        Ok(Answer::Groups(g)) => g,
+        Ok(Answer::None(why)) => return Err(why),
         Err(Stop::Evaluations) => {
             return Err(format!(
                 "no suggestion: the search's probes for this object ({}) are spent",
@@ -309,19 +250,131 @@ pub(super) fn search_and_verify(
             ));
         }
     };
-    let groups = match answer {
-        Answer::None(why) => return Err(why),
-        Answer::Groups(g) => g,
-    };
     let sites = search.sites;
+    let groups: Vec<Vec<(&Site, i64)>> = groups
+        .iter()
+        .map(|g| g.bounds.iter().map(|&(i, v)| (&sites[i], v)).collect())
+        .collect();
+    verify_groups(cx, (si, finding), root, groups, left, verified, others)
+}
+
+/// The rule models a finding's search runs on (the rule, or the costliest rules of its schema
+/// for a total), the sites whose bounds their costs read, and the part of the total no model
+/// covers.
+struct Modeled {
+    models: Vec<RuleModel>,
+    sites: Vec<Site>,
+    /// Per model, the sites it reads.
+    unit_groups: Vec<Vec<usize>>,
+    notes: Vec<String>,
+    /// The schema's total without the modeled rules' parts.
+    fixed: u64,
+}
+
+fn model_finding(
+    env: &Env,
+    schema: &SchemaReport,
+    root: &Schema,
+    finding: Finding,
+) -> Result<Modeled, String> {
+    let fp = schema.schema_field_path.as_str();
+    let chosen: Vec<usize> = match finding {
+        Finding::Rule(ri) => vec![ri],
+        Finding::Total => {
+            let mut v: Vec<usize> = (0..schema.rules.len())
+                .filter(|&ri| RuleCost::of_report(&schema.rules[ri]).total_part() > 0)
+                .collect();
+            v.sort_by_key(|&ri| {
+                std::cmp::Reverse(RuleCost::of_report(&schema.rules[ri]).total_part())
+            });
+            v.truncate(MAX_TOTAL_RULES);
+            v
+        }
+    };
+    let mut models = Vec::new();
+    let mut found = Sites::default();
+    let mut notes = Vec::new();
+    let mut fixed = schema.total_cost;
+    let mut unit_groups = Vec::new();
+    for &ri in &chosen {
+        let r = &schema.rules[ri];
+        let built = r
+            .node_field_path
+            .strip_prefix(fp)
+            .and_then(|rest| parse_steps(root, rest))
+            .and_then(|path| RuleModel::build(env, root, path, r.index as usize));
+        let Some(mut m) = built else {
+            if finding != Finding::Total {
+                return Err(if r.compile_error.is_some() || !r.compiled_by_apiserver {
+                    "no suggestion: the rule does not compile".into()
+                } else {
+                    "no suggestion: internal: the rule could not be found again in the schema"
+                        .into()
+                });
+            }
+            continue;
+        };
+        let reads = RefCell::new(Vec::new());
+        let got = m.eval(env, root, Some(&reads), None);
+        let want = RuleCost::of_report(r);
+        if got != Some(want) {
+            if finding == Finding::Total {
+                continue;
+            }
+            return Err(format!(
+                "no suggestion: internal: re-estimating the rule gives {:?}, the estimate {want:?}",
+                got
+            ));
+        }
+        m.base = want;
+        fixed = fixed.saturating_sub(want.total_part());
+        let own = rule_sites(env, root, &m, &reads.into_inner(), &mut found, &mut notes);
+        unit_groups.push(own);
+        models.push(m);
+    }
+    Ok(Modeled {
+        models,
+        sites: found.sites,
+        unit_groups,
+        notes,
+        fixed,
+    })
+}
+
+/// The search's groups of bounds verified on a copy of the object, each within the budget's
+/// verifications: the suggestions that bring the finding under its limit without breaking
+/// another, or why none does.
+fn verify_groups(
+    cx: &Searched<'_>,
+    (si, finding): (usize, Finding),
+    root: &Root,
+    groups: Vec<Vec<(&Site, i64)>>,
+    left: &mut SearchBudget,
+    verified: &mut Verified,
+    others: &mut [Other<'_>],
+) -> Result<Vec<Vec<Suggestion>>, String> {
+    let Searched {
+        estimator,
+        object,
+        report,
+        settings,
+    } = *cx;
+    let schema = &report.schemas[si];
+    let fp = schema.schema_field_path.as_str();
+    let (limit, before) = match finding {
+        Finding::Rule(ri) => (
+            PER_RULE_COST_LIMIT,
+            RuleCost::of_report(&schema.rules[ri]).judged(),
+        ),
+        Finding::Total => (PER_SCHEMA_COST_LIMIT, schema.total_cost),
+    };
     let mut out = Vec::new();
     let mut rejected = Vec::new();
-    for g in groups {
+    for bounds in groups {
         if left.verifications_left == 0 {
             break;
         }
         left.verifications_left -= 1;
-        let bounds: Vec<(&Site, i64)> = g.bounds.iter().map(|&(i, v)| (&sites[i], v)).collect();
         let probe = Probe {
             object,
             pointers: &root.pointers,
