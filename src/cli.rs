@@ -260,31 +260,7 @@ pub fn run_diff(
     use celcost_advice::output::diff::{render_diff_json, render_diff_markdown, render_diff_table};
     use celcost_core::diff::ObjectDiff;
     let mut run = DiffRun::default();
-    let mut per_minor: Vec<(String, Vec<ObjectDiff>, i32, Outcome)> = Vec::new();
-    for e in estimators {
-        let before = Run::new(e)
-            .reading(stdin.clone())
-            .paths(&[base.to_path_buf()]);
-        let mut after = Run::new(e)
-            .reading(stdin.clone())
-            .paths(&[head.to_path_buf()]);
-        attach_update_verdicts(e, &before, &mut after);
-        if run.input_errors.is_empty() {
-            run.input_errors = before
-                .input_errors
-                .iter()
-                .chain(&after.input_errors)
-                .cloned()
-                .collect();
-        }
-        let d = celcost_core::diff::diff(&before.reports, &after.reports);
-        let code = match after.exit_code() {
-            _ if !before.input_errors.is_empty() => 2,
-            2 => 2,
-            _ => celcost_core::diff::exit_code(&d),
-        };
-        per_minor.push((e.minor().label(), d, code, after));
-    }
+    let per_minor = minor_diffs(estimators, (base, head), stdin, &mut run);
     let Some((newest, newest_diff, _, newest_after)) = per_minor.last() else {
         run.code = 2;
         return run;
@@ -312,44 +288,7 @@ pub fn run_diff(
         })
         .filter(|(_, d): &(&String, Vec<&ObjectDiff>)| !d.is_empty())
         .collect();
-    // Why an older minor answers an object otherwise than the newest: the causes between the
-    // two of HEAD's numbers.
-    let head_report = |m: &str, o: &ObjectDiff| {
-        per_minor
-            .iter()
-            .find(|x| x.0 == m)
-            .and_then(|x| {
-                x.3.reports
-                    .iter()
-                    .find(|r| r.kind == o.kind && r.name == o.name && r.source == o.source_after)
-            })
-            .cloned()
-    };
-    let causes_of =
-        |m: &str, o: &ObjectDiff| -> Vec<celcost_core::report::versions::VersionCause> {
-            if m == newest.as_str() {
-                return Vec::new();
-            }
-            match (head_report(m, o), head_report(newest, o)) {
-                (Some(a), Some(b)) => {
-                    let matrix = celcost_core::report::versions::VersionMatrix::of(&[a, b]);
-                    let mut causes: Vec<_> = matrix
-                        .verdicts
-                        .get(1)
-                        .map(|v| v.causes.clone())
-                        .unwrap_or_default();
-                    for c in &matrix.changes {
-                        for x in &c.causes {
-                            if !causes.contains(x) {
-                                causes.push(x.clone());
-                            }
-                        }
-                    }
-                    causes
-                }
-                _ => Vec::new(),
-            }
-        };
+    let causes_of = |m: &str, o: &ObjectDiff| causes_between(&per_minor, (m, newest), o);
     let tagged = |m: &str, d: &[&ObjectDiff]| -> Vec<ObjectDiff> {
         d.iter()
             .map(|o| ObjectDiff {
@@ -358,23 +297,6 @@ pub fn run_diff(
                 ..(*o).clone()
             })
             .collect()
-    };
-    let header = || {
-        let minors: Vec<&str> = per_minor.iter().map(|m| m.0.as_str()).collect();
-        let refusing: Vec<&str> = per_minor
-            .iter()
-            .filter(|m| m.2 != 0)
-            .map(|m| m.0.as_str())
-            .collect();
-        let verdict = if refusing.is_empty() {
-            "every one accepts HEAD applied over BASE".to_string()
-        } else {
-            format!(
-                "HEAD applied over BASE is rejected by Kubernetes v{}",
-                refusing.join(", v")
-            )
-        };
-        format!("Kubernetes {}: {verdict}", minors.join(", "))
     };
     run.text = match output {
         OutputFormat::Json if several => {
@@ -393,7 +315,7 @@ pub fn run_diff(
             };
             let mut text = String::new();
             if several {
-                text.push_str(&header());
+                text.push_str(&diff_header(&per_minor));
                 text.push_str("\n\n");
             }
             text.push_str(&render(newest_diff));
@@ -422,6 +344,103 @@ pub fn run_diff(
         }),
     };
     run
+}
+
+/// BASE and HEAD estimated by each minor, HEAD as an update of BASE: per minor, its label, the
+/// diff, its exit status and HEAD's outcome; the run's input errors (of the first minor).
+fn minor_diffs(
+    estimators: &[Estimator],
+    (base, head): (&Path, &Path),
+    stdin: Option<StdinText>,
+    run: &mut DiffRun,
+) -> Vec<(String, Vec<celcost_core::diff::ObjectDiff>, i32, Outcome)> {
+    let mut per_minor = Vec::new();
+    for e in estimators {
+        let before = Run::new(e)
+            .reading(stdin.clone())
+            .paths(&[base.to_path_buf()]);
+        let mut after = Run::new(e)
+            .reading(stdin.clone())
+            .paths(&[head.to_path_buf()]);
+        attach_update_verdicts(e, &before, &mut after);
+        if run.input_errors.is_empty() {
+            run.input_errors = before
+                .input_errors
+                .iter()
+                .chain(&after.input_errors)
+                .cloned()
+                .collect();
+        }
+        let d = celcost_core::diff::diff(&before.reports, &after.reports);
+        let code = match after.exit_code() {
+            _ if !before.input_errors.is_empty() => 2,
+            2 => 2,
+            _ => celcost_core::diff::exit_code(&d),
+        };
+        per_minor.push((e.minor().label(), d, code, after));
+    }
+    per_minor
+}
+
+/// Why the older minor `m` answers `o` otherwise than `newest`: the causes between the two of
+/// HEAD's numbers (none for the newest itself).
+fn causes_between(
+    per_minor: &[(String, Vec<celcost_core::diff::ObjectDiff>, i32, Outcome)],
+    (m, newest): (&str, &str),
+    o: &celcost_core::diff::ObjectDiff,
+) -> Vec<celcost_core::report::versions::VersionCause> {
+    if m == newest {
+        return Vec::new();
+    }
+    let head_report = |m: &str| {
+        per_minor
+            .iter()
+            .find(|x| x.0 == m)
+            .and_then(|x| {
+                x.3.reports
+                    .iter()
+                    .find(|r| r.kind == o.kind && r.name == o.name && r.source == o.source_after)
+            })
+            .cloned()
+    };
+    let (Some(a), Some(b)) = (head_report(m), head_report(newest)) else {
+        return Vec::new();
+    };
+    let matrix = celcost_core::report::versions::VersionMatrix::of(&[a, b]);
+    let mut causes: Vec<_> = matrix
+        .verdicts
+        .get(1)
+        .map(|v| v.causes.clone())
+        .unwrap_or_default();
+    for c in &matrix.changes {
+        for x in &c.causes {
+            if !causes.contains(x) {
+                causes.push(x.clone());
+            }
+        }
+    }
+    causes
+}
+
+/// The head line of a diff over several minors: the minors and which reject HEAD over BASE.
+fn diff_header(
+    per_minor: &[(String, Vec<celcost_core::diff::ObjectDiff>, i32, Outcome)],
+) -> String {
+    let minors: Vec<&str> = per_minor.iter().map(|m| m.0.as_str()).collect();
+    let refusing: Vec<&str> = per_minor
+        .iter()
+        .filter(|m| m.2 != 0)
+        .map(|m| m.0.as_str())
+        .collect();
+    let verdict = if refusing.is_empty() {
+        "every one accepts HEAD applied over BASE".to_string()
+    } else {
+        format!(
+            "HEAD applied over BASE is rejected by Kubernetes v{}",
+            refusing.join(", v")
+        )
+    };
+    format!("Kubernetes {}: {verdict}", minors.join(", "))
 }
 
 /// What `celcost fix` prints and its exit status.
