@@ -453,3 +453,58 @@ fn every_change_of_the_corpus_has_a_cause() {
     eprintln!("{changes} changes, {verdicts} verdicts, each with its causes");
     assert!(changes > 0);
 }
+
+#[test]
+fn enum_string_sizes_of_1_29() {
+    let spec = json!({"type": "string", "enum": ["a", "bb"]});
+    only_cause(
+        28,
+        K,
+        &crd_rule(spec, "self.contains('a')"),
+        "k8s.io/apiserver v0.29 pkg/cel/common/schemas.go (estimateMaxStringEnumLength)",
+    );
+}
+
+#[test]
+fn quantity_costs_of_1_30() {
+    for d in [K, Distribution::OpenShift] {
+        let c = only_cause(
+            29,
+            d,
+            &crd_rule(
+                json!({"type": "string"}),
+                "quantity(self).isGreaterThan(quantity('0'))",
+            ),
+            "k8s.io/apiserver v0.30 pkg/cel/library/cost.go (quantity, isQuantity)",
+        );
+        assert!(c.change.contains("by the size of s"), "{c:?}");
+    }
+}
+
+#[test]
+fn comprehension_result_sizes_of_cel_go_0_17_8() {
+    let spec = json!({"type": "array", "maxItems": 5,
+        "items": {"type": "string", "maxLength": 5}});
+    let c = only_cause(
+        29,
+        K,
+        &crd_rule(spec, "self.map(x, x.size()).sum() < 10"),
+        "google/cel-go v0.17.8 checker/cost.go (costComprehension)",
+    );
+    assert_eq!(
+        c.text(),
+        "1.30: cel-go v0.17.8 gives a comprehension's result the size of its range (google/cel-go v0.17.8 checker/cost.go (costComprehension))"
+    );
+}
+
+#[test]
+fn validating_admission_policies_v1_from_1_30() {
+    let r = range(29, 30, K, &policy("object.spec.replicas > 0"));
+    let all = all_causes(&r);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(
+        all[0].reference,
+        "kubernetes/enhancements#3488 (KEP-3488: ValidatingAdmissionPolicy v1 in 1.30)"
+    );
+    assert!(all[0].change.ends_with("v1 is served"), "{:?}", all[0]);
+}

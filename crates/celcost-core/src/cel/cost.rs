@@ -365,6 +365,9 @@ pub struct CostOptions {
     /// The global `matches(s, re)` is costed as `s.matches(re)`
     /// ([`super::minor::Minor::global_matches_cost`], cel-go v0.29).
     pub global_matches: bool,
+    /// [`CostAlgorithm::IterRanges`]: a comprehension's result has the range's size
+    /// ([`super::minor::Minor::comprehension_result_size`], cel-go v0.17.8).
+    pub comprehension_result_size: bool,
 }
 
 impl Default for CostOptions {
@@ -373,6 +376,7 @@ impl Default for CostOptions {
             presence_test_cost: 0,
             algorithm: CostAlgorithm::ScopedLocals,
             global_matches: false,
+            comprehension_result_size: true,
         }
     }
 }
@@ -394,6 +398,7 @@ pub fn estimate(checked: &CheckedExpr, embedder: &dyn CostEmbedder, opts: CostOp
         presence_cost: Cost::fixed(opts.presence_test_cost),
         iter_ranges: opts.algorithm == CostAlgorithm::IterRanges,
         global_matches: opts.global_matches,
+        comprehension_result_size: opts.comprehension_result_size,
     };
     c.cost(checked.expr())
 }
@@ -479,6 +484,8 @@ struct Coster<'a> {
     iter_ranges: bool,
     /// cel-go v0.29 and later ([`CostOptions::global_matches`]).
     global_matches: bool,
+    /// cel-go v0.17.8 and later ([`CostOptions::comprehension_result_size`]).
+    comprehension_result_size: bool,
 }
 
 const ACCUMULATORS: [&str; 2] = ["__result__", "@result"];
@@ -789,7 +796,10 @@ impl<'a> Coster<'a> {
                 self.pop(&c.iter_var);
                 sum = sum.add(self.cost(&c.result));
                 let range_cnt = self.size_estimate(&c.iter_range);
-                self.sizes[e.id as usize] = Some(range_cnt);
+                consulted::note(consulted::COMPREHENSION_RESULT_SIZE);
+                if self.comprehension_result_size {
+                    self.sizes[e.id as usize] = Some(range_cnt);
+                }
                 sum.add(range_cnt.mul(step_cost.add(loop_cost)))
             }
             ExprKind::Comprehension(c) => {

@@ -162,6 +162,34 @@ pub fn section_present(
     at >= since && s.until.is_none_or(|u| at < u) && (!s.patch_types || patch_types)
 }
 
+/// The sections (bits by index, [`section_names`]) that declare a function or an identifier of
+/// one of `names` (a namespaced name as written: `format.dns1123Subdomain`, or its last part).
+pub fn sections_of_names<'a>(names: impl IntoIterator<Item = &'a str>) -> u64 {
+    static INDEX: std::sync::OnceLock<HashMap<&'static str, u64>> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut ix: HashMap<&'static str, u64> = HashMap::new();
+        for (i, s) in sections().iter().enumerate() {
+            let declared = s
+                .functions
+                .iter()
+                .map(|f| &*f.name)
+                .chain(s.idents.iter().map(|(n, _)| n.as_str()));
+            for name in declared {
+                *ix.entry(name).or_insert(0) |= 1 << i;
+                if let Some((namespace, last)) = name.rsplit_once('.') {
+                    *ix.entry(last).or_insert(0) |= 1 << i;
+                    *ix.entry(namespace).or_insert(0) |= 1 << i;
+                }
+            }
+        }
+        ix
+    });
+    names
+        .into_iter()
+        .map(|n| index.get(n).copied().unwrap_or(0))
+        .fold(0, |a, b| a | b)
+}
+
 /// The sections (bits by index, [`section_names`]) that declare an overload id or an identifier
 /// a checked expression refers to: where its names resolved, in whatever minor.
 pub fn sections_of_references<'a>(

@@ -90,6 +90,16 @@ pub mod consulted {
     /// list only through literals: [`super::super::minor::Minor::homogeneous_exemption_through_literals_only`]).
     pub const HOMOGENEOUS_LITERALS: u32 = 1 << 17;
 
+    /// A cost read the size of a string node with `enum` and no `maxLength`
+    /// ([`super::super::minor::Minor::enum_string_max_length`]).
+    pub const ENUM_STRING_SIZES: u32 = 1 << 15;
+    /// `quantity(s)` or `isQuantity(s)` was costed
+    /// ([`super::super::minor::Minor::quantity_parse_cost`]).
+    pub const QUANTITY_PARSE_COST: u32 = 1 << 14;
+    /// A comprehension was costed by cel-go's estimator before v0.23
+    /// ([`super::super::minor::Minor::comprehension_result_size`]).
+    pub const COMPREHENSION_RESULT_SIZE: u32 = 1 << 13;
+
     /// The estimate costed something cel-go's two estimators cost by different paths: a
     /// comprehension, a local variable, a list or map literal with entries, `dyn`, an optional
     /// value, a policy variable. Where only [`COST_ALGORITHM`] is noted (every cost notes it

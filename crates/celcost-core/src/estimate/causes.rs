@@ -97,12 +97,15 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
         library_introduced: _,
         missing_libraries: _,
         cost_algorithm,
+        comprehension_result_size,
         format_string_validator,
         optional_macros_copy_their_receiver,
         kubernetes_type_equality,
         url_result_size,
+        quantity_parse_cost,
         type_meta_keeps_additional_properties,
         int_or_string_max_length,
+        enum_string_max_length,
         optional_type_name,
         global_matches_cost,
         affix_runtime_cost_by_argument,
@@ -126,6 +129,20 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
             "cel-expr/cel-go#1104",
             COST,
             consulted::ALGORITHM_PATHS,
+        ));
+    }
+    if a.comprehension_result_size != comprehension_result_size {
+        out.push(D::rule(
+            if comprehension_result_size {
+                format!("cel-go {cel_go} gives a comprehension's result the size of its range")
+            } else {
+                format!(
+                    "cel-go {cel_go} gives a comprehension's result no size: what is called on it is costed as over a list of unbounded size"
+                )
+            },
+            "google/cel-go v0.17.8 checker/cost.go (costComprehension)",
+            COST,
+            consulted::COMPREHENSION_RESULT_SIZE,
         ));
     }
     if a.global_matches_cost != global_matches_cost {
@@ -182,6 +199,18 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
             consulted::URL_RESULT_SIZE,
         ));
     }
+    if a.quantity_parse_cost != quantity_parse_cost {
+        out.push(D::rule(
+            if quantity_parse_cost {
+                "quantity(s) and isQuantity(s) are costed by the size of s"
+            } else {
+                "quantity(s) and isQuantity(s) cost 1, like any call"
+            },
+            "k8s.io/apiserver v0.30 pkg/cel/library/cost.go (quantity, isQuantity)",
+            COST,
+            consulted::QUANTITY_PARSE_COST,
+        ));
+    }
     if a.int_or_string_max_length != int_or_string_max_length {
         out.push(D::rule(
             if int_or_string_max_length {
@@ -195,6 +224,18 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
             },
             COST,
             consulted::INT_OR_STRING_MAX_LENGTH,
+        ));
+    }
+    if a.enum_string_max_length != enum_string_max_length {
+        out.push(D::rule(
+            if enum_string_max_length {
+                "a string with an enum and no maxLength is sized by its longest value, not by the request size"
+            } else {
+                "a string with an enum and no maxLength is sized by the request size"
+            },
+            "k8s.io/apiserver v0.29 pkg/cel/common/schemas.go (estimateMaxStringEnumLength)",
+            COST,
+            consulted::ENUM_STRING_SIZES,
         ));
     }
     if a.object_meta_name_max_length != object_meta_name_max_length {
@@ -531,6 +572,29 @@ pub fn map_serving(api_version: &str, a: &Minor, b: &Minor) -> Option<Difference
     ))
 }
 
+/// Where `a` and `b` serve a ValidatingAdmissionPolicy of `api_version` differently (`v1` from
+/// 1.30): the difference, if any.
+pub fn vap_serving(api_version: &str, a: &Minor, b: &Minor) -> Option<Difference> {
+    use crate::vap::vap_not_served;
+    let (na, nb) = (
+        vap_not_served(api_version, a.kubernetes),
+        vap_not_served(api_version, b.kubernetes),
+    );
+    if na.is_some() == nb.is_some() {
+        return None;
+    }
+    Some(Difference::rule(
+        if nb.is_none() {
+            "ValidatingAdmissionPolicy admissionregistration.k8s.io/v1 is served"
+        } else {
+            "ValidatingAdmissionPolicy admissionregistration.k8s.io/v1 is not served"
+        },
+        "kubernetes/enhancements#3488 (KEP-3488: ValidatingAdmissionPolicy v1 in 1.30)",
+        ERRORS,
+        0,
+    ))
+}
+
 /// The differences between `a` and `b` that an estimate which consulted `rules` and
 /// `libraries` read, among those that move `aspect`.
 pub fn consulted_between(
@@ -647,6 +711,28 @@ mod tests {
                 "int_or_string",
                 Minor {
                     int_or_string_max_length: false,
+                    ..base
+                },
+            ),
+            (
+                "comprehension_result_size",
+                Minor {
+                    comprehension_result_size: false,
+                    cost_algorithm: CostAlgorithm::IterRanges,
+                    ..base
+                },
+            ),
+            (
+                "quantity_parse_cost",
+                Minor {
+                    quantity_parse_cost: false,
+                    ..base
+                },
+            ),
+            (
+                "enum_string",
+                Minor {
+                    enum_string_max_length: false,
                     ..base
                 },
             ),

@@ -35,13 +35,18 @@ struct Differences {
     /// [`consulted::COST_ALGORITHM`]) of an object whose CEL it may cost otherwise
     /// ([`algorithm_dependent`]).
     cost_algorithm: bool,
+    /// cel-go v0.17.8's comprehension result sizes: it matters to an object whose CEL has a
+    /// comprehension ([`algorithm_dependent`] words).
+    comprehension_result_size: bool,
     optional_macros: bool,
     format_validator: bool,
     kubernetes_type_equality: bool,
     url_result_size: bool,
+    quantity_parse_cost: bool,
     keywords_as_field_names: bool,
     type_meta_additional_properties: bool,
     int_or_string_max_length: bool,
+    enum_string_max_length: bool,
     global_matches: bool,
     affix_runtime_cost: bool,
     object_meta_names: bool,
@@ -125,12 +130,15 @@ impl Differences {
             library_introduced: _,
             missing_libraries: _,
             cost_algorithm,
+            comprehension_result_size,
             format_string_validator,
             optional_macros_copy_their_receiver,
             kubernetes_type_equality,
             url_result_size,
+            quantity_parse_cost,
             type_meta_keeps_additional_properties,
             int_or_string_max_length,
+            enum_string_max_length,
             // A wording rule (`crd::fielderr`, the optional type's name): the report's errors
             // are worded again or estimated anew where they name it.
             optional_type_name: _,
@@ -151,15 +159,18 @@ impl Differences {
                 .zip(&pb)
                 .any(|(a, b)| a.optional_syntax != b.optional_syntax),
             cost_algorithm: ma.cost_algorithm != cost_algorithm,
+            comprehension_result_size: ma.comprehension_result_size != comprehension_result_size,
             optional_macros: ma.optional_macros_copy_their_receiver
                 != optional_macros_copy_their_receiver,
             format_validator: ma.format_string_validator != format_string_validator,
             kubernetes_type_equality: ma.kubernetes_type_equality != kubernetes_type_equality,
             url_result_size: ma.url_result_size != url_result_size,
+            quantity_parse_cost: ma.quantity_parse_cost != quantity_parse_cost,
             keywords_as_field_names: keywords(ma) != keywords(mb),
             type_meta_additional_properties: ma.type_meta_keeps_additional_properties
                 != type_meta_keeps_additional_properties,
             int_or_string_max_length: ma.int_or_string_max_length != int_or_string_max_length,
+            enum_string_max_length: ma.enum_string_max_length != enum_string_max_length,
             global_matches: ma.global_matches_cost != global_matches_cost,
             affix_runtime_cost: ma.affix_runtime_cost_by_argument != affix_runtime_cost_by_argument,
             object_meta_names: ma.object_meta_name_max_length != object_meta_name_max_length,
@@ -178,6 +189,7 @@ impl Differences {
         if p.has_cel
             && (self.optional_syntax
                 || self.cost_algorithm && p.algorithm_dependent && noted(consulted::COST_ALGORITHM)
+                || self.comprehension_result_size && p.algorithm_dependent
                 || self.parser_options && noted(consulted::PARSER_OPTIONS)
                 || p.tokens.iter().any(|t| self.names.contains(t))
                 || p.called.iter().any(|t| self.calls.contains(t)))
@@ -189,9 +201,11 @@ impl Differences {
             || self.kubernetes_type_equality
                 && (calls(KUBERNETES_TYPE_CONSTRUCTORS) || any(KUBERNETES_TYPE_NAMESPACES))
             || self.url_result_size && calls(&["url"])
+            || self.quantity_parse_cost && calls(&["quantity", "isQuantity"])
             || self.keywords_as_field_names && selects_reserved_word(p)
             || self.type_meta_additional_properties && p.resource_with_additional_properties
             || self.int_or_string_max_length && p.int_or_string_with_max_length
+            || self.enum_string_max_length && p.enum_string_without_max_length
             || self.global_matches && noted(consulted::GLOBAL_MATCHES)
             || self.affix_runtime_cost && noted(consulted::AFFIX_RUNTIME_COST)
             || self.object_meta_names && p.root_rule_reads_metadata)
@@ -240,7 +254,11 @@ struct Profile {
     /// A MutatingAdmissionPolicy: its `apiVersion` (the minors serve its versions differently,
     /// and a report says how).
     map_api_version: Option<String>,
+    /// A ValidatingAdmissionPolicy: its `apiVersion` (`v1` is not served before 1.30).
+    vap_api_version: Option<String>,
     int_or_string_with_max_length: bool,
+    /// A node with `enum` and no `maxLength` (over-approximated: whatever its type).
+    enum_string_without_max_length: bool,
     resource_with_additional_properties: bool,
     /// A call of the global `matches(s, re)` (the word not after a `.`).
     global_matches: bool,
@@ -265,6 +283,12 @@ impl Profile {
                     .unwrap_or_default()
                     .to_string()
             }),
+            vap_api_version: (kind == Some("ValidatingAdmissionPolicy")).then(|| {
+                v.get("apiVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            }),
             ..Profile::default()
         };
         p.walk(v, true);
@@ -275,6 +299,7 @@ impl Profile {
             let reads =
                 crate::vap::conversion_reads(v.get("spec").unwrap_or(&Value::Null), catalog);
             p.int_or_string_with_max_length |= reads.int_or_string_max_length;
+            p.enum_string_without_max_length |= reads.enum_string_without_max_length;
             p.resource_with_additional_properties |= reads.resource_additional_properties;
         }
         p
@@ -300,6 +325,7 @@ impl Profile {
                 // What the node says of itself, in one pass over its keys.
                 let (mut embedded, mut int_or_string, mut max_length, mut additional) =
                     (false, false, false, false);
+                let mut has_enum = false;
                 let mut rules = None;
                 for (k, x) in m {
                     match k.as_str() {
@@ -308,6 +334,7 @@ impl Profile {
                         "x-kubernetes-int-or-string" => int_or_string = *x == Value::Bool(true),
                         "maxLength" => max_length = true,
                         "additionalProperties" => additional = true,
+                        "enum" => has_enum = true,
                         "x-kubernetes-validations" => rules = x.as_array(),
                         _ => {}
                     }
@@ -323,6 +350,7 @@ impl Profile {
                     });
                 }
                 self.int_or_string_with_max_length |= int_or_string && max_length;
+                self.enum_string_without_max_length |= has_enum && !max_length;
                 self.resource_with_additional_properties |= additional && root;
                 for (k, x) in m {
                     match (k.as_str(), x) {
@@ -563,6 +591,11 @@ impl RangeEstimator {
     /// report of a version off by default or not served says so, naming the minor).
     fn served_alike(&self, p: &Profile, a: usize, b: usize) -> bool {
         use crate::vap::{MapApiVersion, map_api_version};
+        if let Some(api) = &p.vap_api_version {
+            let not_served =
+                |i: usize| crate::vap::vap_not_served(api, self.estimators[i].kubernetes_version());
+            return not_served(a).is_none() && not_served(b).is_none();
+        }
         let Some(api) = &p.map_api_version else {
             return true;
         };

@@ -111,7 +111,17 @@ fn step_causes(
             r
         }
     };
-    let mut found = consulted_between(a, b, aspect, c.rules, c.libraries);
+    // A policy one of them does not serve has no estimate there: that is the cause.
+    let mut found: Vec<_> = if reports[i].kind == "ValidatingAdmissionPolicy" {
+        super::causes::vap_serving(&reports[i].api_version, a, b)
+            .into_iter()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if found.is_empty() {
+        found = consulted_between(a, b, aspect, c.rules, c.libraries);
+    }
     if found.is_empty() {
         found = consulted_between(a, b, aspect, coarse(c.rules), c.libraries);
     }
