@@ -508,3 +508,15 @@ fn validating_admission_policies_v1_from_1_30() {
     );
     assert!(all[0].change.ends_with("v1 is served"), "{:?}", all[0]);
 }
+
+#[test]
+fn presence_tests_cost_nothing_from_1_29() {
+    let spec = json!({"type": "object", "properties": {"a": {"type": "string", "maxLength": 5}}});
+    let c = only_cause(
+        28,
+        K,
+        &crd_rule(spec, "!has(self.a)"),
+        "k8s.io/apiserver v0.29 pkg/cel/environment/base.go (checker.PresenceTestHasCost(false))",
+    );
+    assert!(c.change.contains("estimated at 0"), "{c:?}");
+}

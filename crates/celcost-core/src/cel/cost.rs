@@ -358,7 +358,8 @@ struct LocalVar {
 /// Options of the estimator.
 #[derive(Clone, Copy, Debug)]
 pub struct CostOptions {
-    /// Cost of `has()`: 0 in Kubernetes since 1.29 (`PresenceTestHasCost(false)`).
+    /// Cost of `has()`: 0 in Kubernetes since 1.29 (`PresenceTestHasCost(false)`,
+    /// [`super::minor::Minor::presence_test_cost`]).
     pub presence_test_cost: u64,
     /// The cel-go estimator the API server links.
     pub algorithm: CostAlgorithm,
@@ -689,6 +690,7 @@ impl<'a> Coster<'a> {
                 test_only,
             } => {
                 if *test_only {
+                    consulted::note(consulted::PRESENCE_TEST_COST);
                     return self.presence_cost.add(self.cost(operand));
                 }
                 let mut sum = self.cost(operand);

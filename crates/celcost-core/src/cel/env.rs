@@ -174,7 +174,7 @@ impl Env {
     /// The cost estimator's options in this environment.
     pub fn cost_options(&self) -> CostOptions {
         CostOptions {
-            presence_test_cost: 0,
+            presence_test_cost: self.minor.presence_test_cost,
             algorithm: self.minor.cost_algorithm,
             global_matches: self.minor.global_matches_cost,
             comprehension_result_size: self.minor.comprehension_result_size,

@@ -85,6 +85,12 @@ pub struct Minor {
     /// v0.17.8, Kubernetes 1.30); before, a comprehension's result has no computed size, so a
     /// call on it (`.map(…).sum()`, `x in l.map(…)`) is costed as over a list of unbounded size.
     pub comprehension_result_size: bool,
+    /// What cel-go's estimator charges for a presence test `has(x.f)` beside its operand: 1 by
+    /// default (`checker/cost.go` `presenceTestCost`), 0 from Kubernetes 1.29, whose `base.go`
+    /// sets `checker.PresenceTestHasCost(false)` as it moves to cel-go v0.17.7. (The runtime
+    /// cost of a presence test is the same in every minor: cel-go v0.16's, kept by
+    /// `interpreter.PresenceTestHasCost(false)`.)
+    pub presence_test_cost: u64,
     /// cel-go's `ext.Strings` (v1+) installs a compile-time check of `'…'.format([…])` calls
     /// (cel-go v0.20, Kubernetes 1.31).
     pub format_string_validator: bool,
@@ -162,6 +168,7 @@ const K1_28: Minor = Minor {
     cel_go: "v0.16.1",
     compatibility: v(27),
     enum_string_max_length: false,
+    presence_test_cost: 1,
     ..K1_29
 };
 
@@ -189,6 +196,7 @@ const K1_30: Minor = Minor {
     missing_libraries: &["cel.lib.optional.v2", "kubernetes.format"],
     cost_algorithm: CostAlgorithm::IterRanges,
     comprehension_result_size: true,
+    presence_test_cost: 0,
     optional_macros_copy_their_receiver: false,
     format_string_validator: false,
     kubernetes_type_equality: false,
@@ -480,6 +488,28 @@ pub fn parse_version(s: &str) -> Result<Version, String> {
 
 /// `1.N`, `1.A..1.B` (inclusive) or `all`: the supported minors meant, oldest first.
 pub fn parse_range(s: &str) -> Result<Vec<Version>, String> {
+    parse_range_or_constraint(s).map(|(v, _)| v)
+}
+
+/// [`parse_range`], or a version constraint as Helm's `kubeVersion` writes it (`">= 1.29.0-0"`,
+/// `">=1.30 <1.37"`, `"~1.33"`: [`super::constraint`]) clipped to the minors celcost knows, with
+/// what to tell the user where it was clipped.
+pub fn parse_range_or_constraint(s: &str) -> Result<(Vec<Version>, Option<String>), String> {
+    let t = s.trim();
+    let plain = t.eq_ignore_ascii_case("all")
+        || t.contains("..")
+        || t.trim_start_matches('v').split('.').count() == 2
+            && t.trim_start_matches('v')
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b == b'.');
+    if plain {
+        return parse_plain_range(t).map(|v| (v, None));
+    }
+    let known: Vec<Version> = KUBERNETES.iter().map(|m| m.kubernetes).collect();
+    super::constraint::minors_meeting(t, &known)
+}
+
+fn parse_plain_range(s: &str) -> Result<Vec<Version>, String> {
     let s = s.trim();
     if s.eq_ignore_ascii_case("all") {
         return Ok(KUBERNETES.iter().map(|m| m.kubernetes).collect());
@@ -595,6 +625,16 @@ mod tests {
                 .contains("not supported")
         );
         assert!(parse_range("1.30..").unwrap_err().contains("invalid"));
+        // Constraints as Helm's kubeVersion writes them, clipped to the minors known.
+        let (got, note) = parse_range_or_constraint(">= 1.29.0-0").unwrap();
+        assert_eq!(got, parse_range("1.29..1.37").unwrap());
+        assert!(note.unwrap().contains("judged against 1.29..1.37"));
+        let (got, note) = parse_range_or_constraint(">=1.30 <1.37").unwrap();
+        assert_eq!(got, parse_range("1.30..1.36").unwrap());
+        assert_eq!(note, None);
+        assert_eq!(parse_range("~1.33").unwrap(), [v(33)]);
+        assert!(parse_range(">= 1.x.y").unwrap_err().contains("invalid"));
+        assert_eq!(parse_range_or_constraint("1.31").unwrap().1, None);
     }
 
     #[test]

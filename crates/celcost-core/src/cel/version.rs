@@ -99,6 +99,9 @@ pub mod consulted {
     /// A comprehension was costed by cel-go's estimator before v0.23
     /// ([`super::super::minor::Minor::comprehension_result_size`]).
     pub const COMPREHENSION_RESULT_SIZE: u32 = 1 << 13;
+    /// A presence test `has(x.f)` was costed
+    /// ([`super::super::minor::Minor::presence_test_cost`]).
+    pub const PRESENCE_TEST_COST: u32 = 1 << 12;
 
     /// The estimate costed something cel-go's two estimators cost by different paths: a
     /// comprehension, a local variable, a list or map literal with entries, `dyn`, an optional

@@ -98,6 +98,7 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
         missing_libraries: _,
         cost_algorithm,
         comprehension_result_size,
+        presence_test_cost,
         format_string_validator,
         optional_macros_copy_their_receiver,
         kubernetes_type_equality,
@@ -143,6 +144,14 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
             "google/cel-go v0.17.8 checker/cost.go (costComprehension)",
             COST,
             consulted::COMPREHENSION_RESULT_SIZE,
+        ));
+    }
+    if a.presence_test_cost != presence_test_cost {
+        out.push(D::rule(
+            format!("a presence test has(x.f) is estimated at {presence_test_cost} beside its operand"),
+            "k8s.io/apiserver v0.29 pkg/cel/environment/base.go (checker.PresenceTestHasCost(false))",
+            COST,
+            consulted::PRESENCE_TEST_COST,
         ));
     }
     if a.global_matches_cost != global_matches_cost {
@@ -719,6 +728,13 @@ mod tests {
                 Minor {
                     comprehension_result_size: false,
                     cost_algorithm: CostAlgorithm::IterRanges,
+                    ..base
+                },
+            ),
+            (
+                "presence_test_cost",
+                Minor {
+                    presence_test_cost: 1,
                     ..base
                 },
             ),

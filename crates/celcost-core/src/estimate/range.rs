@@ -38,6 +38,8 @@ struct Differences {
     /// cel-go v0.17.8's comprehension result sizes: it matters to an object whose CEL has a
     /// comprehension ([`algorithm_dependent`] words).
     comprehension_result_size: bool,
+    /// What a presence test costs: it matters to an object whose CEL calls `has`.
+    presence_test_cost: bool,
     optional_macros: bool,
     format_validator: bool,
     kubernetes_type_equality: bool,
@@ -131,6 +133,7 @@ impl Differences {
             missing_libraries: _,
             cost_algorithm,
             comprehension_result_size,
+            presence_test_cost,
             format_string_validator,
             optional_macros_copy_their_receiver,
             kubernetes_type_equality,
@@ -160,6 +163,7 @@ impl Differences {
                 .any(|(a, b)| a.optional_syntax != b.optional_syntax),
             cost_algorithm: ma.cost_algorithm != cost_algorithm,
             comprehension_result_size: ma.comprehension_result_size != comprehension_result_size,
+            presence_test_cost: ma.presence_test_cost != presence_test_cost,
             optional_macros: ma.optional_macros_copy_their_receiver
                 != optional_macros_copy_their_receiver,
             format_validator: ma.format_string_validator != format_string_validator,
@@ -202,6 +206,7 @@ impl Differences {
                 && (calls(KUBERNETES_TYPE_CONSTRUCTORS) || any(KUBERNETES_TYPE_NAMESPACES))
             || self.url_result_size && calls(&["url"])
             || self.quantity_parse_cost && calls(&["quantity", "isQuantity"])
+            || self.presence_test_cost && calls(&["has"])
             || self.keywords_as_field_names && selects_reserved_word(p)
             || self.type_meta_additional_properties && p.resource_with_additional_properties
             || self.int_or_string_max_length && p.int_or_string_with_max_length
