@@ -27,12 +27,18 @@ const FLOOR_VERDICTS: f64 = 100.0;
 const FLOOR_ERRORS: f64 = 100.0;
 const FLOOR_EXPRESSIONS: f64 = 100.0;
 
-/// The floors of a minor: 100% from 1.30; 1.28 and 1.29 (issue 45, item 3) at what they reach
-/// so far (rules, totals, verdicts, error sets), raised as their differences are modelled.
+/// The floors of a minor: 100% for every minor but 1.28 (issue 45, item 3), whose rules are at
+/// what they reach so far (the 4 left: cel-go v0.16.1's cost factor past 2^64, see
+/// `docs/versions.md`), raised as the difference is modelled.
 fn floors(minor: u32) -> [f64; 5] {
     match minor {
-        28 => [96.51, 100.0, 100.0, 80.71, FLOOR_EXPRESSIONS],
-        29 => [99.70, 98.29, 98.51, 91.98, FLOOR_EXPRESSIONS],
+        28 => [
+            99.90,
+            FLOOR_TOTALS,
+            FLOOR_VERDICTS,
+            FLOOR_ERRORS,
+            FLOOR_EXPRESSIONS,
+        ],
         _ => [
             FLOOR_RULES,
             FLOOR_TOTALS,
@@ -111,6 +117,22 @@ impl Tallies {
     }
 }
 
+/// `text` with the digits after `selfType` taken out: Kubernetes names a CRD schema's root
+/// type `selfType` and the time's nanoseconds (apiextensions-apiserver `schema/cel`
+/// `generateUniqueSelfTypeName`, `time.Now().Nanosecond()`), which no estimate can reproduce;
+/// celcost writes `selfType`. (It shows in compile errors of 1.29 only in this corpus.)
+fn without_self_type_nanos(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("selfType") {
+        let (before, after) = rest.split_at(i + "selfType".len());
+        out.push_str(before);
+        rest = after.trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Compares our reports of one file with the expected values of one minor.
 fn compare(rel: &str, expected: &[Value], ours: &[ObjectReport], t: &mut Tallies) {
     let Tallies {
@@ -148,7 +170,7 @@ fn compare(rel: &str, expected: &[Value], ours: &[ObjectReport], t: &mut Tallies
             .flatten()
             .filter_map(|e| e.as_str())
             .filter(|e| filter(e))
-            .map(String::from)
+            .map(without_self_type_nanos)
             .collect();
         let got_errs: BTreeSet<String> = got.errors.iter().filter(|e| filter(e)).cloned().collect();
         let e_ok = exp_errs == got_errs;
@@ -197,7 +219,8 @@ fn compare(rel: &str, expected: &[Value], ours: &[ObjectReport], t: &mut Tallies
                             && Some(g.cost) == u(er, "cost")
                             && Some(g.cardinality_used) == u(er, "cardinalityUsed")
                             && g.message_expression_cost == u(er, "messageExpressionCost")
-                            && g.compile_error.as_deref() == er["compileError"].as_str()
+                            && g.compile_error
+                                == er["compileError"].as_str().map(without_self_type_nanos)
                     });
                     rules.add(ok);
                     object_ok &= ok;

@@ -312,6 +312,7 @@ impl Env {
             vars,
             provider,
             homogeneous_literals: false,
+            untyped_undeclared_member_calls: self.minor.untyped_undeclared_member_calls,
         };
         let checked = match check(parsed, &env) {
             Ok(c) => c,

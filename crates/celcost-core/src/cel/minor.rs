@@ -91,6 +91,16 @@ pub struct Minor {
     /// cost of a presence test is the same in every minor: cel-go v0.16's, kept by
     /// `interpreter.PresenceTestHasCost(false)`.)
     pub presence_test_cost: u64,
+    /// cel-go v0.16's checker (`checker/checker.go` `checkCall`): a call of an undeclared
+    /// member function (`format.dns1123Label()`, `x.hasValue()` without the optional library)
+    /// is left without a type, so every call it is an argument of fails too ("found no
+    /// matching overload for '!_' applied to '(<nil>)'"), and `_&&_` / `_||_` are resolved as
+    /// any other overload; v0.17 gives it the error type, which every overload takes.
+    pub untyped_undeclared_member_calls: bool,
+    /// A CRD rule's `optionalOldSelf` is honoured (`oldSelf` optional, transition rules run on
+    /// create): the `CRDValidationRatcheting` gate is on by default from Kubernetes 1.30
+    /// (beta). 1.29 drops the field on create (the gate off), 1.28 has no such field.
+    pub optional_old_self: bool,
     /// cel-go's `ext.Strings` (v1+) installs a compile-time check of `'…'.format([…])` calls
     /// (cel-go v0.20, Kubernetes 1.31).
     pub format_string_validator: bool,
@@ -169,6 +179,7 @@ const K1_28: Minor = Minor {
     compatibility: v(27),
     enum_string_max_length: false,
     presence_test_cost: 1,
+    untyped_undeclared_member_calls: true,
     ..K1_29
 };
 
@@ -181,6 +192,7 @@ const K1_29: Minor = Minor {
     compatibility: v(28),
     quantity_parse_cost: false,
     comprehension_result_size: false,
+    optional_old_self: false,
     ..K1_30
 };
 
@@ -197,6 +209,8 @@ const K1_30: Minor = Minor {
     cost_algorithm: CostAlgorithm::IterRanges,
     comprehension_result_size: true,
     presence_test_cost: 0,
+    untyped_undeclared_member_calls: false,
+    optional_old_self: true,
     optional_macros_copy_their_receiver: false,
     format_string_validator: false,
     kubernetes_type_equality: false,

@@ -102,6 +102,14 @@ pub mod consulted {
     /// A presence test `has(x.f)` was costed
     /// ([`super::super::minor::Minor::presence_test_cost`]).
     pub const PRESENCE_TEST_COST: u32 = 1 << 12;
+    /// An undeclared member function or a logical operator was type-checked
+    /// ([`super::super::minor::Minor::untyped_undeclared_member_calls`]).
+    pub const UNTYPED_MEMBER_CALLS: u32 = 1 << 11;
+    /// A rule with `optionalOldSelf` was compiled
+    /// ([`super::super::minor::Minor::optional_old_self`]): the bit of the wording rule of the
+    /// same change (`crd::fielderr::api_types_of_1_30`, `CRDValidationRatcheting`'s field), as
+    /// every bit is taken.
+    pub const OPTIONAL_OLD_SELF: u32 = 1 << 9;
 
     /// The estimate costed something cel-go's two estimators cost by different paths: a
     /// comprehension, a local variable, a list or map literal with entries, `dyn`, an optional

@@ -99,6 +99,8 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
         cost_algorithm,
         comprehension_result_size,
         presence_test_cost,
+        untyped_undeclared_member_calls,
+        optional_old_self,
         format_string_validator,
         optional_macros_copy_their_receiver,
         kubernetes_type_equality,
@@ -152,6 +154,30 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
             "k8s.io/apiserver v0.29 pkg/cel/environment/base.go (checker.PresenceTestHasCost(false))",
             COST,
             consulted::PRESENCE_TEST_COST,
+        ));
+    }
+    if a.untyped_undeclared_member_calls != untyped_undeclared_member_calls {
+        out.push(D::rule(
+            if untyped_undeclared_member_calls {
+                format!("cel-go {cel_go}'s checker leaves a call of an undeclared member function untyped, so the calls around it fail too, and checks && and || as any overload")
+            } else {
+                format!("cel-go {cel_go}'s checker gives a call of an undeclared member function the error type, which the calls around it take")
+            },
+            "google/cel-go v0.17 checker/checker.go (checkCall)",
+            COMPILE,
+            consulted::UNTYPED_MEMBER_CALLS,
+        ));
+    }
+    if a.optional_old_self != optional_old_self {
+        out.push(D::rule(
+            if optional_old_self {
+                "a rule's optionalOldSelf makes oldSelf optional (CRDValidationRatcheting on by default)"
+            } else {
+                "a rule's optionalOldSelf is dropped on create (CRDValidationRatcheting off, or no such field)"
+            },
+            "kubernetes/enhancements#4008 (KEP-4008: CRD validation ratcheting, beta in 1.30)",
+            COMPILE_AND_COST,
+            consulted::OPTIONAL_OLD_SELF,
         ));
     }
     if a.global_matches_cost != global_matches_cost {
@@ -495,7 +521,7 @@ fn wording_differences(a: Version, b: Version, out: &mut Vec<Difference>) {
     );
     // (index in `wording`, what the newer minor says, reference, what it moves); the optional
     // type's name is the Minor field above.
-    let rules: [(usize, &str, &str, &'static [Aspect]); 8] = [
+    let rules: [(usize, &str, &str, &'static [Aspect]); 10] = [
         (
             0,
             "a stored version removed from spec.versions is explained",
@@ -542,6 +568,18 @@ fn wording_differences(a: Version, b: Version, out: &mut Vec<Difference>) {
             7,
             "a rule that fails on a default shows the value, not the schema type",
             "k8s.io/apiextensions-apiserver v0.35 pkg/apiserver/schema/cel/validation.go",
+            ERRORS,
+        ),
+        (
+            9,
+            "an error that shows a CRD version shows its SelectableFields, and a rule its OptionalOldSelf as set",
+            "k8s.io/apiextensions-apiserver v0.30 pkg/apis/apiextensions/types.go",
+            ERRORS,
+        ),
+        (
+            10,
+            "an error that shows a validation rule shows its OptionalOldSelf field",
+            "k8s.io/apiextensions-apiserver v0.29 pkg/apis/apiextensions/types.go",
             ERRORS,
         ),
     ];
@@ -728,6 +766,20 @@ mod tests {
                 Minor {
                     comprehension_result_size: false,
                     cost_algorithm: CostAlgorithm::IterRanges,
+                    ..base
+                },
+            ),
+            (
+                "optional_old_self",
+                Minor {
+                    optional_old_self: false,
+                    ..base
+                },
+            ),
+            (
+                "untyped_undeclared_member_calls",
+                Minor {
+                    untyped_undeclared_member_calls: true,
                     ..base
                 },
             ),

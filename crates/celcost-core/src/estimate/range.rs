@@ -40,6 +40,9 @@ struct Differences {
     comprehension_result_size: bool,
     /// What a presence test costs: it matters to an object whose CEL calls `has`.
     presence_test_cost: bool,
+    /// cel-go v0.16's checker: any compile of the object may word its errors otherwise.
+    untyped_member_calls: bool,
+    optional_old_self: bool,
     optional_macros: bool,
     format_validator: bool,
     kubernetes_type_equality: bool,
@@ -134,6 +137,8 @@ impl Differences {
             cost_algorithm,
             comprehension_result_size,
             presence_test_cost,
+            untyped_undeclared_member_calls,
+            optional_old_self,
             format_string_validator,
             optional_macros_copy_their_receiver,
             kubernetes_type_equality,
@@ -164,6 +169,9 @@ impl Differences {
             cost_algorithm: ma.cost_algorithm != cost_algorithm,
             comprehension_result_size: ma.comprehension_result_size != comprehension_result_size,
             presence_test_cost: ma.presence_test_cost != presence_test_cost,
+            untyped_member_calls: ma.untyped_undeclared_member_calls
+                != untyped_undeclared_member_calls,
+            optional_old_self: ma.optional_old_self != optional_old_self,
             optional_macros: ma.optional_macros_copy_their_receiver
                 != optional_macros_copy_their_receiver,
             format_validator: ma.format_string_validator != format_string_validator,
@@ -194,6 +202,7 @@ impl Differences {
             && (self.optional_syntax
                 || self.cost_algorithm && p.algorithm_dependent && noted(consulted::COST_ALGORITHM)
                 || self.comprehension_result_size && p.algorithm_dependent
+                || self.untyped_member_calls
                 || self.parser_options && noted(consulted::PARSER_OPTIONS)
                 || p.tokens.iter().any(|t| self.names.contains(t))
                 || p.called.iter().any(|t| self.calls.contains(t)))
@@ -207,6 +216,7 @@ impl Differences {
             || self.url_result_size && calls(&["url"])
             || self.quantity_parse_cost && calls(&["quantity", "isQuantity"])
             || self.presence_test_cost && calls(&["has"])
+            || self.optional_old_self && p.optional_old_self
             || self.keywords_as_field_names && selects_reserved_word(p)
             || self.type_meta_additional_properties && p.resource_with_additional_properties
             || self.int_or_string_max_length && p.int_or_string_with_max_length
@@ -264,6 +274,8 @@ struct Profile {
     int_or_string_with_max_length: bool,
     /// A node with `enum` and no `maxLength` (over-approximated: whatever its type).
     enum_string_without_max_length: bool,
+    /// A rule with `optionalOldSelf`.
+    optional_old_self: bool,
     resource_with_additional_properties: bool,
     /// A call of the global `matches(s, re)` (the word not after a `.`).
     global_matches: bool,
@@ -340,6 +352,7 @@ impl Profile {
                         "maxLength" => max_length = true,
                         "additionalProperties" => additional = true,
                         "enum" => has_enum = true,
+                        "optionalOldSelf" => self.optional_old_self = true,
                         "x-kubernetes-validations" => rules = x.as_array(),
                         _ => {}
                     }
