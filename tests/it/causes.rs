@@ -520,3 +520,52 @@ fn presence_tests_cost_nothing_from_1_29() {
     );
     assert!(c.change.contains("estimated at 0"), "{c:?}");
 }
+
+#[test]
+fn undeclared_member_calls_are_untyped_in_cel_go_0_16() {
+    let spec = json!({"type": "string", "maxLength": 5});
+    let crd = crd_rule(spec.clone(), "!self.notAFunction()");
+    let c = only_cause(
+        28,
+        K,
+        &crd,
+        "google/cel-go v0.17 checker/checker.go (checkCall)",
+    );
+    assert!(c.change.contains("error type"), "{c:?}");
+    let old = estimator(28, K).estimate(&crd, "t").unwrap();
+    let err = old.schemas[0].rules[0].compile_error.clone().unwrap();
+    assert!(
+        err.contains("found no matching overload for '!_' applied to '(<nil>)'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn optional_old_self_from_1_30() {
+    let mut spec = json!({"type": "string", "maxLength": 5});
+    spec["x-kubernetes-validations"] =
+        json!([{"rule": "oldSelf.hasValue() || self == 'a'", "optionalOldSelf": true}]);
+    let crd = crd_with_root(json!({"type": "object", "properties": {"spec": spec}}));
+    let r = range(29, 30, K, &crd);
+    let refs: Vec<String> = all_causes(&r).into_iter().map(|c| c.reference).collect();
+    assert!(
+        refs.contains(
+            &"kubernetes/enhancements#4008 (KEP-4008: CRD validation ratcheting, beta in 1.30)"
+                .to_string()
+        ),
+        "{refs:?}"
+    );
+    let m = r.by_version.as_ref().unwrap();
+    let rule = m
+        .changes
+        .iter()
+        .find(|c| c.unit.starts_with("^.spec"))
+        .unwrap();
+    let refs: Vec<&str> = rule.causes.iter().map(|c| c.reference.as_str()).collect();
+    assert_eq!(
+        refs,
+        ["kubernetes/enhancements#4008 (KEP-4008: CRD validation ratcheting, beta in 1.30)"],
+        "{:?}",
+        rule.causes
+    );
+}
