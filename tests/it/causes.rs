@@ -569,3 +569,28 @@ fn optional_old_self_from_1_30() {
         rule.causes
     );
 }
+
+#[test]
+fn cost_factors_past_2_64_are_clamped_from_cel_go_0_17() {
+    // `in` over an unsized comprehension (1.28, cel-go v0.16.1): a factor of 1 on 2^64 − 1,
+    // which v0.16.1 converts to 2^63; 1.29 clamps it. Both minors give the result no size.
+    let spec = json!({"type": "object", "properties": {
+        "d": {"type": "string", "maxLength": 5},
+        "l": {"type": "array", "maxItems": 5, "items": {"type": "object",
+            "properties": {"n": {"type": "string", "maxLength": 5}}}}}});
+    let crd = crd_rule(spec, "self.d in self.l.map(s, s.n)");
+    let cost = |m: u32| estimator(m, K).estimate(&crd, "t").unwrap().schemas[0].rules[0].max_cost;
+    assert!(
+        cost(28) > 1 << 63 && cost(28) < (1 << 63) + 1000,
+        "{}",
+        cost(28)
+    );
+    assert_eq!(cost(29), u64::MAX);
+    let c = only_cause(
+        28,
+        K,
+        &crd,
+        "google/cel-go v0.17 checker/cost.go (multiplyByCostFactor, doubleTwoTo64)",
+    );
+    assert!(c.change.contains("clamps"), "{c:?}");
+}

@@ -82,7 +82,8 @@ pub fn mul_sat(x: u64, y: u64) -> u64 {
 }
 
 /// cel-go `multiplyByCostFactor`: f64 conversion (round to nearest), a pre-check against
-/// 2^64 / k, one multiply, ceil, clamp at 2^64.
+/// 2^64 / k, one multiply, ceil, clamp at 2^64 (v0.17; v0.16 converts a ceiling of 2^64 or
+/// more unchecked, which Go on amd64 makes 2^63: [`CostOptions::cost_factor_clamped`]).
 pub fn multiply_by_cost_factor(x: u64, k: f64) -> u64 {
     const TWO_TO_64: f64 = 18_446_744_073_709_551_616.0;
     let xf = x as f64;
@@ -90,7 +91,16 @@ pub fn multiply_by_cost_factor(x: u64, k: f64) -> u64 {
         return u64::MAX;
     }
     let c = (xf * k).ceil();
-    if c >= TWO_TO_64 { u64::MAX } else { c as u64 }
+    if c >= TWO_TO_64 {
+        consulted::note(consulted::COST_FACTOR_CLAMP);
+        if COST_FACTOR_CLAMPED.with(Cell::get) {
+            u64::MAX
+        } else {
+            1 << 63
+        }
+    } else {
+        c as u64
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -369,6 +379,9 @@ pub struct CostOptions {
     /// [`CostAlgorithm::IterRanges`]: a comprehension's result has the range's size
     /// ([`super::minor::Minor::comprehension_result_size`], cel-go v0.17.8).
     pub comprehension_result_size: bool,
+    /// `multiplyByCostFactor` clamps a product of 2^64 or more at 2^64 − 1
+    /// ([`super::minor::Minor::cost_factor_clamped`], cel-go v0.17).
+    pub cost_factor_clamped: bool,
 }
 
 impl Default for CostOptions {
@@ -378,6 +391,7 @@ impl Default for CostOptions {
             algorithm: CostAlgorithm::ScopedLocals,
             global_matches: false,
             comprehension_result_size: true,
+            cost_factor_clamped: true,
         }
     }
 }
@@ -401,10 +415,21 @@ pub fn estimate(checked: &CheckedExpr, embedder: &dyn CostEmbedder, opts: CostOp
         global_matches: opts.global_matches,
         comprehension_result_size: opts.comprehension_result_size,
     };
+    // Kept for the estimate's factors (its own and the Kubernetes estimator's), put back after
+    // it, also when it unwinds.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            COST_FACTOR_CLAMPED.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(COST_FACTOR_CLAMPED.with(|c| c.replace(opts.cost_factor_clamped)));
     c.cost(checked.expr())
 }
 
 thread_local! {
+    /// [`CostOptions::cost_factor_clamped`] of the estimate under way (clamped outside one).
+    static COST_FACTOR_CLAMPED: Cell<bool> = const { Cell::new(true) };
     /// Whether [`by_either_algorithm`] compares its costs with the other algorithm's.
     static COMPARING_ALGORITHMS: Cell<bool> = const { Cell::new(false) };
 }

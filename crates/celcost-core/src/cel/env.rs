@@ -178,6 +178,7 @@ impl Env {
             algorithm: self.minor.cost_algorithm,
             global_matches: self.minor.global_matches_cost,
             comprehension_result_size: self.minor.comprehension_result_size,
+            cost_factor_clamped: self.minor.cost_factor_clamped,
         }
     }
 

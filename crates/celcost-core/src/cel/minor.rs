@@ -91,6 +91,11 @@ pub struct Minor {
     /// cost of a presence test is the same in every minor: cel-go v0.16's, kept by
     /// `interpreter.PresenceTestHasCost(false)`.)
     pub presence_test_cost: u64,
+    /// cel-go's `multiplyByCostFactor` clamps a product whose ceiling is 2^64 or more at
+    /// 2^64 − 1 (`checker/cost.go`, `doubleTwoTo64`: cel-go v0.17, Kubernetes 1.29); v0.16.1
+    /// converts it to `uint64` unchecked, which Go on amd64 makes 2^63 (`x in l.map(…)` over an
+    /// unsized comprehension: 2^63 plus the rest).
+    pub cost_factor_clamped: bool,
     /// cel-go v0.16's checker (`checker/checker.go` `checkCall`): a call of an undeclared
     /// member function (`format.dns1123Label()`, `x.hasValue()` without the optional library)
     /// is left without a type, so every call it is an argument of fails too ("found no
@@ -179,6 +184,7 @@ const K1_28: Minor = Minor {
     compatibility: v(27),
     enum_string_max_length: false,
     presence_test_cost: 1,
+    cost_factor_clamped: false,
     untyped_undeclared_member_calls: true,
     ..K1_29
 };
@@ -209,6 +215,7 @@ const K1_30: Minor = Minor {
     cost_algorithm: CostAlgorithm::IterRanges,
     comprehension_result_size: true,
     presence_test_cost: 0,
+    cost_factor_clamped: true,
     untyped_undeclared_member_calls: false,
     optional_old_self: true,
     optional_macros_copy_their_receiver: false,

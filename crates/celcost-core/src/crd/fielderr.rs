@@ -121,7 +121,7 @@ const OPTIONAL_TYPE_NAME: usize = 8;
 /// Which rules of [`wording`] are applied when an error is rendered ([`FieldError::render`]):
 /// the bad value's form, details that repeat their field, units and the too-long detail. The others decide text when the error is
 /// made.
-pub const RENDER_TIME_RULES: u32 = 1 << 2 | 1 << 3 | 1 << 4 | 1 << 5 | 1 << 9 | 1 << 10;
+pub const RENDER_TIME_RULES: u64 = 1 << 2 | 1 << 3 | 1 << 4 | 1 << 5 | 1 << 9 | 1 << 10;
 
 /// Notes that rule `i` of [`wording`] decided some text of the estimate under way.
 fn consulted(i: usize) {
@@ -131,7 +131,7 @@ fn consulted(i: usize) {
 /// The wording rules a report's errors depend on: those its estimate consulted
 /// (`consulted`, a bit per index of [`wording`]), and the optional type's name where some error
 /// names it.
-pub fn wording_rules_of<'a>(consulted: u32, errors: impl IntoIterator<Item = &'a String>) -> u32 {
+pub fn wording_rules_of<'a>(consulted: u64, errors: impl IntoIterator<Item = &'a String>) -> u64 {
     let names_optional = errors.into_iter().any(|e| e.contains("optional"));
     consulted
         | if names_optional {
@@ -143,7 +143,7 @@ pub fn wording_rules_of<'a>(consulted: u32, errors: impl IntoIterator<Item = &'a
 
 /// Whether minors `a` and `b` agree on every wording rule of `rules` (bits by index of
 /// [`wording`]).
-pub fn worded_alike(rules: u32, a: Version, b: Version) -> bool {
+pub fn worded_alike(rules: u64, a: Version, b: Version) -> bool {
     let (wa, wb) = (wording(a), wording(b));
     (0..wa.len()).all(|i| rules & (1 << i) == 0 || wa[i] == wb[i])
 }

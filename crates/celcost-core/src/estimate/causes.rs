@@ -39,7 +39,7 @@ pub struct Difference {
     /// What it can move.
     pub aspects: &'static [Aspect],
     /// The consulted bits that say an estimate read it (any of them).
-    bits: u32,
+    bits: u64,
     /// The library sections that say it (any of them), bits by section index.
     libraries: u64,
 }
@@ -49,7 +49,7 @@ impl Difference {
         change: impl Into<String>,
         reference: &str,
         aspects: &'static [Aspect],
-        bits: u32,
+        bits: u64,
     ) -> Self {
         Difference {
             change: change.into(),
@@ -62,7 +62,7 @@ impl Difference {
 
     /// Whether an estimate that consulted `rules` (bits of [`consulted`]) and resolved names in
     /// the library sections `libraries` read this difference.
-    pub fn consulted_by(&self, rules: u32, libraries: u64) -> bool {
+    pub fn consulted_by(&self, rules: u64, libraries: u64) -> bool {
         rules & self.bits != 0 || libraries & self.libraries != 0
     }
 
@@ -99,6 +99,7 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
         cost_algorithm,
         comprehension_result_size,
         presence_test_cost,
+        cost_factor_clamped,
         untyped_undeclared_member_calls,
         optional_old_self,
         format_string_validator,
@@ -154,6 +155,18 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
             "k8s.io/apiserver v0.29 pkg/cel/environment/base.go (checker.PresenceTestHasCost(false))",
             COST,
             consulted::PRESENCE_TEST_COST,
+        ));
+    }
+    if a.cost_factor_clamped != cost_factor_clamped {
+        out.push(D::rule(
+            if cost_factor_clamped {
+                format!("cel-go {cel_go} clamps a cost factor's product of 2^64 or more at 2^64 - 1")
+            } else {
+                format!("cel-go {cel_go} converts a cost factor's product of 2^64 or more unchecked (2^63 on amd64)")
+            },
+            "google/cel-go v0.17 checker/cost.go (multiplyByCostFactor, doubleTwoTo64)",
+            COST,
+            consulted::COST_FACTOR_CLAMP,
         ));
     }
     if a.untyped_undeclared_member_calls != untyped_undeclared_member_calls {
@@ -648,7 +661,7 @@ pub fn consulted_between(
     a: &Minor,
     b: &Minor,
     aspect: Aspect,
-    rules: u32,
+    rules: u64,
     libraries: u64,
 ) -> Vec<Difference> {
     let mut out: Vec<Difference> = Vec::new();
@@ -780,6 +793,13 @@ mod tests {
                 "untyped_undeclared_member_calls",
                 Minor {
                     untyped_undeclared_member_calls: true,
+                    ..base
+                },
+            ),
+            (
+                "cost_factor_clamped",
+                Minor {
+                    cost_factor_clamped: false,
                     ..base
                 },
             ),

@@ -40,6 +40,8 @@ struct Differences {
     comprehension_result_size: bool,
     /// What a presence test costs: it matters to an object whose CEL calls `has`.
     presence_test_cost: bool,
+    /// Whether a cost factor past 2^64 is clamped: it matters to an estimate that noted one.
+    cost_factor_clamped: bool,
     /// cel-go v0.16's checker: any compile of the object may word its errors otherwise.
     untyped_member_calls: bool,
     optional_old_self: bool,
@@ -137,6 +139,7 @@ impl Differences {
             cost_algorithm,
             comprehension_result_size,
             presence_test_cost,
+            cost_factor_clamped,
             untyped_undeclared_member_calls,
             optional_old_self,
             format_string_validator,
@@ -169,6 +172,7 @@ impl Differences {
             cost_algorithm: ma.cost_algorithm != cost_algorithm,
             comprehension_result_size: ma.comprehension_result_size != comprehension_result_size,
             presence_test_cost: ma.presence_test_cost != presence_test_cost,
+            cost_factor_clamped: ma.cost_factor_clamped != cost_factor_clamped,
             untyped_member_calls: ma.untyped_undeclared_member_calls
                 != untyped_undeclared_member_calls,
             optional_old_self: ma.optional_old_self != optional_old_self,
@@ -194,10 +198,10 @@ impl Differences {
     /// Whether an object with this profile gets the same estimate from both minors (apart from
     /// error wording, which [`RangeEstimator`] checks on the report), given the rules an estimate
     /// of it consulted (`consulted`, bits of [`consulted`]; all of them where none was made).
-    fn irrelevant_to(&self, p: &Profile, consulted: u32) -> bool {
+    fn irrelevant_to(&self, p: &Profile, consulted: u64) -> bool {
         let any = |words: &[&str]| words.iter().any(|w| p.tokens.contains(*w));
         let calls = |words: &[&str]| words.iter().any(|w| p.called.contains(*w));
-        let noted = |bit: u32| consulted & bit != 0;
+        let noted = |bit: u64| consulted & bit != 0;
         if p.has_cel
             && (self.optional_syntax
                 || self.cost_algorithm && p.algorithm_dependent && noted(consulted::COST_ALGORITHM)
@@ -216,6 +220,7 @@ impl Differences {
             || self.url_result_size && calls(&["url"])
             || self.quantity_parse_cost && calls(&["quantity", "isQuantity"])
             || self.presence_test_cost && calls(&["has"])
+            || self.cost_factor_clamped && noted(consulted::COST_FACTOR_CLAMP)
             || self.optional_old_self && p.optional_old_self
             || self.keywords_as_field_names && selects_reserved_word(p)
             || self.type_meta_additional_properties && p.resource_with_additional_properties
@@ -325,9 +330,9 @@ impl Profile {
     /// The rules an estimate of the object may consult, as far as its words tell, for a
     /// comparison no estimate informs: every wording rule and the cost algorithm, and the
     /// parser options where some text names a gated macro or has a backtick.
-    fn presumed_consulted(&self) -> u32 {
+    fn presumed_consulted(&self) -> u64 {
         let any = |words: &[&str]| words.iter().any(|w| self.tokens.contains(*w));
-        let unless = |may: bool, bit: u32| if may { 0 } else { bit };
+        let unless = |may: bool, bit: u64| if may { 0 } else { bit };
         let gated = any(TWO_VARIABLE_MACROS) || any(&["sortBy"]);
         // Runtime costs are counted only where a rule is evaluated on a default.
         let affixes = self.has_default && any(&["startsWith", "endsWith"]);
@@ -660,7 +665,7 @@ impl RangeEstimator {
         let mut out: Vec<ObjectReport> = Vec::with_capacity(n);
         // The wording rules each report's text depends on (bits by index of
         // `fielderr::wording`): those its estimate consulted.
-        let mut rules: Vec<u32> = Vec::with_capacity(n);
+        let mut rules: Vec<u64> = Vec::with_capacity(n);
         // The index of the minor whose report the last ones copy.
         let mut representative: Option<usize> = None;
         for i in 0..n {
@@ -693,7 +698,7 @@ impl RangeEstimator {
                 Some(mut copy) => {
                     copy.kubernetes_version = format!("v{to}");
                     copy.made_by.minor = Some(self.estimators[i].minor());
-                    rules.push(alike.map_or(u32::MAX, |r| rules[r]));
+                    rules.push(alike.map_or(u64::MAX, |r| rules[r]));
                     out.push(copy);
                 }
                 None => {
@@ -733,7 +738,7 @@ fn served_otherwise(
     p: &Profile,
     r: &ObjectReport,
     (from, to): (Version, Version),
-    rules: u32,
+    rules: u64,
     kept: impl FnOnce() -> Option<(Vec<String>, Vec<crate::report::ErrorParts>)>,
 ) -> Option<ObjectReport> {
     use crate::crd::fielderr::{RENDER_TIME_RULES, worded_alike};
@@ -783,7 +788,7 @@ fn served_otherwise(
 /// decides text when an error is made (which stored-versions detail, whether a detail repeats
 /// its field, which bad value a failed rule on a default shows, how cel-go names the optional
 /// type, the policy compiler's output-type message), however they render one.
-fn rewordable(r: &ObjectReport, from: Version, to: Version, rules: u32) -> bool {
+fn rewordable(r: &ObjectReport, from: Version, to: Version, rules: u64) -> bool {
     use crate::crd::fielderr::{RENDER_TIME_RULES, worded_alike};
     r.stopped.is_none() && r.notes.is_empty() && worded_alike(rules & !RENDER_TIME_RULES, from, to)
 }
@@ -791,7 +796,7 @@ fn rewordable(r: &ObjectReport, from: Version, to: Version, rules: u32) -> bool 
 /// Whether a report of minor `from` can stand for minor `to`'s: both word its errors alike (the
 /// wording rules `rules` its estimate consulted, or there are no errors), and it has no notes
 /// (they say what the minor serves).
-fn shareable(r: &ObjectReport, from: Version, to: Version, rules: u32) -> bool {
+fn shareable(r: &ObjectReport, from: Version, to: Version, rules: u64) -> bool {
     r.stopped.is_none()
         && r.notes.is_empty()
         && (r.errors.is_empty() || crate::crd::fielderr::worded_alike(rules, from, to))

@@ -104,7 +104,7 @@ fn step_causes(
         .consulted
         .union(reports[i].made_by.consulted);
     // Where no difference that tells its paths was consulted, a cost of either algorithm's.
-    let coarse = |r: u32| {
+    let coarse = |r: u64| {
         if r & crate::cel::version::consulted::COST_ALGORITHM != 0 {
             r | crate::cel::version::consulted::ALGORITHM_PATHS
         } else {

@@ -50,7 +50,7 @@ pub struct DeclType {
     /// The rules of a minor this node's conversion depends on, noted as consulted where a cost
     /// reads its size or a rule is compiled against it (bits of
     /// [`crate::cel::version::consulted`]; 0 for most nodes).
-    pub minor_rules: u32,
+    pub minor_rules: u64,
 }
 
 impl DeclType {
@@ -708,7 +708,7 @@ fn convert(
 }
 
 /// `t` noting the rules `bits` where it is read.
-fn with_minor_rules(t: &Arc<DeclType>, bits: u32) -> Arc<DeclType> {
+fn with_minor_rules(t: &Arc<DeclType>, bits: u64) -> Arc<DeclType> {
     let mut t = DeclType::clone(t);
     t.minor_rules |= bits;
     Arc::new(t)
