@@ -1241,6 +1241,6 @@ mod tests {
             DistributionChoice(Some(celcost_core::cel::minor::Distribution::OpenShift))
         );
         assert_eq!(w.args.kubernetes_version, Some(Version::new(1, 31)));
-        assert!(Wrapper::try_parse_from(["celcost", "--kubernetes-version", "1.29"]).is_err());
+        assert!(Wrapper::try_parse_from(["celcost", "--kubernetes-version", "1.27"]).is_err());
     }
 }
