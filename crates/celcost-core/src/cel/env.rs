@@ -416,16 +416,29 @@ fn note_library_references(checked: &CheckedExpr) {
 }
 
 /// Notes the library sections that declare a name a failed compile looked up (every function
-/// called and identifier read, by name): another minor's environment may declare it, or
-/// declare it otherwise, and fail with other words or not at all.
+/// called, as a member or globally, and every identifier read): another minor's environment may
+/// declare it, or declare it otherwise, and fail with other words or not at all.
 fn note_library_names(e: &super::ast::Expr) {
     use super::ast::ExprKind;
-    let mut names: Vec<&str> = Vec::new();
+    use super::decls::LookedUp;
+    let mut names: Vec<LookedUp<'_>> = Vec::new();
+    let mut qualified: Vec<String> = Vec::new();
     e.walk(&mut |x| match &x.kind {
-        ExprKind::Call { function, .. } => names.push(function),
-        ExprKind::Ident(n) => names.push(n),
+        ExprKind::Call {
+            function,
+            target: Some(t),
+            ..
+        } => {
+            names.push(LookedUp::Member(function));
+            if let Some(q) = t.qualified_name() {
+                qualified.push(format!("{q}.{function}"));
+            }
+        }
+        ExprKind::Call { function, .. } => names.push(LookedUp::Global(function)),
+        ExprKind::Ident(n) => names.push(LookedUp::Ident(n)),
         _ => {}
     });
+    names.extend(qualified.iter().map(|q| LookedUp::Global(q)));
     consulted::note_libraries(super::decls::sections_of_names(names));
 }
 
