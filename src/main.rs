@@ -194,10 +194,13 @@ struct HeadroomArgs {
 /// The Kubernetes builds a command judges by (`estimate`, `diff` and `fix`).
 #[derive(clap::Args, Debug)]
 struct MinorArgs {
-    /// Kubernetes minor whose API server to follow: `1.N` (1.30 to 1.37), a range `1.30..1.37`
-    /// or `all` (every minor of the range; the exit status follows the worst). Default: the
-    /// minors upstream supports (the newest three celcost knows, 1.35..1.37): a CRD that one of
-    /// the minors clusters run refuses fails. With --cluster: the cluster's minor and the next.
+    /// Kubernetes minor whose API server to follow: `1.N` (1.28 to 1.37), a range `1.30..1.37`,
+    /// `all`, or a version constraint as Helm's kubeVersion writes it (`">= 1.29.0-0"`,
+    /// `">=1.30 <1.37"`, `"~1.33"`, `^`, `||`; clipped to the minors celcost knows, said on
+    /// standard error) (every minor of the range; the exit status follows the worst). Default:
+    /// the minors upstream supports (the newest three celcost knows, 1.35..1.37), or a Helm
+    /// chart's kubeVersion: a CRD that one of the minors clusters run refuses fails. With
+    /// --cluster: the cluster's minor and the next.
     #[arg(long, value_parser = parse_versions)]
     kubernetes_version: Option<Versions>,
     /// Whose build of that minor: `kubernetes` (upstream) or `openshift` (OpenShift and
@@ -210,7 +213,12 @@ impl MinorArgs {
     /// The minors asked for (or `default`), oldest first.
     fn minors_or(&self, default: impl FnOnce() -> Vec<Version>) -> Vec<&'static Minor> {
         let versions = match &self.kubernetes_version {
-            Some(v) => v.0.clone(),
+            Some(v) => {
+                if let Some(note) = &v.1 {
+                    eprintln!("celcost: {note}");
+                }
+                v.0.clone()
+            }
             None => default(),
         };
         versions
@@ -247,12 +255,81 @@ impl BudgetArgs {
     }
 }
 
-/// The minors of `--kubernetes-version`, oldest first.
+/// The minors of `--kubernetes-version`, oldest first, and what to tell where a constraint was
+/// clipped to the minors celcost knows.
 #[derive(Clone, Debug)]
-struct Versions(Vec<Version>);
+struct Versions(Vec<Version>, Option<String>);
 
 fn parse_versions(s: &str) -> Result<Versions, String> {
-    celcost::cel::minor::parse_range(s).map(Versions)
+    celcost::cel::minor::parse_range_or_constraint(s).map(|(v, note)| Versions(v, note))
+}
+
+/// The paths to read, a Helm chart (a folder with `Chart.yaml`) read as its `crds/`, and the
+/// minors its `kubeVersion` admits (of every chart's, the minors all admit), told on standard
+/// error; not read with `kube_version` false (`--kubernetes-version` given).
+fn chart_paths(
+    paths: &[PathBuf],
+    kube_version: bool,
+) -> Result<(Vec<PathBuf>, Option<Vec<Version>>), Failure> {
+    let mut out = Vec::new();
+    let mut admitted: Option<Vec<Version>> = None;
+    for p in paths {
+        let chart = p.join("Chart.yaml");
+        if !(p.is_dir() && chart.is_file()) {
+            out.push(p.clone());
+            continue;
+        }
+        let crds = p.join("crds");
+        eprintln!(
+            "celcost: {} is a Helm chart: reading its crds/ only; its templates are not rendered \
+             (pipe `helm template` output to `celcost estimate -` for those)",
+            p.display()
+        );
+        if crds.is_dir() {
+            out.push(crds);
+        } else {
+            eprintln!("celcost: {} has no crds/ folder", p.display());
+        }
+        if !kube_version {
+            continue;
+        }
+        let text = std::fs::read_to_string(&chart)
+            .map_err(|e| Failure::Usage(format!("{}: {e}", chart.display())))?;
+        let kube_version = celcost::input::parse_documents(&text)
+            .into_iter()
+            .find_map(|d| d.value.ok())
+            .and_then(|v| v.get("kubeVersion")?.as_str().map(str::to_string));
+        let Some(kv) = kube_version.filter(|k| !k.trim().is_empty()) else {
+            continue;
+        };
+        let (minors, note) = celcost::cel::minor::parse_range_or_constraint(&kv)
+            .map_err(|e| Failure::Usage(format!("{}: kubeVersion: {e}", chart.display())))?;
+        if let Some(note) = note {
+            eprintln!("celcost: {}: {note}", chart.display());
+        }
+        admitted = Some(match admitted {
+            None => minors,
+            Some(a) => a.into_iter().filter(|v| minors.contains(v)).collect(),
+        });
+    }
+    if let Some(a) = &admitted {
+        if a.is_empty() {
+            return Err(Failure::Usage(
+                "the charts' kubeVersions admit no Kubernetes minor in common".into(),
+            ));
+        }
+        let shown: Vec<String> = a.iter().map(Version::to_string).collect();
+        eprintln!(
+            "celcost: judged by the chart's kubeVersion: Kubernetes {}",
+            shown.join(", ")
+        );
+    }
+    if out.is_empty() {
+        return Err(Failure::Usage(
+            "nothing to read: no crds/ in the charts".into(),
+        ));
+    }
+    Ok((out, admitted))
 }
 
 /// What ends a command before its verdict: told on standard error, exit status 2.
@@ -339,12 +416,17 @@ fn cmd_estimate(args: EstimateArgs, out: &mut impl Write) -> Outcome {
         estimate_cluster(&args.minors, args.context.as_deref(), limits, advice)?
     } else {
         let stdin = celcost::cli::read_stdin_for(&args.paths).map_err(Failure::Usage)?;
-        let minors = args.minors.minors();
+        let (paths, chart_minors) =
+            chart_paths(&args.paths, args.minors.kubernetes_version.is_none())?;
+        let minors = match chart_minors {
+            Some(v) => args.minors.minors_or(|| v),
+            None => args.minors.minors(),
+        };
         let outcome = with_estimators(&minors, limits, |m| {
             Run::new(m)
                 .advising(advice.clone())
                 .reading(stdin.clone())
-                .paths(&args.paths)
+                .paths(&paths)
         });
         (minors, outcome)
     };

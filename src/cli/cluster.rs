@@ -395,8 +395,9 @@ mod tests {
             notes[0].contains("1.40, which celcost has no rules for"),
             "{notes:?}"
         );
-        let (minors, notes) = minors_for(v(28), k);
-        assert_eq!(minors, vec![v(30)]);
+        assert_eq!(minors_for(v(28), k), (vec![v(28), v(29)], vec![]));
+        let (minors, notes) = minors_for(v(27), k);
+        assert_eq!(minors, vec![v(28)]);
         assert_eq!(notes.len(), 1, "{notes:?}");
     }
 

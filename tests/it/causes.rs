@@ -453,3 +453,144 @@ fn every_change_of_the_corpus_has_a_cause() {
     eprintln!("{changes} changes, {verdicts} verdicts, each with its causes");
     assert!(changes > 0);
 }
+
+#[test]
+fn enum_string_sizes_of_1_29() {
+    let spec = json!({"type": "string", "enum": ["a", "bb"]});
+    only_cause(
+        28,
+        K,
+        &crd_rule(spec, "self.contains('a')"),
+        "k8s.io/apiserver v0.29 pkg/cel/common/schemas.go (estimateMaxStringEnumLength)",
+    );
+}
+
+#[test]
+fn quantity_costs_of_1_30() {
+    for d in [K, Distribution::OpenShift] {
+        let c = only_cause(
+            29,
+            d,
+            &crd_rule(
+                json!({"type": "string"}),
+                "quantity(self).isGreaterThan(quantity('0'))",
+            ),
+            "k8s.io/apiserver v0.30 pkg/cel/library/cost.go (quantity, isQuantity)",
+        );
+        assert!(c.change.contains("by the size of s"), "{c:?}");
+    }
+}
+
+#[test]
+fn comprehension_result_sizes_of_cel_go_0_17_8() {
+    let spec = json!({"type": "array", "maxItems": 5,
+        "items": {"type": "string", "maxLength": 5}});
+    let c = only_cause(
+        29,
+        K,
+        &crd_rule(spec, "self.map(x, x.size()).sum() < 10"),
+        "google/cel-go v0.17.8 checker/cost.go (costComprehension)",
+    );
+    assert_eq!(
+        c.text(),
+        "1.30: cel-go v0.17.8 gives a comprehension's result the size of its range (google/cel-go v0.17.8 checker/cost.go (costComprehension))"
+    );
+}
+
+#[test]
+fn validating_admission_policies_v1_from_1_30() {
+    let r = range(29, 30, K, &policy("object.spec.replicas > 0"));
+    let all = all_causes(&r);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(
+        all[0].reference,
+        "kubernetes/enhancements#3488 (KEP-3488: ValidatingAdmissionPolicy v1 in 1.30)"
+    );
+    assert!(all[0].change.ends_with("v1 is served"), "{:?}", all[0]);
+}
+
+#[test]
+fn presence_tests_cost_nothing_from_1_29() {
+    let spec = json!({"type": "object", "properties": {"a": {"type": "string", "maxLength": 5}}});
+    let c = only_cause(
+        28,
+        K,
+        &crd_rule(spec, "!has(self.a)"),
+        "k8s.io/apiserver v0.29 pkg/cel/environment/base.go (checker.PresenceTestHasCost(false))",
+    );
+    assert!(c.change.contains("estimated at 0"), "{c:?}");
+}
+
+#[test]
+fn undeclared_member_calls_are_untyped_in_cel_go_0_16() {
+    let spec = json!({"type": "string", "maxLength": 5});
+    let crd = crd_rule(spec.clone(), "!self.notAFunction()");
+    let c = only_cause(
+        28,
+        K,
+        &crd,
+        "google/cel-go v0.17 checker/checker.go (checkCall)",
+    );
+    assert!(c.change.contains("error type"), "{c:?}");
+    let old = estimator(28, K).estimate(&crd, "t").unwrap();
+    let err = old.schemas[0].rules[0].compile_error.clone().unwrap();
+    assert!(
+        err.contains("found no matching overload for '!_' applied to '(<nil>)'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn optional_old_self_from_1_30() {
+    let mut spec = json!({"type": "string", "maxLength": 5});
+    spec["x-kubernetes-validations"] =
+        json!([{"rule": "oldSelf.hasValue() || self == 'a'", "optionalOldSelf": true}]);
+    let crd = crd_with_root(json!({"type": "object", "properties": {"spec": spec}}));
+    let r = range(29, 30, K, &crd);
+    let refs: Vec<String> = all_causes(&r).into_iter().map(|c| c.reference).collect();
+    assert!(
+        refs.contains(
+            &"kubernetes/enhancements#4008 (KEP-4008: CRD validation ratcheting, beta in 1.30)"
+                .to_string()
+        ),
+        "{refs:?}"
+    );
+    let m = r.by_version.as_ref().unwrap();
+    let rule = m
+        .changes
+        .iter()
+        .find(|c| c.unit.starts_with("^.spec"))
+        .unwrap();
+    let refs: Vec<&str> = rule.causes.iter().map(|c| c.reference.as_str()).collect();
+    assert_eq!(
+        refs,
+        ["kubernetes/enhancements#4008 (KEP-4008: CRD validation ratcheting, beta in 1.30)"],
+        "{:?}",
+        rule.causes
+    );
+}
+
+#[test]
+fn cost_factors_past_2_64_are_clamped_from_cel_go_0_17() {
+    // `in` over an unsized comprehension (1.28, cel-go v0.16.1): a factor of 1 on 2^64 − 1,
+    // which v0.16.1 converts to 2^63; 1.29 clamps it. Both minors give the result no size.
+    let spec = json!({"type": "object", "properties": {
+        "d": {"type": "string", "maxLength": 5},
+        "l": {"type": "array", "maxItems": 5, "items": {"type": "object",
+            "properties": {"n": {"type": "string", "maxLength": 5}}}}}});
+    let crd = crd_rule(spec, "self.d in self.l.map(s, s.n)");
+    let cost = |m: u32| estimator(m, K).estimate(&crd, "t").unwrap().schemas[0].rules[0].max_cost;
+    assert!(
+        cost(28) > 1 << 63 && cost(28) < (1 << 63) + 1000,
+        "{}",
+        cost(28)
+    );
+    assert_eq!(cost(29), u64::MAX);
+    let c = only_cause(
+        28,
+        K,
+        &crd,
+        "google/cel-go v0.17 checker/cost.go (multiplyByCostFactor, doubleTwoTo64)",
+    );
+    assert!(c.change.contains("clamps"), "{c:?}");
+}

@@ -47,10 +47,11 @@ spec:
 fn versions_outside_the_supported_range_exit_2_naming_it() {
     let (_dir, f) = format_crd();
     for bad in [
-        "1.29",
+        "1.27",
         "1.38",
         "one.two",
-        "1.31.2",
+        ">= 1.40",
+        ">=1.30<1.37",
         "1.35..1.31",
         "1.30..1.40",
     ] {
@@ -58,7 +59,7 @@ fn versions_outside_the_supported_range_exit_2_naming_it() {
         assert_eq!(out.status.code(), Some(2), "{bad}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("1.30 to 1.37") || err.contains("invalid") || err.contains("empty"),
+            err.contains("1.28 to 1.37") || err.contains("invalid") || err.contains("empty"),
             "{bad}: {err}"
         );
         assert!(out.stdout.is_empty(), "{bad}: nothing estimated");
@@ -533,4 +534,60 @@ fn the_default_is_the_window_of_supported_minors() {
         )),
         "{err}"
     );
+}
+
+/// A Helm chart is read as its `crds/`, judged by its `kubeVersion` (Masterminds' syntax),
+/// clipped to the minors celcost knows, and says its templates are not rendered.
+#[test]
+fn a_helm_chart_is_judged_by_its_kube_version() {
+    let (dir, crd) = format_crd();
+    let chart = dir.path().join("chart");
+    std::fs::create_dir_all(chart.join("crds")).unwrap();
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    let text = std::fs::read_to_string(&crd)
+        .unwrap()
+        .replace("dns1123Label", "dns1123Subdomain")
+        .replace("maxLength: 63", "maxLength: 253");
+    std::fs::write(chart.join("crds/crd.yaml"), text).unwrap();
+    std::fs::write(
+        chart.join("templates/broken.yaml"),
+        "{{ .Values.not rendered }}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: things\nversion: 0.1.0\nkubeVersion: \">= 1.29.0-0\"\n",
+    )
+    .unwrap();
+    let c = chart.to_str().unwrap();
+    let out = celcost(&["estimate", c]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("templates are not rendered"), "{stderr}");
+    assert!(stderr.contains("helm template"), "{stderr}");
+    assert!(stderr.contains("judged against 1.29..1.37"), "{stderr}");
+    assert!(stdout.contains("1.29 REJECTED"), "{stdout}");
+    assert!(!stdout.contains("1.28"), "{stdout}");
+    // The refusal is 1.29's: no Format library.
+    let json = celcost(&["estimate", "-o", "json", c]);
+    let v: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&json.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let verdicts = v["byVersion"]["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts[0]["kubernetesVersion"], "v1.29");
+    assert_eq!(verdicts[0]["valid"], false);
+    assert_eq!(v["byVersion"]["oldestAccepting"], "v1.32");
+    // --kubernetes-version wins over the chart's, in Helm's syntax too.
+    let out = celcost(&["estimate", "--kubernetes-version", ">=1.32, <1.37", c]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("judged against"));
+    let out = celcost(&["estimate", "--kubernetes-version", "~1.29", c]);
+    assert_eq!(out.status.code(), Some(1));
 }

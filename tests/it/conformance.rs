@@ -95,6 +95,22 @@ impl Tallies {
     }
 }
 
+/// `text` with the digits after `selfType` taken out: Kubernetes names a CRD schema's root
+/// type `selfType` and the time's nanoseconds (apiextensions-apiserver `schema/cel`
+/// `generateUniqueSelfTypeName`, `time.Now().Nanosecond()`), which no estimate can reproduce;
+/// celcost writes `selfType`. (It shows in compile errors of 1.29 only in this corpus.)
+fn without_self_type_nanos(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("selfType") {
+        let (before, after) = rest.split_at(i + "selfType".len());
+        out.push_str(before);
+        rest = after.trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Compares our reports of one file with the expected values of one minor.
 fn compare(rel: &str, expected: &[Value], ours: &[ObjectReport], t: &mut Tallies) {
     let Tallies {
@@ -132,7 +148,7 @@ fn compare(rel: &str, expected: &[Value], ours: &[ObjectReport], t: &mut Tallies
             .flatten()
             .filter_map(|e| e.as_str())
             .filter(|e| filter(e))
-            .map(String::from)
+            .map(without_self_type_nanos)
             .collect();
         let got_errs: BTreeSet<String> = got.errors.iter().filter(|e| filter(e)).cloned().collect();
         let e_ok = exp_errs == got_errs;
@@ -181,7 +197,8 @@ fn compare(rel: &str, expected: &[Value], ours: &[ObjectReport], t: &mut Tallies
                             && Some(g.cost) == u(er, "cost")
                             && Some(g.cardinality_used) == u(er, "cardinalityUsed")
                             && g.message_expression_cost == u(er, "messageExpressionCost")
-                            && g.compile_error.as_deref() == er["compileError"].as_str()
+                            && g.compile_error
+                                == er["compileError"].as_str().map(without_self_type_nanos)
                     });
                     rules.add(ok);
                     object_ok &= ok;
@@ -333,6 +350,16 @@ fn conformance(minors: &[u32], shared: bool) {
 }
 
 #[test]
+fn corpus_conformance_1_28() {
+    conformance(&[28], false);
+}
+
+#[test]
+fn corpus_conformance_1_29() {
+    conformance(&[29], false);
+}
+
+#[test]
 fn corpus_conformance_1_30() {
     conformance(&[30], false);
 }
@@ -375,6 +402,12 @@ fn corpus_conformance_1_37() {
 #[test]
 fn corpus_conformance_range_1_30_to_1_37() {
     conformance(&[30, 31, 32, 33, 34, 35, 36, 37], true);
+}
+
+/// The whole range, from 1.28: each minor as exact as alone.
+#[test]
+fn corpus_conformance_range_1_28_to_1_37() {
+    conformance(&[28, 29, 30, 31, 32, 33, 34, 35, 36, 37], true);
 }
 
 /// MutatingAdmissionPolicies: the estimator of Kubernetes 1.36 over `../shared/corpus/maps`

@@ -1129,8 +1129,8 @@ fn bad_values_are_refused_with_helms_message() {
             "- at '/image/pullPolicy': value must be one of 'Always', 'IfNotPresent', 'Never'",
         ),
         (
-            &["--set", "controller.kubernetesVersion=1.29"],
-            "- at '/controller/kubernetesVersion': '1.29' does not match pattern",
+            &["--set", "controller.kubernetesVersion=1.27"],
+            "- at '/controller/kubernetesVersion': '1.27' does not match pattern",
         ),
         (
             &["--set", "controller.logFormat=yaml"],

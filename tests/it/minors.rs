@@ -568,3 +568,63 @@ fn quoted_field_names_parse_from_1_37() {
         rule(&upstream(37), spec, "self.maxSkew <= 5").max_cost
     );
 }
+
+#[test]
+fn quantities_cost_1_before_1_30() {
+    // `quantity(self)` over an unbounded string: 1 before 1.30 (no Kubernetes estimate, so
+    // cel-go's 1 for a call), factor(3,145,726, 0.1) = 314,573 from 1.30.
+    let r = "quantity(self).isGreaterThan(quantity('0'))";
+    let spec = json!({"type": "string"});
+    assert_eq!(rule(&openshift(29), spec.clone(), r).max_cost, 4);
+    assert_eq!(rule(&openshift(30), spec, r).max_cost, 314_576);
+    // 1.28's new expressions (compatibility 1.27) have no quantity library at all.
+    let e = rule(&openshift(28), json!({"type": "string"}), r);
+    assert!(
+        e.compile_error
+            .as_deref()
+            .is_some_and(|e| e.contains("undeclared reference to 'quantity'")),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn enum_strings_are_sized_by_their_longest_value_from_1_29() {
+    let spec = json!({"type": "string", "enum": ["a", "bbb"]});
+    let r = "self == oldSelf";
+    let small = rule(&upstream(29), spec.clone(), r).max_cost;
+    let large = rule(&upstream(28), spec, r).max_cost;
+    assert!(small < 10, "{small}");
+    assert!(large > 300_000, "{large}");
+}
+
+#[test]
+fn comprehension_results_have_no_size_before_cel_go_0_17_8() {
+    let spec = json!({"type": "array", "maxItems": 5,
+        "items": {"type": "string", "maxLength": 5}});
+    let r = "self.map(x, x.size()).sum() < 10";
+    assert!(rule(&upstream(30), spec.clone(), r).max_cost < 100);
+    assert!(rule(&upstream(29), spec, r).max_cost > MAX / 2);
+}
+
+#[test]
+fn validating_admission_policies_v1_are_not_served_before_1_30() {
+    for (minor, served) in [(28, false), (29, false), (30, true)] {
+        let x = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "p"},
+            "spec": {"validations": [{"expression": "object.spec.replicas > 0"}]}
+        });
+        let r = upstream(minor).estimate(&x, "t").unwrap();
+        let said = r
+            .errors
+            .iter()
+            .any(|e| e.contains("not served before 1.30"));
+        assert_eq!(said, !served, "1.{minor}: {:?}", r.errors);
+        assert_eq!(r.expressions.is_empty(), !served, "1.{minor}");
+        if !served {
+            assert!(!r.valid);
+            assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+        }
+    }
+}

@@ -135,7 +135,7 @@ pub struct ObjectReport {
 /// two are equal, so that reports compare by what they say.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Consulted {
-    pub rules: u32,
+    pub rules: u64,
     pub libraries: u64,
 }
 

@@ -119,7 +119,7 @@ pub struct ControllerArgs {
     #[arg(long, env = "CELCOST_WATCH_BUFFER_MIB", default_value_t = 4,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub watch_buffer_mib: u16,
-    /// Kubernetes minor whose API server the estimates follow (1.30 to 1.37); default: the
+    /// Kubernetes minor whose API server the estimates follow (1.28 to 1.37); default: the
     /// API server's own (an older one gets 1.30's rules, a newer one 1.37's, with a warning).
     /// Each report also carries the next minor's verdict (condition `UpgradeSafe`).
     #[arg(long, env = "CELCOST_KUBERNETES_VERSION", value_parser = celcost_core::cel::minor::parse_version)]
@@ -1489,6 +1489,6 @@ mod tests {
             DistributionChoice(Some(celcost_core::cel::minor::Distribution::OpenShift))
         );
         assert_eq!(w.args.kubernetes_version, Some(Version::new(1, 31)));
-        assert!(Wrapper::try_parse_from(["celcost", "--kubernetes-version", "1.29"]).is_err());
+        assert!(Wrapper::try_parse_from(["celcost", "--kubernetes-version", "1.27"]).is_err());
     }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::ast::{Expr, ExprId, ExprKind, Literal, ParsedExpr};
 use super::decls::{Declarations, Function};
 use super::types::{Kind, Type, format_signature};
+use super::version::consulted;
 
 /// Object types the checker can select fields from (schema objects, Kubernetes request
 /// objects). The field type is `None` when the field does not exist.
@@ -87,6 +88,10 @@ pub struct CheckEnv<'a> {
     pub provider: &'a dyn TypeProvider,
     /// `HomogeneousAggregateLiterals` (always on in Kubernetes).
     pub homogeneous_literals: bool,
+    /// cel-go v0.16's checker ([`super::minor::Minor::untyped_undeclared_member_calls`]): a
+    /// call of an undeclared member function gets no type (`<nil>` where it is an argument, and
+    /// no overload takes it), and `_&&_` / `_||_` are resolved as any other overload.
+    pub untyped_undeclared_member_calls: bool,
 }
 
 /// Type-parameter substitutions, with an undo log: cel-go copies its mapping for every
@@ -423,7 +428,10 @@ impl Checker<'_> {
                 self.resolve_overload_or_error(id, &f, Some(tgt), args)
             }
             None => {
-                self.set_type(id, Type::Error);
+                consulted::note(consulted::UNTYPED_MEMBER_CALLS);
+                if !self.env.untyped_undeclared_member_calls {
+                    self.set_type(id, Type::Error);
+                }
                 self.undeclared(id, &fn_name);
             }
         }
@@ -465,14 +473,53 @@ impl Checker<'_> {
         for a in args {
             arg_types.push(self.get_type(a.id));
         }
+        // cel-go v0.16: an argument without a type (an undeclared member call) matches no
+        // overload, and is shown as `<nil>`.
+        let untyped: Vec<bool> = if self.env.untyped_undeclared_member_calls {
+            target
+                .into_iter()
+                .chain(args)
+                .map(|a| self.types[a.id as usize].is_none())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if untyped.contains(&true) {
+            let shown: Vec<String> = arg_types
+                .iter()
+                .zip(&untyped)
+                .map(|(t, &u)| {
+                    if u {
+                        "<nil>".to_string()
+                    } else {
+                        substitute(&self.mapping, t, true).to_string()
+                    }
+                })
+                .collect();
+            let sig = match (target.is_some(), shown.split_first()) {
+                (true, Some((t, rest))) => format!("{t}.({})", rest.join(", ")),
+                _ => format!("({})", shown.join(", ")),
+            };
+            self.error(
+                id,
+                format!(
+                    "found no matching overload for '{}' applied to '{sig}'",
+                    f.name
+                ),
+            );
+            return None;
+        }
         let mut result: Option<Type> = None;
         let mut refs: Vec<Arc<str>> = Vec::new();
         for o in &f.overloads {
             if target.is_none() == o.member {
                 continue;
             }
-            if &*f.name == "_&&_" || &*f.name == "_||_" {
+            if (&*f.name == "_&&_" || &*f.name == "_||_")
+                && !self.env.untyped_undeclared_member_calls
+            {
                 let mut failed = false;
+                consulted::note(consulted::UNTYPED_MEMBER_CALLS);
                 for (i, at) in arg_types.iter().enumerate() {
                     if !self.is_assignable(at, &Type::Bool) {
                         let aid = args[i].id;

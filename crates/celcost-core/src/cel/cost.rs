@@ -82,7 +82,8 @@ pub fn mul_sat(x: u64, y: u64) -> u64 {
 }
 
 /// cel-go `multiplyByCostFactor`: f64 conversion (round to nearest), a pre-check against
-/// 2^64 / k, one multiply, ceil, clamp at 2^64.
+/// 2^64 / k, one multiply, ceil, clamp at 2^64 (v0.17; v0.16 converts a ceiling of 2^64 or
+/// more unchecked, which Go on amd64 makes 2^63: [`CostOptions::cost_factor_clamped`]).
 pub fn multiply_by_cost_factor(x: u64, k: f64) -> u64 {
     const TWO_TO_64: f64 = 18_446_744_073_709_551_616.0;
     let xf = x as f64;
@@ -90,7 +91,16 @@ pub fn multiply_by_cost_factor(x: u64, k: f64) -> u64 {
         return u64::MAX;
     }
     let c = (xf * k).ceil();
-    if c >= TWO_TO_64 { u64::MAX } else { c as u64 }
+    if c >= TWO_TO_64 {
+        consulted::note(consulted::COST_FACTOR_CLAMP);
+        if COST_FACTOR_CLAMPED.with(Cell::get) {
+            u64::MAX
+        } else {
+            1 << 63
+        }
+    } else {
+        c as u64
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -358,13 +368,20 @@ struct LocalVar {
 /// Options of the estimator.
 #[derive(Clone, Copy, Debug)]
 pub struct CostOptions {
-    /// Cost of `has()`: 0 in Kubernetes since 1.29 (`PresenceTestHasCost(false)`).
+    /// Cost of `has()`: 0 in Kubernetes since 1.29 (`PresenceTestHasCost(false)`,
+    /// [`super::minor::Minor::presence_test_cost`]).
     pub presence_test_cost: u64,
     /// The cel-go estimator the API server links.
     pub algorithm: CostAlgorithm,
     /// The global `matches(s, re)` is costed as `s.matches(re)`
     /// ([`super::minor::Minor::global_matches_cost`], cel-go v0.29).
     pub global_matches: bool,
+    /// [`CostAlgorithm::IterRanges`]: a comprehension's result has the range's size
+    /// ([`super::minor::Minor::comprehension_result_size`], cel-go v0.17.8).
+    pub comprehension_result_size: bool,
+    /// `multiplyByCostFactor` clamps a product of 2^64 or more at 2^64 − 1
+    /// ([`super::minor::Minor::cost_factor_clamped`], cel-go v0.17).
+    pub cost_factor_clamped: bool,
 }
 
 impl Default for CostOptions {
@@ -373,6 +390,8 @@ impl Default for CostOptions {
             presence_test_cost: 0,
             algorithm: CostAlgorithm::ScopedLocals,
             global_matches: false,
+            comprehension_result_size: true,
+            cost_factor_clamped: true,
         }
     }
 }
@@ -394,11 +413,23 @@ pub fn estimate(checked: &CheckedExpr, embedder: &dyn CostEmbedder, opts: CostOp
         presence_cost: Cost::fixed(opts.presence_test_cost),
         iter_ranges: opts.algorithm == CostAlgorithm::IterRanges,
         global_matches: opts.global_matches,
+        comprehension_result_size: opts.comprehension_result_size,
     };
+    // Kept for the estimate's factors (its own and the Kubernetes estimator's), put back after
+    // it, also when it unwinds.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            COST_FACTOR_CLAMPED.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(COST_FACTOR_CLAMPED.with(|c| c.replace(opts.cost_factor_clamped)));
     c.cost(checked.expr())
 }
 
 thread_local! {
+    /// [`CostOptions::cost_factor_clamped`] of the estimate under way (clamped outside one).
+    static COST_FACTOR_CLAMPED: Cell<bool> = const { Cell::new(true) };
     /// Whether [`by_either_algorithm`] compares its costs with the other algorithm's.
     static COMPARING_ALGORITHMS: Cell<bool> = const { Cell::new(false) };
 }
@@ -479,6 +510,8 @@ struct Coster<'a> {
     iter_ranges: bool,
     /// cel-go v0.29 and later ([`CostOptions::global_matches`]).
     global_matches: bool,
+    /// cel-go v0.17.8 and later ([`CostOptions::comprehension_result_size`]).
+    comprehension_result_size: bool,
 }
 
 const ACCUMULATORS: [&str; 2] = ["__result__", "@result"];
@@ -682,6 +715,7 @@ impl<'a> Coster<'a> {
                 test_only,
             } => {
                 if *test_only {
+                    consulted::note(consulted::PRESENCE_TEST_COST);
                     return self.presence_cost.add(self.cost(operand));
                 }
                 let mut sum = self.cost(operand);
@@ -789,7 +823,10 @@ impl<'a> Coster<'a> {
                 self.pop(&c.iter_var);
                 sum = sum.add(self.cost(&c.result));
                 let range_cnt = self.size_estimate(&c.iter_range);
-                self.sizes[e.id as usize] = Some(range_cnt);
+                consulted::note(consulted::COMPREHENSION_RESULT_SIZE);
+                if self.comprehension_result_size {
+                    self.sizes[e.id as usize] = Some(range_cnt);
+                }
                 sum.add(range_cnt.mul(step_cost.add(loop_cost)))
             }
             ExprKind::Comprehension(c) => {

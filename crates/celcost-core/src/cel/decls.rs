@@ -162,6 +162,60 @@ pub fn section_present(
     at >= since && s.until.is_none_or(|u| at < u) && (!s.patch_types || patch_types)
 }
 
+/// A name a failed compile looked up: a call (global, or a member call on a receiver) or an
+/// identifier (also the namespace of a namespaced function: `format` of `format.named`).
+#[derive(Clone, Copy, Debug)]
+pub enum LookedUp<'a> {
+    Global(&'a str),
+    Member(&'a str),
+    Ident(&'a str),
+}
+
+/// The sections (bits by index, [`section_names`]) that declare what `names` looked up: a
+/// global or member overload of a call's name, an identifier or a namespace.
+pub fn sections_of_names<'a>(names: impl IntoIterator<Item = LookedUp<'a>>) -> u64 {
+    #[derive(Default)]
+    struct Index {
+        global: HashMap<&'static str, u64>,
+        member: HashMap<&'static str, u64>,
+        idents: HashMap<&'static str, u64>,
+    }
+    static INDEX: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut ix = Index::default();
+        for (i, s) in sections().iter().enumerate() {
+            for f in &s.functions {
+                for o in &f.overloads {
+                    let map = if o.member {
+                        &mut ix.member
+                    } else {
+                        &mut ix.global
+                    };
+                    *map.entry(&*f.name).or_insert(0) |= 1 << i;
+                }
+                if let Some((namespace, _)) = f.name.rsplit_once('.') {
+                    *ix.idents.entry(namespace).or_insert(0) |= 1 << i;
+                }
+            }
+            for (name, _) in &s.idents {
+                *ix.idents.entry(name.as_str()).or_insert(0) |= 1 << i;
+            }
+        }
+        ix
+    });
+    names
+        .into_iter()
+        .map(|n| {
+            let (map, name) = match n {
+                LookedUp::Global(f) => (&index.global, f),
+                LookedUp::Member(f) => (&index.member, f),
+                LookedUp::Ident(x) => (&index.idents, x),
+            };
+            map.get(name).copied().unwrap_or(0)
+        })
+        .fold(0, |a, b| a | b)
+}
+
 /// The sections (bits by index, [`section_names`]) that declare an overload id or an identifier
 /// a checked expression refers to: where its names resolved, in whatever minor.
 pub fn sections_of_references<'a>(

@@ -174,9 +174,11 @@ impl Env {
     /// The cost estimator's options in this environment.
     pub fn cost_options(&self) -> CostOptions {
         CostOptions {
-            presence_test_cost: 0,
+            presence_test_cost: self.minor.presence_test_cost,
             algorithm: self.minor.cost_algorithm,
             global_matches: self.minor.global_matches_cost,
+            comprehension_result_size: self.minor.comprehension_result_size,
+            cost_factor_clamped: self.minor.cost_factor_clamped,
         }
     }
 
@@ -311,11 +313,13 @@ impl Env {
             vars,
             provider,
             homogeneous_literals: false,
+            untyped_undeclared_member_calls: self.minor.untyped_undeclared_member_calls,
         };
         let checked = match check(parsed, &env) {
             Ok(c) => c,
             Err(failed) => {
                 let (parsed, errors) = *failed;
+                note_library_names(&parsed.expr);
                 let mut located: Vec<(usize, usize, String)> = errors
                     .into_iter()
                     .map(|e| {
@@ -409,6 +413,33 @@ fn note_library_references(checked: &CheckedExpr) {
         }
     }
     consulted::note_libraries(super::decls::sections_of_references(overloads, idents));
+}
+
+/// Notes the library sections that declare a name a failed compile looked up (every function
+/// called, as a member or globally, and every identifier read): another minor's environment may
+/// declare it, or declare it otherwise, and fail with other words or not at all.
+fn note_library_names(e: &super::ast::Expr) {
+    use super::ast::ExprKind;
+    use super::decls::LookedUp;
+    let mut names: Vec<LookedUp<'_>> = Vec::new();
+    let mut qualified: Vec<String> = Vec::new();
+    e.walk(&mut |x| match &x.kind {
+        ExprKind::Call {
+            function,
+            target: Some(t),
+            ..
+        } => {
+            names.push(LookedUp::Member(function));
+            if let Some(q) = t.qualified_name() {
+                qualified.push(format!("{q}.{function}"));
+            }
+        }
+        ExprKind::Call { function, .. } => names.push(LookedUp::Global(function)),
+        ExprKind::Ident(n) => names.push(LookedUp::Ident(n)),
+        _ => {}
+    });
+    names.extend(qualified.iter().map(|q| LookedUp::Global(q)));
+    consulted::note_libraries(super::decls::sections_of_names(names));
 }
 
 /// The type names of the mutation environments' type resolver (k8s.io/apiserver pkg/cel/mutation
@@ -956,14 +987,16 @@ mod tests {
     #[test]
     fn error_texts_of_each_minor() {
         use super::super::checker::NoTypes;
-        use super::super::minor::{KUBERNETES, OPENSHIFT};
+        use super::super::minor::{KUBERNETES, Minor, OPENSHIFT};
         let vars = vec![("object".to_string(), Type::Dyn)];
-        for minor in KUBERNETES.iter().chain(OPENSHIFT.iter()) {
+        // 1.28's new expressions (compatibility 1.27) have no optional syntax.
+        let optional = |m: &&Minor| m.compatibility >= Version::new(1, 28);
+        for minor in KUBERNETES.iter().chain(OPENSHIFT.iter()).filter(optional) {
             let env = Env::for_minor(minor);
             let e = env
                 .compile("object.?a + 1 == 2", &vars, &NoTypes)
                 .unwrap_err();
-            let name = if minor.kubernetes == Version::new(1, 30) {
+            let name = if minor.kubernetes <= Version::new(1, 30) {
                 "optional"
             } else {
                 "optional_type"
@@ -1004,7 +1037,7 @@ mod tests {
         let widest = ParserOptions::for_version(Version::new(1, 30)).with_every_macro();
         assert_eq!(
             widest,
-            ParserOptions::for_minor(&KUBERNETES[7], Version::new(1, 36))
+            ParserOptions::for_minor(&KUBERNETES[2 + 7], Version::new(1, 36))
         );
         let gated = |s: &str| !parse_noting_gated_macros(s, widest).1;
         assert!(!gated("self.all(x, x > 0) && self.exists(x, x == 1)"));
@@ -1022,7 +1055,7 @@ mod tests {
             Type::List(std::sync::Arc::new(Type::Int)),
         )];
         let compiles = |minor: usize, source: &str| {
-            Env::for_minor(&KUBERNETES[minor])
+            Env::for_minor(&KUBERNETES[2 + minor])
                 .compile(source, &vars, &NoTypes)
                 .is_ok()
         };
@@ -1046,13 +1079,13 @@ mod tests {
         let quoted = "self.all(x, x >= 21) || self.`size` == 21";
         assert!(!compiles(6, quoted));
         let quoted = "self.all(x, x >= 22) || self.`size` == 22";
-        let v37 = Env::for_minor(&KUBERNETES[7]);
+        let v37 = Env::for_minor(&KUBERNETES[2 + 7]);
         let err = v37.compile(quoted, &vars, &NoTypes).unwrap_err().0;
         assert!(!err.contains("unsupported syntax"), "{err}");
         assert!(err.contains("does not support field selection"), "{err}");
         assert!(!compiles(6, quoted));
-        // Everything else is one parse for every minor.
-        for minor in 0..KUBERNETES.len() {
+        // Everything else is one parse for every minor (indices from 1.30).
+        for minor in 0..KUBERNETES.len() - 2 {
             assert!(compiles(minor, "self.all(x, x >= 20)"));
         }
     }
@@ -1069,7 +1102,7 @@ mod tests {
             Type::List(std::sync::Arc::new(Type::Int)),
         )];
         let steps = |minor: usize, source: &str| {
-            let env = Env::for_minor(&KUBERNETES[minor]);
+            let env = Env::for_minor(&KUBERNETES[2 + minor]);
             let limits = Limits {
                 steps: 1_000_000,
                 bytes: usize::MAX,
@@ -1095,7 +1128,7 @@ mod tests {
     #[test]
     fn checker_panics_on_optional_entries_of_type_dyn() {
         use super::super::checker::NoTypes;
-        use super::super::minor::{KUBERNETES, OPENSHIFT};
+        use super::super::minor::{KUBERNETES, Minor, OPENSHIFT};
         let cases: [(&str, Option<bool>); 9] = [
             ("{?'app': object.data[?'app']}.size() <= 1", Some(true)),
             ("[?object.data[?'a']].size() == 1", Some(true)),
@@ -1113,10 +1146,12 @@ mod tests {
             ("[1, object.x, ?object.y[?0]].size() == 3", Some(false)),
         ];
         let vars = vec![("object".to_string(), Type::Dyn)];
-        for minor in KUBERNETES.iter().chain(OPENSHIFT.iter()) {
+        // New expressions of 1.28 and 1.29 (compatibility 1.27, 1.28) have no validators.
+        let validated = |m: &&Minor| m.compatibility >= Version::new(1, 29);
+        for minor in KUBERNETES.iter().chain(OPENSHIFT.iter()).filter(validated) {
             let env = Env::for_minor(minor);
             for (src, mut want) in cases {
-                if src.contains(".map(") && minor.kubernetes != Version::new(1, 30) {
+                if src.contains(".map(") && !minor.homogeneous_exemption_through_literals_only() {
                     want = None;
                 }
                 let got = env.compile(src, &vars, &NoTypes);

@@ -202,9 +202,15 @@ impl CostEmbedder for KubernetesEstimator<'_> {
                 }
                 Some(CallEstimate::cost(c))
             }
-            "quantity" | "isQuantity" | "semver" | "isSemver" if !args.is_empty() => Some(
-                CallEstimate::cost(size(&args[0]).factor(STRING_TRAVERSAL_COST_FACTOR)),
-            ),
+            "quantity" | "isQuantity" if !args.is_empty() => {
+                consulted::note(consulted::QUANTITY_PARSE_COST);
+                self.minor.quantity_parse_cost.then(|| {
+                    CallEstimate::cost(size(&args[0]).factor(STRING_TRAVERSAL_COST_FACTOR))
+                })
+            }
+            "semver" | "isSemver" if !args.is_empty() => Some(CallEstimate::cost(
+                size(&args[0]).factor(STRING_TRAVERSAL_COST_FACTOR),
+            )),
             "validate" if !args.is_empty() => Some(CallEstimate::cost(
                 size(&args[0])
                     .factor(STRING_TRAVERSAL_COST_FACTOR)

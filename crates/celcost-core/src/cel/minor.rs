@@ -1,6 +1,6 @@
 //! What each supported Kubernetes minor does differently, in one place.
 //!
-//! The estimator follows the code of one API server minor. Most of it is the same from 1.30 to
+//! The estimator follows the code of one API server minor. Most of it is the same from 1.28 to
 //! 1.36; what differs is kept here as data — one [`Minor`] per release, with named rules — and
 //! read where the formula it changes is computed (the cost algorithm in `cost.rs`, Kubernetes
 //! call costs in `k8s_cost.rs`, schema sizes in `schema/decltype.rs`, libraries in `decls.rs`,
@@ -9,7 +9,7 @@
 //!
 //! Two builds of each minor are described: upstream Kubernetes ([`Distribution::Kubernetes`],
 //! the `k8s.io/apiserver` tags), and OpenShift's (`openshift/kubernetes`, as vendored by
-//! openshift/microshift release-4.17 … release-4.22 and main), which carries a few CEL changes
+//! openshift/microshift release-4.15 … release-4.22 and main), which carries a few CEL changes
 //! ahead of upstream ([`OPENSHIFT`]). The public corpus's per-minor expected values were computed
 //! with the OpenShift builds.
 
@@ -18,7 +18,7 @@ use super::version::Version;
 /// Which cel-go `checker/cost.go` the API server links.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CostAlgorithm {
-    /// cel-go v0.17.8 – v0.22.0 (Kubernetes 1.30 – 1.32). Iteration variables carry only a field
+    /// cel-go v0.16.1 – v0.22.0 (Kubernetes 1.28 – 1.32). Iteration variables carry only a field
     /// path (`@items` for lists, `@keys` for maps, nothing for other range types), appended at
     /// every reference; they have no size of their own, so an element of a literal list is of
     /// unknown size. Every comprehension's result gets the range's size. List and map literals
@@ -80,6 +80,32 @@ pub struct Minor {
     /// Library sections of the `.decl` files that this minor's code does not have at all.
     pub missing_libraries: &'static [&'static str],
     pub cost_algorithm: CostAlgorithm,
+    /// cel-go's estimator gives a comprehension's result the size of its range
+    /// (`checker/cost.go` `costComprehension`, `computedSizes[e.GetId()] = rangeCnt`: cel-go
+    /// v0.17.8, Kubernetes 1.30); before, a comprehension's result has no computed size, so a
+    /// call on it (`.map(…).sum()`, `x in l.map(…)`) is costed as over a list of unbounded size.
+    pub comprehension_result_size: bool,
+    /// What cel-go's estimator charges for a presence test `has(x.f)` beside its operand: 1 by
+    /// default (`checker/cost.go` `presenceTestCost`), 0 from Kubernetes 1.29, whose `base.go`
+    /// sets `checker.PresenceTestHasCost(false)` as it moves to cel-go v0.17.7. (The runtime
+    /// cost of a presence test is the same in every minor: cel-go v0.16's, kept by
+    /// `interpreter.PresenceTestHasCost(false)`.)
+    pub presence_test_cost: u64,
+    /// cel-go's `multiplyByCostFactor` clamps a product whose ceiling is 2^64 or more at
+    /// 2^64 − 1 (`checker/cost.go`, `doubleTwoTo64`: cel-go v0.17, Kubernetes 1.29); v0.16.1
+    /// converts it to `uint64` unchecked, which Go on amd64 makes 2^63 (`x in l.map(…)` over an
+    /// unsized comprehension: 2^63 plus the rest).
+    pub cost_factor_clamped: bool,
+    /// cel-go v0.16's checker (`checker/checker.go` `checkCall`): a call of an undeclared
+    /// member function (`format.dns1123Label()`, `x.hasValue()` without the optional library)
+    /// is left without a type, so every call it is an argument of fails too ("found no
+    /// matching overload for '!_' applied to '(<nil>)'"), and `_&&_` / `_||_` are resolved as
+    /// any other overload; v0.17 gives it the error type, which every overload takes.
+    pub untyped_undeclared_member_calls: bool,
+    /// A CRD rule's `optionalOldSelf` is honoured (`oldSelf` optional, transition rules run on
+    /// create): the `CRDValidationRatcheting` gate is on by default from Kubernetes 1.30
+    /// (beta). 1.29 drops the field on create (the gate off), 1.28 has no such field.
+    pub optional_old_self: bool,
     /// cel-go's `ext.Strings` (v1+) installs a compile-time check of `'…'.format([…])` calls
     /// (cel-go v0.20, Kubernetes 1.31).
     pub format_string_validator: bool,
@@ -94,12 +120,20 @@ pub struct Minor {
     pub kubernetes_type_equality: bool,
     /// `url(s)` has the size of `s` as its result size (library/cost.go, 1.32).
     pub url_result_size: bool,
+    /// Kubernetes prices `quantity(s)` and `isQuantity(s)` by the size of `s` (× 0.1), in its
+    /// estimate and its runtime cost (`library/cost.go` `EstimateCallCost` and `CallCost`,
+    /// Kubernetes 1.30); before, they cost 1 like any call.
+    pub quantity_parse_cost: bool,
     /// `WithTypeAndObjectMeta` keeps `additionalProperties` of a resource root (1.31; 1.30 built
     /// the copy from `Generic`, `Extensions` and `ValueValidation` only).
     pub type_meta_keeps_additional_properties: bool,
     /// `SchemaDeclType` bounds an `x-kubernetes-int-or-string` value by `maxLength` (× 4 bytes)
     /// instead of the request size (apiserver `common/schemas.go`: upstream 1.34, OpenShift 1.33).
     pub int_or_string_max_length: bool,
+    /// `SchemaDeclType` bounds a string with `enum` and no `maxLength` by its longest value
+    /// (apiserver `common/schemas.go` `estimateMaxStringEnumLength`, Kubernetes 1.29); before,
+    /// by the request size.
+    pub enum_string_max_length: bool,
     /// The name cel-go gives the optional type in its messages: `optional(int)` in v0.17
     /// (`types.NewOptionalType` = `NewOpaqueType("optional", …)`), `optional_type(int)` from
     /// v0.20.
@@ -138,6 +172,36 @@ const fn v(minor: u32) -> Version {
 /// `unwrapOpt`.
 const CEL_GO_BEFORE_0_23: &[&str] = &["cel.lib.optional.v2"];
 
+/// Upstream Kubernetes 1.28 (k8s.io/apiserver v0.28, cel-go v0.16.1; read in openshift/microshift
+/// release-4.15's vendored copy). `DefaultCompatibilityVersion` is 1.27, so new expressions have
+/// neither the optional types, quantities and cross-type comparisons (1.28) nor strings v2, sets
+/// and the literal validators (1.29) of the `.decl` files; no IP, CIDR or Format library at all
+/// upstream (IP and CIDR: `since 1.30`).
+const K1_28: Minor = Minor {
+    kubernetes: v(28),
+    checked_against: "v1.28.15",
+    cel_go: "v0.16.1",
+    compatibility: v(27),
+    enum_string_max_length: false,
+    presence_test_cost: 1,
+    cost_factor_clamped: false,
+    untyped_undeclared_member_calls: true,
+    ..K1_29
+};
+
+/// Upstream Kubernetes 1.29 (cel-go v0.17.7; release-4.16's vendored copy):
+/// `DefaultCompatibilityVersion` is 1.28; no Format library (1.31).
+const K1_29: Minor = Minor {
+    kubernetes: v(29),
+    checked_against: "v1.29.14",
+    cel_go: "v0.17.7",
+    compatibility: v(28),
+    quantity_parse_cost: false,
+    comprehension_result_size: false,
+    optional_old_self: false,
+    ..K1_30
+};
+
 /// Upstream Kubernetes 1.30.
 const K1_30: Minor = Minor {
     kubernetes: v(30),
@@ -149,12 +213,19 @@ const K1_30: Minor = Minor {
     // No Format library in 1.30 (added in 1.31, introduced at 1.31).
     missing_libraries: &["cel.lib.optional.v2", "kubernetes.format"],
     cost_algorithm: CostAlgorithm::IterRanges,
+    comprehension_result_size: true,
+    presence_test_cost: 0,
+    cost_factor_clamped: true,
+    untyped_undeclared_member_calls: false,
+    optional_old_self: true,
     optional_macros_copy_their_receiver: false,
     format_string_validator: false,
     kubernetes_type_equality: false,
     url_result_size: false,
+    quantity_parse_cost: true,
     type_meta_keeps_additional_properties: false,
     int_or_string_max_length: false,
+    enum_string_max_length: true,
     optional_type_name: "optional",
     global_matches_cost: false,
     affix_runtime_cost_by_argument: false,
@@ -244,7 +315,9 @@ const K1_37: Minor = Minor {
 // rule (cel-expr/cel-go#1476, #1487), a field read in `cost.rs` beside `global_matches_cost`.
 
 /// Upstream Kubernetes, oldest first.
-pub const KUBERNETES: [Minor; 8] = [K1_30, K1_31, K1_32, K1_33, K1_34, K1_35, K1_36, K1_37];
+pub const KUBERNETES: [Minor; 10] = [
+    K1_28, K1_29, K1_30, K1_31, K1_32, K1_33, K1_34, K1_35, K1_36, K1_37,
+];
 
 /// OpenShift's build of an upstream minor: upstream's rules, plus the carries a minor's entry
 /// below sets.
@@ -254,6 +327,19 @@ const fn openshift(upstream: Minor) -> Minor {
         ..upstream
     }
 }
+
+/// OpenShift 4.15 (release-4.15 `base.go`): IP and CIDR introduced at 1.27, so in the
+/// environment of new expressions too; no Format library.
+const OS1_28: Minor = Minor {
+    library_introduced: &[("kubernetes.net.ip", v(27)), ("kubernetes.net.cidr", v(27))],
+    ..openshift(K1_28)
+};
+
+/// OpenShift 4.16 (release-4.16 `base.go`): IP and CIDR introduced at 1.27; no Format library.
+const OS1_29: Minor = Minor {
+    library_introduced: &[("kubernetes.net.ip", v(27)), ("kubernetes.net.cidr", v(27))],
+    ..openshift(K1_29)
+};
 
 const OS1_30: Minor = Minor {
     // base.go introduces IP and CIDR at 1.27 (so they are in the 1.29 environment) and
@@ -282,7 +368,9 @@ const OS1_33: Minor = Minor {
 /// OpenShift's builds: upstream plus the CEL carries of openshift/kubernetes, oldest first.
 /// OpenShift has not shipped 1.37 (no openshift/kubernetes 1.37 is vendored anywhere reachable):
 /// upstream's rules stand in for it, and every output says so ([`Minor::stand_in_note`]).
-pub const OPENSHIFT: [Minor; 8] = [
+pub const OPENSHIFT: [Minor; 10] = [
+    OS1_28,
+    OS1_29,
     OS1_30,
     OS1_31,
     openshift(K1_32),
@@ -301,7 +389,7 @@ pub const OPENSHIFT_SHIPPED: Version = v(36);
 pub const NEWEST_MINOR: &Minor = &KUBERNETES[KUBERNETES.len() - 1];
 
 /// The oldest and newest supported minors.
-pub const OLDEST: Version = v(30);
+pub const OLDEST: Version = v(28);
 pub const NEWEST: Version = v(37);
 
 /// How many minors upstream supports at a time (the newest three: Kubernetes' version skew
@@ -366,11 +454,11 @@ impl Minor {
             .map(|(_, v)| *v)
     }
 
-    /// cel-go v0.17's homogeneous-literal validator exempts the list of a `format` call only
-    /// where the list is a literal argument (`Exemption::through_literals_only`); from v0.20,
-    /// wherever it is built. Read from [`Minor::cel_go`].
+    /// cel-go v0.16 and v0.17's homogeneous-literal validator exempts the list of a `format`
+    /// call only where the list is a literal argument (`Exemption::through_literals_only`); from
+    /// v0.20, wherever it is built. Read from [`Minor::cel_go`].
     pub fn homogeneous_exemption_through_literals_only(&self) -> bool {
-        self.cel_go.starts_with("v0.17.")
+        self.cel_go.starts_with("v0.16.") || self.cel_go.starts_with("v0.17.")
     }
 
     /// Whether this minor's code has a library section at all.
@@ -421,6 +509,28 @@ pub fn parse_version(s: &str) -> Result<Version, String> {
 
 /// `1.N`, `1.A..1.B` (inclusive) or `all`: the supported minors meant, oldest first.
 pub fn parse_range(s: &str) -> Result<Vec<Version>, String> {
+    parse_range_or_constraint(s).map(|(v, _)| v)
+}
+
+/// [`parse_range`], or a version constraint as Helm's `kubeVersion` writes it (`">= 1.29.0-0"`,
+/// `">=1.30 <1.37"`, `"~1.33"`: [`super::constraint`]) clipped to the minors celcost knows, with
+/// what to tell the user where it was clipped.
+pub fn parse_range_or_constraint(s: &str) -> Result<(Vec<Version>, Option<String>), String> {
+    let t = s.trim();
+    let plain = t.eq_ignore_ascii_case("all")
+        || t.contains("..")
+        || t.trim_start_matches('v').split('.').count() == 2
+            && t.trim_start_matches('v')
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b == b'.');
+    if plain {
+        return parse_plain_range(t).map(|v| (v, None));
+    }
+    let known: Vec<Version> = KUBERNETES.iter().map(|m| m.kubernetes).collect();
+    super::constraint::minors_meeting(t, &known)
+}
+
+fn parse_plain_range(s: &str) -> Result<Vec<Version>, String> {
     let s = s.trim();
     if s.eq_ignore_ascii_case("all") {
         return Ok(KUBERNETES.iter().map(|m| m.kubernetes).collect());
@@ -498,15 +608,17 @@ mod tests {
             })
             .map(|(k, _)| k.kubernetes.minor)
             .collect();
-        assert_eq!(differ, [30, 31, 33]);
+        assert_eq!(differ, [28, 29, 30, 31, 33]);
     }
 
     #[test]
     fn versions_outside_the_range_are_refused_by_name() {
         assert_eq!(parse_version("1.31").unwrap(), v(31));
         assert_eq!(parse_version("v1.36").unwrap(), v(36));
-        let e = parse_version("1.29").unwrap_err();
-        assert!(e.contains("1.30 to 1.37"), "{e}");
+        assert_eq!(parse_version("1.29").unwrap(), v(29));
+        assert_eq!(parse_version("1.28").unwrap(), v(28));
+        let e = parse_version("1.27").unwrap_err();
+        assert!(e.contains("1.28 to 1.37"), "{e}");
         assert_eq!(parse_version("1.37").unwrap(), v(37));
         assert!(parse_version("1.38").unwrap_err().contains("not supported"));
         for bad in ["one.two", "1.31.2", "", "1.", ".3", "1.3x", "1..3"] {
@@ -520,18 +632,30 @@ mod tests {
         assert_eq!(parse_range("1.30..1.37").unwrap().len(), 8);
         assert_eq!(
             parse_range("all").unwrap(),
-            parse_range("1.30..1.37").unwrap()
+            parse_range("1.28..1.37").unwrap()
         );
+        assert_eq!(parse_range("all").unwrap().len(), 10);
+        assert_eq!(parse_range("1.28..1.29").unwrap(), [v(28), v(29)]);
         assert_eq!(parse_range("1.36..1.37").unwrap(), [v(36), v(37)]);
         assert_eq!(parse_range("1.32..1.33").unwrap(), [v(32), v(33)]);
         assert_eq!(parse_range("1.34").unwrap(), [v(34)]);
         assert!(parse_range("1.35..1.31").unwrap_err().contains("empty"));
         assert!(
-            parse_range("1.29..1.31")
+            parse_range("1.27..1.31")
                 .unwrap_err()
                 .contains("not supported")
         );
         assert!(parse_range("1.30..").unwrap_err().contains("invalid"));
+        // Constraints as Helm's kubeVersion writes them, clipped to the minors known.
+        let (got, note) = parse_range_or_constraint(">= 1.29.0-0").unwrap();
+        assert_eq!(got, parse_range("1.29..1.37").unwrap());
+        assert!(note.unwrap().contains("judged against 1.29..1.37"));
+        let (got, note) = parse_range_or_constraint(">=1.30 <1.37").unwrap();
+        assert_eq!(got, parse_range("1.30..1.36").unwrap());
+        assert_eq!(note, None);
+        assert_eq!(parse_range("~1.33").unwrap(), [v(33)]);
+        assert!(parse_range(">= 1.x.y").unwrap_err().contains("invalid"));
+        assert_eq!(parse_range_or_constraint("1.31").unwrap().1, None);
     }
 
     #[test]
@@ -575,6 +699,32 @@ mod tests {
         {
             assert!(m.stand_in_note().is_none(), "{}", m.label());
         }
+    }
+
+    #[test]
+    fn the_1_28_and_1_29_deltas() {
+        for d in [Distribution::Kubernetes, Distribution::OpenShift] {
+            let (m28, m29) = (
+                Minor::of_distribution(v(28), d).unwrap(),
+                Minor::of_distribution(v(29), d).unwrap(),
+            );
+            assert_eq!((m28.cel_go, m29.cel_go), ("v0.16.1", "v0.17.7"));
+            assert_eq!((m28.compatibility, m29.compatibility), (v(27), v(28)));
+            assert!(!m28.enum_string_max_length && m29.enum_string_max_length);
+            for m in [m28, m29] {
+                assert!(!m.has_library("kubernetes.format"), "{}", m.label());
+                // OpenShift carries IP and CIDR, introduced at 1.27; upstream has them from 1.30.
+                let carried = m.library_introduced("kubernetes.net.ip");
+                assert_eq!(carried, (d == Distribution::OpenShift).then_some(v(27)));
+                assert_eq!(m.library_introduced("kubernetes.net.cidr"), carried);
+            }
+        }
+        assert!(
+            KUBERNETES
+                .iter()
+                .filter(|m| m.kubernetes >= v(29))
+                .all(|m| m.enum_string_max_length)
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod ast;
 pub mod checker;
+pub mod constraint;
 pub mod cost;
 pub mod decls;
 pub mod env;

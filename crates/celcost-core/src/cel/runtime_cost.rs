@@ -86,6 +86,9 @@ pub struct Rules {
     /// `startsWith` / `endsWith` count the argument's size (cel-go v0.29,
     /// [`Minor::affix_runtime_cost_by_argument`]); before, the receiver's.
     pub affix_by_argument: bool,
+    /// `quantity(s)` / `isQuantity(s)` count the size of `s` (Kubernetes 1.30,
+    /// [`Minor::quantity_parse_cost`]); before, 1 like any call.
+    pub quantity_by_size: bool,
     /// The libraries' behaviour where it changed between cel-go versions.
     pub lib: Lib,
 }
@@ -107,6 +110,7 @@ impl Rules {
         Rules {
             global_matches: minor.global_matches_cost,
             affix_by_argument: minor.affix_runtime_cost_by_argument,
+            quantity_by_size: minor.quantity_parse_cost,
             lib: Lib::of(minor),
         }
     }
@@ -749,8 +753,16 @@ fn call_cost(
             Some(Ok(v)) => traversal_cost(v),
             _ => 1,
         },
+        "quantity" | "isQuantity" => {
+            consulted::note(consulted::QUANTITY_PARSE_COST);
+            if rules.quantity_by_size {
+                ceil(s(0) * 0.1)
+            } else {
+                1
+            }
+        }
         "url" | "lowerAscii" | "upperAscii" | "substring" | "trim" | "cidr" | "isIP" | "isCIDR"
-        | "quantity" | "isQuantity" | "semver" | "isSemver" => ceil(s(0) * 0.1),
+        | "semver" | "isSemver" => ceil(s(0) * 0.1),
         "ip" if member => 1,
         "ip" => ceil(s(0) * 0.1),
         "ip.isCanonical" => ceil(s(0) * 2.0 * 0.1),

@@ -103,6 +103,15 @@ impl SizeSource for Recording<'_> {
     }
 }
 
+/// `rule` as `minor` reads it: without its `optionalOldSelf` where the minor drops it
+/// ([`crate::cel::minor::Minor::optional_old_self`]).
+fn honoured(rule: &ValidationRule, minor: &crate::cel::minor::Minor) -> ValidationRule {
+    ValidationRule {
+        optional_old_self: rule.optional_old_self.filter(|_| minor.optional_old_self),
+        ..rule.clone()
+    }
+}
+
 /// A rule's variables: `self` of the node's type, `oldSelf` the same (optional with
 /// `optionalOldSelf`).
 pub fn rule_variables(rule: &ValidationRule, decl: &DeclType) -> Vec<(String, Type)> {
@@ -145,7 +154,12 @@ pub fn compile_rule_in(
     if decl.minor_rules != 0 {
         crate::cel::version::consulted::note(decl.minor_rules);
     }
-    let vars = rule_variables(rule, decl);
+    let vars = if rule.optional_old_self.is_some() {
+        crate::cel::version::consulted::note(crate::cel::version::consulted::OPTIONAL_OLD_SELF);
+        rule_variables(&honoured(rule, env.minor), decl)
+    } else {
+        rule_variables(rule, decl)
+    };
     let checked = match env.compile(&rule.rule, &vars, provider) {
         Ok(c) => c,
         Err(e) => {

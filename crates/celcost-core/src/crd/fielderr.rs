@@ -73,7 +73,7 @@ pub fn stored_version_removal_says_why(k: Version) -> bool {
 
 /// Every error-wording rule of a minor, for telling whether two minors word every error alike
 /// (a range shares one estimate between them then). A new wording rule belongs here too.
-pub fn wording(k: Version) -> [bool; 9] {
+pub fn wording(k: Version) -> [bool; 11] {
     // Asked of two minors to compare them: consults nothing.
     crate::cel::version::consulted::ignoring(|| {
         [
@@ -86,8 +86,26 @@ pub fn wording(k: Version) -> [bool; 9] {
             output_type_errors_name_the_type(k),
             failed_rules_show_the_value(k),
             optional_type_named_in_full(k),
+            api_types_of_1_30(k),
+            rules_have_optional_old_self(k),
         ]
     })
+}
+
+/// Whether the internal API types printed in errors are 1.30's or later: a
+/// `CustomResourceDefinitionVersion` has `SelectableFields` (k8s.io/apiextensions-apiserver
+/// v0.30 `types.go`), and a `ValidationRule`'s `OptionalOldSelf` is what the object says
+/// (before, the `CRDValidationRatcheting` gate, off by default, drops it on create: nil).
+pub fn api_types_of_1_30(k: Version) -> bool {
+    consulted(9);
+    k >= Version::new(1, 30)
+}
+
+/// Whether a `ValidationRule` printed in errors has the `OptionalOldSelf` field
+/// (k8s.io/apiextensions-apiserver v0.29 `types.go`).
+pub fn rules_have_optional_old_self(k: Version) -> bool {
+    consulted(10);
+    k >= Version::new(1, 29)
 }
 
 /// cel-go v0.17.8 (1.30) names the optional type `optional` in compile errors, later cel-go
@@ -103,7 +121,7 @@ const OPTIONAL_TYPE_NAME: usize = 8;
 /// Which rules of [`wording`] are applied when an error is rendered ([`FieldError::render`]):
 /// the bad value's form, details that repeat their field, units and the too-long detail. The others decide text when the error is
 /// made.
-pub const RENDER_TIME_RULES: u32 = 1 << 2 | 1 << 3 | 1 << 4 | 1 << 5;
+pub const RENDER_TIME_RULES: u64 = 1 << 2 | 1 << 3 | 1 << 4 | 1 << 5 | 1 << 9 | 1 << 10;
 
 /// Notes that rule `i` of [`wording`] decided some text of the estimate under way.
 fn consulted(i: usize) {
@@ -113,7 +131,7 @@ fn consulted(i: usize) {
 /// The wording rules a report's errors depend on: those its estimate consulted
 /// (`consulted`, a bit per index of [`wording`]), and the optional type's name where some error
 /// names it.
-pub fn wording_rules_of<'a>(consulted: u32, errors: impl IntoIterator<Item = &'a String>) -> u32 {
+pub fn wording_rules_of<'a>(consulted: u64, errors: impl IntoIterator<Item = &'a String>) -> u64 {
     let names_optional = errors.into_iter().any(|e| e.contains("optional"));
     consulted
         | if names_optional {
@@ -125,7 +143,7 @@ pub fn wording_rules_of<'a>(consulted: u32, errors: impl IntoIterator<Item = &'a
 
 /// Whether minors `a` and `b` agree on every wording rule of `rules` (bits by index of
 /// [`wording`]).
-pub fn worded_alike(rules: u32, a: Version, b: Version) -> bool {
+pub fn worded_alike(rules: u64, a: Version, b: Version) -> bool {
     let (wa, wb) = (wording(a), wording(b));
     (0..wa.len()).all(|i| rules & (1 << i) == 0 || wa[i] == wb[i])
 }
@@ -177,8 +195,20 @@ impl BadValue {
             BadValue::Bool(b) => b.to_string(),
             BadValue::Int(i) => i.to_string(),
             BadValue::Float(f) => go_float(*f),
-            BadValue::Go(v) if bad_values_as_json(k) => v.bad_value_json(),
-            BadValue::Go(v) => v.bad_value_go_syntax(),
+            BadValue::Go(v) => {
+                let older;
+                let v = if v.names_api_types_of_1_30() && !api_types_of_1_30(k) {
+                    older = v.as_api_types_of(k);
+                    &older
+                } else {
+                    v
+                };
+                if bad_values_as_json(k) {
+                    v.bad_value_json()
+                } else {
+                    v.bad_value_go_syntax()
+                }
+            }
         }
     }
 }

@@ -862,7 +862,10 @@ impl Walk<'_> {
                         &format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {p}"),
                     ));
                 }
-            } else if let Some(b) = rule.optional_old_self {
+            } else if let Some(b) = rule
+                .optional_old_self
+                .filter(|_| self.env.minor.optional_old_self)
+            {
                 self.cel_errors.push(FieldError::invalid(
                     &format!("{fld}.x-kubernetes-validations[{i}].optionalOldSelf"),
                     fielderr::BadValue::Bool(b),

@@ -39,7 +39,7 @@ pub struct Difference {
     /// What it can move.
     pub aspects: &'static [Aspect],
     /// The consulted bits that say an estimate read it (any of them).
-    bits: u32,
+    bits: u64,
     /// The library sections that say it (any of them), bits by section index.
     libraries: u64,
 }
@@ -49,7 +49,7 @@ impl Difference {
         change: impl Into<String>,
         reference: &str,
         aspects: &'static [Aspect],
-        bits: u32,
+        bits: u64,
     ) -> Self {
         Difference {
             change: change.into(),
@@ -62,7 +62,7 @@ impl Difference {
 
     /// Whether an estimate that consulted `rules` (bits of [`consulted`]) and resolved names in
     /// the library sections `libraries` read this difference.
-    pub fn consulted_by(&self, rules: u32, libraries: u64) -> bool {
+    pub fn consulted_by(&self, rules: u64, libraries: u64) -> bool {
         rules & self.bits != 0 || libraries & self.libraries != 0
     }
 
@@ -97,12 +97,19 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
         library_introduced: _,
         missing_libraries: _,
         cost_algorithm,
+        comprehension_result_size,
+        presence_test_cost,
+        cost_factor_clamped,
+        untyped_undeclared_member_calls,
+        optional_old_self,
         format_string_validator,
         optional_macros_copy_their_receiver,
         kubernetes_type_equality,
         url_result_size,
+        quantity_parse_cost,
         type_meta_keeps_additional_properties,
         int_or_string_max_length,
+        enum_string_max_length,
         optional_type_name,
         global_matches_cost,
         affix_runtime_cost_by_argument,
@@ -126,6 +133,64 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
             "cel-expr/cel-go#1104",
             COST,
             consulted::ALGORITHM_PATHS,
+        ));
+    }
+    if a.comprehension_result_size != comprehension_result_size {
+        out.push(D::rule(
+            if comprehension_result_size {
+                format!("cel-go {cel_go} gives a comprehension's result the size of its range")
+            } else {
+                format!(
+                    "cel-go {cel_go} gives a comprehension's result no size: what is called on it is costed as over a list of unbounded size"
+                )
+            },
+            "google/cel-go v0.17.8 checker/cost.go (costComprehension)",
+            COST,
+            consulted::COMPREHENSION_RESULT_SIZE,
+        ));
+    }
+    if a.presence_test_cost != presence_test_cost {
+        out.push(D::rule(
+            format!("a presence test has(x.f) is estimated at {presence_test_cost} beside its operand"),
+            "k8s.io/apiserver v0.29 pkg/cel/environment/base.go (checker.PresenceTestHasCost(false))",
+            COST,
+            consulted::PRESENCE_TEST_COST,
+        ));
+    }
+    if a.cost_factor_clamped != cost_factor_clamped {
+        out.push(D::rule(
+            if cost_factor_clamped {
+                format!("cel-go {cel_go} clamps a cost factor's product of 2^64 or more at 2^64 - 1")
+            } else {
+                format!("cel-go {cel_go} converts a cost factor's product of 2^64 or more unchecked (2^63 on amd64)")
+            },
+            "google/cel-go v0.17 checker/cost.go (multiplyByCostFactor, doubleTwoTo64)",
+            COST,
+            consulted::COST_FACTOR_CLAMP,
+        ));
+    }
+    if a.untyped_undeclared_member_calls != untyped_undeclared_member_calls {
+        out.push(D::rule(
+            if untyped_undeclared_member_calls {
+                format!("cel-go {cel_go}'s checker leaves a call of an undeclared member function untyped, so the calls around it fail too, and checks && and || as any overload")
+            } else {
+                format!("cel-go {cel_go}'s checker gives a call of an undeclared member function the error type, which the calls around it take")
+            },
+            "google/cel-go v0.17 checker/checker.go (checkCall)",
+            COMPILE,
+            consulted::UNTYPED_MEMBER_CALLS,
+        ));
+    }
+    if a.optional_old_self != optional_old_self {
+        out.push(D::rule(
+            if optional_old_self {
+                "a rule's optionalOldSelf makes oldSelf optional (CRDValidationRatcheting on by default)"
+            } else {
+                "a rule's optionalOldSelf is dropped on create (CRDValidationRatcheting off, or no such field)"
+            },
+            "kubernetes/enhancements#4008 (KEP-4008: CRD validation ratcheting, beta in 1.30)",
+            COMPILE_AND_COST,
+            consulted::OPTIONAL_OLD_SELF,
         ));
     }
     if a.global_matches_cost != global_matches_cost {
@@ -182,6 +247,18 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
             consulted::URL_RESULT_SIZE,
         ));
     }
+    if a.quantity_parse_cost != quantity_parse_cost {
+        out.push(D::rule(
+            if quantity_parse_cost {
+                "quantity(s) and isQuantity(s) are costed by the size of s"
+            } else {
+                "quantity(s) and isQuantity(s) cost 1, like any call"
+            },
+            "k8s.io/apiserver v0.30 pkg/cel/library/cost.go (quantity, isQuantity)",
+            COST,
+            consulted::QUANTITY_PARSE_COST,
+        ));
+    }
     if a.int_or_string_max_length != int_or_string_max_length {
         out.push(D::rule(
             if int_or_string_max_length {
@@ -195,6 +272,18 @@ pub fn between(a: &Minor, b: &Minor) -> Vec<Difference> {
             },
             COST,
             consulted::INT_OR_STRING_MAX_LENGTH,
+        ));
+    }
+    if a.enum_string_max_length != enum_string_max_length {
+        out.push(D::rule(
+            if enum_string_max_length {
+                "a string with an enum and no maxLength is sized by its longest value, not by the request size"
+            } else {
+                "a string with an enum and no maxLength is sized by the request size"
+            },
+            "k8s.io/apiserver v0.29 pkg/cel/common/schemas.go (estimateMaxStringEnumLength)",
+            COST,
+            consulted::ENUM_STRING_SIZES,
         ));
     }
     if a.object_meta_name_max_length != object_meta_name_max_length {
@@ -445,7 +534,7 @@ fn wording_differences(a: Version, b: Version, out: &mut Vec<Difference>) {
     );
     // (index in `wording`, what the newer minor says, reference, what it moves); the optional
     // type's name is the Minor field above.
-    let rules: [(usize, &str, &str, &'static [Aspect]); 8] = [
+    let rules: [(usize, &str, &str, &'static [Aspect]); 10] = [
         (
             0,
             "a stored version removed from spec.versions is explained",
@@ -494,6 +583,18 @@ fn wording_differences(a: Version, b: Version, out: &mut Vec<Difference>) {
             "k8s.io/apiextensions-apiserver v0.35 pkg/apiserver/schema/cel/validation.go",
             ERRORS,
         ),
+        (
+            9,
+            "an error that shows a CRD version shows its SelectableFields, and a rule its OptionalOldSelf as set",
+            "k8s.io/apiextensions-apiserver v0.30 pkg/apis/apiextensions/types.go",
+            ERRORS,
+        ),
+        (
+            10,
+            "an error that shows a validation rule shows its OptionalOldSelf field",
+            "k8s.io/apiextensions-apiserver v0.29 pkg/apis/apiextensions/types.go",
+            ERRORS,
+        ),
     ];
     for (i, change, reference, aspects) in rules {
         if wa[i] != wb[i] {
@@ -531,13 +632,36 @@ pub fn map_serving(api_version: &str, a: &Minor, b: &Minor) -> Option<Difference
     ))
 }
 
+/// Where `a` and `b` serve a ValidatingAdmissionPolicy of `api_version` differently (`v1` from
+/// 1.30): the difference, if any.
+pub fn vap_serving(api_version: &str, a: &Minor, b: &Minor) -> Option<Difference> {
+    use crate::vap::vap_not_served;
+    let (na, nb) = (
+        vap_not_served(api_version, a.kubernetes),
+        vap_not_served(api_version, b.kubernetes),
+    );
+    if na.is_some() == nb.is_some() {
+        return None;
+    }
+    Some(Difference::rule(
+        if nb.is_none() {
+            "ValidatingAdmissionPolicy admissionregistration.k8s.io/v1 is served"
+        } else {
+            "ValidatingAdmissionPolicy admissionregistration.k8s.io/v1 is not served"
+        },
+        "kubernetes/enhancements#3488 (KEP-3488: ValidatingAdmissionPolicy v1 in 1.30)",
+        ERRORS,
+        0,
+    ))
+}
+
 /// The differences between `a` and `b` that an estimate which consulted `rules` and
 /// `libraries` read, among those that move `aspect`.
 pub fn consulted_between(
     a: &Minor,
     b: &Minor,
     aspect: Aspect,
-    rules: u32,
+    rules: u64,
     libraries: u64,
 ) -> Vec<Difference> {
     let mut out: Vec<Difference> = Vec::new();
@@ -647,6 +771,56 @@ mod tests {
                 "int_or_string",
                 Minor {
                     int_or_string_max_length: false,
+                    ..base
+                },
+            ),
+            (
+                "comprehension_result_size",
+                Minor {
+                    comprehension_result_size: false,
+                    cost_algorithm: CostAlgorithm::IterRanges,
+                    ..base
+                },
+            ),
+            (
+                "optional_old_self",
+                Minor {
+                    optional_old_self: false,
+                    ..base
+                },
+            ),
+            (
+                "untyped_undeclared_member_calls",
+                Minor {
+                    untyped_undeclared_member_calls: true,
+                    ..base
+                },
+            ),
+            (
+                "cost_factor_clamped",
+                Minor {
+                    cost_factor_clamped: false,
+                    ..base
+                },
+            ),
+            (
+                "presence_test_cost",
+                Minor {
+                    presence_test_cost: 1,
+                    ..base
+                },
+            ),
+            (
+                "quantity_parse_cost",
+                Minor {
+                    quantity_parse_cost: false,
+                    ..base
+                },
+            ),
+            (
+                "enum_string",
+                Minor {
+                    enum_string_max_length: false,
                     ..base
                 },
             ),

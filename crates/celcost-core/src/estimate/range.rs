@@ -35,13 +35,25 @@ struct Differences {
     /// [`consulted::COST_ALGORITHM`]) of an object whose CEL it may cost otherwise
     /// ([`algorithm_dependent`]).
     cost_algorithm: bool,
+    /// cel-go v0.17.8's comprehension result sizes: it matters to an object whose CEL has a
+    /// comprehension ([`algorithm_dependent`] words).
+    comprehension_result_size: bool,
+    /// What a presence test costs: it matters to an object whose CEL calls `has`.
+    presence_test_cost: bool,
+    /// Whether a cost factor past 2^64 is clamped: it matters to an estimate that noted one.
+    cost_factor_clamped: bool,
+    /// cel-go v0.16's checker: any compile of the object may word its errors otherwise.
+    untyped_member_calls: bool,
+    optional_old_self: bool,
     optional_macros: bool,
     format_validator: bool,
     kubernetes_type_equality: bool,
     url_result_size: bool,
+    quantity_parse_cost: bool,
     keywords_as_field_names: bool,
     type_meta_additional_properties: bool,
     int_or_string_max_length: bool,
+    enum_string_max_length: bool,
     global_matches: bool,
     affix_runtime_cost: bool,
     object_meta_names: bool,
@@ -125,12 +137,19 @@ impl Differences {
             library_introduced: _,
             missing_libraries: _,
             cost_algorithm,
+            comprehension_result_size,
+            presence_test_cost,
+            cost_factor_clamped,
+            untyped_undeclared_member_calls,
+            optional_old_self,
             format_string_validator,
             optional_macros_copy_their_receiver,
             kubernetes_type_equality,
             url_result_size,
+            quantity_parse_cost,
             type_meta_keeps_additional_properties,
             int_or_string_max_length,
+            enum_string_max_length,
             // A wording rule (`crd::fielderr`, the optional type's name): the report's errors
             // are worded again or estimated anew where they name it.
             optional_type_name: _,
@@ -151,15 +170,23 @@ impl Differences {
                 .zip(&pb)
                 .any(|(a, b)| a.optional_syntax != b.optional_syntax),
             cost_algorithm: ma.cost_algorithm != cost_algorithm,
+            comprehension_result_size: ma.comprehension_result_size != comprehension_result_size,
+            presence_test_cost: ma.presence_test_cost != presence_test_cost,
+            cost_factor_clamped: ma.cost_factor_clamped != cost_factor_clamped,
+            untyped_member_calls: ma.untyped_undeclared_member_calls
+                != untyped_undeclared_member_calls,
+            optional_old_self: ma.optional_old_self != optional_old_self,
             optional_macros: ma.optional_macros_copy_their_receiver
                 != optional_macros_copy_their_receiver,
             format_validator: ma.format_string_validator != format_string_validator,
             kubernetes_type_equality: ma.kubernetes_type_equality != kubernetes_type_equality,
             url_result_size: ma.url_result_size != url_result_size,
+            quantity_parse_cost: ma.quantity_parse_cost != quantity_parse_cost,
             keywords_as_field_names: keywords(ma) != keywords(mb),
             type_meta_additional_properties: ma.type_meta_keeps_additional_properties
                 != type_meta_keeps_additional_properties,
             int_or_string_max_length: ma.int_or_string_max_length != int_or_string_max_length,
+            enum_string_max_length: ma.enum_string_max_length != enum_string_max_length,
             global_matches: ma.global_matches_cost != global_matches_cost,
             affix_runtime_cost: ma.affix_runtime_cost_by_argument != affix_runtime_cost_by_argument,
             object_meta_names: ma.object_meta_name_max_length != object_meta_name_max_length,
@@ -171,13 +198,15 @@ impl Differences {
     /// Whether an object with this profile gets the same estimate from both minors (apart from
     /// error wording, which [`RangeEstimator`] checks on the report), given the rules an estimate
     /// of it consulted (`consulted`, bits of [`consulted`]; all of them where none was made).
-    fn irrelevant_to(&self, p: &Profile, consulted: u32) -> bool {
+    fn irrelevant_to(&self, p: &Profile, consulted: u64) -> bool {
         let any = |words: &[&str]| words.iter().any(|w| p.tokens.contains(*w));
         let calls = |words: &[&str]| words.iter().any(|w| p.called.contains(*w));
-        let noted = |bit: u32| consulted & bit != 0;
+        let noted = |bit: u64| consulted & bit != 0;
         if p.has_cel
             && (self.optional_syntax
                 || self.cost_algorithm && p.algorithm_dependent && noted(consulted::COST_ALGORITHM)
+                || self.comprehension_result_size && p.algorithm_dependent
+                || self.untyped_member_calls
                 || self.parser_options && noted(consulted::PARSER_OPTIONS)
                 || p.tokens.iter().any(|t| self.names.contains(t))
                 || p.called.iter().any(|t| self.calls.contains(t)))
@@ -189,9 +218,14 @@ impl Differences {
             || self.kubernetes_type_equality
                 && (calls(KUBERNETES_TYPE_CONSTRUCTORS) || any(KUBERNETES_TYPE_NAMESPACES))
             || self.url_result_size && calls(&["url"])
+            || self.quantity_parse_cost && calls(&["quantity", "isQuantity"])
+            || self.presence_test_cost && calls(&["has"])
+            || self.cost_factor_clamped && noted(consulted::COST_FACTOR_CLAMP)
+            || self.optional_old_self && p.optional_old_self
             || self.keywords_as_field_names && selects_reserved_word(p)
             || self.type_meta_additional_properties && p.resource_with_additional_properties
             || self.int_or_string_max_length && p.int_or_string_with_max_length
+            || self.enum_string_max_length && p.enum_string_without_max_length
             || self.global_matches && noted(consulted::GLOBAL_MATCHES)
             || self.affix_runtime_cost && noted(consulted::AFFIX_RUNTIME_COST)
             || self.object_meta_names && p.root_rule_reads_metadata)
@@ -240,7 +274,13 @@ struct Profile {
     /// A MutatingAdmissionPolicy: its `apiVersion` (the minors serve its versions differently,
     /// and a report says how).
     map_api_version: Option<String>,
+    /// A ValidatingAdmissionPolicy: its `apiVersion` (`v1` is not served before 1.30).
+    vap_api_version: Option<String>,
     int_or_string_with_max_length: bool,
+    /// A node with `enum` and no `maxLength` (over-approximated: whatever its type).
+    enum_string_without_max_length: bool,
+    /// A rule with `optionalOldSelf`.
+    optional_old_self: bool,
     resource_with_additional_properties: bool,
     /// A call of the global `matches(s, re)` (the word not after a `.`).
     global_matches: bool,
@@ -265,6 +305,12 @@ impl Profile {
                     .unwrap_or_default()
                     .to_string()
             }),
+            vap_api_version: (kind == Some("ValidatingAdmissionPolicy")).then(|| {
+                v.get("apiVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            }),
             ..Profile::default()
         };
         p.walk(v, true);
@@ -275,6 +321,7 @@ impl Profile {
             let reads =
                 crate::vap::conversion_reads(v.get("spec").unwrap_or(&Value::Null), catalog);
             p.int_or_string_with_max_length |= reads.int_or_string_max_length;
+            p.enum_string_without_max_length |= reads.enum_string_without_max_length;
             p.resource_with_additional_properties |= reads.resource_additional_properties;
         }
         p
@@ -283,9 +330,9 @@ impl Profile {
     /// The rules an estimate of the object may consult, as far as its words tell, for a
     /// comparison no estimate informs: every wording rule and the cost algorithm, and the
     /// parser options where some text names a gated macro or has a backtick.
-    fn presumed_consulted(&self) -> u32 {
+    fn presumed_consulted(&self) -> u64 {
         let any = |words: &[&str]| words.iter().any(|w| self.tokens.contains(*w));
-        let unless = |may: bool, bit: u32| if may { 0 } else { bit };
+        let unless = |may: bool, bit: u64| if may { 0 } else { bit };
         let gated = any(TWO_VARIABLE_MACROS) || any(&["sortBy"]);
         // Runtime costs are counted only where a rule is evaluated on a default.
         let affixes = self.has_default && any(&["startsWith", "endsWith"]);
@@ -300,6 +347,7 @@ impl Profile {
                 // What the node says of itself, in one pass over its keys.
                 let (mut embedded, mut int_or_string, mut max_length, mut additional) =
                     (false, false, false, false);
+                let mut has_enum = false;
                 let mut rules = None;
                 for (k, x) in m {
                     match k.as_str() {
@@ -308,6 +356,8 @@ impl Profile {
                         "x-kubernetes-int-or-string" => int_or_string = *x == Value::Bool(true),
                         "maxLength" => max_length = true,
                         "additionalProperties" => additional = true,
+                        "enum" => has_enum = true,
+                        "optionalOldSelf" => self.optional_old_self = true,
                         "x-kubernetes-validations" => rules = x.as_array(),
                         _ => {}
                     }
@@ -323,6 +373,7 @@ impl Profile {
                     });
                 }
                 self.int_or_string_with_max_length |= int_or_string && max_length;
+                self.enum_string_without_max_length |= has_enum && !max_length;
                 self.resource_with_additional_properties |= additional && root;
                 for (k, x) in m {
                     match (k.as_str(), x) {
@@ -563,6 +614,11 @@ impl RangeEstimator {
     /// report of a version off by default or not served says so, naming the minor).
     fn served_alike(&self, p: &Profile, a: usize, b: usize) -> bool {
         use crate::vap::{MapApiVersion, map_api_version};
+        if let Some(api) = &p.vap_api_version {
+            let not_served =
+                |i: usize| crate::vap::vap_not_served(api, self.estimators[i].kubernetes_version());
+            return not_served(a).is_none() && not_served(b).is_none();
+        }
         let Some(api) = &p.map_api_version else {
             return true;
         };
@@ -609,7 +665,7 @@ impl RangeEstimator {
         let mut out: Vec<ObjectReport> = Vec::with_capacity(n);
         // The wording rules each report's text depends on (bits by index of
         // `fielderr::wording`): those its estimate consulted.
-        let mut rules: Vec<u32> = Vec::with_capacity(n);
+        let mut rules: Vec<u64> = Vec::with_capacity(n);
         // The index of the minor whose report the last ones copy.
         let mut representative: Option<usize> = None;
         for i in 0..n {
@@ -642,7 +698,7 @@ impl RangeEstimator {
                 Some(mut copy) => {
                     copy.kubernetes_version = format!("v{to}");
                     copy.made_by.minor = Some(self.estimators[i].minor());
-                    rules.push(alike.map_or(u32::MAX, |r| rules[r]));
+                    rules.push(alike.map_or(u64::MAX, |r| rules[r]));
                     out.push(copy);
                 }
                 None => {
@@ -682,7 +738,7 @@ fn served_otherwise(
     p: &Profile,
     r: &ObjectReport,
     (from, to): (Version, Version),
-    rules: u32,
+    rules: u64,
     kept: impl FnOnce() -> Option<(Vec<String>, Vec<crate::report::ErrorParts>)>,
 ) -> Option<ObjectReport> {
     use crate::crd::fielderr::{RENDER_TIME_RULES, worded_alike};
@@ -732,7 +788,7 @@ fn served_otherwise(
 /// decides text when an error is made (which stored-versions detail, whether a detail repeats
 /// its field, which bad value a failed rule on a default shows, how cel-go names the optional
 /// type, the policy compiler's output-type message), however they render one.
-fn rewordable(r: &ObjectReport, from: Version, to: Version, rules: u32) -> bool {
+fn rewordable(r: &ObjectReport, from: Version, to: Version, rules: u64) -> bool {
     use crate::crd::fielderr::{RENDER_TIME_RULES, worded_alike};
     r.stopped.is_none() && r.notes.is_empty() && worded_alike(rules & !RENDER_TIME_RULES, from, to)
 }
@@ -740,7 +796,7 @@ fn rewordable(r: &ObjectReport, from: Version, to: Version, rules: u32) -> bool 
 /// Whether a report of minor `from` can stand for minor `to`'s: both word its errors alike (the
 /// wording rules `rules` its estimate consulted, or there are no errors), and it has no notes
 /// (they say what the minor serves).
-fn shareable(r: &ObjectReport, from: Version, to: Version, rules: u32) -> bool {
+fn shareable(r: &ObjectReport, from: Version, to: Version, rules: u64) -> bool {
     r.stopped.is_none()
         && r.notes.is_empty()
         && (r.errors.is_empty() || crate::crd::fielderr::worded_alike(rules, from, to))

@@ -104,14 +104,24 @@ fn step_causes(
         .consulted
         .union(reports[i].made_by.consulted);
     // Where no difference that tells its paths was consulted, a cost of either algorithm's.
-    let coarse = |r: u32| {
+    let coarse = |r: u64| {
         if r & crate::cel::version::consulted::COST_ALGORITHM != 0 {
             r | crate::cel::version::consulted::ALGORITHM_PATHS
         } else {
             r
         }
     };
-    let mut found = consulted_between(a, b, aspect, c.rules, c.libraries);
+    // A policy one of them does not serve has no estimate there: that is the cause.
+    let mut found: Vec<_> = if reports[i].kind == "ValidatingAdmissionPolicy" {
+        super::causes::vap_serving(&reports[i].api_version, a, b)
+            .into_iter()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if found.is_empty() {
+        found = consulted_between(a, b, aspect, c.rules, c.libraries);
+    }
     if found.is_empty() {
         found = consulted_between(a, b, aspect, coarse(c.rules), c.libraries);
     }

@@ -50,7 +50,7 @@ pub struct DeclType {
     /// The rules of a minor this node's conversion depends on, noted as consulted where a cost
     /// reads its size or a rule is compiled against it (bits of
     /// [`crate::cel::version::consulted`]; 0 for most nodes).
-    pub minor_rules: u32,
+    pub minor_rules: u64,
 }
 
 impl DeclType {
@@ -417,10 +417,12 @@ pub struct ConversionReads {
     /// A resource root (the root, or an `x-kubernetes-embedded-resource` node) with
     /// `additionalProperties` ([`Minor::type_meta_keeps_additional_properties`]).
     pub resource_additional_properties: bool,
+    /// A string node with `enum` and no `maxLength` ([`Minor::enum_string_max_length`]).
+    pub enum_string_without_max_length: bool,
 }
 
 /// What of a minor converting a schema depends on ([`ConversionReads::flavor`]).
-pub type ConversionFlavor = [bool; 3];
+pub type ConversionFlavor = [bool; 4];
 
 impl ConversionReads {
     /// What converting the resource root `root` reads of a minor.
@@ -429,6 +431,8 @@ impl ConversionReads {
         let mut stack = vec![(root, true)];
         while let Some((s, resource_root)) = stack.pop() {
             reads.int_or_string_max_length |= s.x_int_or_string && s.max_length.is_some();
+            reads.enum_string_without_max_length |=
+                s.max_length.is_none() && !s.enum_values.is_empty() && s.type_ == "string";
             let ap = s.additional_properties_schema();
             reads.resource_additional_properties |= resource_root && ap.is_some();
             stack.extend(ap.map(|a| (a, a.x_embedded_resource)));
@@ -446,6 +450,7 @@ impl ConversionReads {
             self.int_or_string_max_length && minor.int_or_string_max_length,
             self.resource_additional_properties && minor.type_meta_keeps_additional_properties,
             keywords_as_field_names(minor.compatibility),
+            self.enum_string_without_max_length && minor.enum_string_max_length,
         ]
     }
 
@@ -455,6 +460,8 @@ impl ConversionReads {
                 || other.int_or_string_max_length,
             resource_additional_properties: self.resource_additional_properties
                 || other.resource_additional_properties,
+            enum_string_without_max_length: self.enum_string_without_max_length
+                || other.enum_string_without_max_length,
         }
     }
 }
@@ -539,7 +546,6 @@ fn convert(
     adaptor: Adaptor,
     mut memo: Memo<'_>,
 ) -> Option<Arc<DeclType>> {
-    let version = minor.compatibility;
     crate::budget::charge(1);
     let unbounded_string = MAX_REQUEST_SIZE_BYTES - 2;
     if s.x_int_or_string {
@@ -669,10 +675,8 @@ fn convert(
                     MAX_DATETIME_SIZE_JSON,
                     true,
                 ),
-                _ => {
-                    let (max, b) = if let Some(m) = s.max_length {
-                        (max_length_bytes(m), true)
-                    } else if !s.enum_values.is_empty() && version >= Version::new(1, 29) {
+                _ if s.max_length.is_none() && !s.enum_values.is_empty() => {
+                    let t = if minor.enum_string_max_length {
                         let longest = s
                             .enum_values
                             .iter()
@@ -680,9 +684,16 @@ fn convert(
                             .map(|v| v.len() as i64)
                             .max()
                             .unwrap_or(0);
-                        (longest, true)
+                        DeclType::scalar(Type::String, MIN_STRING_SIZE, longest, true)
                     } else {
-                        (unbounded_string, false)
+                        DeclType::scalar(Type::String, MIN_STRING_SIZE, unbounded_string, false)
+                    };
+                    return Some(with_minor_rules(&t, consulted::ENUM_STRING_SIZES));
+                }
+                _ => {
+                    let (max, b) = match s.max_length {
+                        Some(m) => (max_length_bytes(m), true),
+                        None => (unbounded_string, false),
                     };
                     (Type::String, MIN_STRING_SIZE, max, b)
                 }
@@ -697,7 +708,7 @@ fn convert(
 }
 
 /// `t` noting the rules `bits` where it is read.
-fn with_minor_rules(t: &Arc<DeclType>, bits: u32) -> Arc<DeclType> {
+fn with_minor_rules(t: &Arc<DeclType>, bits: u64) -> Arc<DeclType> {
     let mut t = DeclType::clone(t);
     t.minor_rules |= bits;
     Arc::new(t)

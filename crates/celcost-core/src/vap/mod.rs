@@ -34,6 +34,7 @@ use crate::cel::cost::{Cost, by_either_algorithm, estimate};
 use crate::cel::env::{CheckerPanic, Env, JSONPATCH_TYPE, OBJECT_TYPE, PatchTypes};
 use crate::cel::k8s_cost::KubernetesEstimator;
 use crate::cel::types::Type;
+use crate::cel::version::Version;
 use crate::crd::fielderr::{BadValue, FieldError};
 use crate::report::{ExpressionReport, ObjectReport, PER_CALL_LIMIT, PolicyBudget, TypedEstimate};
 use crate::schema::catalog::SchemaCatalog;
@@ -161,6 +162,23 @@ impl Compiled {
     }
 }
 
+/// The first minor that serves `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicies
+/// (k8s.io/api admissionregistration v1 in 1.30; before, only `v1beta1`, off by default, and
+/// `v1alpha1`).
+pub const VAP_V1_SINCE: Version = Version::new(1, 30);
+
+/// Why Kubernetes `kubernetes` does not serve a ValidatingAdmissionPolicy of `api_version`, if
+/// it does not: `v1` before 1.30.
+pub fn vap_not_served(api_version: &str, kubernetes: Version) -> Option<String> {
+    (api_version == "admissionregistration.k8s.io/v1" && kubernetes < VAP_V1_SINCE).then(|| {
+        format!(
+            "no matches for kind \"ValidatingAdmissionPolicy\" in version \"{api_version}\": \
+             Kubernetes {kubernetes} does not serve admissionregistration.k8s.io/v1 (not served \
+             before {VAP_V1_SINCE}; it serves v1beta1, off by default): no estimate"
+        )
+    })
+}
+
 /// Estimates one ValidatingAdmissionPolicy (admissionregistration v1 or v1beta1, as JSON), with
 /// typed estimates from the built-in schemas.
 pub fn estimate_vap(env: &Env, vap: &Value, source: &str) -> ObjectReport {
@@ -194,6 +212,16 @@ pub fn estimate_vap_keeping_errors(
     );
     let name = report.name.clone();
     let k = env.kubernetes;
+    let api_version = vap
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if let Some(why) = vap_not_served(api_version, k) {
+        report.error_parts = vec![crate::report::ErrorParts::other("", &why)];
+        report.errors = vec![why];
+        report.valid = false;
+        return (report, None);
+    }
     let mut errors: Vec<FieldError> = meta::validate_object_meta(vap.get("metadata"));
     let spec = vap.get("spec").unwrap_or(&Value::Null);
     errors.extend(meta::validate_spec(spec, k));

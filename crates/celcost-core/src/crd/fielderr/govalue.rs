@@ -44,6 +44,67 @@ pub enum GoValue {
 }
 
 impl GoValue {
+    /// Whether the value holds a `ValidationRule` or a `CustomResourceDefinitionVersion`, whose
+    /// fields changed in 1.29 and 1.30 ([`GoValue::as_api_types_of`]).
+    pub fn names_api_types_of_1_30(&self) -> bool {
+        match self {
+            GoValue::Struct(name, fields) => {
+                matches!(
+                    *name,
+                    "apiextensions.ValidationRule"
+                        | "apiextensions.CustomResourceDefinitionVersion"
+                ) || fields.iter().any(|(_, v)| v.names_api_types_of_1_30())
+            }
+            GoValue::Ptr(_, Some(v)) => v.names_api_types_of_1_30(),
+            GoValue::Slice(_, Some(vs)) => vs.iter().any(GoValue::names_api_types_of_1_30),
+            GoValue::Map(_, Some(es)) => es.iter().any(|(_, v)| v.names_api_types_of_1_30()),
+            _ => false,
+        }
+    }
+
+    /// The value as Kubernetes `k`'s internal API types hold it: before 1.30 a
+    /// `CustomResourceDefinitionVersion` has no `SelectableFields` and a `ValidationRule`'s
+    /// `OptionalOldSelf` is nil (dropped on create while `CRDValidationRatcheting` is off by
+    /// default); before 1.29 a `ValidationRule` has no `OptionalOldSelf`.
+    pub fn as_api_types_of(&self, k: super::Version) -> GoValue {
+        let before_1_30 = !super::api_types_of_1_30(k);
+        let has_old_self = super::rules_have_optional_old_self(k);
+        match self {
+            GoValue::Struct(name, fields) => GoValue::Struct(
+                name,
+                fields
+                    .iter()
+                    .filter(|(f, _)| match (*name, *f) {
+                        ("apiextensions.CustomResourceDefinitionVersion", "SelectableFields") => {
+                            !before_1_30
+                        }
+                        ("apiextensions.ValidationRule", "OptionalOldSelf") => has_old_self,
+                        _ => true,
+                    })
+                    .map(|(f, v)| match (*name, *f) {
+                        ("apiextensions.ValidationRule", "OptionalOldSelf") if before_1_30 => {
+                            (*f, GoValue::ptr_bool(None))
+                        }
+                        _ => (*f, v.as_api_types_of(k)),
+                    })
+                    .collect(),
+            ),
+            GoValue::Ptr(t, Some(v)) => GoValue::Ptr(t, Some(Box::new(v.as_api_types_of(k)))),
+            GoValue::Slice(t, Some(vs)) => {
+                GoValue::Slice(t, Some(vs.iter().map(|v| v.as_api_types_of(k)).collect()))
+            }
+            GoValue::Map(t, Some(es)) => GoValue::Map(
+                t,
+                Some(
+                    es.iter()
+                        .map(|(n, v)| (n.clone(), v.as_api_types_of(k)))
+                        .collect(),
+                ),
+            ),
+            v => v.clone(),
+        }
+    }
+
     /// An `interface{}` holding a decoded JSON value.
     pub fn any(v: Value) -> Self {
         GoValue::Any("interface {}", v)

@@ -276,7 +276,8 @@ impl<'e> DefaultRules<'e> {
         let mut self_val: Option<Option<Val>> = None;
         for rule in &s.x_validations {
             crate::budget::at(fld);
-            let optional_old_self = rule.optional_old_self == Some(true);
+            let optional_old_self =
+                rule.optional_old_self == Some(true) && self.env.minor.optional_old_self;
             if self.second_run && !optional_old_self {
                 continue;
             }
