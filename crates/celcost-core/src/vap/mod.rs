@@ -234,12 +234,6 @@ pub fn estimate_vap_keeping_errors(
     let variables = list("variables");
     let composition = !variables.is_empty();
     let mut types = PolicyTypes::new();
-    let s = |v: &Value, k: &str| {
-        v.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
 
     let mut expressions = compile_conditions_and_variables(
         env,
@@ -271,6 +265,62 @@ pub fn estimate_vap_keeping_errors(
             "validations or auditAnnotations must contain at least one item",
         ));
     }
+    compile_validations(validations, &mut compile_at, &mut errors, &mut expressions);
+    compile_audit_annotations(
+        audits,
+        (&name, k),
+        &mut compile_at,
+        &mut errors,
+        &mut expressions,
+    );
+    let (validation_cost, match_conditions_cost, audit_annotations_cost) =
+        budgets(&expressions, Compiled::max_cost);
+    report.policy_budget = Some(PolicyBudget {
+        validation_cost,
+        match_conditions_cost,
+        audit_annotations_cost,
+        ..Default::default()
+    });
+    let typing = typed::resolve(spec, catalog, env);
+    if !typing.targets.is_empty() {
+        add_typed_estimates(env, &typing, &mut expressions);
+        if let Some(b) = report.policy_budget.as_mut() {
+            let (validation, matches, audit) = budgets(&expressions, Compiled::typed_max_cost);
+            b.typed_validation_cost = Some(validation);
+            b.typed_match_conditions_cost = Some(matches);
+            b.typed_audit_annotations_cost = Some(audit);
+        }
+    }
+    report.typing = Some(typing.report);
+    let panic = first_panic(&expressions);
+    report.expressions = expressions.into_iter().map(|c| c.report).collect();
+    report.valid = errors.is_empty();
+    (report.errors, report.error_parts) = crate::crd::fielderr::render_all(&errors, k);
+    if let Some((field_path, p)) = panic {
+        report.set_apiserver_panic(&field_path, &p);
+        return (report, None);
+    }
+    (report, Some(errors))
+}
+
+/// The string at key `k` of `v` ("" when absent).
+fn str_at(v: &Value, k: &str) -> String {
+    v.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A policy's validations: each expression and messageExpression compiled with `compile_at`
+/// (site, kind, field path, text, whether `authorizer` is declared), their messages and
+/// reasons checked as the API server checks them.
+fn compile_validations(
+    validations: &[Value],
+    compile_at: &mut impl FnMut(Site, &str, &str, &str, bool) -> Compiled,
+    errors: &mut Vec<FieldError>,
+    expressions: &mut Vec<Compiled>,
+) {
+    let s = str_at;
     for (i, v) in validations.iter().enumerate() {
         let fp = format!("spec.validations[{i}].expression");
         let expr = s(v, "expression");
@@ -278,7 +328,7 @@ pub fn estimate_vap_keeping_errors(
             errors.push(FieldError::required(&fp, "expression is not specified"));
         } else {
             let c = compile_at(Site::Validation, "validation", &fp, &expr, true);
-            push_error(&mut errors, &c, &fp, &expr);
+            push_error(errors, &c, &fp, &expr);
             expressions.push(c);
         }
         let me = s(v, "messageExpression");
@@ -297,7 +347,7 @@ pub fn estimate_vap_keeping_errors(
                 &me,
                 false,
             );
-            push_error(&mut errors, &c, &mfp, &me);
+            push_error(errors, &c, &mfp, &me);
             expressions.push(c);
         }
         let msg = s(v, "message");
@@ -323,6 +373,18 @@ pub fn estimate_vap_keeping_errors(
             ));
         }
     }
+}
+
+/// A policy's auditAnnotations: each key checked (qualified with the policy's `name`, unique)
+/// and each valueExpression compiled with `compile_at`.
+fn compile_audit_annotations(
+    audits: &[Value],
+    (name, k): (&str, Version),
+    compile_at: &mut impl FnMut(Site, &str, &str, &str, bool) -> Compiled,
+    errors: &mut Vec<FieldError>,
+    expressions: &mut Vec<Compiled>,
+) {
+    let s = str_at;
     let mut keys = BTreeSet::new();
     for (i, a) in audits.iter().enumerate() {
         let fp = format!("spec.auditAnnotations[{i}].valueExpression");
@@ -369,37 +431,9 @@ pub fn estimate_vap_keeping_errors(
             &trimmed,
             true,
         );
-        push_error(&mut errors, &c, &fp, &expr);
+        push_error(errors, &c, &fp, &expr);
         expressions.push(c);
     }
-    let (validation_cost, match_conditions_cost, audit_annotations_cost) =
-        budgets(&expressions, Compiled::max_cost);
-    report.policy_budget = Some(PolicyBudget {
-        validation_cost,
-        match_conditions_cost,
-        audit_annotations_cost,
-        ..Default::default()
-    });
-    let typing = typed::resolve(spec, catalog, env);
-    if !typing.targets.is_empty() {
-        add_typed_estimates(env, &typing, &mut expressions);
-        if let Some(b) = report.policy_budget.as_mut() {
-            let (validation, matches, audit) = budgets(&expressions, Compiled::typed_max_cost);
-            b.typed_validation_cost = Some(validation);
-            b.typed_match_conditions_cost = Some(matches);
-            b.typed_audit_annotations_cost = Some(audit);
-        }
-    }
-    report.typing = Some(typing.report);
-    let panic = first_panic(&expressions);
-    report.expressions = expressions.into_iter().map(|c| c.report).collect();
-    report.valid = errors.is_empty();
-    (report.errors, report.error_parts) = crate::crd::fielderr::render_all(&errors, k);
-    if let Some((field_path, p)) = panic {
-        report.set_apiserver_panic(&field_path, &p);
-        return (report, None);
-    }
-    (report, Some(errors))
 }
 
 /// The first expression, in the order the API server compiles them, its compiler panics on.

@@ -172,6 +172,62 @@ pub fn estimate_map_keeping_errors(
             "mutations must contain at least one item",
         ));
     }
+    compile_mutations(
+        env,
+        &mut types,
+        has_params,
+        mutations,
+        &mut errors,
+        &mut expressions,
+    );
+    errors.extend(meta::validate_reinvocation_policy(spec));
+
+    report.policy_budget = Some(PolicyBudget {
+        match_conditions_cost: match_conditions_cost(&expressions, Compiled::max_cost),
+        mutation_cost: Some(mutation_cost(&expressions, Compiled::max_cost)),
+        ..Default::default()
+    });
+    let typing = typed::resolve(spec, catalog, env);
+    if !typing.targets.is_empty() {
+        super::add_typed_estimates(env, &typing, &mut expressions);
+        if let Some(b) = report.policy_budget.as_mut() {
+            let typed_max = Compiled::typed_max_cost;
+            b.typed_match_conditions_cost = Some(match_conditions_cost(&expressions, typed_max));
+            b.typed_mutation_cost = Some(mutation_cost(&expressions, typed_max));
+        }
+    }
+    report.typing = Some(typing.report);
+    // Not served: the request never reaches the validation that would panic.
+    let panics = super::first_panic(&expressions);
+    let keep = panics.is_none();
+    let panic = panics.filter(|_| not_served.is_none());
+    report.expressions = expressions.into_iter().map(|c| c.report).collect();
+    let (texts, parts) = crate::crd::fielderr::render_all(&errors, env.kubernetes);
+    report.error_parts = not_served
+        .iter()
+        .map(|why| crate::report::ErrorParts::other("", why))
+        .chain(parts)
+        .collect();
+    report.errors = not_served.into_iter().chain(texts).collect();
+    report.valid = report.errors.is_empty();
+    if let Some((field_path, p)) = panic {
+        report.set_apiserver_panic(&field_path, &p);
+        return (report, None);
+    }
+    (report, keep.then_some(errors))
+}
+
+/// A policy's mutations: each patch type checked and its expression compiled (with `variables`
+/// and `authorizer` declared, `params` when the policy has a paramKind).
+fn compile_mutations(
+    env: &Env,
+    types: &mut PolicyTypes,
+    has_params: bool,
+    mutations: &[Value],
+    errors: &mut Vec<FieldError>,
+    expressions: &mut Vec<Compiled>,
+) {
+    let s = super::str_at;
     for (i, m) in mutations.iter().enumerate() {
         let base = format!("spec.mutations[{i}]");
         let present = |k: &str| m.get(k).is_some_and(|v| !v.is_null());
@@ -219,7 +275,7 @@ pub fn estimate_map_keeping_errors(
             } else {
                 let c = compile(
                     env,
-                    &mut types,
+                    types,
                     site,
                     field,
                     &fp,
@@ -230,7 +286,7 @@ pub fn estimate_map_keeping_errors(
                         variables: true,
                     },
                 );
-                push_error(&mut errors, &c, &fp, &trimmed);
+                push_error(errors, &c, &fp, &trimmed);
                 expressions.push(c);
             }
         }
@@ -242,41 +298,6 @@ pub fn estimate_map_keeping_errors(
             ));
         }
     }
-    errors.extend(meta::validate_reinvocation_policy(spec));
-
-    report.policy_budget = Some(PolicyBudget {
-        match_conditions_cost: match_conditions_cost(&expressions, Compiled::max_cost),
-        mutation_cost: Some(mutation_cost(&expressions, Compiled::max_cost)),
-        ..Default::default()
-    });
-    let typing = typed::resolve(spec, catalog, env);
-    if !typing.targets.is_empty() {
-        super::add_typed_estimates(env, &typing, &mut expressions);
-        if let Some(b) = report.policy_budget.as_mut() {
-            let typed_max = Compiled::typed_max_cost;
-            b.typed_match_conditions_cost = Some(match_conditions_cost(&expressions, typed_max));
-            b.typed_mutation_cost = Some(mutation_cost(&expressions, typed_max));
-        }
-    }
-    report.typing = Some(typing.report);
-    // Not served: the request never reaches the validation that would panic.
-    let panics = super::first_panic(&expressions);
-    let keep = panics.is_none();
-    let panic = panics.filter(|_| not_served.is_none());
-    report.expressions = expressions.into_iter().map(|c| c.report).collect();
-    let (texts, parts) = crate::crd::fielderr::render_all(&errors, env.kubernetes);
-    report.error_parts = not_served
-        .iter()
-        .map(|why| crate::report::ErrorParts::other("", why))
-        .chain(parts)
-        .collect();
-    report.errors = not_served.into_iter().chain(texts).collect();
-    report.valid = report.errors.is_empty();
-    if let Some((field_path, p)) = panic {
-        report.set_apiserver_panic(&field_path, &p);
-        return (report, None);
-    }
-    (report, keep.then_some(errors))
 }
 
 /// The matchConditions' worst case: all of them, in one budget.
