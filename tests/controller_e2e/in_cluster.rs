@@ -192,6 +192,25 @@ fn scraper_token() -> Option<String> {
     held.clone()
 }
 
+/// Removes the scraper's ClusterRoleBinding (its service account goes with the namespace) and
+/// forgets its token: the test's own object, not the install's, so that what an uninstall leaves
+/// is checked without it.
+fn remove_scraper() {
+    let (ok, _, err) = kubectl(&[
+        "delete",
+        "clusterrolebinding",
+        "celcost-e2e-scraper",
+        "--ignore-not-found",
+    ]);
+    assert!(
+        ok,
+        "kubectl delete clusterrolebinding celcost-e2e-scraper: {err}"
+    );
+    *SCRAPER_TOKEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+}
+
 /// `GET url` over HTTPS with the scraper's token, as Prometheus scrapes (curl; `curl_args` adds
 /// e.g. `--cacert` and `--resolve`, else the certificate is not verified): (status, body). A
 /// 401 (the token's service account was deleted with a reinstall) makes a new token once.
@@ -1011,6 +1030,7 @@ async fn s8_kubectl_delete_removes_everything_it_installed() {
         "--timeout=300s",
     ]);
     assert!(ok, "kubectl delete -k:\n{o}\n{e}");
+    remove_scraper();
     // Every object it rendered is gone (the namespace with everything in it: Lease, Secret).
     let mut left = Vec::new();
     for doc in serde_yaml_ng::Deserializer::from_str(&rendered) {
@@ -1287,6 +1307,7 @@ async fn s8h_helm_install_reports_warns_and_uninstall_leaves_only_the_crd() {
     // What is left is what Helm keeps by design: the CRD of crds/ (never deleted by Helm, with
     // the reports in it) and the namespace of --create-namespace; in it, what the operator made
     // at run time: its Lease and its webhook's Secret. Nothing of celcost's elsewhere.
+    remove_scraper();
     let mut left = Vec::new();
     for kind in [
         "validatingwebhookconfigurations",
