@@ -215,6 +215,9 @@ async fn policy_reports_follow_their_targets() {
             "--server-side",
             "--dry-run=server",
             "--validate=strict",
+            // Other tests' operators may have written a report of the same name: a dry run
+            // checks the schema, it does not take the fields over.
+            "--force-conflicts",
             "-f",
         ])
         .arg(&file)
