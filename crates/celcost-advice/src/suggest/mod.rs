@@ -216,6 +216,16 @@ enum Finding {
     Total,
 }
 
+impl Finding {
+    /// The limit the finding is judged against: per rule, or per schema for a total.
+    fn limit(self) -> u64 {
+        match self {
+            Finding::Rule(_) => PER_RULE_COST_LIMIT,
+            Finding::Total => PER_SCHEMA_COST_LIMIT,
+        }
+    }
+}
+
 /// The report with suggested bounds (or why there are none) on every CRD rule and schema total
 /// over its limit or at the near-budget threshold. `object` is the CRD the report is of, and
 /// `estimator` the one that made it (any minor). Reports of other kinds, or whose estimate

@@ -9,9 +9,7 @@ use celcost_core::budget::Limits;
 use celcost_core::cel::env::Env;
 use celcost_core::estimate::Estimator;
 use celcost_core::report::format::num;
-use celcost_core::report::{
-    ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, SchemaReport, Suggestion,
-};
+use celcost_core::report::{ObjectReport, SchemaReport, Suggestion};
 use celcost_core::schema::Schema;
 use celcost_core::schema::decltype::ConversionMemo;
 use celcost_core::schema::path::{parse as parse_steps, rule_path as schema_path};
@@ -210,9 +208,10 @@ pub(super) fn search_and_verify(
         })
         .collect();
     let units = units_of(&sites, &unit_groups);
-    let (limit, target) = match finding {
-        Finding::Rule(_) => (PER_RULE_COST_LIMIT, Target::Rule),
-        Finding::Total => (PER_SCHEMA_COST_LIMIT, Target::Total),
+    let limit = finding.limit();
+    let target = match finding {
+        Finding::Rule(_) => Target::Rule,
+        Finding::Total => Target::Total,
     };
     // Only the sites' bounds change during the search: the memo of its conversions knows the
     // nodes they are on.
@@ -361,12 +360,10 @@ fn verify_groups(
     } = *cx;
     let schema = &report.schemas[si];
     let fp = schema.schema_field_path.as_str();
-    let (limit, before) = match finding {
-        Finding::Rule(ri) => (
-            PER_RULE_COST_LIMIT,
-            RuleCost::of_report(&schema.rules[ri]).judged(),
-        ),
-        Finding::Total => (PER_SCHEMA_COST_LIMIT, schema.total_cost),
+    let limit = finding.limit();
+    let before = match finding {
+        Finding::Rule(ri) => RuleCost::of_report(&schema.rules[ri]).judged(),
+        Finding::Total => schema.total_cost,
     };
     let mut out = Vec::new();
     let mut rejected = Vec::new();
