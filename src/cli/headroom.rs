@@ -12,6 +12,22 @@ use celcost_core::schema::catalog::SchemaCatalog;
 
 use super::{STDIN, StdinText, is_stdin, parallel, threads};
 
+/// A file to read, or standard input's text.
+enum Input {
+    File(PathBuf),
+    Text(String),
+}
+
+impl Input {
+    /// Its size in bytes (0 when it cannot be read: it fails in its turn).
+    fn size(&self) -> u64 {
+        match self {
+            Input::File(f) => std::fs::metadata(f).map(|m| m.len()).unwrap_or(0),
+            Input::Text(t) => t.len() as u64,
+        }
+    }
+}
+
 /// The formats of `celcost headroom`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum HeadroomFormat {
@@ -53,11 +69,13 @@ pub fn run_headroom(
     settings: &HeadroomSettings,
 ) -> HeadroomRun {
     let mut run = HeadroomRun::default();
-    let mut texts: Vec<(String, String)> = Vec::new();
+    // The inputs, read and parsed by the worker that searches them (a file's objects are held
+    // only while it is searched), the biggest files first.
+    let mut inputs: Vec<Input> = Vec::new();
     for p in paths {
         if is_stdin(p) {
             match &stdin {
-                Some(Ok(t)) => texts.push((STDIN.to_string(), t.to_string())),
+                Some(Ok(t)) => inputs.push(Input::Text(t.to_string())),
                 Some(Err(e)) => run.input_errors.push(e.clone()),
                 None => run
                     .input_errors
@@ -67,38 +85,61 @@ pub fn run_headroom(
         }
         let mut files = Vec::new();
         celcost_core::input::collect_files(p, &mut files, &mut run.input_errors);
-        for f in files {
-            match std::fs::read(&f).map(String::from_utf8) {
-                Err(e) => run.input_errors.push(format!("{}: {e}", f.display())),
-                Ok(Err(_)) => run
-                    .input_errors
-                    .push(format!("{}: not UTF-8 text (binary file?)", f.display())),
-                Ok(Ok(t)) => texts.push((f.display().to_string(), t)),
-            }
-        }
-    }
-    let mut objects = Vec::new();
-    for (name, text) in &texts {
-        for doc in parse_documents(text) {
-            let source = format!("{name}#{}", doc.index);
-            match doc.value {
-                Err(e) => run.input_errors.push(format!("{source}: {e}")),
-                Ok(serde_json::Value::Null) => {}
-                Ok(v) if !v.is_object() => run
-                    .skipped
-                    .push(format!("{source}: not a Kubernetes object")),
-                Ok(v) => objects.extend(objects_of(&source, v)),
-            }
-        }
+        inputs.extend(files.into_iter().map(Input::File));
     }
     let range = RangeEstimator::new(estimators);
     let judged: Vec<&Estimator> = range.estimators().iter().collect();
     let alike = |a: &Estimator, b: &Estimator, v: &serde_json::Value| {
         range.estimate_alike(a, b, v, SchemaCatalog::builtin())
     };
-    run.objects = parallel(&objects, threads(), |o| {
-        headroom(&judged, Some(&alike), &o.source, &o.value, settings)
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    order.sort_by_cached_key(|&i| std::cmp::Reverse(inputs[i].size()));
+    let mut searched = parallel(&order, threads(), |&i| {
+        let mut one = HeadroomRun::default();
+        let (name, text) = match &inputs[i] {
+            Input::Text(t) => (STDIN.to_string(), t.clone()),
+            Input::File(f) => match std::fs::read(f).map(String::from_utf8) {
+                Err(e) => {
+                    one.input_errors.push(format!("{}: {e}", f.display()));
+                    return (i, one);
+                }
+                Ok(Err(_)) => {
+                    one.input_errors
+                        .push(format!("{}: not UTF-8 text (binary file?)", f.display()));
+                    return (i, one);
+                }
+                Ok(Ok(t)) => (f.display().to_string(), t),
+            },
+        };
+        for doc in parse_documents(&text) {
+            let source = format!("{name}#{}", doc.index);
+            match doc.value {
+                Err(e) => one.input_errors.push(format!("{source}: {e}")),
+                Ok(serde_json::Value::Null) => {}
+                Ok(v) if !v.is_object() => one
+                    .skipped
+                    .push(format!("{source}: not a Kubernetes object")),
+                Ok(v) => {
+                    for o in objects_of(&source, v) {
+                        one.objects.push(headroom(
+                            &judged,
+                            Some(&alike),
+                            &o.source,
+                            &o.value,
+                            settings,
+                        ));
+                    }
+                }
+            }
+        }
+        (i, one)
     });
+    searched.sort_by_key(|(i, _)| *i);
+    for (_, one) in searched {
+        run.objects.extend(one.objects);
+        run.input_errors.extend(one.input_errors);
+        run.skipped.extend(one.skipped);
+    }
     run.code = if !run.input_errors.is_empty() || run.objects.iter().any(|o| o.stopped) {
         2
     } else {

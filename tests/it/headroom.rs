@@ -444,6 +444,13 @@ fn corpus_answers_are_exact() {
     let refs: Vec<&Estimator> = es.iter().collect();
     let mut files = Vec::new();
     files_under(&corpus.join("crds"), &mut files);
+    // Every 10th bound proved by whole estimates (`CELCOST_HEADROOM_PROVE_EVERY=1`: every one,
+    // as a release run of this test can afford).
+    let every: usize = std::env::var("CELCOST_HEADROOM_PROVE_EVERY")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(10);
     let (mut bounds, mut proved) = (0, 0);
     for f in files {
         for (source, object) in objects(&f) {
@@ -453,9 +460,71 @@ fn corpus_answers_are_exact() {
             let h = headroom(&refs, None, &source, &object, &HeadroomSettings::default());
             assert!(!h.stopped, "{source}: {:?}", h.note);
             bounds += h.schemas.iter().map(|s| s.bounds.len()).sum::<usize>();
-            proved += prove(&es, &object, &h, None, 10);
+            proved += prove(&es, &object, &h, None, every);
         }
     }
     eprintln!("headroom over the corpus: {bounds} bounds, {proved} proved");
     assert!(proved > 20, "{proved} of {bounds}");
+}
+
+/// The costs headroom re-estimates a schema with (`Estimator::schema_costs`: the node walk
+/// alone) are the whole estimate's, rule by rule and the total, for every schema of the corpus
+/// whose rules the API server compiles, on every minor of the window.
+#[test]
+fn schema_costs_are_the_whole_estimate_s() {
+    let Some(corpus) = corpus_dir() else {
+        eprintln!("SKIPPED: ../shared/corpus not found beside the checkout (set CELCOST_CORPUS)");
+        return;
+    };
+    let es = estimators();
+    let mut files = Vec::new();
+    files_under(&corpus.join("crds"), &mut files);
+    let mut compared = 0;
+    for f in files {
+        for (source, object) in objects(&f) {
+            if object["kind"] != "CustomResourceDefinition" {
+                continue;
+            }
+            for e in &es {
+                let report = e.estimate_crd(&object, &source);
+                for s in &report.schemas {
+                    if !s.rules.iter().any(|r| r.compiled_by_apiserver) {
+                        continue;
+                    }
+                    let pointers = schema_pointers(&object, &s.schema_field_path, &s.versions);
+                    let raw = object.pointer(&pointers[0]).unwrap();
+                    let schema =
+                        celcost::schema::Schema::from_json(raw, &s.schema_field_path).unwrap();
+                    let costs = e.schema_costs(&schema, &s.schema_field_path);
+                    let key = |r: &celcost::report::RuleReport| {
+                        (
+                            r.node_field_path.clone(),
+                            r.index,
+                            r.cost,
+                            r.message_expression_cost,
+                            r.schema_max_cardinality,
+                            r.compile_error.clone(),
+                        )
+                    };
+                    let want: Vec<_> = s.rules.iter().map(key).collect();
+                    let got: Vec<_> = costs.rules.iter().map(key).collect();
+                    assert_eq!(
+                        got,
+                        want,
+                        "{source} {} on {}",
+                        s.schema_field_path,
+                        e.minor().label()
+                    );
+                    assert_eq!(
+                        costs.total_cost, s.total_cost,
+                        "{source} {}",
+                        s.schema_field_path
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    eprintln!("schema costs compared with whole estimates: {compared} schemas");
+    assert!(compared > 300, "{compared}");
 }

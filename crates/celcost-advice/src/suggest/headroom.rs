@@ -33,11 +33,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use celcost_core::budget;
+use celcost_core::crd::SchemaCosts;
 use celcost_core::estimate::Estimator;
 use celcost_core::report::{
     Keyword, ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, SchemaReport,
     judged_rule_cost,
 };
+use celcost_core::schema::Schema;
 use celcost_core::schema::path::{Step, field_path, parse as parse_steps, walk_mut as node_mut};
 
 use super::model::{RuleCost, RuleModel};
@@ -195,7 +197,6 @@ fn headroom_on_this_stack(
             estimators,
             bases: &bases,
             object,
-            source,
             settings,
             fp: &schema.schema_field_path,
             alike,
@@ -226,7 +227,6 @@ struct Cx<'a> {
     estimators: &'a [&'a Estimator],
     bases: &'a [ObjectReport],
     object: &'a Value,
-    source: &'a str,
     settings: &'a HeadroomSettings,
     /// The schema's field path.
     fp: &'a str,
@@ -292,7 +292,9 @@ impl Cx<'_> {
             };
             let mut rules = Vec::new();
             for r in &schema.rules {
-                if r.compile_error.is_some() {
+                // A rule the API server does not compile (the schema's CEL off: a default it
+                // refuses, a structural error) costs nothing at any bound.
+                if r.compile_error.is_some() || !r.compiled_by_apiserver {
                     continue;
                 }
                 let built = r
@@ -327,26 +329,42 @@ impl Cx<'_> {
                 total: schema.total_cost,
             });
         }
-        let mut out = Vec::new();
-        for (si, site) in sites.sites.iter().enumerate() {
-            budget::charge(1);
-            let path = field_path(self.fp, &site.node);
-            if self.settings.field.as_ref().is_some_and(|f| *f != path) {
-                continue;
-            }
-            let probe = Probe {
+        let probes: Vec<Probe> = sites
+            .sites
+            .iter()
+            .enumerate()
+            .filter(|(_, site)| {
+                budget::charge(1);
+                let path = field_path(self.fp, &site.node);
+                self.settings.field.as_ref().is_none_or(|f| *f == path)
+            })
+            .map(|(si, site)| Probe {
                 cx: self,
                 minors: &minors,
                 site: si,
                 node: &site.node,
                 keyword: site.keyword,
                 current: site.current,
-            };
-            let (max, limited) = probe.answer(root);
+            })
+            .collect();
+        // Each node searched by the models, then its answer verified by whole estimates (at max
+        // and at max + 1); where a verification disagrees, or a rule that reads the node has no
+        // model, searched again with whole estimates. The checks at max are made for many nodes
+        // at once where they can be ([`Cx::accepted_at_max_together`]).
+        let found: Vec<Option<Answer>> = probes
+            .iter()
+            .map(|p| p.modeled().then(|| p.search(root, By::Models)))
+            .collect();
+        let accepted = self.accepted_at_max_together(root, &probes, &found);
+        let mut out = Vec::new();
+        for ((probe, found), accepted) in probes.iter().zip(found).zip(accepted) {
+            let (max, limited) = found
+                .and_then(|f| probe.verified(root, f, accepted))
+                .unwrap_or_else(|| probe.search(root, By::Estimates));
             out.push(Headroom {
-                path,
-                keyword: site.keyword,
-                current: site.current,
+                path: field_path(self.fp, probe.node),
+                keyword: probe.keyword,
+                current: probe.current,
                 max,
                 limited_by: limited.map(|r| LimitedBy {
                     kind: r.kind,
@@ -359,6 +377,257 @@ impl Cx<'_> {
         }
         out.sort_by(|a, b| (&a.path, a.keyword).cmp(&(&b.path, b.keyword)));
         out
+    }
+
+    /// Which probes' answers by the models (`found`) whole estimates accept at max, as far as
+    /// checking them **together** tells: nodes whose maxima the models accept all at once are
+    /// set to them at once and estimated whole, one check for the group. The cost is monotone
+    /// non-decreasing in each bound, so a set of bounds accepted together is accepted with any
+    /// of them put back lower — to a bound the node has now, not above its max — one at a time:
+    /// each node's own check at max. Only nodes bounded now, with a max not below it, join a
+    /// group (an unbounded node's cost is the API server's request-size estimate, not a value
+    /// below every bound); a group refused (or of one node) leaves its nodes to their own checks.
+    fn accepted_at_max_together(
+        &self,
+        root: &mut Root,
+        probes: &[Probe<'_>],
+        found: &[Option<Answer>],
+    ) -> Vec<bool> {
+        let mut accepted = vec![false; probes.len()];
+        let eligible = probes
+            .iter()
+            .zip(found)
+            .enumerate()
+            .filter_map(|(i, (p, f))| {
+                let top = top(p.keyword);
+                let current = p.current?;
+                match f.as_ref()?.0 {
+                    None => Some((i, top)),
+                    Some(m) if m >= current && m < top => Some((i, m)),
+                    _ => None,
+                }
+            });
+        let mut groups: Vec<Vec<(usize, i64)>> = Vec::new();
+        for e in eligible {
+            let set = |g: &[(usize, i64)]| -> Vec<Bound<'_>> {
+                g.iter()
+                    .chain(std::iter::once(&e))
+                    .map(|&(i, v)| probes[i].bound(v))
+                    .collect()
+            };
+            let first = groups.len().saturating_sub(GROUPS_TRIED);
+            let fits = (first..groups.len()).find(|&gi| {
+                self.refused_by_models(root, probes[0].minors, &set(&groups[gi]))
+                    .is_none()
+            });
+            match fits {
+                Some(gi) => groups[gi].push(e),
+                None => groups.push(vec![e]),
+            }
+        }
+        for g in groups.iter().filter(|g| g.len() > 1) {
+            let bounds: Vec<Bound<'_>> = g.iter().map(|&(i, v)| probes[i].bound(v)).collect();
+            if self
+                .refused_by_estimates(root, probes[0].minors, &bounds, None)
+                .is_none()
+            {
+                for &(i, _) in g {
+                    accepted[i] = true;
+                }
+            }
+        }
+        accepted
+    }
+
+    /// What the models refuse with `bounds` set: a rule that depends on one of them over the
+    /// per-rule limit, or the schema's total over its own, on some minor.
+    fn refused_by_models(
+        &self,
+        root: &mut Root,
+        minors: &[MinorRules],
+        bounds: &[Bound<'_>],
+    ) -> Option<Refusal> {
+        let was = set_bounds(&mut root.schema, bounds)?;
+        let mut found = None;
+        'minors: for (mi, m) in minors.iter().enumerate() {
+            let env = self.estimators[mi].env();
+            let mut total = m.total;
+            for r in &m.rules {
+                let Some(model) = r.model.as_ref().filter(|_| depends(r, bounds)) else {
+                    continue;
+                };
+                let Some(now) = model.eval(env, &root.schema, None, None) else {
+                    continue;
+                };
+                total = total
+                    .saturating_sub(model.base.total_part())
+                    .saturating_add(now.total_part());
+                let judged = now.judged();
+                if !self.settings.fits(judged, PER_RULE_COST_LIMIT) {
+                    found = Some(Refusal {
+                        kind: "rule",
+                        path: r.path.clone(),
+                        index: Some(r.index),
+                        minor: mi,
+                        cost: judged,
+                    });
+                    break 'minors;
+                }
+            }
+            if !self.settings.fits(total, PER_SCHEMA_COST_LIMIT) {
+                found = Some(Refusal {
+                    kind: "total",
+                    path: self.fp.to_string(),
+                    index: None,
+                    minor: mi,
+                    cost: total,
+                });
+                break;
+            }
+        }
+        put_back(&mut root.schema, bounds, was);
+        found
+    }
+
+    /// What whole estimates of the schema with `bounds` set refuse: each minor's (`first`
+    /// first), a minor that estimates the object's copy as one already estimated skipped. A
+    /// whole estimate here is the schema's node walk as the CRD's estimate makes it
+    /// ([`Estimator::schema_costs`]), every rule compiled: only the cost limits are weighed.
+    fn refused_by_estimates(
+        &self,
+        root: &mut Root,
+        minors: &[MinorRules],
+        bounds: &[Bound<'_>],
+        first: Option<usize>,
+    ) -> Option<Refusal> {
+        let n = self.estimators.len();
+        let mut order: Vec<usize> = first.filter(|&f| f < n).into_iter().collect();
+        order.extend((0..n).filter(|&i| Some(i) != first));
+        let was = set_bounds(&mut root.schema, bounds)?;
+        let mut found = None;
+        let mut done: Vec<usize> = Vec::new();
+        for mi in order {
+            let e = self.estimators[mi];
+            if !done.is_empty() && self.alike_to_one_of(root, bounds, &done, e) {
+                continue;
+            }
+            done.push(mi);
+            let costs = e.schema_costs(&root.schema, self.fp);
+            if let Some(r) = self.refusal_in(&minors[mi], &costs, bounds, mi) {
+                found = Some(r);
+                break;
+            }
+        }
+        put_back(&mut root.schema, bounds, was);
+        found
+    }
+
+    /// Whether minor `e` estimates the object with `bounds` set as one of the minors `done`
+    /// does (as a range would share their estimates).
+    fn alike_to_one_of(
+        &self,
+        root: &Root,
+        bounds: &[Bound<'_>],
+        done: &[usize],
+        e: &Estimator,
+    ) -> bool {
+        let Some(alike) = self.alike else {
+            return false;
+        };
+        let mut copy = self.copy.borrow_mut();
+        let copy = copy.get_or_insert_with(|| self.object.clone());
+        with_bounds_at(copy, self.object, &root.pointers, bounds, |c| {
+            done.iter().any(|&j| alike(self.estimators[j], e, c))
+        })
+        .unwrap_or(false)
+    }
+
+    /// What refuses `bounds` in one minor's costs of the schema, if anything: a rule that
+    /// depends on one of them, or the total.
+    fn refusal_in(
+        &self,
+        rules: &MinorRules,
+        costs: &SchemaCosts,
+        bounds: &[Bound<'_>],
+        mi: usize,
+    ) -> Option<Refusal> {
+        for r in rules.rules.iter().filter(|r| depends(r, bounds)) {
+            let Some(x) = costs
+                .rules
+                .iter()
+                .find(|x| x.node_field_path == r.node_field_path && x.index == r.index)
+            else {
+                continue;
+            };
+            let judged = judged_rule_cost(x.cost, x.message_expression_cost);
+            if !self.settings.fits(judged, PER_RULE_COST_LIMIT) {
+                return Some(Refusal {
+                    kind: "rule",
+                    path: r.path.clone(),
+                    index: Some(r.index),
+                    minor: mi,
+                    cost: judged,
+                });
+            }
+        }
+        (!self.settings.fits(costs.total_cost, PER_SCHEMA_COST_LIMIT)).then(|| Refusal {
+            kind: "total",
+            path: self.fp.to_string(),
+            index: None,
+            minor: mi,
+            cost: costs.total_cost,
+        })
+    }
+}
+
+/// Groups of nodes a node's check at max tries to join (the newest ones): more would make the
+/// grouping quadratic in the nodes.
+const GROUPS_TRIED: usize = 4;
+
+/// A node's answer: its max, and what refuses max + 1.
+type Answer = (Option<i64>, Option<Refusal>);
+
+/// A bound to set: a site (its index), its node and keyword, and the value.
+#[derive(Clone, Copy)]
+struct Bound<'a> {
+    site: usize,
+    node: &'a [Step],
+    keyword: Keyword,
+    value: i64,
+}
+
+/// Whether the rule's cost can change with one of the bounds: its node is one of the rule's
+/// sites (an ancestor that sets its cardinality, or a size its cost asked for). Another rule's
+/// cost does not read the bound (were it wrong, the verification would find it).
+fn depends(r: &Modeled, bounds: &[Bound<'_>]) -> bool {
+    bounds.iter().any(|b| r.own.contains(&b.site))
+}
+
+/// Sets the bounds on the schema; what each node had, to put back; `None` (nothing set) when
+/// a node is not in it.
+fn set_bounds(schema: &mut Schema, bounds: &[Bound<'_>]) -> Option<Vec<Option<i64>>> {
+    let mut was = Vec::with_capacity(bounds.len());
+    for b in bounds {
+        match node_mut(schema, b.node) {
+            Some(n) => {
+                was.push(b.keyword.get(n));
+                b.keyword.set(n, Some(b.value));
+            }
+            None => {
+                put_back(schema, &bounds[..was.len()], was);
+                return None;
+            }
+        }
+    }
+    Some(was)
+}
+
+/// Puts back what [`set_bounds`] found, the last set first.
+fn put_back(schema: &mut Schema, bounds: &[Bound<'_>], was: Vec<Option<i64>>) {
+    for (b, w) in bounds.iter().zip(was).rev() {
+        if let Some(n) = node_mut(schema, b.node) {
+            b.keyword.set(n, w);
+        }
     }
 }
 
@@ -380,43 +649,47 @@ enum By {
 }
 
 impl Probe<'_> {
-    /// The node's max and what refuses max + 1.
-    fn answer(&self, root: &mut Root) -> (Option<i64>, Option<Refusal>) {
-        let modeled = self.minors.iter().all(|m| {
+    /// The node's bound at `value`.
+    fn bound(&self, value: i64) -> Bound<'_> {
+        Bound {
+            site: self.site,
+            node: self.node,
+            keyword: self.keyword,
+            value,
+        }
+    }
+
+    /// Whether every rule that depends on the node has a model (the search by models can
+    /// judge it).
+    fn modeled(&self) -> bool {
+        let b = [self.bound(0)];
+        self.minors.iter().all(|m| {
             m.rules
                 .iter()
-                .filter(|r| self.depends(r))
+                .filter(|r| depends(r, &b))
                 .all(|r| r.model.is_some())
-        });
-        if modeled {
-            let found = self.search(root, By::Models);
-            if let Some(verified) = self.verified(root, found) {
-                return verified;
-            }
-        }
-        self.search(root, By::Estimates)
+        })
     }
 
-    /// Whether the rule's cost can change with the node's bound: the node is one of its sites
-    /// (an ancestor that sets its cardinality, or a size its cost asked for). Another rule's
-    /// cost does not read the bound (were it wrong, the verification would find it).
-    fn depends(&self, r: &Modeled) -> bool {
-        r.own.contains(&self.site)
-    }
-
-    /// Galloping up from the bound now, then a binary search.
-    fn search(&self, root: &mut Root, by: By) -> (Option<i64>, Option<Refusal>) {
+    /// The highest value first (most nodes take any), then galloping up from the bound now
+    /// and a binary search.
+    fn search(&self, root: &mut Root, by: By) -> Answer {
         let top = top(self.keyword);
         let mut judge = |v: i64| self.refused(root, v, by);
         if let Some(r) = judge(0) {
             return (Some(-1), Some(r));
         }
+        let Some(at_top) = judge(top) else {
+            return (None, None);
+        };
         // Invariant: `lo` is accepted; `hi` (once found) refused, with its refusal.
         let mut lo = 0i64;
         let mut next = self.current.unwrap_or(1).clamp(1, top);
         let (mut hi, mut why) = loop {
+            if next == top {
+                break (top, at_top);
+            }
             match judge(next) {
-                None if next == top => return (None, None),
                 None => {
                     lo = next;
                     next = next.saturating_mul(2).min(top);
@@ -438,182 +711,71 @@ impl Probe<'_> {
     }
 
     /// The answer, when whole estimates agree (accepted at max on every minor, refused at
-    /// max + 1), with what refuses max + 1 as the whole estimate gives it.
-    fn verified(
-        &self,
-        root: &mut Root,
-        (max, why): (Option<i64>, Option<Refusal>),
-    ) -> Option<(Option<i64>, Option<Refusal>)> {
+    /// max + 1), with what refuses max + 1 as the whole estimate gives it. `accepted`: the
+    /// check at max was made already (with other nodes', and passed).
+    fn verified(&self, root: &mut Root, (max, why): Answer, accepted: bool) -> Option<Answer> {
         let top = top(self.keyword);
         match max {
-            None => self
-                .refused(root, top, By::Estimates)
-                .is_none()
+            None => (accepted || self.refused(root, top, By::Estimates).is_none())
                 .then_some((None, None)),
-            Some(m) if m < top && (m < 0 || self.refused(root, m, By::Estimates).is_none()) => self
-                .refused_by_estimates(root, m + 1, why.map(|w| w.minor))
-                .map(|r| (Some(m), Some(r))),
+            Some(m)
+                if m < top
+                    && (m < 0 || accepted || self.refused(root, m, By::Estimates).is_none()) =>
+            {
+                self.cx
+                    .refused_by_estimates(
+                        root,
+                        self.minors,
+                        &[self.bound(m + 1)],
+                        why.map(|w| w.minor),
+                    )
+                    .map(|r| (Some(m), Some(r)))
+            }
             Some(_) => None,
         }
     }
 
     /// What refuses the node's bound at `v`, if anything.
     fn refused(&self, root: &mut Root, v: i64, by: By) -> Option<Refusal> {
+        let b = [self.bound(v)];
         match by {
-            By::Models => self.refused_by_models(root, v),
-            By::Estimates => self.refused_by_estimates(root, v, None),
+            By::Models => self.cx.refused_by_models(root, self.minors, &b),
+            By::Estimates => self.cx.refused_by_estimates(root, self.minors, &b, None),
         }
-    }
-
-    fn refused_by_models(&self, root: &mut Root, v: i64) -> Option<Refusal> {
-        let was = node_mut(&mut root.schema, self.node).map(|n| {
-            let was = self.keyword.get(n);
-            self.keyword.set(n, Some(v));
-            was
-        })?;
-        let mut found = None;
-        'minors: for (mi, m) in self.minors.iter().enumerate() {
-            let env = self.cx.estimators[mi].env();
-            let mut total = m.total;
-            for r in &m.rules {
-                let Some(model) = r.model.as_ref().filter(|_| self.depends(r)) else {
-                    continue;
-                };
-                let Some(now) = model.eval(env, &root.schema, None, None) else {
-                    continue;
-                };
-                total = total
-                    .saturating_sub(model.base.total_part())
-                    .saturating_add(now.total_part());
-                let judged = now.judged();
-                if r.own.contains(&self.site) && !self.cx.settings.fits(judged, PER_RULE_COST_LIMIT)
-                {
-                    found = Some(Refusal {
-                        kind: "rule",
-                        path: r.path.clone(),
-                        index: Some(r.index),
-                        minor: mi,
-                        cost: judged,
-                    });
-                    break 'minors;
-                }
-            }
-            if !self.cx.settings.fits(total, PER_SCHEMA_COST_LIMIT) {
-                found = Some(Refusal {
-                    kind: "total",
-                    path: self.cx.fp.to_string(),
-                    index: None,
-                    minor: mi,
-                    cost: total,
-                });
-                break;
-            }
-        }
-        if let Some(n) = node_mut(&mut root.schema, self.node) {
-            self.keyword.set(n, was);
-        }
-        found
-    }
-
-    /// What whole estimates of the object with the bound at `v` refuse: each minor's (`first`
-    /// first), a minor that estimates the copy as one already estimated skipped.
-    fn refused_by_estimates(&self, root: &Root, v: i64, first: Option<usize>) -> Option<Refusal> {
-        let site = Site1 {
-            node: self.node,
-            keyword: self.keyword,
-        };
-        let n = self.cx.estimators.len();
-        let mut order: Vec<usize> = first.filter(|&f| f < n).into_iter().collect();
-        order.extend((0..n).filter(|&i| Some(i) != first));
-        let mut copy = self.cx.copy.borrow_mut();
-        let copy = copy.get_or_insert_with(|| self.cx.object.clone());
-        with_bounds_at(copy, self.cx.object, &root.pointers, &site, v, |c| {
-            let mut done: Vec<usize> = Vec::new();
-            for mi in order {
-                let e = self.cx.estimators[mi];
-                if let Some(alike) = self.cx.alike
-                    && done.iter().any(|&j| alike(self.cx.estimators[j], e, c))
-                {
-                    continue;
-                }
-                done.push(mi);
-                let report = e.estimate_crd(c, self.cx.source);
-                if let Some(r) = self.refusal_in(&report, mi) {
-                    return Some(r);
-                }
-            }
-            None
-        })
-        .flatten()
-    }
-
-    /// What refuses the bound in one minor's whole estimate, if anything.
-    fn refusal_in(&self, report: &ObjectReport, mi: usize) -> Option<Refusal> {
-        let schema = schema_of(report, self.cx.fp)?;
-        for r in &self.minors[mi].rules {
-            if !r.own.contains(&self.site) {
-                continue;
-            }
-            let Some(x) = schema
-                .rules
-                .iter()
-                .find(|x| x.node_field_path == r.node_field_path && x.index == r.index)
-            else {
-                continue;
-            };
-            let judged = judged_rule_cost(x.cost, x.message_expression_cost);
-            if !self.cx.settings.fits(judged, PER_RULE_COST_LIMIT) {
-                return Some(Refusal {
-                    kind: "rule",
-                    path: r.path.clone(),
-                    index: Some(r.index),
-                    minor: mi,
-                    cost: judged,
-                });
-            }
-        }
-        (!self
-            .cx
-            .settings
-            .fits(schema.total_cost, PER_SCHEMA_COST_LIMIT))
-        .then(|| Refusal {
-            kind: "total",
-            path: self.cx.fp.to_string(),
-            index: None,
-            minor: mi,
-            cost: schema.total_cost,
-        })
     }
 }
 
-/// A node and keyword to set.
-struct Site1<'a> {
-    node: &'a [Step],
-    keyword: Keyword,
-}
-
-/// `f` of the object with `keyword: v` at the node of every schema root.
+/// `f` of the object with every bound set on its node of every schema root (and put back).
 fn with_bounds_at<T>(
     copy: &mut Value,
     object: &Value,
     pointers: &[String],
-    site: &Site1<'_>,
-    v: i64,
+    bounds: &[Bound<'_>],
     f: impl FnOnce(&Value) -> T,
 ) -> Option<T> {
     let mut undo = Vec::new();
     for p in pointers {
-        let n = copy
-            .pointer_mut(p)
-            .and_then(|s| node_mut(s, site.node))
-            .and_then(Value::as_object_mut)?;
-        undo.push((p, n.insert(site.keyword.name().to_string(), Value::from(v))));
+        for b in bounds {
+            let Some(n) = copy
+                .pointer_mut(p)
+                .and_then(|s| node_mut(s, b.node))
+                .and_then(Value::as_object_mut)
+            else {
+                *copy = object.clone();
+                return None;
+            };
+            undo.push((
+                p,
+                b,
+                n.insert(b.keyword.name().to_string(), Value::from(b.value)),
+            ));
+        }
     }
     let out = f(copy);
-    for (p, was) in undo.into_iter().rev() {
+    for (p, b, was) in undo.into_iter().rev() {
         let Some(n) = copy
             .pointer_mut(p)
-            .and_then(|s| node_mut(s, site.node))
+            .and_then(|s| node_mut(s, b.node))
             .and_then(Value::as_object_mut)
         else {
             *copy = object.clone();
@@ -621,10 +783,10 @@ fn with_bounds_at<T>(
         };
         match was {
             Some(w) => {
-                n.insert(site.keyword.name().to_string(), w);
+                n.insert(b.keyword.name().to_string(), w);
             }
             None => {
-                n.shift_remove(site.keyword.name());
+                n.shift_remove(b.keyword.name());
             }
         }
     }

@@ -344,33 +344,12 @@ fn estimate_schema(
         })
         .collect();
     let default_panic = checks.panic;
-    let mut w = Walk {
-        env,
-        stored: update.map(update::UpdateRules::stored_expressions),
-        // The schema every version shares is judged by the first version (`spec.version`).
-        suppress_per_expression_cost: update
-            .is_some_and(|u| root.versions.first().is_some_and(|v| u.schema_unchanged(v))),
-        held: Vec::new(),
-        panic: None,
-        total: 0,
-        most_expensive: Vec::new(),
-        rules: Vec::new(),
-        rule_count: 0,
-        schema_errors: Vec::new(),
-        cel_errors: Vec::new(),
-    };
-    let ctx = Ctx {
-        cardinality: Some(1),
-        is_root: true,
-        ..Ctx::default()
-    };
-    w.walk(
-        s,
-        &mut root.field_path.clone(),
-        &mut "^".to_string(),
-        &ctx,
-        cel_enabled,
-    );
+    let mut w = Walk::new(env);
+    w.stored = update.map(update::UpdateRules::stored_expressions);
+    // The schema every version shares is judged by the first version (`spec.version`).
+    w.suppress_per_expression_cost =
+        update.is_some_and(|u| root.versions.first().is_some_and(|v| u.schema_unchanged(v)));
+    w.walk_root(s, &root.field_path, cel_enabled);
     errors.append(&mut w.schema_errors);
     errors.append(&mut w.cel_errors);
     if errors.is_empty() {
@@ -425,6 +404,27 @@ fn estimate_schema(
         notes,
         held,
     }
+}
+
+/// The costs of one schema root's rules and its total as a CRD's estimate gives them (its node
+/// walk, rules compiled), and nothing else: no structural check, no default validated, no error
+/// kept. For a search that weighs only the cost limits and re-costs a schema under many bounds
+/// (headroom): the same walk as [`estimate_crd`]'s, without reading the CRD again.
+pub fn schema_costs(env: &Env, schema: &Schema, field_path: &str) -> SchemaCosts {
+    crate::budget::at(field_path);
+    let mut w = Walk::new(env);
+    w.walk_root(schema, field_path, true);
+    SchemaCosts {
+        rules: w.rules,
+        total_cost: w.total,
+    }
+}
+
+/// What [`schema_costs`] gives: the rules as the estimate reports them, and the schema's total.
+#[derive(Clone, Debug, Default)]
+pub struct SchemaCosts {
+    pub rules: Vec<RuleReport>,
+    pub total_cost: u64,
 }
 
 /// What estimating one schema root gives.
@@ -555,7 +555,7 @@ impl NodeType {
     }
 }
 
-impl Walk<'_> {
+impl<'e> Walk<'e> {
     /// The node's CEL type: within the scope of rules (this node or an ancestor has some), the
     /// parent's type info provides it when it has this child; otherwise it is converted from
     /// this node's schema (as a resource root at the root or an embedded resource).
@@ -616,6 +616,39 @@ impl Walk<'_> {
             inside_resource_meta: ctx.inside_resource_meta,
             defaults_forbidden: ctx.defaults_forbidden.clone(),
         }
+    }
+
+    /// A create's walk: no stored expressions, every limit applied.
+    fn new(env: &'e Env) -> Walk<'e> {
+        Walk {
+            env,
+            stored: None,
+            suppress_per_expression_cost: false,
+            held: Vec::new(),
+            panic: None,
+            total: 0,
+            most_expensive: Vec::new(),
+            rules: Vec::new(),
+            rule_count: 0,
+            schema_errors: Vec::new(),
+            cel_errors: Vec::new(),
+        }
+    }
+
+    /// Walks a schema root (`field_path`) from its root's context.
+    fn walk_root(&mut self, s: &Schema, field_path: &str, cel_enabled: bool) {
+        let ctx = Ctx {
+            cardinality: Some(1),
+            is_root: true,
+            ..Ctx::default()
+        };
+        self.walk(
+            s,
+            &mut field_path.to_string(),
+            &mut "^".to_string(),
+            &ctx,
+            cel_enabled,
+        );
     }
 
     /// `fld` and `display` are the node's paths in buffers shared by the whole walk: a child

@@ -327,6 +327,16 @@ impl Estimator {
         })
     }
 
+    /// The costs of one CRD schema root's rules and its total, this minor's, and nothing else
+    /// ([`crate::crd::schema_costs`]): under the running work budget (a stop unwinds to it).
+    pub fn schema_costs(
+        &self,
+        schema: &crate::schema::Schema,
+        field_path: &str,
+    ) -> crate::crd::SchemaCosts {
+        crate::crd::schema_costs(&self.env, schema, field_path)
+    }
+
     pub fn estimate_crd(&self, v: &Value, source: &str) -> ObjectReport {
         self.estimate_crd_shared(&Shared::new(v), source)
     }
