@@ -212,12 +212,34 @@ fn timed_advising(
     catalog: &SchemaCatalog,
     advice: &celcost::cli::Advice,
 ) -> (f64, f64, celcost::cli::Outcome) {
+    timed_advising_on(dir, catalog, advice, false)
+}
+
+/// As [`timed_advising`], on the default window of minors (`window`, as the CLI's default run)
+/// or on one minor.
+fn timed_advising_on(
+    dir: &Path,
+    catalog: &SchemaCatalog,
+    advice: &celcost::cli::Advice,
+    window: bool,
+) -> (f64, f64, celcost::cli::Outcome) {
     use celcost::cli::{Minors, Run};
     let estimator = Estimator::default();
+    let range = RangeEstimator::new(
+        celcost::cel::minor::supported_window(Distribution::Kubernetes)
+            .into_iter()
+            .filter_map(celcost::cel::minor::Minor::of)
+            .map(Estimator::for_minor)
+            .collect(),
+    );
     let cpu0 = cpu_seconds().unwrap_or(0.0);
     let t = Instant::now();
     let outcome = Run {
-        minors: Minors::One(&estimator),
+        minors: if window {
+            Minors::Range(&range)
+        } else {
+            Minors::One(&estimator)
+        },
         catalog: (catalog).clone(),
         advice: (advice).clone(),
         stdin: None,
@@ -294,11 +316,30 @@ fn rewrites_share(dir: &Path) {
 
 /// Estimate-only against estimate + suggested bounds (`celcost::suggest`) over the CRD corpus, at
 /// the near-budget thresholds 30% and 80% (the default), the same estimator and threads, runs
-/// interleaved, no rewrites; prints both medians and their ratio (the budget: at most 2x).
+/// interleaved, no rewrites; prints both medians and their ratio (the budget: at most 2x). Then
+/// the CLI's default run (suggestions and rewrites at the default threshold) against the same
+/// at 30%, both on the default window of minors, as `celcost estimate` and `celcost estimate
+/// --near-budget-percent 30` run (the budget: at most 2x).
 fn suggestions(dir: &Path, iterations: usize) {
     use celcost::cli::Advice;
     use celcost::rewrite::Scope;
     let catalog = SchemaCatalog::new();
+    let (mut default, mut at30) = (Vec::new(), Vec::new());
+    for _ in 0..iterations.max(1) {
+        for (percent, into) in [
+            (celcost::report::DEFAULT_NEAR_BUDGET_PERCENT, &mut default),
+            (30.0, &mut at30),
+        ] {
+            let advice = Advice::suggesting(Some(&celcost::suggest::Settings::new(percent)));
+            let (_, cpu, _) = timed_advising_on(dir, &catalog, &advice, true);
+            into.push(cpu);
+        }
+    }
+    let (d, t) = (median(&default), median(&at30));
+    println!(
+        "estimate on the default window, suggestions and rewrites: default threshold CPU median {d:.2} s, --near-budget-percent 30 CPU median {t:.2} s = {:.2}x (the target: at most 2x)",
+        t / d
+    );
     for percent in [30.0, 80.0] {
         let settings = celcost::suggest::Settings::new(percent);
         let (mut plain, mut with) = (Vec::new(), Vec::new());
