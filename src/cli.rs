@@ -1220,10 +1220,14 @@ fn crd_report(
             Minors::Range(r) => r.estimators().iter().zip(older.iter()).collect(),
             Minors::One(_) => Vec::new(),
         };
-        let alike = |a: &Estimator, b: &Estimator, v: &serde_json::Value| {
-            matches!(estimators, Minors::Range(r)
-                if r.estimate_alike(a, b, v, SchemaCatalog::builtin()))
-        };
+        let alike =
+            |a: &Estimator, b: &Estimator, v: &serde_json::Value, consulted: Option<u64>| {
+                let catalog = SchemaCatalog::builtin();
+                matches!(estimators, Minors::Range(r) if match consulted {
+                    Some(c) => r.estimate_alike_after(a, b, v, catalog, c),
+                    None => r.estimate_alike(a, b, v, catalog),
+                })
+            };
         report = celcost_advice::suggest::suggest_across_with(
             e,
             &others,

@@ -373,40 +373,31 @@ fn the_corpus_shares_only_what_is_alike() {
     let range = RangeEstimator::new(estimators(Distribution::Kubernetes));
     let catalog = SchemaCatalog::new();
     let (mut compared, mut copies) = (0, 0);
-    for f in &files {
-        let Ok(text) = std::fs::read_to_string(f) else {
+    for o in objects_in(&files) {
+        let Some(ranged) = range.estimate_each(&o.value, &catalog, |e, s| {
+            e.estimate_shared(s, &o.source, &catalog)
+        }) else {
             continue;
         };
-        for doc in parse_documents(&text) {
-            let Ok(v) = doc.value else { continue };
-            for o in objects_of(&f.display().to_string(), v) {
-                let Some(ranged) = range.estimate_each(&o.value, &catalog, |e, s| {
-                    e.estimate_shared(s, &o.source, &catalog)
-                }) else {
-                    continue;
-                };
-                for (e, r) in singles.iter().zip(&ranged) {
-                    let own = e
-                        .estimate_shared(&Shared::new(&o.value), &o.source, &catalog)
-                        .unwrap();
-                    compared += 1;
-                    assert_eq!(
-                        serde_json::to_value(&own).unwrap(),
-                        serde_json::to_value(r).unwrap(),
-                        "{} on 1.{}: the shared report differs from the minor's own",
-                        o.source,
-                        e.kubernetes_version().minor
-                    );
-                }
-                copies += ranged
-                    .windows(2)
-                    .filter(|w| {
-                        serde_json::to_value(&w[0].schemas).ok()
-                            == serde_json::to_value(&w[1].schemas).ok()
-                    })
-                    .count();
-            }
+        for (e, r) in singles.iter().zip(&ranged) {
+            let own = e
+                .estimate_shared(&Shared::new(&o.value), &o.source, &catalog)
+                .unwrap();
+            compared += 1;
+            assert_eq!(
+                serde_json::to_value(&own).unwrap(),
+                serde_json::to_value(r).unwrap(),
+                "{} on 1.{}: the shared report differs from the minor's own",
+                o.source,
+                e.kubernetes_version().minor
+            );
         }
+        copies += ranged
+            .windows(2)
+            .filter(|w| {
+                serde_json::to_value(&w[0].schemas).ok() == serde_json::to_value(&w[1].schemas).ok()
+            })
+            .count();
     }
     println!("corpus: {compared} minor reports equal their own ({copies} consecutive pairs alike)");
     assert!(compared > 3000, "{compared}");
@@ -587,4 +578,69 @@ fn what_the_estimate_consulted_decides_what_is_shared() {
             );
         }
     }
+}
+
+/// `estimate_alike_after` (what the suggestion search's verifications skip on another minor):
+/// over the corpus's CRDs and every pair of minors, where it says two minors estimate an object
+/// alike given what the first's estimate consulted, their estimates agree — every schema's rules
+/// and total, the verdict and the number of errors — and it says so of at least every pair
+/// `estimate_alike` (which presumes what the object's words may reach) does.
+#[test]
+fn alike_after_an_estimate_is_alike() {
+    let Some(corpus) = common::corpus_dir() else {
+        eprintln!("SKIPPED: ../shared/corpus not found beside the checkout (set CELCOST_CORPUS)");
+        return;
+    };
+    let mut files = Vec::new();
+    common::files_under(&corpus.join("crds"), &mut files);
+    let range = RangeEstimator::new(estimators(Distribution::Kubernetes));
+    let es = range.estimators();
+    let catalog = SchemaCatalog::builtin();
+    let (mut after, mut presumed, mut pairs) = (0, 0, 0);
+    for o in objects_in(&files) {
+        let reports: Vec<_> = es
+            .iter()
+            .map(|e| e.estimate_crd(&o.value, &o.source))
+            .collect();
+        for (i, a) in es.iter().enumerate() {
+            for (j, b) in es.iter().enumerate().filter(|(j, _)| *j != i) {
+                pairs += 1;
+                let consulted = reports[i].made_by.consulted.rules;
+                let alike = range.estimate_alike_after(a, b, &o.value, catalog, consulted);
+                let was = range.estimate_alike(a, b, &o.value, catalog);
+                assert!(!was || alike, "{}: alike presumed, not after", o.source);
+                presumed += usize::from(was);
+                if !alike {
+                    continue;
+                }
+                after += 1;
+                let (ra, rb) = (&reports[i], &reports[j]);
+                assert_eq!(
+                    serde_json::to_value(&ra.schemas).unwrap(),
+                    serde_json::to_value(&rb.schemas).unwrap(),
+                    "{} on 1.{} and 1.{}: alike, but the schemas differ",
+                    o.source,
+                    a.kubernetes_version().minor,
+                    b.kubernetes_version().minor
+                );
+                assert_eq!(ra.valid, rb.valid, "{}", o.source);
+                assert_eq!(ra.errors.len(), rb.errors.len(), "{}", o.source);
+            }
+        }
+    }
+    println!("alike after an estimate: {after} of {pairs} ordered pairs (presumed: {presumed})");
+    assert!(after > presumed, "{after} vs {presumed}");
+}
+
+/// The objects of `files` (unreadable files and documents left out), one file read at a time.
+fn objects_in(files: &[std::path::PathBuf]) -> impl Iterator<Item = celcost::input::FoundObject> {
+    files.iter().flat_map(|f| {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        let source = f.display().to_string();
+        parse_documents(&text)
+            .into_iter()
+            .filter_map(|doc| doc.value.ok())
+            .flat_map(|v| objects_of(&source, v))
+            .collect::<Vec<_>>()
+    })
 }

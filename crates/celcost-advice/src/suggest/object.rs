@@ -379,8 +379,16 @@ fn verify_groups(
             settings,
         };
         match verify(estimator, report, (si, finding), &probe, verified) {
-            Ok(after) if settings.fits(after, limit) && after < before => {
-                match fits_elsewhere(others, report, (si, finding), &probe, limit, left) {
+            Ok((after, consulted)) if settings.fits(after, limit) && after < before => {
+                match fits_elsewhere(
+                    others,
+                    report,
+                    (si, finding),
+                    &probe,
+                    limit,
+                    left,
+                    consulted,
+                ) {
                     Ok(()) => out.push(
                         bounds
                             .iter()
@@ -390,7 +398,7 @@ fn verify_groups(
                     Err(e) => rejected.push(e),
                 }
             }
-            Ok(after) => rejected.push(format!(
+            Ok((after, _)) => rejected.push(format!(
                 "{} gives {} once estimated whole",
                 probe.bounds_text(),
                 num(after)

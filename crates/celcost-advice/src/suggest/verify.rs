@@ -67,6 +67,7 @@ impl Verified {
 
 /// Whether bounds that fit the finding on the searched minor fit it on every other minor too
 /// (each estimated whole with them, as [`verify`] does); an error naming the first that does not.
+/// `consulted` is what the searched minor's estimate of the bounded copy consulted.
 pub(super) fn fits_elsewhere(
     others: &mut [Other<'_>],
     report: &ObjectReport,
@@ -74,6 +75,7 @@ pub(super) fn fits_elsewhere(
     probe: &Probe<'_>,
     limit: u64,
     left: &mut SearchBudget,
+    consulted: u64,
 ) -> Result<(), String> {
     for o in others.iter_mut() {
         // A rule another minor does not compile (or a schema it does not have) is not judged
@@ -87,7 +89,7 @@ pub(super) fn fits_elsewhere(
             let copy = o.verified.copy.get_or_insert_with(|| probe.object.clone());
             let (estimator, searched) = (o.estimator, o.searched);
             if with_bounds(copy, probe.object, probe.pointers, probe.bounds, |c| {
-                alike(searched, estimator, c)
+                alike(searched, estimator, c, Some(consulted))
             })
             .unwrap_or(false)
             {
@@ -98,7 +100,7 @@ pub(super) fn fits_elsewhere(
             return Err("the search's verifications for this object are spent".into());
         }
         left.verifications_left -= 1;
-        let after = verify(o.estimator, o.base, (osi, of), probe, &mut o.verified)
+        let (after, _) = verify(o.estimator, o.base, (osi, of), probe, &mut o.verified)
             .map_err(|e| format!("on Kubernetes {}: {e}", o.estimator.kubernetes_version()))?;
         if !probe.settings.fits(after, limit) {
             return Err(format!(
@@ -113,14 +115,15 @@ pub(super) fn fits_elsewhere(
 }
 
 /// Applies the bounds to a copy of the object, estimates it whole, and returns the finding's
-/// cost then; an error when the copy has an error the object did not have (other than costs).
+/// cost then, and what the estimate consulted (its `made_by.consulted.rules`); an error when
+/// the copy has an error the object did not have (other than costs).
 pub(super) fn verify(
     estimator: &Estimator,
     report: &ObjectReport,
     (si, finding): (usize, Finding),
     probe: &Probe<'_>,
     verified: &mut Verified,
-) -> Result<u64, String> {
+) -> Result<(u64, u64), String> {
     let Probe {
         object,
         pointers,
@@ -198,7 +201,8 @@ pub(super) fn verify(
             ));
         }
     }
-    match finding {
+    let consulted = after.made_by.consulted.rules;
+    let cost = match finding {
         Finding::Total => Ok(now.total_cost),
         Finding::Rule(ri) => {
             let r = &schema.rules[ri];
@@ -217,7 +221,8 @@ pub(super) fn verify(
                 .map(|x| RuleCost::of_report(x).judged())
                 .ok_or_else(|| "the rule is not estimated any more".to_string())
         }
-    }
+    }?;
+    Ok((cost, consulted))
 }
 
 /// A copy of the object with the bounds set on every version's schema (what [`with_bounds`]

@@ -595,6 +595,32 @@ impl RangeEstimator {
         v: &Value,
         catalog: &SchemaCatalog,
     ) -> bool {
+        self.alike_given(a, b, v, catalog, None)
+    }
+
+    /// As [`RangeEstimator::estimate_alike`], knowing what `a`'s estimate of `v` consulted
+    /// (`consulted`: that report's `made_by.consulted.rules`): the range's own test for sharing a
+    /// report it made (a parse that did not depend on the parser options does not tell the
+    /// minors apart, though the text names a gated macro), not what the object's words may reach.
+    pub fn estimate_alike_after(
+        &self,
+        a: &Estimator,
+        b: &Estimator,
+        v: &Value,
+        catalog: &SchemaCatalog,
+        consulted: u64,
+    ) -> bool {
+        self.alike_given(a, b, v, catalog, Some(consulted))
+    }
+
+    fn alike_given(
+        &self,
+        a: &Estimator,
+        b: &Estimator,
+        v: &Value,
+        catalog: &SchemaCatalog,
+        consulted: Option<u64>,
+    ) -> bool {
         let index = |e: &Estimator| self.estimators.iter().position(|x| std::ptr::eq(x, e));
         let (Some(i), Some(j)) = (index(a), index(b)) else {
             return false;
@@ -603,10 +629,11 @@ impl RangeEstimator {
             return true;
         }
         let profile = Profile::of(v, catalog);
+        let consulted = consulted.unwrap_or_else(|| profile.presumed_consulted());
         self.served_alike(&profile, i, j)
             && self
                 .differences(i.min(j), i.max(j))
-                .irrelevant_to(&profile, profile.presumed_consulted())
+                .irrelevant_to(&profile, consulted)
     }
 
     /// Whether minors `a` and `b` serve the object alike: any object but a
