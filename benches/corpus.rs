@@ -225,20 +225,13 @@ fn timed_advising_on(
 ) -> (f64, f64, celcost::cli::Outcome) {
     use celcost::cli::{Minors, Run};
     let estimator = Estimator::default();
-    let range = RangeEstimator::new(
-        celcost::cel::minor::supported_window(Distribution::Kubernetes)
-            .into_iter()
-            .filter_map(celcost::cel::minor::Minor::of)
-            .map(Estimator::for_minor)
-            .collect(),
-    );
+    let range = window.then(|| RangeEstimator::new(window_estimators()));
     let cpu0 = cpu_seconds().unwrap_or(0.0);
     let t = Instant::now();
     let outcome = Run {
-        minors: if window {
-            Minors::Range(&range)
-        } else {
-            Minors::One(&estimator)
+        minors: match &range {
+            Some(r) => Minors::Range(r),
+            None => Minors::One(&estimator),
         },
         catalog: (catalog).clone(),
         advice: (advice).clone(),
@@ -247,6 +240,15 @@ fn timed_advising_on(
     .paths(std::slice::from_ref(&dir.to_path_buf()));
     let wall = t.elapsed().as_secs_f64();
     (wall, cpu_seconds().unwrap_or(0.0) - cpu0, outcome)
+}
+
+/// An estimator for each minor of the default window (upstream's supported minors).
+fn window_estimators() -> Vec<Estimator> {
+    celcost::cel::minor::supported_window(Distribution::Kubernetes)
+        .into_iter()
+        .filter_map(celcost::cel::minor::Minor::of)
+        .map(Estimator::for_minor)
+        .collect()
 }
 
 /// The median of `v` (the upper one of an even count).
@@ -460,13 +462,7 @@ fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
         .map(|d| corpus.join(d))
         .filter(|d| d.is_dir())
         .collect();
-    let window = || -> Vec<Estimator> {
-        celcost::cel::minor::supported_window(Distribution::Kubernetes)
-            .into_iter()
-            .filter_map(celcost::cel::minor::Minor::of)
-            .map(Estimator::for_minor)
-            .collect()
-    };
+    let window = window_estimators;
     let crds = [corpus.join("crds")];
     let mut walls = Vec::new();
     for _ in 0..iterations.max(1) {
@@ -485,14 +481,7 @@ fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
             let r = RangeEstimator::new(KUBERNETES.iter().map(Estimator::for_minor).collect());
             Run::new(&r).paths(&dirs);
         } else if mode == "window" {
-            let r = RangeEstimator::new(
-                celcost::cel::minor::supported_window(Distribution::Kubernetes)
-                    .into_iter()
-                    .filter_map(celcost::cel::minor::Minor::of)
-                    .map(Estimator::for_minor)
-                    .collect(),
-            );
-            Run::new(&r).paths(&dirs);
+            Run::new(&RangeEstimator::new(window())).paths(&dirs);
         } else {
             Run::new(&Estimator::for_minor(NEWEST_MINOR)).paths(&dirs);
         }

@@ -1222,11 +1222,8 @@ fn crd_report(
         };
         let alike =
             |a: &Estimator, b: &Estimator, v: &serde_json::Value, consulted: Option<u64>| {
-                let catalog = SchemaCatalog::builtin();
-                matches!(estimators, Minors::Range(r) if match consulted {
-                    Some(c) => r.estimate_alike_after(a, b, v, catalog, c),
-                    None => r.estimate_alike(a, b, v, catalog),
-                })
+                matches!(estimators, Minors::Range(r)
+                    if r.estimate_alike_given(a, b, v, SchemaCatalog::builtin(), consulted))
             };
         report = celcost_advice::suggest::suggest_across_with(
             e,

@@ -90,10 +90,7 @@ pub fn run_headroom(
     let range = RangeEstimator::new(estimators);
     let judged: Vec<&Estimator> = range.estimators().iter().collect();
     let alike = |a: &Estimator, b: &Estimator, v: &serde_json::Value, consulted: Option<u64>| {
-        match consulted {
-            Some(c) => range.estimate_alike_after(a, b, v, SchemaCatalog::builtin(), c),
-            None => range.estimate_alike(a, b, v, SchemaCatalog::builtin()),
-        }
+        range.estimate_alike_given(a, b, v, SchemaCatalog::builtin(), consulted)
     };
     let mut order: Vec<usize> = (0..inputs.len()).collect();
     order.sort_by_cached_key(|&i| std::cmp::Reverse(inputs[i].size()));

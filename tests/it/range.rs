@@ -580,7 +580,7 @@ fn what_the_estimate_consulted_decides_what_is_shared() {
     }
 }
 
-/// `estimate_alike_after` (what the suggestion search's verifications skip on another minor):
+/// `estimate_alike_given` (what the suggestion search's verifications skip on another minor):
 /// over the corpus's CRDs and every pair of minors, where it says two minors estimate an object
 /// alike given what the first's estimate consulted, their estimates agree — every schema's rules
 /// and total, the verdict and the number of errors — and it says so of at least every pair
@@ -606,7 +606,7 @@ fn alike_after_an_estimate_is_alike() {
             for (j, b) in es.iter().enumerate().filter(|(j, _)| *j != i) {
                 pairs += 1;
                 let consulted = reports[i].made_by.consulted.rules;
-                let alike = range.estimate_alike_after(a, b, &o.value, catalog, consulted);
+                let alike = range.estimate_alike_given(a, b, &o.value, catalog, Some(consulted));
                 let was = range.estimate_alike(a, b, &o.value, catalog);
                 assert!(!was || alike, "{}: alike presumed, not after", o.source);
                 presumed += usize::from(was);

@@ -263,7 +263,7 @@ pub fn suggest_across(
 /// Whether two minors estimate an object (a copy with bounds applied) alike: a verification on
 /// the second is then the first's. The last argument, when known, is what the first minor's
 /// estimate of the object consulted (its report's `made_by.consulted.rules`:
-/// `RangeEstimator::estimate_alike_after`); without it, whatever the object's words may reach.
+/// `RangeEstimator::estimate_alike_given`); without it, whatever the object's words may reach.
 pub type Alike<'a> = &'a (dyn Fn(&Estimator, &Estimator, &Value, Option<u64>) -> bool + Sync);
 
 /// [`suggest_across`], skipping the verifications `alike` says would repeat another's (a range's

@@ -595,25 +595,15 @@ impl RangeEstimator {
         v: &Value,
         catalog: &SchemaCatalog,
     ) -> bool {
-        self.alike_given(a, b, v, catalog, None)
+        self.estimate_alike_given(a, b, v, catalog, None)
     }
 
-    /// As [`RangeEstimator::estimate_alike`], knowing what `a`'s estimate of `v` consulted
-    /// (`consulted`: that report's `made_by.consulted.rules`): the range's own test for sharing a
-    /// report it made (a parse that did not depend on the parser options does not tell the
-    /// minors apart, though the text names a gated macro), not what the object's words may reach.
-    pub fn estimate_alike_after(
-        &self,
-        a: &Estimator,
-        b: &Estimator,
-        v: &Value,
-        catalog: &SchemaCatalog,
-        consulted: u64,
-    ) -> bool {
-        self.alike_given(a, b, v, catalog, Some(consulted))
-    }
-
-    fn alike_given(
+    /// As [`RangeEstimator::estimate_alike`], knowing (when `consulted` is given) what `a`'s
+    /// estimate of `v` consulted (that report's `made_by.consulted.rules`): the range's own test
+    /// for sharing a report it made (a parse that did not depend on the parser options does not
+    /// tell the minors apart, though the text names a gated macro), not what the object's words
+    /// may reach.
+    pub fn estimate_alike_given(
         &self,
         a: &Estimator,
         b: &Estimator,
