@@ -485,6 +485,7 @@ impl Checker<'_> {
             Vec::new()
         };
         if untyped.contains(&true) {
+            consulted::note(consulted::UNTYPED_MEMBER_CALLS);
             let shown: Vec<String> = arg_types
                 .iter()
                 .zip(&untyped)
@@ -515,11 +516,18 @@ impl Checker<'_> {
             if target.is_none() == o.member {
                 continue;
             }
-            if (&*f.name == "_&&_" || &*f.name == "_||_")
-                && !self.env.untyped_undeclared_member_calls
+            let logical = &*f.name == "_&&_" || &*f.name == "_||_";
+            // On every minor: cel-go v0.16 resolves a logical operator as any other overload,
+            // later ones as below; they agree where every argument is a `bool`.
+            if logical
+                && !arg_types
+                    .iter()
+                    .all(|t| substitute(&self.mapping, t, false) == Type::Bool)
             {
-                let mut failed = false;
                 consulted::note(consulted::UNTYPED_MEMBER_CALLS);
+            }
+            if logical && !self.env.untyped_undeclared_member_calls {
+                let mut failed = false;
                 for (i, at) in arg_types.iter().enumerate() {
                     if !self.is_assignable(at, &Type::Bool) {
                         let aid = args[i].id;

@@ -26,6 +26,11 @@ struct Differences {
     /// The names by which a function declared differently is called (`format`, `isIP`, `range`
     /// of `lists.range`): they matter only before a `(`; a field `self.duration` calls nothing.
     calls: HashSet<String>,
+    /// Operators declared differently (`_>=_` of cross-type numeric comparisons): they matter
+    /// to an object whose CEL may call them ([`Profile::operators`]).
+    operators: HashSet<String>,
+    /// An operator-like function this module has no mark for: every CEL text may call it.
+    unknown_operator: bool,
     /// Parser options differ (the two-variable macros, `sortBy`, quoted names): they matter to
     /// an estimate that noted a parse depending on them ([`consulted::PARSER_OPTIONS`]).
     parser_options: bool,
@@ -89,7 +94,9 @@ impl Differences {
             Declarations::for_minor(ma, true),
             Declarations::for_minor(mb, true),
         );
-        let (mut names, mut calls) = (HashSet::new(), HashSet::new());
+        let (mut names, mut calls, mut operators) =
+            (HashSet::new(), HashSet::new(), HashSet::new());
+        let mut unknown_operator = false;
         // And the stored-expressions environments (rules on defaults compile there).
         let stored = (
             Declarations::for_minor_stored(ma),
@@ -100,6 +107,13 @@ impl Differences {
                 &da.functions,
                 &db.functions,
                 &mut |name: &str| match name.rsplit_once('.') {
+                    None if !name.starts_with(char::is_alphabetic) => {
+                        if OPERATORS.iter().any(|(o, _)| *o == name) {
+                            operators.insert(name.to_string());
+                        } else {
+                            unknown_operator = true;
+                        }
+                    }
                     _ if name.contains('@') => {
                         names.extend(name.split('.').map(str::to_string));
                     }
@@ -164,6 +178,8 @@ impl Differences {
         Differences {
             names,
             calls,
+            operators,
+            unknown_operator,
             parser_options: pa != pb,
             optional_syntax: pa
                 .iter()
@@ -203,13 +219,18 @@ impl Differences {
         let calls = |words: &[&str]| words.iter().any(|w| p.called.contains(*w));
         let noted = |bit: u64| consulted & bit != 0;
         if p.has_cel
-            && (self.optional_syntax
+            && (self.optional_syntax && p.optional_syntax
                 || self.cost_algorithm && p.algorithm_dependent && noted(consulted::COST_ALGORITHM)
                 || self.comprehension_result_size && p.algorithm_dependent
-                || self.untyped_member_calls
+                || self.untyped_member_calls && noted(consulted::UNTYPED_MEMBER_CALLS)
                 || self.parser_options && noted(consulted::PARSER_OPTIONS)
                 || p.tokens.iter().any(|t| self.names.contains(t))
-                || p.called.iter().any(|t| self.calls.contains(t)))
+                || p.called.iter().any(|t| self.calls.contains(t))
+                || self.unknown_operator
+                || self
+                    .operators
+                    .iter()
+                    .any(|o| p.operators.contains(o.as_str())))
         {
             return false;
         }
@@ -219,13 +240,15 @@ impl Differences {
                 && (calls(KUBERNETES_TYPE_CONSTRUCTORS) || any(KUBERNETES_TYPE_NAMESPACES))
             || self.url_result_size && calls(&["url"])
             || self.quantity_parse_cost && calls(&["quantity", "isQuantity"])
-            || self.presence_test_cost && calls(&["has"])
+            || self.presence_test_cost && calls(&["has"]) && noted(consulted::PRESENCE_TEST_COST)
             || self.cost_factor_clamped && noted(consulted::COST_FACTOR_CLAMP)
             || self.optional_old_self && p.optional_old_self
             || self.keywords_as_field_names && selects_reserved_word(p)
             || self.type_meta_additional_properties && p.resource_with_additional_properties
             || self.int_or_string_max_length && p.int_or_string_with_max_length
-            || self.enum_string_max_length && p.enum_string_without_max_length
+            || self.enum_string_max_length
+                && p.enum_string_without_max_length
+                && noted(consulted::ENUM_STRING_SIZES)
             || self.global_matches && noted(consulted::GLOBAL_MATCHES)
             || self.affix_runtime_cost && noted(consulted::AFFIX_RUNTIME_COST)
             || self.object_meta_names && p.root_rule_reads_metadata)
@@ -265,9 +288,14 @@ struct Profile {
     tokens: HashSet<String>,
     /// The tokens of them followed by a `(`: the names of calls.
     called: HashSet<String>,
+    /// The operators' functions ([`OPERATORS`]) some CEL text may call.
+    operators: HashSet<&'static str>,
     has_cel: bool,
     /// A backtick in some CEL text (a quoted name, or in a literal).
     backtick: bool,
+    /// Some CEL text may use the optional syntax (`.?f`, `[?i]`, `{?k: v}`, `[?e]`), which
+    /// parses only where the parser has it on ([`optional_syntax`]).
+    optional_syntax: bool,
     /// Some CEL of the object may be costed differently by cel-go's two estimators
     /// ([`algorithm_dependent`]).
     algorithm_dependent: bool,
@@ -385,7 +413,9 @@ impl Profile {
                             self.has_cel = true;
                             self.backtick |= s.contains('`');
                             self.algorithm_dependent |= algorithm_dependent(&text);
+                            self.optional_syntax |= optional_syntax(&text);
                             self.global_matches |= calls_global(&text, "matches");
+                            self.operators.extend(operators_called(&text));
                             for (word, call) in text.tokens {
                                 if call {
                                     self.called.insert(word.clone());
@@ -436,6 +466,97 @@ fn algorithm_dependent(text: &CelText<'_>) -> bool {
         .iter()
         .any(|m| code.contains(m))
         || text.tokens.iter().any(|(t, _)| WORDS.contains(&t.as_str()))
+}
+
+/// Whether a CEL text may use the optional syntax, the one thing a parser with it on reads
+/// otherwise than one with it off: a `?` where the grammar takes one only with it (after `.`,
+/// `[`, `{`, or `,` in a literal; `(` and the start of a text too, where both refuse it, so
+/// that their errors are the other's check), blanks and comments between (a literal reads as a
+/// blank: over-approximates). A text whose literals cannot be told apart may.
+fn optional_syntax(text: &CelText<'_>) -> bool {
+    if !text.text.contains('?') {
+        return false;
+    }
+    let Some(code) = &text.code else {
+        return true;
+    };
+    code.match_indices('?').any(|(i, _)| {
+        code[..i]
+            .trim_end()
+            .chars()
+            .next_back()
+            .is_none_or(|c| matches!(c, '.' | '[' | '{' | ',' | '('))
+    })
+}
+
+/// The functions of CEL's operators, each with the marks one of its calls has in a text: a
+/// difference in their declarations (1.29's cross-type numeric comparisons) matters to a text
+/// with the mark only.
+const OPERATORS: &[(&str, &[&str])] = &[
+    ("_?_:_", &["?"]),
+    ("_||_", &["||"]),
+    ("_&&_", &["&&"]),
+    ("_<_", &["<"]),
+    ("_<=_", &["<="]),
+    ("_>_", &[">"]),
+    ("_>=_", &[">="]),
+    ("_==_", &["=="]),
+    ("_!=_", &["!="]),
+    ("@in", &["in"]),
+    ("_+_", &["+"]),
+    ("_-_", &["-"]),
+    ("_*_", &["*"]),
+    ("_/_", &["/"]),
+    ("_%_", &["%"]),
+    ("!_", &["!"]),
+    ("-_", &["-"]),
+    ("_[_]", &["["]),
+    ("_[?_]", &["[?"]),
+    ("_?._", &[".?"]),
+    ("@not_strictly_false", &[]),
+];
+
+/// The operators' functions ([`OPERATORS`]) a CEL text may call: those whose mark it has
+/// outside literals (blanks aside), every one where it names a macro (they expand to calls of
+/// operators the text does not show: `_&&_`, `_+_`, `_?_:_`, `@not_strictly_false`) or its
+/// literals cannot be told apart.
+fn operators_called(text: &CelText<'_>) -> Vec<&'static str> {
+    const MACROS: &[&str] = &[
+        "has",
+        "all",
+        "exists",
+        "exists_one",
+        "existsOne",
+        "map",
+        "filter",
+        "transformList",
+        "transformMap",
+        "transformMapEntry",
+        "bind",
+        "sortBy",
+        "optMap",
+        "optFlatMap",
+    ];
+    let all = || OPERATORS.iter().map(|(o, _)| *o).collect();
+    let Some(code) = &text.code else {
+        return all();
+    };
+    if text
+        .tokens
+        .iter()
+        .any(|(t, _)| MACROS.contains(&t.as_str()))
+    {
+        return all();
+    }
+    let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    OPERATORS
+        .iter()
+        .filter(|(o, marks)| match *o {
+            "@in" => text.tokens.iter().any(|(t, _)| t == "in"),
+            _ => marks.iter().any(|m| code.contains(m)),
+        })
+        .map(|(o, _)| *o)
+        .collect()
 }
 
 /// Whether a CEL text calls `name` as a global function: the word outside literals and comments,
@@ -893,6 +1014,47 @@ mod tests {
             ["size"]
         );
         assert_eq!(tokens("'naïve' + é"), ["é"]);
+    }
+
+    #[test]
+    fn operators_are_told_by_their_marks() {
+        let called = |text: &str| {
+            let mut o = operators_called(&CelText::of(text));
+            o.sort_unstable();
+            o
+        };
+        // Over-approximated: a `>=` is a `>` too, a `-` both a negation and a subtraction.
+        assert_eq!(called("-79.98 >= -501"), ["-_", "_-_", "_>=_", "_>_"]);
+        assert_eq!(called("self.a < 1 ? 'x' : 'y'"), ["_<_", "_?_:_"]);
+        assert_eq!(called("'a' in self.b && !self.c"), ["!_", "@in", "_&&_"]);
+        assert_eq!(called("self.a[0] == '>= <'"), ["_==_", "_[_]"]);
+        assert!(called("self.index").is_empty());
+        // Macros expand to operators the text does not show; unreadable literals may hide any.
+        let all = called("self.all(x, x)");
+        assert_eq!(all.len(), OPERATORS.len());
+        assert_eq!(called("self.a == 'b").len(), OPERATORS.len());
+    }
+
+    #[test]
+    fn optional_syntax_is_told_from_the_conditional() {
+        // (text, whether it may use the optional syntax)
+        for (text, optional) in [
+            ("self.?a.orValue(1) > 0", true),
+            ("self.a[?0].hasValue()", true),
+            ("[?self.a, 1].size() > 0", true),
+            ("{?'k': self.a}.size() > 0", true),
+            ("{'j': 1, ?'k': self.a}.size() > 0", true),
+            ("self. // none\n  ?a == 1", true),
+            ("self.a ? self.b : self.c", false),
+            ("(self.a) ? 1 : 2", false),
+            ("[self.a ? 1 : 2]", false),
+            ("self.a == '.?x' // [?y", false),
+            ("self.a > 0", false),
+        ] {
+            assert_eq!(optional_syntax(&CelText::of(text)), optional, "{text}");
+        }
+        // Unreadable literals: a `?` anywhere may be one.
+        assert!(optional_syntax(&CelText::of("self.a ? 'b : c")));
     }
 
     #[test]
