@@ -388,7 +388,7 @@ fn suggestions(dir: &Path, iterations: usize) {
 /// range estimates each object once per group of minors that cannot differ on it
 /// (`celcost::estimate::range::RangeEstimator`).
 fn range(iterations: usize) {
-    let run = |mode: &str| -> Option<(f64, f64)> {
+    let run = |mode: &str| -> Option<(f64, f64, usize)> {
         let out = std::process::Command::new(std::env::current_exe().ok()?)
             .env("CELCOST_BENCH_MODE", mode)
             .env("CELCOST_BENCH_ITERATIONS", iterations.to_string())
@@ -397,13 +397,24 @@ fn range(iterations: usize) {
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         let line = text.lines().find(|l| l.starts_with("mode "))?;
         let mut it = line.split_whitespace().skip(2);
-        Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+        Some((
+            it.next()?.parse().ok()?,
+            it.next()?.parse().ok()?,
+            it.next()?.parse().ok()?,
+        ))
     };
     match (run("one"), run("range"), run("window")) {
-        (Some((o, om)), Some((a, am)), Some((w, wm))) => {
+        (Some((o, om, on)), Some((a, am, an)), Some((w, wm, wn))) => {
             println!(
-                "crds+policies, one minor ({}): median {o:.3} s, peak memory {om:.1} MiB",
+                "crds+policies, one minor ({}): median {o:.3} s, peak memory {om:.1} MiB, {on} objects",
                 NEWEST_MINOR.label()
+            );
+            let window_len = celcost::cel::minor::supported_window(Distribution::Kubernetes).len();
+            println!(
+                "estimates made: the window {wn} of {} ({window_len} minors), the range {an} of {} ({} minors); the rest shared",
+                on * window_len,
+                on * KUBERNETES.len(),
+                KUBERNETES.len()
             );
             let window = celcost::cel::minor::supported_window(Distribution::Kubernetes);
             println!(
@@ -465,6 +476,9 @@ fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
     let window = window_estimators;
     let crds = [corpus.join("crds")];
     let mut walls = Vec::new();
+    // Estimates made per run: the range's (each object once per group of minors that can
+    // differ on it), one per object on one minor.
+    let mut estimates = 0;
     for _ in 0..iterations.max(1) {
         let t = Instant::now();
         if mode == "headroom" {
@@ -480,16 +494,25 @@ fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
         } else if mode == "range" {
             let r = RangeEstimator::new(KUBERNETES.iter().map(Estimator::for_minor).collect());
             Run::new(&r).paths(&dirs);
+            estimates = r.estimates_made();
         } else if mode == "window" {
-            Run::new(&RangeEstimator::new(window())).paths(&dirs);
+            let r = RangeEstimator::new(window());
+            Run::new(&r).paths(&dirs);
+            estimates = r.estimates_made();
         } else {
-            Run::new(&Estimator::for_minor(NEWEST_MINOR)).paths(&dirs);
+            estimates = Run::new(&Estimator::for_minor(NEWEST_MINOR))
+                .paths(&dirs)
+                .reports
+                .len();
         }
         walls.push(t.elapsed().as_secs_f64());
     }
     walls.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let peak = peak_rss_kib().unwrap_or(0) as f64 / 1024.0;
-    println!("mode {mode} {:.4} {peak:.1}", walls[walls.len() / 2]);
+    println!(
+        "mode {mode} {:.4} {peak:.1} {estimates}",
+        walls[walls.len() / 2]
+    );
 }
 
 /// The work budget's view of the corpus: the steps and bytes of the costliest objects (every

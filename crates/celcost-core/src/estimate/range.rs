@@ -680,6 +680,8 @@ fn code_outside_literals(s: &str) -> Option<String> {
 pub struct RangeEstimator {
     estimators: Vec<Estimator>,
     differences: Mutex<HashMap<(usize, usize), Arc<Differences>>>,
+    /// Estimates [`RangeEstimator::estimate_each`] made (not copied), over its life.
+    made: std::sync::atomic::AtomicUsize,
 }
 
 impl RangeEstimator {
@@ -687,7 +689,14 @@ impl RangeEstimator {
         RangeEstimator {
             estimators,
             differences: Mutex::new(HashMap::new()),
+            made: Default::default(),
         }
+    }
+
+    /// How many estimates [`RangeEstimator::estimate_each`] has made, over every object and
+    /// minor, rather than copied from another minor's (the benchmarks' measure of sharing).
+    pub fn estimates_made(&self) -> usize {
+        self.made.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn estimators(&self) -> &[Estimator] {
@@ -797,6 +806,7 @@ impl RangeEstimator {
         let n = self.estimators.len();
         let object = Shared::new(v);
         if n == 1 {
+            self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return Some(vec![estimate(&self.estimators[0], &object)?]);
         }
         let profile = Profile::of(v, catalog);
@@ -840,6 +850,7 @@ impl RangeEstimator {
                     out.push(copy);
                 }
                 None => {
+                    self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let compare = self.compares_algorithms(i, &profile);
                     let (report, consulted) = consulted::tracking(|| {
                         if compare {
