@@ -453,6 +453,33 @@ impl Checker<'_> {
         }
     }
 
+    /// Notes which overloads that one minor declares and another does not an operator's
+    /// arguments could match (the guards of `estimate::range`): where none could, both minors
+    /// resolve the call alike.
+    fn note_overload_guards(&self, arg_types: &[Type]) {
+        let types: Vec<Type> = arg_types
+            .iter()
+            .map(|t| substitute(&self.mapping, t, false))
+            .collect();
+        let unknown = |t: &Type| {
+            matches!(
+                t,
+                Type::Dyn | Type::Any | Type::Error | Type::TypeParam(_) | Type::Unspecified
+            )
+        };
+        let numeric = |t: &Type| matches!(t, Type::Int | Type::Uint | Type::Double) || unknown(t);
+        if let [x, y] = &types[..]
+            && numeric(x)
+            && numeric(y)
+            && (x != y || unknown(x))
+        {
+            consulted::note(consulted::CROSS_NUMERIC_OVERLOADS);
+        }
+        if types.first().is_some_and(|t| unknown(t) || t.is_optional()) {
+            consulted::note(consulted::OPTIONAL_ARGUMENT_OVERLOADS);
+        }
+    }
+
     fn new_type_var(&mut self) -> Type {
         let n = self.free_type_vars;
         self.free_type_vars += 1;
@@ -509,6 +536,9 @@ impl Checker<'_> {
                 ),
             );
             return None;
+        }
+        if !f.name.starts_with(char::is_alphabetic) {
+            self.note_overload_guards(&arg_types);
         }
         let mut result: Option<Type> = None;
         let mut refs: Vec<Arc<str>> = Vec::new();

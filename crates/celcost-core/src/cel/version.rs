@@ -111,6 +111,13 @@ pub mod consulted {
     /// A rule with `optionalOldSelf` was compiled
     /// ([`super::super::minor::Minor::optional_old_self`]).
     pub const OPTIONAL_OLD_SELF: u64 = 1 << 33;
+    /// An operator was resolved over two arguments that a cross-type numeric overload
+    /// (`less_int64_double`, 1.29's new expressions on) could take: each `int`, `uint`,
+    /// `double` or unknown (`dyn`, a type parameter, an error), not both of one concrete type.
+    pub const CROSS_NUMERIC_OVERLOADS: u64 = 1 << 34;
+    /// An operator was resolved whose first argument an overload on an optional value
+    /// (`optional_list_index_int`) could take: optional, or unknown.
+    pub const OPTIONAL_ARGUMENT_OVERLOADS: u64 = 1 << 35;
 
     /// The estimate costed something cel-go's two estimators cost by different paths: a
     /// comprehension, a local variable, a list or map literal with entries, `dyn`, an optional

@@ -31,6 +31,13 @@ struct Differences {
     operators: HashSet<String>,
     /// An operator-like function this module has no mark for: every CEL text may call it.
     unknown_operator: bool,
+    /// An internal function (`@sortByAssociatedKeys`) declared differently: reached through a
+    /// macro only.
+    internal_function: bool,
+    /// Operators whose overloads differ only by ones an estimate tells it could not have
+    /// matched (bits of [`consulted`]: [`consulted::CROSS_NUMERIC_OVERLOADS`],
+    /// [`consulted::OPTIONAL_ARGUMENT_OVERLOADS`]; [`guards_between`]).
+    overload_guards: u64,
     /// Parser options differ (the two-variable macros, `sortBy`, quoted names): they matter to
     /// an estimate that noted a parse depending on them ([`consulted::PARSER_OPTIONS`]).
     parser_options: bool,
@@ -96,7 +103,8 @@ impl Differences {
         );
         let (mut names, mut calls, mut operators) =
             (HashSet::new(), HashSet::new(), HashSet::new());
-        let mut unknown_operator = false;
+        let (mut unknown_operator, mut internal_function) = (false, false);
+        let mut overload_guards = 0;
         // And the stored-expressions environments (rules on defaults compile there).
         let stored = (
             Declarations::for_minor_stored(ma),
@@ -108,10 +116,14 @@ impl Differences {
                 &db.functions,
                 &mut |name: &str| match name.rsplit_once('.') {
                     None if !name.starts_with(char::is_alphabetic) => {
-                        if OPERATORS.iter().any(|(o, _)| *o == name) {
-                            operators.insert(name.to_string());
-                        } else {
-                            unknown_operator = true;
+                        let known = OPERATORS.iter().any(|(o, _)| *o == name);
+                        match guards_between(da.functions.get(name), db.functions.get(name)) {
+                            Some(guards) if known => overload_guards |= guards,
+                            _ if known => {
+                                operators.insert(name.to_string());
+                            }
+                            _ if name.starts_with('@') => internal_function = true,
+                            _ => unknown_operator = true,
                         }
                     }
                     _ if name.contains('@') => {
@@ -180,6 +192,8 @@ impl Differences {
             calls,
             operators,
             unknown_operator,
+            internal_function,
+            overload_guards,
             parser_options: pa != pb,
             optional_syntax: pa
                 .iter()
@@ -227,6 +241,8 @@ impl Differences {
                 || p.tokens.iter().any(|t| self.names.contains(t))
                 || p.called.iter().any(|t| self.calls.contains(t))
                 || self.unknown_operator
+                || self.internal_function && p.macros
+                || noted(self.overload_guards)
                 || self
                     .operators
                     .iter()
@@ -290,6 +306,8 @@ struct Profile {
     called: HashSet<String>,
     /// The operators' functions ([`OPERATORS`]) some CEL text may call.
     operators: HashSet<&'static str>,
+    /// Some CEL text may call a macro (or its literals cannot be told apart).
+    macros: bool,
     has_cel: bool,
     /// A backtick in some CEL text (a quoted name, or in a literal).
     backtick: bool,
@@ -415,7 +433,9 @@ impl Profile {
                             self.algorithm_dependent |= algorithm_dependent(&text);
                             self.optional_syntax |= optional_syntax(&text);
                             self.global_matches |= calls_global(&text, "matches");
-                            self.operators.extend(operators_called(&text));
+                            let (operators, macros) = operators_called(&text);
+                            self.operators.extend(operators);
+                            self.macros |= macros;
                             for (word, call) in text.tokens {
                                 if call {
                                     self.called.insert(word.clone());
@@ -516,11 +536,11 @@ const OPERATORS: &[(&str, &[&str])] = &[
     ("@not_strictly_false", &[]),
 ];
 
-/// The operators' functions ([`OPERATORS`]) a CEL text may call: those whose mark it has
-/// outside literals (blanks aside), every one where it names a macro (they expand to calls of
-/// operators the text does not show: `_&&_`, `_+_`, `_?_:_`, `@not_strictly_false`) or its
-/// literals cannot be told apart.
-fn operators_called(text: &CelText<'_>) -> Vec<&'static str> {
+/// The operators' functions ([`OPERATORS`]) a CEL text may call, and whether it may call a
+/// macro: those whose mark it has outside literals (blanks aside), and where it names a macro
+/// those its expansion calls ([`MACRO_OPERATORS`]); every one where its literals cannot be told
+/// apart.
+fn operators_called(text: &CelText<'_>) -> (Vec<&'static str>, bool) {
     const MACROS: &[&str] = &[
         "has",
         "all",
@@ -537,26 +557,82 @@ fn operators_called(text: &CelText<'_>) -> Vec<&'static str> {
         "optMap",
         "optFlatMap",
     ];
-    let all = || OPERATORS.iter().map(|(o, _)| *o).collect();
     let Some(code) = &text.code else {
-        return all();
+        return (OPERATORS.iter().map(|(o, _)| *o).collect(), true);
     };
-    if text
+    let macros = text
         .tokens
         .iter()
-        .any(|(t, _)| MACROS.contains(&t.as_str()))
-    {
-        return all();
-    }
+        .any(|(t, _)| MACROS.contains(&t.as_str()));
     let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
-    OPERATORS
+    let called = OPERATORS
         .iter()
-        .filter(|(o, marks)| match *o {
-            "@in" => text.tokens.iter().any(|(t, _)| t == "in"),
-            _ => marks.iter().any(|m| code.contains(m)),
+        .filter(|(o, marks)| {
+            macros && MACRO_OPERATORS.contains(o)
+                || match *o {
+                    "@in" => text.tokens.iter().any(|(t, _)| t == "in"),
+                    _ => marks.iter().any(|m| code.contains(m)),
+                }
         })
         .map(|(o, _)| *o)
-        .collect()
+        .collect();
+    (called, macros)
+}
+
+/// The operators the macros' expansions call (cel-go `parser/macro.go`, `ext/comprehensions.go`,
+/// `ext/lists.go` `sortBy`, `cel/macro.go` `optMap`/`optFlatMap`): the quantifiers' `_&&_`,
+/// `_||_`, `!_` and `@not_strictly_false`, `exists_one`'s `_==_` and `_+_`, `filter`'s and the
+/// optional macros' `_?_:_`, the list builders' `_+_`; no comparison, index or arithmetic
+/// other than `_+_`.
+const MACRO_OPERATORS: &[&str] = &[
+    "_&&_",
+    "_||_",
+    "!_",
+    "@not_strictly_false",
+    "_==_",
+    "_+_",
+    "_?_:_",
+];
+
+/// The guards ([`consulted`] bits) under which operator `a` and `b` (one minor's and another's
+/// declaration of it) resolve a call alike: where they keep their common overloads in one order
+/// and every overload only one declares is a cross-type numeric comparison (two different
+/// numeric types: [`consulted::CROSS_NUMERIC_OVERLOADS`]) or takes an optional value first
+/// ([`consulted::OPTIONAL_ARGUMENT_OVERLOADS`]), which a checker notes wherever a call's
+/// arguments could match one. `None` otherwise.
+fn guards_between(
+    a: Option<&crate::cel::decls::Function>,
+    b: Option<&crate::cel::decls::Function>,
+) -> Option<u64> {
+    use crate::cel::types::Type;
+    let (a, b) = (a?, b?);
+    fn common<'f>(
+        x: &'f crate::cel::decls::Function,
+        y: &crate::cel::decls::Function,
+    ) -> Vec<&'f crate::cel::decls::Overload> {
+        x.overloads
+            .iter()
+            .filter(|o| y.overloads.contains(o))
+            .collect()
+    }
+    if common(a, b) != common(b, a) {
+        return None;
+    }
+    let numeric = |t: &Type| matches!(t, Type::Int | Type::Uint | Type::Double);
+    let only = a
+        .overloads
+        .iter()
+        .filter(|o| !b.overloads.contains(o))
+        .chain(b.overloads.iter().filter(|o| !a.overloads.contains(o)));
+    let mut guards = 0;
+    for o in only {
+        guards |= match &o.args[..] {
+            [x, y] if numeric(x) && numeric(y) && x != y => consulted::CROSS_NUMERIC_OVERLOADS,
+            [x, ..] if x.is_optional() => consulted::OPTIONAL_ARGUMENT_OVERLOADS,
+            _ => return None,
+        };
+    }
+    Some(guards)
 }
 
 /// Whether a CEL text calls `name` as a global function: the word outside literals and comments,
@@ -1030,7 +1106,7 @@ mod tests {
     #[test]
     fn operators_are_told_by_their_marks() {
         let called = |text: &str| {
-            let mut o = operators_called(&CelText::of(text));
+            let (mut o, _) = operators_called(&CelText::of(text));
             o.sort_unstable();
             o
         };
@@ -1041,9 +1117,40 @@ mod tests {
         assert_eq!(called("self.a[0] == '>= <'"), ["_==_", "_[_]"]);
         assert!(called("self.index").is_empty());
         // Macros expand to operators the text does not show; unreadable literals may hide any.
-        let all = called("self.all(x, x)");
-        assert_eq!(all.len(), OPERATORS.len());
+        assert_eq!(
+            called("self.all(x, x > 1)"),
+            [
+                "!_",
+                "@not_strictly_false",
+                "_&&_",
+                "_+_",
+                "_==_",
+                "_>_",
+                "_?_:_",
+                "_||_"
+            ]
+        );
+        assert!(operators_called(&CelText::of("self.map(x, x)")).1);
+        assert!(!operators_called(&CelText::of("self.a + 1")).1);
         assert_eq!(called("self.a == 'b").len(), OPERATORS.len());
+    }
+
+    #[test]
+    fn operators_that_differ_by_guarded_overloads_only() {
+        let decls = |minor: u32| {
+            let m = Minor::of(Version::new(1, minor)).expect("a known minor");
+            Declarations::for_minor(m, true)
+        };
+        let (a, b) = (decls(28), decls(29));
+        let guards = |f: &str| guards_between(a.functions.get(f), b.functions.get(f));
+        // 1.29's new expressions compare numbers across types and index optional values.
+        for f in ["_<_", "_<=_", "_>_", "_>=_"] {
+            assert_eq!(guards(f), Some(consulted::CROSS_NUMERIC_OVERLOADS), "{f}");
+        }
+        assert_eq!(guards("_[_]"), Some(consulted::OPTIONAL_ARGUMENT_OVERLOADS));
+        // An overload of another shape (optional indexing's list form) has no guard.
+        assert_eq!(guards("_[?_]"), None);
+        assert_eq!(guards("_+_"), Some(0));
     }
 
     #[test]
