@@ -122,6 +122,10 @@ impl Differences {
                             _ if known => {
                                 operators.insert(name.to_string());
                             }
+                            // Reached only through the macro that expands to it.
+                            _ if name == "@sortByAssociatedKeys" => {
+                                calls.insert("sortBy".to_string());
+                            }
                             _ if name.starts_with('@') => internal_function = true,
                             _ => unknown_operator = true,
                         }
