@@ -47,8 +47,10 @@ struct Differences {
     /// [`consulted::COST_ALGORITHM`]) of an object whose CEL it may cost otherwise
     /// ([`algorithm_dependent`]).
     cost_algorithm: bool,
-    /// cel-go v0.17.8's comprehension result sizes: it matters to an object whose CEL has a
-    /// comprehension ([`algorithm_dependent`] words).
+    /// cel-go v0.17.8's comprehension result sizes: it matters to an estimate that costed a
+    /// comprehension with cel-go's estimator before v0.23 (noted
+    /// [`consulted::COMPREHENSION_RESULT_SIZE`]) of an object whose CEL may have one
+    /// ([`algorithm_dependent`] words).
     comprehension_result_size: bool,
     /// What a presence test costs: it matters to an object whose CEL calls `has`.
     presence_test_cost: bool,
@@ -239,7 +241,9 @@ impl Differences {
         if p.has_cel
             && (self.optional_syntax && p.optional_syntax
                 || self.cost_algorithm && p.algorithm_dependent && noted(consulted::COST_ALGORITHM)
-                || self.comprehension_result_size && p.algorithm_dependent
+                || self.comprehension_result_size
+                    && p.algorithm_dependent
+                    && noted(consulted::COMPREHENSION_RESULT_SIZE)
                 || self.untyped_member_calls && noted(consulted::UNTYPED_MEMBER_CALLS)
                 || self.parser_options && noted(consulted::PARSER_OPTIONS)
                 || p.tokens.iter().any(|t| self.names.contains(t))
