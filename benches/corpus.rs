@@ -409,14 +409,14 @@ fn range(iterations: usize) {
                 "crds+policies, one minor ({}): median {o:.3} s, peak memory {om:.1} MiB, {on} objects",
                 NEWEST_MINOR.label()
             );
-            let window_len = celcost::cel::minor::supported_window(Distribution::Kubernetes).len();
+            let window = celcost::cel::minor::supported_window(Distribution::Kubernetes);
             println!(
-                "estimates made: the window {wn} of {} ({window_len} minors), the range {an} of {} ({} minors); the rest shared",
-                on * window_len,
+                "estimates made: the window {wn} of {} ({} minors), the range {an} of {} ({} minors); the rest shared",
+                on * window.len(),
+                window.len(),
                 on * KUBERNETES.len(),
                 KUBERNETES.len()
             );
-            let window = celcost::cel::minor::supported_window(Distribution::Kubernetes);
             println!(
                 "crds+policies, the default window {}..{} ({} minors): median {w:.3} s = {:.2}x one minor (the target: at most 1.3x), peak memory {wm:.1} MiB",
                 window[0],

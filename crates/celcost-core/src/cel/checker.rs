@@ -454,13 +454,9 @@ impl Checker<'_> {
     }
 
     /// Notes which overloads that one minor declares and another does not an operator's
-    /// arguments could match (the guards of `estimate::range`): where none could, both minors
-    /// resolve the call alike.
-    fn note_overload_guards(&self, arg_types: &[Type]) {
-        let types: Vec<Type> = arg_types
-            .iter()
-            .map(|t| substitute(&self.mapping, t, false))
-            .collect();
+    /// arguments (`types`, substituted) could match (the guards of `estimate::range`): where
+    /// none could, both minors resolve the call alike.
+    fn note_overload_guards(types: &[Type]) {
         let unknown = |t: &Type| {
             matches!(
                 t,
@@ -468,7 +464,7 @@ impl Checker<'_> {
             )
         };
         let numeric = |t: &Type| matches!(t, Type::Int | Type::Uint | Type::Double) || unknown(t);
-        if let [x, y] = &types[..]
+        if let [x, y] = types
             && numeric(x)
             && numeric(y)
             && (x != y || unknown(x))
@@ -537,24 +533,24 @@ impl Checker<'_> {
             );
             return None;
         }
+        let logical = &*f.name == "_&&_" || &*f.name == "_||_";
         if !f.name.starts_with(char::is_alphabetic) {
-            self.note_overload_guards(&arg_types);
+            let types: Vec<Type> = arg_types
+                .iter()
+                .map(|t| substitute(&self.mapping, t, false))
+                .collect();
+            Self::note_overload_guards(&types);
+            // On every minor: cel-go v0.16 resolves a logical operator as any other overload,
+            // later ones as below; they agree where every argument is a `bool`.
+            if logical && !types.iter().all(|t| *t == Type::Bool) {
+                consulted::note(consulted::UNTYPED_MEMBER_CALLS);
+            }
         }
         let mut result: Option<Type> = None;
         let mut refs: Vec<Arc<str>> = Vec::new();
         for o in &f.overloads {
             if target.is_none() == o.member {
                 continue;
-            }
-            let logical = &*f.name == "_&&_" || &*f.name == "_||_";
-            // On every minor: cel-go v0.16 resolves a logical operator as any other overload,
-            // later ones as below; they agree where every argument is a `bool`.
-            if logical
-                && !arg_types
-                    .iter()
-                    .all(|t| substitute(&self.mapping, t, false) == Type::Bool)
-            {
-                consulted::note(consulted::UNTYPED_MEMBER_CALLS);
             }
             if logical && !self.env.untyped_undeclared_member_calls {
                 let mut failed = false;

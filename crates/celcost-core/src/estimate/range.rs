@@ -28,7 +28,7 @@ struct Differences {
     calls: HashSet<String>,
     /// Operators declared differently (`_>=_` of cross-type numeric comparisons): they matter
     /// to an object whose CEL may call them ([`Profile::operators`]).
-    operators: HashSet<String>,
+    operators: HashSet<&'static str>,
     /// An operator-like function this module has no mark for: every CEL text may call it.
     unknown_operator: bool,
     /// An internal function (`@sortByAssociatedKeys`) declared differently: reached through a
@@ -118,11 +118,14 @@ impl Differences {
                 &db.functions,
                 &mut |name: &str| match name.rsplit_once('.') {
                     None if !name.starts_with(char::is_alphabetic) => {
-                        let known = OPERATORS.iter().any(|(o, _)| *o == name);
-                        match guards_between(da.functions.get(name), db.functions.get(name)) {
-                            Some(guards) if known => overload_guards |= guards,
-                            _ if known => {
-                                operators.insert(name.to_string());
+                        let known = OPERATORS.iter().find(|(o, _)| *o == name);
+                        match (
+                            known,
+                            guards_between(da.functions.get(name), db.functions.get(name)),
+                        ) {
+                            (Some(_), Some(guards)) => overload_guards |= guards,
+                            (Some((o, _)), None) => {
+                                operators.insert(*o);
                             }
                             // Reached only through the macro that expands to it.
                             _ if name == "@sortByAssociatedKeys" => {
@@ -251,10 +254,7 @@ impl Differences {
                 || self.unknown_operator
                 || self.internal_function && p.macros
                 || noted(self.overload_guards)
-                || self
-                    .operators
-                    .iter()
-                    .any(|o| p.operators.contains(o.as_str())))
+                || self.operators.iter().any(|o| p.operators.contains(o)))
         {
             return false;
         }
@@ -468,33 +468,37 @@ impl Profile {
 /// (indexed: `][`, `}[`). Straight-line CEL otherwise reads the same sizes at the same calls
 /// (tests/it/range.rs compares them). Over-approximates: any such word or mark, anywhere.
 fn algorithm_dependent(text: &CelText<'_>) -> bool {
-    const WORDS: &[&str] = &[
-        "all",
-        "exists",
-        "exists_one",
-        "existsOne",
-        "map",
-        "filter",
-        "transformList",
-        "transformMap",
-        "transformMapEntry",
-        "bind",
-        "sortBy",
-        "optMap",
-        "optFlatMap",
-        "optional",
-        "dyn",
-        "variables",
-    ];
-    let Some(code) = &text.code else {
+    const WORDS: &[&str] = &["optional", "dyn", "variables"];
+    let Some(code) = &text.compact else {
         return true;
     };
-    let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
     ["][", "}[", ".?", "[?", "{?", ",?"]
         .iter()
         .any(|m| code.contains(m))
-        || text.tokens.iter().any(|(t, _)| WORDS.contains(&t.as_str()))
+        || text
+            .tokens
+            .iter()
+            .any(|(t, _)| COMPREHENSION_MACROS.contains(&t.as_str()) || WORDS.contains(&t.as_str()))
 }
+
+/// The macros that expand to a comprehension (or, `optMap` and `optFlatMap`, to a conditional
+/// over one's variable): cel-go `parser/macro.go`, `ext/comprehensions.go`, `ext/bindings.go`,
+/// `ext/lists.go` `sortBy`, `cel/macro.go`.
+const COMPREHENSION_MACROS: &[&str] = &[
+    "all",
+    "exists",
+    "exists_one",
+    "existsOne",
+    "map",
+    "filter",
+    "transformList",
+    "transformMap",
+    "transformMapEntry",
+    "bind",
+    "sortBy",
+    "optMap",
+    "optFlatMap",
+];
 
 /// Whether a CEL text may use the optional syntax, the one thing a parser with it on reads
 /// otherwise than one with it off: a `?` where the grammar takes one only with it (after `.`,
@@ -549,30 +553,13 @@ const OPERATORS: &[(&str, &[&str])] = &[
 /// those its expansion calls ([`MACRO_OPERATORS`]); every one where its literals cannot be told
 /// apart.
 fn operators_called(text: &CelText<'_>) -> (Vec<&'static str>, bool) {
-    const MACROS: &[&str] = &[
-        "has",
-        "all",
-        "exists",
-        "exists_one",
-        "existsOne",
-        "map",
-        "filter",
-        "transformList",
-        "transformMap",
-        "transformMapEntry",
-        "bind",
-        "sortBy",
-        "optMap",
-        "optFlatMap",
-    ];
-    let Some(code) = &text.code else {
+    let Some(code) = &text.compact else {
         return (OPERATORS.iter().map(|(o, _)| *o).collect(), true);
     };
     let macros = text
         .tokens
         .iter()
-        .any(|(t, _)| MACROS.contains(&t.as_str()));
-    let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+        .any(|(t, _)| t == "has" || COMPREHENSION_MACROS.contains(&t.as_str()));
     let called = OPERATORS
         .iter()
         .filter(|(o, marks)| {
@@ -674,6 +661,8 @@ fn identifier_tokens(s: &str) -> Vec<(String, bool)> {
 struct CelText<'s> {
     text: &'s str,
     code: Option<String>,
+    /// `code` without its blanks (marks such as `.?` or `][` read across them).
+    compact: Option<String>,
     tokens: Vec<(String, bool)>,
 }
 
@@ -681,7 +670,15 @@ impl<'s> CelText<'s> {
     fn of(text: &'s str) -> Self {
         let code = code_outside_literals(text);
         let tokens = tokens_of(code.as_deref(), text);
-        CelText { text, code, tokens }
+        let compact = code
+            .as_deref()
+            .map(|c| c.chars().filter(|c| !c.is_whitespace()).collect());
+        CelText {
+            text,
+            code,
+            compact,
+            tokens,
+        }
     }
 }
 
