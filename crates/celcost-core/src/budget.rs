@@ -162,6 +162,11 @@ pub fn hold(bytes: isize) {
     }
 }
 
+/// Whether this thread runs within a budget ([`run`]).
+pub fn active() -> bool {
+    ACTIVE.with(Cell::get)
+}
+
 /// The steps the running meter has left; 0 without one.
 pub fn steps_left() -> u64 {
     if ACTIVE.with(Cell::get) {

@@ -67,7 +67,11 @@ impl Verified {
 
 /// Whether bounds that fit the finding on the searched minor fit it on every other minor too
 /// (each estimated whole with them, as [`verify`] does); an error naming the first that does not.
-/// `consulted` is what the searched minor's estimate of the bounded copy consulted.
+/// `consulted` is what the searched minor's estimate of the bounded copy consulted. A minor that
+/// estimates the bounded copy as the searched one does, or as another minor already verified
+/// here does, gets the same answer and is not estimated again (where the two minors' own
+/// reports of the object have the same errors but for costs: what is new in the copy is then
+/// new on both).
 pub(super) fn fits_elsewhere(
     others: &mut [Other<'_>],
     report: &ObjectReport,
@@ -77,19 +81,27 @@ pub(super) fn fits_elsewhere(
     left: &mut SearchBudget,
     consulted: u64,
 ) -> Result<(), String> {
+    // The minors whose answer is known to fit, with what their estimate of the copy consulted:
+    // the searched one first, then each other minor verified here.
+    let mut fitting: Vec<(&Estimator, u64, &ObjectReport)> = Vec::new();
     for o in others.iter_mut() {
         // A rule another minor does not compile (or a schema it does not have) is not judged
         // there.
         let Some((osi, of)) = same_finding(report, finding, o.base) else {
             continue;
         };
-        // A minor that estimates the bounded copy as the searched one does: the same answer.
+        if fitting.is_empty() {
+            fitting.push((o.searched, consulted, report));
+        }
         // (The bounds set on the minor's own copy and put back, not on a new copy each time.)
         if let Some(alike) = o.alike {
             let copy = o.verified.copy.get_or_insert_with(|| probe.object.clone());
-            let (estimator, searched) = (o.estimator, o.searched);
+            let estimator = o.estimator;
             if with_bounds(copy, probe.object, probe.pointers, probe.bounds, |c| {
-                alike(searched, estimator, c, Some(consulted))
+                fitting.iter().any(|&(known, consulted, theirs)| {
+                    same_errors_but_costs(theirs, o.base)
+                        && alike(known, estimator, c, Some(consulted))
+                })
             })
             .unwrap_or(false)
             {
@@ -100,7 +112,7 @@ pub(super) fn fits_elsewhere(
             return Err("the search's verifications for this object are spent".into());
         }
         left.verifications_left -= 1;
-        let (after, _) = verify(o.estimator, o.base, (osi, of), probe, &mut o.verified)
+        let (after, theirs) = verify(o.estimator, o.base, (osi, of), probe, &mut o.verified)
             .map_err(|e| format!("on Kubernetes {}: {e}", o.estimator.kubernetes_version()))?;
         if !probe.settings.fits(after, limit) {
             return Err(format!(
@@ -110,8 +122,23 @@ pub(super) fn fits_elsewhere(
                 o.estimator.kubernetes_version()
             ));
         }
+        fitting.push((o.estimator, theirs, o.base));
     }
     Ok(())
+}
+
+/// Whether two reports of an object have the same errors, leaving out the cost ones (which a
+/// verification weighs on its own).
+fn same_errors_but_costs(a: &ObjectReport, b: &ObjectReport) -> bool {
+    fn others(r: &ObjectReport) -> Vec<&String> {
+        let mut v: Vec<&String> = (r.errors.iter().enumerate())
+            .filter(|&(i, _)| r.error_cost(i).is_none())
+            .map(|(_, e)| e)
+            .collect();
+        v.sort();
+        v
+    }
+    std::ptr::eq(a, b) || others(a) == others(b)
 }
 
 /// Applies the bounds to a copy of the object, estimates it whole, and returns the finding's

@@ -95,6 +95,7 @@ pub fn clear_parse_cache() {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .entries = [HashMap::new(), HashMap::new()];
+    super::eval::clear_prepared_cache();
 }
 
 /// A compile failure, formatted like cel-go's `Issues.String()`; or, with a [`CheckerPanic`],
@@ -187,7 +188,7 @@ impl Env {
     /// before it, by this object or any other.
     /// A parse that depends on the parser options is noted ([`consulted::PARSER_OPTIONS`]): a
     /// range shares the estimate between minors whose options differ only where none does.
-    fn parse_cached(&self, source: &str) -> Result<ParsedExpr, SyntaxErrors> {
+    pub(crate) fn parse_cached(&self, source: &str) -> Result<ParsedExpr, SyntaxErrors> {
         crate::budget::charge(source.len() as u64);
         let opts = self.parser;
         let cache = || parse_cache().lock().unwrap_or_else(|p| p.into_inner());

@@ -12,8 +12,9 @@
 //!
 //! Like `parse.rs`, this file is the only one that knows the `cel` crate's evaluation API.
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use cel::objects::{Key, Map};
 use cel::{Context, ExecutionError, Value};
@@ -232,6 +233,41 @@ pub struct Program {
     program: cel::Program,
 }
 
+/// Texts kept prepared for evaluation ([`Interpreter::prepare`]) before the cache is cleared:
+/// enough for the rules every default of a large CRD runs, across the estimates of its copies
+/// and minors; few enough to be a small part of the operator's memory.
+const PREPARED_CACHE_LIMIT: usize = 1024;
+
+/// What preparing a text for evaluation gives ([`Interpreter::prepare`]).
+#[derive(Clone)]
+pub enum Prepared {
+    /// The text does not parse: cel-go's words.
+    Unparsed(String),
+    /// It parses: its program, or why it is not evaluated (its lowering fails, it calls a
+    /// function the interpreter does not follow cel-go on, or the `cel` crate refuses it).
+    Parsed(Result<Arc<Program>, String>),
+}
+
+/// Prepared texts by parser options and source, for every interpreter of the process, with the
+/// work steps each preparation took (a text prepared again is charged them, so the budgets and
+/// their outputs are as without the cache). Parsing a rule twice (ours, then the `cel`
+/// crate's) was most of an estimate of a CRD whose defaults run many rules, and a suggestion's
+/// verifications estimate the same CRD again and again.
+type PreparedCache = HashMap<(ParserOptions, String), (Prepared, u64)>;
+
+fn prepared_cache() -> &'static Mutex<PreparedCache> {
+    static CACHE: OnceLock<Mutex<PreparedCache>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Empties the cache of prepared texts (with [`crate::cel::env::clear_parse_cache`]).
+pub(crate) fn clear_prepared_cache() {
+    prepared_cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clear();
+}
+
 /// The interpreter of one parser configuration.
 pub struct Interpreter {
     env: Arc<cel::Env>,
@@ -312,6 +348,54 @@ impl Interpreter {
             }
         });
         ok
+    }
+
+    /// `source` parsed as written, lowered ([`lower_for_interpreter`]), checked to call only
+    /// what the interpreter follows cel-go on ([`Interpreter::supports_with_type_tests`]) and
+    /// compiled; kept for the next estimate that evaluates the same text.
+    pub fn prepare(&self, source: &str) -> Prepared {
+        let key = (self.opts, source.to_string());
+        let cache = || prepared_cache().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((prepared, steps)) = cache().get(&key) {
+            let prepared = prepared.clone();
+            crate::budget::charge(*steps);
+            return prepared;
+        }
+        // Kept only where the steps it takes are counted (within a budget).
+        if !crate::budget::active() {
+            return self.prepare_anew(source);
+        }
+        let before = crate::budget::steps_left();
+        let prepared = self.prepare_anew(source);
+        let steps = before.saturating_sub(crate::budget::steps_left());
+        let mut cache = cache();
+        if cache.len() >= PREPARED_CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(key, (prepared.clone(), steps));
+        prepared
+    }
+
+    fn prepare_anew(&self, source: &str) -> Prepared {
+        let parsed = match parse_unexpanded(source, self.opts) {
+            Ok(p) => p,
+            Err(e) => return Prepared::Unparsed(e.0),
+        };
+        let lowered = match lower_for_interpreter(&parsed.expr) {
+            Ok(l) => l,
+            Err(e) => return Prepared::Parsed(Err(e)),
+        };
+        let expr = lowered.as_ref().unwrap_or(&parsed.expr);
+        if !Self::supports_with_type_tests(expr) {
+            return Prepared::Parsed(Err(
+                "it calls functions the interpreter does not follow cel-go on".into(),
+            ));
+        }
+        let program = match &lowered {
+            Some(_) => self.compile_expr(&parsed.expr),
+            None => self.compile(source),
+        };
+        Prepared::Parsed(program.map(Arc::new))
     }
 
     /// `e` (as parsed by `parse_unexpanded`) compiled for evaluation, lowered first
@@ -1587,5 +1671,56 @@ mod two_variable_tests {
         }
         let e = parse_unexpanded("self.all(x, x > 0)", opts).unwrap().expr;
         assert_eq!(lower_for_interpreter(&e), Ok(None));
+    }
+}
+
+#[cfg(test)]
+mod prepared_tests {
+    use super::*;
+    use crate::budget::{self, Limits};
+    use crate::cel::decls::Version;
+
+    /// What preparing `src` and evaluating it on `self` gives, as text.
+    fn prepared_outcome(i: &Interpreter, src: &str, this: &Val) -> String {
+        match i.prepare(src) {
+            Prepared::Unparsed(e) => format!("unparsed: {e}"),
+            Prepared::Parsed(Err(e)) => format!("not evaluated: {e}"),
+            Prepared::Parsed(Ok(p)) => format!("{:?}", i.eval(&p, &[("self", this)])),
+        }
+    }
+
+    /// A text prepared again comes from the cache, evaluates as it did the first time and is
+    /// charged the steps its first preparation took (so that budgets stop where they would
+    /// without the cache); outside a budget nothing is kept.
+    #[test]
+    fn a_text_prepared_again_is_charged_as_the_first_time() {
+        let opts = ParserOptions::for_version(Version::new(1, 36));
+        let i = Interpreter::new(opts);
+        let this = Val::List(vec![Val::String("ab".into()), Val::String("abc".into())]);
+        let limits = Limits {
+            steps: 1_000_000,
+            bytes: usize::MAX,
+        };
+        let texts = [
+            "self.all(x, x.size() < 7) && 'prepared once' != ''",
+            "self.all(i, x, i >= 0 && x != 'prepared twice')",
+            "self.exists(x, x == 'prepared thrice'",
+            "self.exists(x, x.matchesNothing('prepared four times'))",
+        ];
+        for src in texts {
+            let key = (opts, src.to_string());
+            let cached = || prepared_cache().lock().unwrap().contains_key(&key);
+            assert!(!cached(), "{src}");
+            let _ = prepared_outcome(&i, src, &this);
+            assert!(!cached(), "kept outside a budget: {src}");
+            let (first, used_first) =
+                budget::run_measured(limits, || prepared_outcome(&i, src, &this));
+            assert!(cached(), "{src}");
+            let (again, used_again) =
+                budget::run_measured(limits, || prepared_outcome(&i, src, &this));
+            assert_eq!(first.unwrap(), again.unwrap(), "{src}");
+            assert_eq!(used_first.steps, used_again.steps, "{src}");
+            assert!(used_first.steps >= src.len() as u64, "{src}");
+        }
     }
 }

@@ -40,9 +40,8 @@ use serde_json::Value;
 use crate::cel::cost::{AstNode, Size, by_either_algorithm, estimate};
 use crate::cel::env::{CheckerPanic, Env};
 use crate::cel::eval::library::{self, Ext};
-use crate::cel::eval::{GoError, Interpreter, Outcome, Val, lower_for_interpreter};
+use crate::cel::eval::{GoError, Interpreter, Outcome, Prepared, Val};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
-use crate::cel::parse::{parse, parse_unexpanded};
 use crate::cel::runtime_cost::{self, Count};
 use crate::cel::types::Type;
 use crate::crd::compile_rule;
@@ -569,7 +568,7 @@ impl<'e> DefaultRules<'e> {
     /// API server reports the limit, not the budget): a count of no more than cel-go spends
     /// goes over the limit, and the whole evaluation counted as no less fits what is left.
     fn cancelled(&mut self, source: &str, v: &Val, old_self: Option<&Val>) -> bool {
-        let Ok(parsed) = parse(source, self.cel().parser) else {
+        let Ok(parsed) = self.cel().parse_cached(source) else {
             return false;
         };
         let mut vars: Vec<(&str, &Val)> = vec![("self", v)];
@@ -625,7 +624,7 @@ impl<'e> DefaultRules<'e> {
     /// The runtime cost of `source` on `v` counted as cel-go counts it, or more
     /// ([`crate::cel::runtime_cost`]), up to `limit`.
     fn count(&self, source: &str, v: &Val, old_self: Option<&Val>, limit: u64) -> Count {
-        let Ok(parsed) = parse(source, self.cel().parser) else {
+        let Ok(parsed) = self.cel().parse_cached(source) else {
             return Count::Unsupported;
         };
         crate::budget::charge(v.weight() as u64);
@@ -652,26 +651,21 @@ impl<'e> DefaultRules<'e> {
         old_self: Option<&Val>,
     ) -> Result<Result<Val, Option<String>>, String> {
         let parser = self.cel().parser;
-        let parsed = parse_unexpanded(source, parser).map_err(|e| e.0)?;
+        let interp = self
+            .interpreter
+            .get_or_insert_with(|| Interpreter::new(parser));
+        let program = match interp.prepare(source) {
+            Prepared::Unparsed(e) => return Err(e),
+            Prepared::Parsed(p) => p,
+        };
         let mut vars: Vec<(&str, &Val)> = vec![("self", v)];
         if let Some(o) = old_self {
             vars.push(("oldSelf", o));
         }
-        let interp = self
-            .interpreter
-            .get_or_insert_with(|| Interpreter::new(parser));
         crate::budget::charge(v.weight() as u64);
         // Two-variable comprehensions as one-variable ones over `[index or key, value]` pairs;
-        // cel-go's `format`.
-        let lowered = lower_for_interpreter(&parsed.expr)?;
-        let expr = lowered.as_ref().unwrap_or(&parsed.expr);
-        if !Interpreter::supports_with_type_tests(expr) {
-            return Err("it calls functions the interpreter does not follow cel-go on".into());
-        }
-        let program = match &lowered {
-            Some(_) => interp.compile_expr(&parsed.expr)?,
-            None => interp.compile(source)?,
-        };
+        // cel-go's `format` (both in the preparation).
+        let program = program?;
         match interp.eval(&program, &vars) {
             Outcome::Value(v) => Ok(Ok(v)),
             Outcome::Error(e) => match e.go {
