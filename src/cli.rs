@@ -1220,11 +1220,10 @@ fn crd_report(
             Minors::Range(r) => r.estimators().iter().zip(older.iter()).collect(),
             Minors::One(_) => Vec::new(),
         };
-        let alike =
-            |a: &Estimator, b: &Estimator, v: &serde_json::Value, consulted: Option<u64>| {
-                matches!(estimators, Minors::Range(r)
-                    if r.estimate_alike_given(a, b, v, SchemaCatalog::builtin(), consulted))
-            };
+        let alike = |known: &[(&Estimator, Option<u64>)], b: &Estimator, v: &serde_json::Value| {
+            matches!(estimators, Minors::Range(r)
+                if r.estimate_alike_to_one_of(known, b, v, SchemaCatalog::builtin()))
+        };
         report = celcost_advice::suggest::suggest_across_with(
             e,
             &others,

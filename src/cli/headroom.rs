@@ -89,8 +89,8 @@ pub fn run_headroom(
     }
     let range = RangeEstimator::new(estimators);
     let judged: Vec<&Estimator> = range.estimators().iter().collect();
-    let alike = |a: &Estimator, b: &Estimator, v: &serde_json::Value, consulted: Option<u64>| {
-        range.estimate_alike_given(a, b, v, SchemaCatalog::builtin(), consulted)
+    let alike = |known: &[(&Estimator, Option<u64>)], b: &Estimator, v: &serde_json::Value| {
+        range.estimate_alike_to_one_of(known, b, v, SchemaCatalog::builtin())
     };
     let mut order: Vec<usize> = (0..inputs.len()).collect();
     order.sort_by_cached_key(|&i| std::cmp::Reverse(inputs[i].size()));

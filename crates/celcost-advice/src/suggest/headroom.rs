@@ -537,7 +537,9 @@ impl Cx<'_> {
         let mut copy = self.copy.borrow_mut();
         let copy = copy.get_or_insert_with(|| self.object.clone());
         with_bounds_at(copy, self.object, &root.pointers, bounds, |c| {
-            done.iter().any(|&j| alike(self.estimators[j], e, c, None))
+            let known: Vec<(&Estimator, Option<u64>)> =
+                done.iter().map(|&j| (self.estimators[j], None)).collect();
+            alike(&known, e, c)
         })
         .unwrap_or(false)
     }

@@ -260,11 +260,12 @@ pub fn suggest_across(
     suggest_across_with(estimator, others, None, object, report, settings)
 }
 
-/// Whether two minors estimate an object (a copy with bounds applied) alike: a verification on
-/// the second is then the first's. The last argument, when known, is what the first minor's
-/// estimate of the object consulted (its report's `made_by.consulted.rules`:
-/// `RangeEstimator::estimate_alike_given`); without it, whatever the object's words may reach.
-pub type Alike<'a> = &'a (dyn Fn(&Estimator, &Estimator, &Value, Option<u64>) -> bool + Sync);
+/// Whether a minor (the second argument) estimates an object (a copy with bounds applied) as
+/// one of the known minors (the first) does: a verification on it is then theirs. With each
+/// known minor, when known, what its estimate of the object consulted (its report's
+/// `made_by.consulted.rules`: `RangeEstimator::estimate_alike_to_one_of`); without it,
+/// whatever the object's words may reach.
+pub type Alike<'a> = &'a (dyn Fn(&[(&Estimator, Option<u64>)], &Estimator, &Value) -> bool + Sync);
 
 /// [`suggest_across`], skipping the verifications `alike` says would repeat another's (a range's
 /// minors that cannot differ on the object: `RangeEstimator::estimate_alike`).

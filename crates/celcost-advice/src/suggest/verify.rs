@@ -97,13 +97,16 @@ pub(super) fn fits_elsewhere(
         if let Some(alike) = o.alike {
             let copy = o.verified.copy.get_or_insert_with(|| probe.object.clone());
             let estimator = o.estimator;
-            if with_bounds(copy, probe.object, probe.pointers, probe.bounds, |c| {
-                fitting.iter().any(|&(known, consulted, theirs)| {
-                    same_errors_but_costs(theirs, o.base)
-                        && alike(known, estimator, c, Some(consulted))
+            let known: Vec<(&Estimator, Option<u64>)> = fitting
+                .iter()
+                .filter(|(_, _, theirs)| same_errors_but_costs(theirs, o.base))
+                .map(|&(known, consulted, _)| (known, Some(consulted)))
+                .collect();
+            if !known.is_empty()
+                && with_bounds(copy, probe.object, probe.pointers, probe.bounds, |c| {
+                    alike(&known, estimator, c)
                 })
-            })
-            .unwrap_or(false)
+                .unwrap_or(false)
             {
                 continue;
             }

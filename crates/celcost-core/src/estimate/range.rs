@@ -822,19 +822,38 @@ impl RangeEstimator {
         catalog: &SchemaCatalog,
         consulted: Option<u64>,
     ) -> bool {
+        self.estimate_alike_to_one_of(&[(a, consulted)], b, v, catalog)
+    }
+
+    /// Whether `b` estimates `v` as one of the `known` minors does
+    /// ([`RangeEstimator::estimate_alike_given`] of each, with what its estimate of `v`
+    /// consulted when given): the object's profile made once for all of them.
+    pub fn estimate_alike_to_one_of(
+        &self,
+        known: &[(&Estimator, Option<u64>)],
+        b: &Estimator,
+        v: &Value,
+        catalog: &SchemaCatalog,
+    ) -> bool {
         let index = |e: &Estimator| self.estimators.iter().position(|x| std::ptr::eq(x, e));
-        let (Some(i), Some(j)) = (index(a), index(b)) else {
+        let Some(j) = index(b) else {
             return false;
         };
-        if i == j {
-            return true;
-        }
-        let profile = Profile::of(v, catalog);
-        let consulted = consulted.unwrap_or_else(|| profile.presumed_consulted());
-        self.served_alike(&profile, i, j)
-            && self
-                .differences(i.min(j), i.max(j))
-                .irrelevant_to(&profile, consulted)
+        let mut profile: Option<Profile> = None;
+        known.iter().any(|&(a, consulted)| {
+            let Some(i) = index(a) else {
+                return false;
+            };
+            if i == j {
+                return true;
+            }
+            let profile = profile.get_or_insert_with(|| Profile::of(v, catalog));
+            let consulted = consulted.unwrap_or_else(|| profile.presumed_consulted());
+            self.served_alike(profile, i, j)
+                && self
+                    .differences(i.min(j), i.max(j))
+                    .irrelevant_to(profile, consulted)
+        })
     }
 
     /// Whether minors `a` and `b` serve the object alike: any object but a
