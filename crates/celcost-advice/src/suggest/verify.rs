@@ -83,16 +83,16 @@ pub(super) fn fits_elsewhere(
 ) -> Result<(), String> {
     // The minors whose answer is known to fit, with what their estimate of the copy consulted:
     // the searched one first, then each other minor verified here.
-    let mut fitting: Vec<(&Estimator, u64, &ObjectReport)> = Vec::new();
+    let Some(searched) = others.first().map(|o| o.searched) else {
+        return Ok(());
+    };
+    let mut fitting: Vec<(&Estimator, u64, &ObjectReport)> = vec![(searched, consulted, report)];
     for o in others.iter_mut() {
         // A rule another minor does not compile (or a schema it does not have) is not judged
         // there.
         let Some((osi, of)) = same_finding(report, finding, o.base) else {
             continue;
         };
-        if fitting.is_empty() {
-            fitting.push((o.searched, consulted, report));
-        }
         // (The bounds set on the minor's own copy and put back, not on a new copy each time.)
         if let Some(alike) = o.alike {
             let copy = o.verified.copy.get_or_insert_with(|| probe.object.clone());
