@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use celcost_core::budget;
 use celcost_core::budget::Limits;
 use celcost_core::cel::env::Env;
-use celcost_core::estimate::Estimator;
+use celcost_core::estimate::{Estimator, Shared};
 use celcost_core::report::format::num;
 use celcost_core::report::{ObjectReport, SchemaReport, Suggestion};
 use celcost_core::schema::Schema;
@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::model::{RuleCost, RuleModel};
 use super::search::{Answer, Search, Site, Stop, Target};
 use super::sites::{Sites, rule_sites, units_of};
-use super::verify::{Verified, fits_elsewhere, suggested_bound, verify};
+use super::verify::{Verified, fits_elsewhere, suggested_bound, verify, with_bounds};
 use super::{Alike, Finding, MAX_TOTAL_RULES, Other, Root, SEARCH_STACK, Settings};
 
 /// A finding's suggestions, or why there are none.
@@ -152,10 +152,8 @@ pub(super) struct SearchBudget {
     pub(super) verifications_left: usize,
 }
 
-/// Bounds to verify: set on a copy of `object` at the schema roots `pointers`.
+/// Bounds to verify (set on a copy of the object at its schema roots, [`with_bounds`]).
 pub(super) struct Probe<'a> {
-    pub(super) object: &'a Value,
-    pub(super) pointers: &'a [String],
     pub(super) bounds: &'a [(&'a Site, i64)],
     pub(super) settings: &'a Settings,
 }
@@ -373,36 +371,44 @@ fn verify_groups(
         }
         left.verifications_left -= 1;
         let probe = Probe {
-            object,
-            pointers: &root.pointers,
             bounds: &bounds,
             settings,
         };
-        match verify(estimator, report, (si, finding), &probe, verified) {
-            Ok((after, consulted)) if settings.fits(after, limit) && after < before => {
-                match fits_elsewhere(
-                    others,
-                    report,
-                    (si, finding),
-                    &probe,
-                    limit,
-                    left,
-                    consulted,
-                ) {
-                    Ok(()) => out.push(
-                        bounds
-                            .iter()
-                            .map(|(s, v)| suggested_bound(fp, &root.pointers, s, *v, after))
-                            .collect(),
-                    ),
-                    Err(e) => rejected.push(e),
+        // The bounds set once on the object's copy for every minor's verification, and what
+        // every minor reads of it alike made once ([`Shared`]).
+        let mut copy = verified.copy.take().unwrap_or_else(|| object.clone());
+        let judged = with_bounds(&mut copy, object, &root.pointers, &bounds, |bounded| {
+            let bounded = Shared::new(bounded);
+            match verify(estimator, report, (si, finding), &probe, verified, &bounded) {
+                Ok((after, consulted)) if settings.fits(after, limit) && after < before => {
+                    fits_elsewhere(
+                        others,
+                        report,
+                        (si, finding),
+                        &probe,
+                        &bounded,
+                        limit,
+                        left,
+                        consulted,
+                    )
+                    .map(|()| after)
                 }
+                Ok((after, _)) => Err(format!(
+                    "{} gives {} once estimated whole",
+                    probe.bounds_text(),
+                    num(after)
+                )),
+                Err(e) => Err(e),
             }
-            Ok((after, _)) => rejected.push(format!(
-                "{} gives {} once estimated whole",
-                probe.bounds_text(),
-                num(after)
-            )),
+        });
+        verified.copy = Some(copy);
+        match judged.and_then(|j| j) {
+            Ok(after) => out.push(
+                bounds
+                    .iter()
+                    .map(|(s, v)| suggested_bound(fp, &root.pointers, s, *v, after))
+                    .collect(),
+            ),
             Err(e) => rejected.push(e),
         }
     }

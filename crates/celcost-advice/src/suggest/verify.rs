@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use celcost_core::budget;
-use celcost_core::estimate::Estimator;
+use celcost_core::estimate::{Estimator, Shared};
 use celcost_core::report::format::num;
 use celcost_core::report::{
     Keyword, ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, Suggestion,
@@ -30,11 +30,12 @@ pub(super) const MAX_VERIFIED: usize = 64;
 pub(super) struct Verified {
     /// Site nodes by path.
     pub(super) nodes: HashMap<Vec<Step>, u32>,
-    /// The estimate (or why the bounds could not be applied) and the steps it took.
-    pub(super) done: HashMap<VerifiedKey, (Result<Rc<ObjectReport>, String>, u64)>,
-    /// The object's copy each verification sets its bounds on and puts back afterwards
-    /// ([`with_bounds`]): made once, not once per verification (a copy of a large CRD for each
-    /// of an object's findings was 5 % of a run with suggestions at 30 %).
+    /// The estimate and the steps it took.
+    pub(super) done: HashMap<VerifiedKey, (Rc<ObjectReport>, u64)>,
+    /// The object's copy each probe sets its bounds on and puts back afterwards
+    /// ([`with_bounds`]), for the searched minor and every other one: made once, not once per
+    /// verification (a copy of a large CRD for each of an object's findings was 5 % of a run
+    /// with suggestions at 30 %, and one per minor 5 % again).
     pub(super) copy: Option<Value>,
 }
 
@@ -67,16 +68,19 @@ impl Verified {
 
 /// Whether bounds that fit the finding on the searched minor fit it on every other minor too
 /// (each estimated whole with them, as [`verify`] does); an error naming the first that does not.
-/// `consulted` is what the searched minor's estimate of the bounded copy consulted. A minor that
-/// estimates the bounded copy as the searched one does, or as another minor already verified
-/// here does, gets the same answer and is not estimated again (where the two minors' own
-/// reports of the object have the same errors but for costs: what is new in the copy is then
-/// new on both).
+/// `bounded` is the object with the probe's bounds set, shared with the searched minor's
+/// verification (what every minor reads of it alike is made once), and `consulted` what the
+/// searched minor's estimate of it consulted. A minor that estimates the bounded copy as the
+/// searched one does, or as another minor already verified here does, gets the same answer and
+/// is not estimated again (where the two minors' own reports of the object have the same errors
+/// but for costs: what is new in the copy is then new on both).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn fits_elsewhere(
     others: &mut [Other<'_>],
     report: &ObjectReport,
     finding: (usize, Finding),
     probe: &Probe<'_>,
+    bounded: &Shared<'_>,
     limit: u64,
     left: &mut SearchBudget,
     consulted: u64,
@@ -93,21 +97,13 @@ pub(super) fn fits_elsewhere(
         let Some((osi, of)) = same_finding(report, finding, o.base) else {
             continue;
         };
-        // (The bounds set on the minor's own copy and put back, not on a new copy each time.)
         if let Some(alike) = o.alike {
-            let copy = o.verified.copy.get_or_insert_with(|| probe.object.clone());
-            let estimator = o.estimator;
             let known: Vec<(&Estimator, Option<u64>)> = fitting
                 .iter()
                 .filter(|(_, _, theirs)| same_errors_but_costs(theirs, o.base))
                 .map(|&(known, consulted, _)| (known, Some(consulted)))
                 .collect();
-            if !known.is_empty()
-                && with_bounds(copy, probe.object, probe.pointers, probe.bounds, |c| {
-                    alike(&known, estimator, c)
-                })
-                .unwrap_or(false)
-            {
+            if !known.is_empty() && alike(&known, o.estimator, bounded.object()) {
                 continue;
             }
         }
@@ -115,8 +111,15 @@ pub(super) fn fits_elsewhere(
             return Err("the search's verifications for this object are spent".into());
         }
         left.verifications_left -= 1;
-        let (after, theirs) = verify(o.estimator, o.base, (osi, of), probe, &mut o.verified)
-            .map_err(|e| format!("on Kubernetes {}: {e}", o.estimator.kubernetes_version()))?;
+        let (after, theirs) = verify(
+            o.estimator,
+            o.base,
+            (osi, of),
+            probe,
+            &mut o.verified,
+            bounded,
+        )
+        .map_err(|e| format!("on Kubernetes {}: {e}", o.estimator.kubernetes_version()))?;
         if !probe.settings.fits(after, limit) {
             return Err(format!(
                 "{} gives {} on Kubernetes {}",
@@ -144,21 +147,19 @@ fn same_errors_but_costs(a: &ObjectReport, b: &ObjectReport) -> bool {
     std::ptr::eq(a, b) || others(a) == others(b)
 }
 
-/// Applies the bounds to a copy of the object, estimates it whole, and returns the finding's
-/// cost then, and what the estimate consulted (its `made_by.consulted.rules`); an error when
-/// the copy has an error the object did not have (other than costs).
+/// Estimates the object with the probe's bounds (`bounded`: set on a copy) whole, and returns
+/// the finding's cost then, and what the estimate consulted (its `made_by.consulted.rules`); an
+/// error when the copy has an error the object did not have (other than costs).
 pub(super) fn verify(
     estimator: &Estimator,
     report: &ObjectReport,
     (si, finding): (usize, Finding),
     probe: &Probe<'_>,
     verified: &mut Verified,
+    bounded: &Shared<'_>,
 ) -> Result<(u64, u64), String> {
     let Probe {
-        object,
-        pointers,
-        bounds,
-        settings,
+        bounds, settings, ..
     } = *probe;
     let key = verified.key(si, bounds);
     let after = match verified.done.get(&key) {
@@ -171,15 +172,12 @@ pub(super) fn verify(
         }
         None => {
             let before = budget::steps_left();
-            let copy = verified.copy.get_or_insert_with(|| object.clone());
-            let after = with_bounds(copy, object, pointers, bounds, |copy| {
-                Rc::new(estimator.estimate_crd(copy, &report.source))
-            });
+            let after = Rc::new(estimator.estimate_crd_shared(bounded, &report.source));
             let steps = before.saturating_sub(budget::steps_left());
             verified.done.insert(key, (after.clone(), steps));
             after
         }
-    }?;
+    };
     if let Some(st) = &after.stopped {
         return Err(st.message.clone());
     }
