@@ -1220,10 +1220,19 @@ fn crd_report(
             Minors::Range(r) => r.estimators().iter().zip(older.iter()).collect(),
             Minors::One(_) => Vec::new(),
         };
-        let alike = |known: &[(&Estimator, Option<u64>)], b: &Estimator, v: &serde_json::Value| {
-            matches!(estimators, Minors::Range(r)
-                if r.estimate_alike_to_one_of(known, b, v, SchemaCatalog::builtin()))
-        };
+        // The object's profile made once for all its copies' alike tests.
+        let profile = std::sync::OnceLock::new();
+        let alike =
+            |known: &[(&Estimator, Option<u64>)],
+             b: &Estimator,
+             object: &serde_json::Value,
+             bounded: &[(&serde_json::Value, celcost_core::report::Keyword)]| {
+                let catalog = SchemaCatalog::builtin();
+                matches!(estimators, Minors::Range(r) if {
+                    let profile = profile.get_or_init(|| r.profile(object, catalog));
+                    r.estimate_alike_bounded(known, b, object, profile, bounded, catalog)
+                })
+            };
         report = celcost_advice::suggest::suggest_across_with(
             e,
             &others,

@@ -8,6 +8,7 @@ use celcost_advice::suggest::{HeadroomSettings, ObjectHeadroom, headroom};
 use celcost_core::estimate::Estimator;
 use celcost_core::estimate::range::RangeEstimator;
 use celcost_core::input::{objects_of, parse_documents};
+use celcost_core::report::Keyword;
 use celcost_core::schema::catalog::SchemaCatalog;
 
 use super::{STDIN, StdinText, is_stdin, parallel, threads};
@@ -89,9 +90,6 @@ pub fn run_headroom(
     }
     let range = RangeEstimator::new(estimators);
     let judged: Vec<&Estimator> = range.estimators().iter().collect();
-    let alike = |known: &[(&Estimator, Option<u64>)], b: &Estimator, v: &serde_json::Value| {
-        range.estimate_alike_to_one_of(known, b, v, SchemaCatalog::builtin())
-    };
     let mut order: Vec<usize> = (0..inputs.len()).collect();
     order.sort_by_cached_key(|&i| std::cmp::Reverse(inputs[i].size()));
     let mut searched = parallel(&order, threads(), |&i| {
@@ -121,6 +119,16 @@ pub fn run_headroom(
                     .push(format!("{source}: not a Kubernetes object")),
                 Ok(v) => {
                     for o in objects_of(&source, v) {
+                        // The object's profile made once for all its copies' alike tests.
+                        let profile = std::sync::OnceLock::new();
+                        let alike = |known: &[(&Estimator, Option<u64>)],
+                                     b: &Estimator,
+                                     object: &serde_json::Value,
+                                     bounded: &[(&serde_json::Value, Keyword)]| {
+                            let catalog = SchemaCatalog::builtin();
+                            let profile = profile.get_or_init(|| range.profile(object, catalog));
+                            range.estimate_alike_bounded(known, b, object, profile, bounded, catalog)
+                        };
                         one.objects.push(headroom(
                             &judged,
                             Some(&alike),

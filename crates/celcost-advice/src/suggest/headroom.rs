@@ -40,7 +40,9 @@ use celcost_core::report::{
     judged_rule_cost,
 };
 use celcost_core::schema::Schema;
-use celcost_core::schema::path::{Step, field_path, parse as parse_steps, walk_mut as node_mut};
+use celcost_core::schema::path::{
+    Step, field_path, parse as parse_steps, walk as node, walk_mut as node_mut,
+};
 
 use super::model::{RuleCost, RuleModel};
 use super::sites::{Sites, rule_sites};
@@ -200,7 +202,6 @@ fn headroom_on_this_stack(
             settings,
             fp: &schema.schema_field_path,
             alike,
-            copy: RefCell::new(None),
         };
         let limits = estimators[0].limits();
         let (res, _) = budget::run_measured(limits, || cx.schema(&mut root));
@@ -232,8 +233,6 @@ struct Cx<'a> {
     fp: &'a str,
     /// Whether two minors estimate a copy of the object alike.
     alike: Option<Alike<'a>>,
-    /// The object's copy the whole estimates set the bound on (and put back).
-    copy: RefCell<Option<Value>>,
 }
 
 /// A rule of one minor, with its model if it has one.
@@ -534,14 +533,22 @@ impl Cx<'_> {
         let Some(alike) = self.alike else {
             return false;
         };
-        let mut copy = self.copy.borrow_mut();
-        let copy = copy.get_or_insert_with(|| self.object.clone());
-        with_bounds_at(copy, self.object, &root.pointers, bounds, |c| {
-            let known: Vec<(&Estimator, Option<u64>)> =
-                done.iter().map(|&j| (self.estimators[j], None)).collect();
-            alike(&known, e, c)
-        })
-        .unwrap_or(false)
+        // The nodes the bounds are set on, at every schema root (none missing).
+        let mut nodes: Vec<(&Value, Keyword)> = Vec::new();
+        for p in &root.pointers {
+            for b in bounds {
+                let Some(n) = (self.object.pointer(p))
+                    .and_then(|s| node(s, b.node))
+                    .filter(|n| n.is_object())
+                else {
+                    return false;
+                };
+                nodes.push((n, b.keyword));
+            }
+        }
+        let known: Vec<(&Estimator, Option<u64>)> =
+            done.iter().map(|&j| (self.estimators[j], None)).collect();
+        alike(&known, e, self.object, &nodes)
     }
 
     /// What refuses `bounds` in one minor's costs of the schema, if anything: a rule that
@@ -745,52 +752,4 @@ impl Probe<'_> {
             By::Estimates => self.cx.refused_by_estimates(root, self.minors, &b, None),
         }
     }
-}
-
-/// `f` of the object with every bound set on its node of every schema root (and put back).
-fn with_bounds_at<T>(
-    copy: &mut Value,
-    object: &Value,
-    pointers: &[String],
-    bounds: &[Bound<'_>],
-    f: impl FnOnce(&Value) -> T,
-) -> Option<T> {
-    let mut undo = Vec::new();
-    for p in pointers {
-        for b in bounds {
-            let Some(n) = copy
-                .pointer_mut(p)
-                .and_then(|s| node_mut(s, b.node))
-                .and_then(Value::as_object_mut)
-            else {
-                *copy = object.clone();
-                return None;
-            };
-            undo.push((
-                p,
-                b,
-                n.insert(b.keyword.name().to_string(), Value::from(b.value)),
-            ));
-        }
-    }
-    let out = f(copy);
-    for (p, b, was) in undo.into_iter().rev() {
-        let Some(n) = copy
-            .pointer_mut(p)
-            .and_then(|s| node_mut(s, b.node))
-            .and_then(Value::as_object_mut)
-        else {
-            *copy = object.clone();
-            break;
-        };
-        match was {
-            Some(w) => {
-                n.insert(b.keyword.name().to_string(), w);
-            }
-            None => {
-                n.shift_remove(b.keyword.name());
-            }
-        }
-    }
-    Some(out)
 }

@@ -260,12 +260,16 @@ pub fn suggest_across(
     suggest_across_with(estimator, others, None, object, report, settings)
 }
 
-/// Whether a minor (the second argument) estimates an object (a copy with bounds applied) as
+/// Whether a minor (the second argument) estimates a copy of an object (the third) with bounds
+/// set (the fourth: each node of the object a bound is set on, with the keyword set there) as
 /// one of the known minors (the first) does: a verification on it is then theirs. With each
-/// known minor, when known, what its estimate of the object consulted (its report's
-/// `made_by.consulted.rules`: `RangeEstimator::estimate_alike_to_one_of`); without it,
-/// whatever the object's words may reach.
-pub type Alike<'a> = &'a (dyn Fn(&[(&Estimator, Option<u64>)], &Estimator, &Value) -> bool + Sync);
+/// known minor, when known, what its estimate of the copy consulted (its report's
+/// `made_by.consulted.rules`: `RangeEstimator::estimate_alike_bounded`); without it, whatever
+/// the object's words may reach.
+pub type Alike<'a> = &'a (
+        dyn Fn(&[(&Estimator, Option<u64>)], &Estimator, &Value, &[(&Value, Keyword)]) -> bool
+            + Sync
+    );
 
 /// [`suggest_across`], skipping the verifications `alike` says would repeat another's (a range's
 /// minors that cannot differ on the object: `RangeEstimator::estimate_alike`).

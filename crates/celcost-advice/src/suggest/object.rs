@@ -9,10 +9,10 @@ use celcost_core::budget::Limits;
 use celcost_core::cel::env::Env;
 use celcost_core::estimate::{Estimator, Shared};
 use celcost_core::report::format::num;
-use celcost_core::report::{ObjectReport, SchemaReport, Suggestion};
+use celcost_core::report::{Keyword, ObjectReport, SchemaReport, Suggestion};
 use celcost_core::schema::Schema;
 use celcost_core::schema::decltype::ConversionMemo;
-use celcost_core::schema::path::{parse as parse_steps, rule_path as schema_path};
+use celcost_core::schema::path::{parse as parse_steps, rule_path as schema_path, walk as node};
 use serde_json::Value;
 
 use super::model::{RuleCost, RuleModel};
@@ -152,8 +152,11 @@ pub(super) struct SearchBudget {
     pub(super) verifications_left: usize,
 }
 
-/// Bounds to verify (set on a copy of the object at its schema roots, [`with_bounds`]).
+/// Bounds to verify (set on a copy of `object` at its schema roots, [`with_bounds`]).
 pub(super) struct Probe<'a> {
+    pub(super) object: &'a Value,
+    /// The nodes of `object` the bounds are set on (at each schema root), with the keyword.
+    pub(super) nodes: &'a [(&'a Value, Keyword)],
     pub(super) bounds: &'a [(&'a Site, i64)],
     pub(super) settings: &'a Settings,
 }
@@ -370,7 +373,15 @@ fn verify_groups(
             break;
         }
         left.verifications_left -= 1;
+        let nodes: Vec<(&Value, Keyword)> = (root.pointers.iter())
+            .filter_map(|p| object.pointer(p))
+            .flat_map(|r| {
+                (bounds.iter()).filter_map(|(site, _)| Some((node(r, &site.node)?, site.keyword)))
+            })
+            .collect();
         let probe = Probe {
+            object,
+            nodes: &nodes,
             bounds: &bounds,
             settings,
         };

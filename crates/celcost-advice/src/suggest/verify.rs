@@ -103,7 +103,7 @@ pub(super) fn fits_elsewhere(
                 .filter(|(_, _, theirs)| same_errors_but_costs(theirs, o.base))
                 .map(|&(known, consulted, _)| (known, Some(consulted)))
                 .collect();
-            if !known.is_empty() && alike(&known, o.estimator, bounded.object()) {
+            if !known.is_empty() && alike(&known, o.estimator, probe.object, probe.nodes) {
                 continue;
             }
         }
