@@ -131,7 +131,10 @@ pub fn headroom(
     settings: &HeadroomSettings,
 ) -> ObjectHeadroom {
     stacker::grow(SEARCH_STACK, || {
-        headroom_on_this_stack(estimators, alike, source, object, settings)
+        // Every estimate here is of the object with bounds set: its compiles are kept.
+        celcost_core::crd::with_compiles_kept(|| {
+            headroom_on_this_stack(estimators, alike, source, object, settings)
+        })
     })
 }
 

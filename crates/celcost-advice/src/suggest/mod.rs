@@ -240,7 +240,9 @@ pub fn suggest(
     // object and verifying them recurse as deep as the schema nests, whatever the caller's stack
     // (a test thread's, a blocking pool's).
     stacker::grow(SEARCH_STACK, || {
-        suggest_on_this_stack(estimator, object, report, settings)
+        celcost_core::crd::with_compiles_kept(|| {
+            suggest_on_this_stack(estimator, object, report, settings)
+        })
     })
 }
 
@@ -282,7 +284,11 @@ pub fn suggest_across_with(
     settings: &Settings,
 ) -> ObjectReport {
     stacker::grow(SEARCH_STACK, || {
-        suggest_across_on_this_stack(estimator, others, alike, object, report, settings)
+        // Every whole estimate a search verifies is of the object with bounds set: their
+        // compiles are kept.
+        celcost_core::crd::with_compiles_kept(|| {
+            suggest_across_on_this_stack(estimator, others, alike, object, report, settings)
+        })
     })
 }
 

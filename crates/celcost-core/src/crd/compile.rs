@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::cel::ast::ExprId;
 use crate::cel::checker::CheckedExpr;
 use crate::cel::cost::{AstNode, Size, by_either_algorithm, estimate};
-use crate::cel::env::{CheckerPanic, Env};
+use crate::cel::env::{CheckerPanic, CompileError, Env};
 use crate::cel::k8s_cost::{KubernetesEstimator, SizeSource};
 use crate::cel::types::Type;
 use crate::schema::ValidationRule;
@@ -147,6 +147,20 @@ pub fn compile_rule_in(
     decl: &Arc<DeclType>,
     provider: &DeclTypeProvider,
 ) -> RuleCompilation {
+    compile_rule_at(env, message_env, rule, decl, provider, None)
+}
+
+/// [`compile_rule_in`] of a rule of the schema node at field path `node` (when given): its
+/// compiles are kept for the next estimate of a copy of the object that differs only by bounds,
+/// where [`with_compiles_kept`] says so.
+pub(crate) fn compile_rule_at(
+    env: &Env,
+    message_env: &Env,
+    rule: &ValidationRule,
+    decl: &Arc<DeclType>,
+    provider: &DeclTypeProvider,
+    node: Option<&str>,
+) -> RuleCompilation {
     let mut out = RuleCompilation::default();
     if rule.rule.trim().is_empty() {
         return out;
@@ -160,7 +174,7 @@ pub fn compile_rule_in(
     } else {
         rule_variables(rule, decl)
     };
-    let checked = match env.compile(&rule.rule, &vars, provider) {
+    let checked = match compile_kept(env, node, &rule.rule, &vars, provider) {
         Ok(c) => c,
         Err(e) => {
             out.error = Some(CelError {
@@ -195,7 +209,7 @@ pub fn compile_rule_in(
     out.max_cost = max_cost;
     if !rule.message_expression.is_empty() {
         let env = message_env;
-        match env.compile(&rule.message_expression, &vars, provider) {
+        match compile_kept(env, node, &rule.message_expression, &vars, provider) {
             Err(e) => {
                 out.message_error = Some(if e.1.is_some() {
                     e.0
@@ -224,6 +238,100 @@ pub fn compile_rule_in(
     }
     out.unbounded_fields = drivers;
     out
+}
+
+/// Compiles kept while copies of one object that differ from it only by bounds are estimated
+/// ([`with_compiles_kept`]), by environment, node and text: a bound changes no CEL type, so an
+/// expression at the same node compiles as it did (its sizes, so its cost, are estimated again
+/// every time).
+#[derive(Default)]
+struct KeptCompiles {
+    done: HashMap<(usize, Box<str>, Box<str>), Vec<Kept>>,
+    entries: usize,
+}
+
+/// A compile kept: its variables' types, its outcome, the steps it took and what it consulted.
+struct Kept {
+    vars: Vec<(String, Type)>,
+    result: Result<CheckedExpr, CompileError>,
+    steps: u64,
+    consulted: (u64, u64),
+}
+
+/// Compiles [`with_compiles_kept`] keeps at most (the rules of one object on each minor; the
+/// public corpus's largest CRD has fewer than 400).
+const MAX_KEPT_COMPILES: usize = 4096;
+
+thread_local! {
+    static KEPT: RefCell<Option<KeptCompiles>> = const { RefCell::new(None) };
+}
+
+/// `f`, with the compiles the schema walk makes of each node's rules and messageExpressions
+/// kept until it returns, for estimates of copies of one object that differ from it only by
+/// bounds (`maxItems`, `maxProperties`, `maxLength`): the estimates a search for bounds
+/// verifies them with. A compile found kept charges the steps it took and notes what it
+/// consulted, as made again, so a budget stops where it would without it. A type checked was
+/// most of a verification's CEL work.
+pub fn with_compiles_kept<R>(f: impl FnOnce() -> R) -> R {
+    struct PutBack(Option<KeptCompiles>);
+    impl Drop for PutBack {
+        fn drop(&mut self) {
+            let outer = self.0.take();
+            KEPT.with(|k| *k.borrow_mut() = outer);
+        }
+    }
+    let _put_back = PutBack(KEPT.with(|k| k.borrow_mut().replace(KeptCompiles::default())));
+    f()
+}
+
+/// `env.compile` of `text`, kept by [`with_compiles_kept`] for the node at `node`.
+fn compile_kept(
+    env: &Env,
+    node: Option<&str>,
+    text: &str,
+    vars: &[(String, Type)],
+    provider: &DeclTypeProvider,
+) -> Result<CheckedExpr, CompileError> {
+    use crate::cel::version::consulted;
+    let Some(node) = node.filter(|_| KEPT.with(|k| k.borrow().is_some())) else {
+        return env.compile(text, vars, provider);
+    };
+    let key = (env as *const Env as usize, Box::from(node), Box::from(text));
+    let hit = KEPT.with(|k| {
+        let k = k.borrow();
+        let kept = k
+            .as_ref()?
+            .done
+            .get(&key)?
+            .iter()
+            .find(|e| e.vars == vars)?;
+        // Fewer steps left than it took: made again, to stop where it would.
+        (crate::budget::steps_left() >= kept.steps)
+            .then(|| (kept.result.clone(), kept.steps, kept.consulted))
+    });
+    if let Some((result, steps, (rules, libraries))) = hit {
+        crate::budget::consume(steps);
+        consulted::note(rules);
+        consulted::note_libraries(libraries);
+        return result;
+    }
+    let before = crate::budget::steps_left();
+    let (result, consulted) = consulted::tracking_all(|| env.compile(text, vars, provider));
+    let steps = before.saturating_sub(crate::budget::steps_left());
+    KEPT.with(|k| {
+        if let Some(k) = k.borrow_mut().as_mut()
+            && k.entries < MAX_KEPT_COMPILES
+        {
+            k.entries += 1;
+            k.done.entry(key).or_default().push(Kept {
+                vars: vars.to_vec(),
+                result: result.clone(),
+                steps,
+                consulted,
+            });
+        }
+    });
+    result
 }
 
 /// How many unbounded nodes a cost read get their effect on it measured: the others are kept
@@ -321,5 +429,74 @@ mod tests {
             assert_eq!(old, want, "{rule} on 1.32");
             assert_eq!(new, want, "{rule} on 1.33");
         }
+    }
+}
+
+#[cfg(test)]
+mod kept_tests {
+    use super::*;
+    use crate::budget::{Limits, run_measured};
+    use crate::estimate::Estimator;
+    use serde_json::{Value, json};
+
+    /// The number of compiles kept on this thread.
+    fn kept() -> usize {
+        KEPT.with(|k| k.borrow().as_ref().map_or(0, |k| k.entries))
+    }
+
+    /// An object's copies that differ only by a bound, each estimated with the compiles kept,
+    /// get the reports, the rules consulted and the steps they get alone; every compile after
+    /// the first copy's is found kept.
+    #[test]
+    fn copies_estimated_with_compiles_kept_are_as_estimated_alone() {
+        let object = |max_items: u64| {
+            crate::fixtures::widgets(json!({
+                "type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": "self.items.all(i, i.name.startsWith('a'))",
+                     "messageExpression": "'bad: ' + self.items.map(i, i.name).join(', ')"},
+                    {"rule": "self.items.exists(i, i.nope == 1)"},
+                    {"rule": "self.items.all(x, y, x < 5)"},
+                ],
+                "properties": {"items": {
+                    "type": "array",
+                    "maxItems": max_items,
+                    "items": {
+                        "type": "object",
+                        "x-kubernetes-validations": [{"rule": "self.name.matches('^[a-z]+$')"}],
+                        "properties": {"name": {"type": "string", "maxLength": 64}},
+                    },
+                }},
+            }))
+        };
+        let estimator = Estimator::default();
+        let measured = |v: &Value| {
+            let (report, usage) = run_measured(Limits::default(), || {
+                estimator.estimate_crd(v, "widgets.yaml")
+            });
+            let report = report.expect("not stopped");
+            let consulted = (
+                report.made_by.consulted.rules,
+                report.made_by.consulted.libraries,
+            );
+            (
+                serde_json::to_value(&report).unwrap(),
+                consulted,
+                usage.steps,
+            )
+        };
+        let bounds = [3, 300, 30_000];
+        let alone: Vec<_> = bounds.iter().map(|&n| measured(&object(n))).collect();
+        let (with_kept, entries) = with_compiles_kept(|| {
+            (bounds.iter())
+                .map(|&n| (measured(&object(n)), kept()))
+                .unzip::<_, _, Vec<_>, Vec<_>>()
+        });
+        assert_eq!(with_kept, alone);
+        assert!(entries[0] >= 4, "{entries:?}");
+        assert!(entries.iter().all(|&e| e == entries[0]), "{entries:?}");
+        assert_eq!(kept(), 0, "dropped on return");
+        // The costs do change with the bound (the compiles are kept, the estimates are not).
+        assert_ne!(alone[0].0["schemas"], alone[2].0["schemas"]);
     }
 }

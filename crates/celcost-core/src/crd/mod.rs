@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use compile::{RuleCompilation, compile_rule, compile_rule_in, rule_variables};
+pub use compile::{
+    RuleCompilation, compile_rule, compile_rule_in, rule_variables, with_compiles_kept,
+};
 use fielderr::{CostError, FieldError};
 
 use crate::cel::env::{CheckerPanic, Env};
@@ -807,7 +809,7 @@ impl<'e> Walk<'e> {
                     ),
                     None => (self.env, self.env),
                 };
-                compile_rule_in(rule_env, message_env, rule, decl, provider)
+                compile::compile_rule_at(rule_env, message_env, rule, decl, provider, Some(fld))
             });
             r.consulted = crate::report::Consulted { rules, libraries };
             if let Some(p) = cr.panic.take()
