@@ -81,6 +81,7 @@ impl RuleCost {
 }
 
 /// One rule, compiled once, costed again for each changed schema.
+#[derive(Clone)]
 pub(super) struct RuleModel {
     /// The rule's node, from the schema root.
     pub(super) node: Vec<Step>,

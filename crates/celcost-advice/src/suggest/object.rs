@@ -15,7 +15,7 @@ use celcost_core::schema::decltype::ConversionMemo;
 use celcost_core::schema::path::{parse as parse_steps, rule_path as schema_path, walk as node};
 use serde_json::Value;
 
-use super::model::{RuleCost, RuleModel};
+use super::model::{Read, RuleCost, RuleModel};
 use super::search::{Answer, Search, Site, Stop, Target};
 use super::sites::{Sites, rule_sites, units_of};
 use super::verify::{Verified, fits_elsewhere, suggested_bound, verify, with_bounds};
@@ -72,6 +72,7 @@ pub(super) fn search_findings(
         verifications_left: settings.max_verifications,
     };
     let mut verified = Verified::default();
+    let mut kept = KeptModels::default();
     let mut roots: Vec<Option<Option<Root>>> = (0..report.schemas.len()).map(|_| None).collect();
     for (si, finding) in findings {
         let schema = &report.schemas[si];
@@ -102,6 +103,7 @@ pub(super) fn search_findings(
                             &mut left,
                             &mut verified,
                             &mut others,
+                            &mut kept,
                         )
                     })
                 });
@@ -136,6 +138,41 @@ pub(super) fn search_findings(
         out.push((si, finding, (sugg, none)));
     }
     out
+}
+
+/// The rules an object's findings modeled on one minor, by schema and rule: the model (`None`:
+/// the rule does not compile, or is not found in the schema), its cost of the schema as read,
+/// the sizes that cost asked, and the steps that took. A rule and its schema's total, or the
+/// totals of a schema near budget for several reasons, model it once; a model found kept
+/// charges its steps again, so that the budgets stop where they would without it. (The
+/// schema a model is of is the object's, as read: a search puts back every bound it sets.)
+#[derive(Default)]
+pub(super) struct KeptModels {
+    done: HashMap<(usize, usize), (ModelOfRule, u64)>,
+}
+
+/// A rule's model, its cost of the schema as read, and the sizes that cost asked.
+type ModelOfRule = (Option<RuleModel>, Option<RuleCost>, Vec<Read>);
+
+impl KeptModels {
+    pub(super) fn model(
+        &mut self,
+        si: usize,
+        ri: usize,
+        make: impl FnOnce() -> ModelOfRule,
+    ) -> ModelOfRule {
+        if let Some((model, steps)) = self.done.get(&(si, ri))
+            && budget::steps_left() >= *steps
+        {
+            budget::consume(*steps);
+            return model.clone();
+        }
+        let before = budget::steps_left();
+        let model = make();
+        let steps = before.saturating_sub(budget::steps_left());
+        self.done.insert((si, ri), (model.clone(), steps));
+        model
+    }
 }
 
 /// What an object's search runs on: the estimator, the object, its report and the settings.
@@ -180,6 +217,7 @@ pub(super) fn search_and_verify(
     left: &mut SearchBudget,
     verified: &mut Verified,
     others: &mut [Other<'_>],
+    kept: &mut KeptModels,
 ) -> Result<Vec<Vec<Suggestion>>, String> {
     let Searched {
         estimator,
@@ -195,7 +233,7 @@ pub(super) fn search_and_verify(
         unit_groups,
         notes,
         fixed,
-    } = model_finding(env, schema, &root.schema, finding)?;
+    } = model_finding(env, (si, schema), &root.schema, finding, kept)?;
     // A model depends on every site on its node's way from the root and below it.
     let depends = models
         .iter()
@@ -273,9 +311,10 @@ struct Modeled {
 
 fn model_finding(
     env: &Env,
-    schema: &SchemaReport,
+    (si, schema): (usize, &SchemaReport),
     root: &Schema,
     finding: Finding,
+    kept: &mut KeptModels,
 ) -> Result<Modeled, String> {
     let fp = schema.schema_field_path.as_str();
     let chosen: Vec<usize> = match finding {
@@ -298,11 +337,18 @@ fn model_finding(
     let mut unit_groups = Vec::new();
     for &ri in &chosen {
         let r = &schema.rules[ri];
-        let built = r
-            .node_field_path
-            .strip_prefix(fp)
-            .and_then(|rest| parse_steps(root, rest))
-            .and_then(|path| RuleModel::build(env, root, path, r.index as usize));
+        let (built, got, reads) = kept.model(si, ri, || {
+            let built = r
+                .node_field_path
+                .strip_prefix(fp)
+                .and_then(|rest| parse_steps(root, rest))
+                .and_then(|path| RuleModel::build(env, root, path, r.index as usize));
+            let reads = RefCell::new(Vec::new());
+            let got = built
+                .as_ref()
+                .and_then(|m| m.eval(env, root, Some(&reads), None));
+            (built, got, reads.into_inner())
+        });
         let Some(mut m) = built else {
             if finding != Finding::Total {
                 return Err(if r.compile_error.is_some() || !r.compiled_by_apiserver {
@@ -314,8 +360,6 @@ fn model_finding(
             }
             continue;
         };
-        let reads = RefCell::new(Vec::new());
-        let got = m.eval(env, root, Some(&reads), None);
         let want = RuleCost::of_report(r);
         if got != Some(want) {
             if finding == Finding::Total {
@@ -328,7 +372,7 @@ fn model_finding(
         }
         m.base = want;
         fixed = fixed.saturating_sub(want.total_part());
-        let own = rule_sites(env, root, &m, &reads.into_inner(), &mut found, &mut notes);
+        let own = rule_sites(env, root, &m, &reads, &mut found, &mut notes);
         unit_groups.push(own);
         models.push(m);
     }

@@ -561,3 +561,42 @@ fn additions_before_lowerings_and_lowerings_named() {
         "{line}"
     );
 }
+
+/// A rule modeled again (its total's finding after its own) is the model kept: made once, and
+/// charged the steps its making took each time, so that a budget stops where it would; where
+/// fewer steps are left than that, it is made again (and stops as it would).
+#[test]
+fn a_model_kept_is_made_once_and_charged_each_time() {
+    use super::object::KeptModels;
+    use celcost_core::budget::{self, Limits};
+    let made = std::cell::Cell::new(0);
+    let make = || {
+        made.set(made.get() + 1);
+        budget::charge(70);
+        (None, None, Vec::new())
+    };
+    let limits = Limits {
+        steps: 1_000,
+        ..Limits::default()
+    };
+    let mut kept = KeptModels::default();
+    let (_, usage) = budget::run_measured(limits, || {
+        kept.model(0, 3, make);
+        kept.model(0, 3, make);
+        kept.model(0, 4, make);
+    });
+    assert_eq!((made.get(), usage.steps), (2, 210));
+    let (_, usage) = budget::run_measured(
+        Limits {
+            steps: 69,
+            ..limits
+        },
+        || kept.model(0, 3, make),
+    );
+    assert_eq!(
+        made.get(),
+        3,
+        "made again with fewer steps left than it took"
+    );
+    assert_eq!(usage.steps, 69);
+}
