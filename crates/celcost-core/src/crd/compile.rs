@@ -243,7 +243,9 @@ pub(crate) fn compile_rule_at(
 /// Compiles kept while copies of one object that differ from it only by bounds are estimated
 /// ([`with_compiles_kept`]), by environment, node and text: a bound changes no CEL type, so an
 /// expression at the same node compiles as it did (its sizes, so its cost, are estimated again
-/// every time).
+/// every time). An environment is told by its address: the searches that keep compiles
+/// estimate creates, whose rules compile in their estimators' environments, which outlive the
+/// scope.
 #[derive(Default)]
 struct KeptCompiles {
     done: HashMap<(usize, Box<str>, Box<str>), Vec<Kept>>,
