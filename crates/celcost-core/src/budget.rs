@@ -141,6 +141,25 @@ pub fn consume(n: u64) {
     }
 }
 
+/// `f`'s result and the steps it took of the running meter (0 without one): what a result
+/// kept for reuse is charged again each time it is reused ([`spend_again`]).
+pub fn counted<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let before = steps_left();
+    let out = f();
+    (out, before.saturating_sub(steps_left()))
+}
+
+/// Takes the `steps` a kept result took to make ([`counted`]) when that many are left, as if it
+/// were made again; `false` (nothing taken) when fewer are left: the caller makes it again, to
+/// stop where it would without it.
+pub fn spend_again(steps: u64) -> bool {
+    let enough = steps_left() >= steps;
+    if enough {
+        consume(steps);
+    }
+    enough
+}
+
 /// Bytes this thread holds (allocated and not yet freed), where allocations are counted.
 pub fn live_bytes() -> isize {
     LIVE.with(Cell::get)

@@ -366,9 +366,7 @@ impl Interpreter {
         if !crate::budget::active() {
             return self.prepare_anew(source);
         }
-        let before = crate::budget::steps_left();
-        let prepared = self.prepare_anew(source);
-        let steps = before.saturating_sub(crate::budget::steps_left());
+        let (prepared, steps) = crate::budget::counted(|| self.prepare_anew(source));
         let mut cache = cache();
         if cache.len() >= PREPARED_CACHE_LIMIT {
             cache.clear();

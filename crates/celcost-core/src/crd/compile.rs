@@ -308,18 +308,15 @@ fn compile_kept(
             .iter()
             .find(|e| e.vars == vars)?;
         // Fewer steps left than it took: made again, to stop where it would.
-        (crate::budget::steps_left() >= kept.steps)
-            .then(|| (kept.result.clone(), kept.steps, kept.consulted))
+        crate::budget::spend_again(kept.steps).then(|| (kept.result.clone(), kept.consulted))
     });
-    if let Some((result, steps, (rules, libraries))) = hit {
-        crate::budget::consume(steps);
+    if let Some((result, (rules, libraries))) = hit {
         consulted::note(rules);
         consulted::note_libraries(libraries);
         return result;
     }
-    let before = crate::budget::steps_left();
-    let (result, consulted) = consulted::tracking_all(|| env.compile(text, vars, provider));
-    let steps = before.saturating_sub(crate::budget::steps_left());
+    let ((result, consulted), steps) =
+        crate::budget::counted(|| consulted::tracking_all(|| env.compile(text, vars, provider)));
     KEPT.with(|k| {
         if let Some(k) = k.borrow_mut().as_mut()
             && k.entries < MAX_KEPT_COMPILES

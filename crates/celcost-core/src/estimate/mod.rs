@@ -148,8 +148,7 @@ impl<'v> Shared<'v> {
     /// `f` of the object's [`Prepared`] CRD, made now unless an earlier estimate made it.
     fn with_crd<R>(&self, f: impl FnOnce(&Prepared<'v>) -> R) -> R {
         if let Some(m) = self.crd.get() {
-            if budget::steps_left() >= m.steps {
-                budget::consume(m.steps);
+            if budget::spend_again(m.steps) {
                 budget::hold(m.bytes);
                 return f(&m.value);
             }

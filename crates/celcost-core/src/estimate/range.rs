@@ -271,7 +271,7 @@ impl Differences {
             || self.type_meta_additional_properties && p.resource_with_additional_properties
             || self.int_or_string_max_length && p.int_or_string_with_max_length
             || self.enum_string_max_length
-                && p.enum_string_without_max_length
+                && p.enum_strings_without_max_length > 0
                 && noted(consulted::ENUM_STRING_SIZES)
             || self.global_matches && noted(consulted::GLOBAL_MATCHES)
             || self.affix_runtime_cost && noted(consulted::AFFIX_RUNTIME_COST)
@@ -331,10 +331,9 @@ struct Profile {
     /// A ValidatingAdmissionPolicy: its `apiVersion` (`v1` is not served before 1.30).
     vap_api_version: Option<String>,
     int_or_string_with_max_length: bool,
-    /// A node with `enum` and no `maxLength` (over-approximated: whatever its type).
-    enum_string_without_max_length: bool,
-    /// How many of those the object has (a copy with a `maxLength` set on each has none:
-    /// [`Profile::with_bounds`]).
+    /// The nodes with `enum` and no `maxLength` (over-approximated: whatever their type), how
+    /// many (a copy with a `maxLength` set on each has none: [`Profile::with_bounds`]; a
+    /// policy's typed roots that have some count as one).
     enum_strings_without_max_length: usize,
     /// A rule with `optionalOldSelf`.
     optional_old_self: bool,
@@ -378,7 +377,7 @@ impl Profile {
             let reads =
                 crate::vap::conversion_reads(v.get("spec").unwrap_or(&Value::Null), catalog);
             p.int_or_string_with_max_length |= reads.int_or_string_max_length;
-            p.enum_string_without_max_length |= reads.enum_string_without_max_length;
+            p.enum_strings_without_max_length += usize::from(reads.enum_string_without_max_length);
             p.resource_with_additional_properties |= reads.resource_additional_properties;
         }
         p
@@ -418,16 +417,14 @@ impl Profile {
             .collect();
         enums.sort_unstable();
         enums.dedup();
-        let enums_left = self
-            .enum_strings_without_max_length
-            .saturating_sub(enums.len());
         if (!int_or_string || self.int_or_string_with_max_length) && enums.is_empty() {
             return std::borrow::Cow::Borrowed(self);
         }
         let mut p = self.clone();
         p.int_or_string_with_max_length |= int_or_string;
-        p.enum_strings_without_max_length = enums_left;
-        p.enum_string_without_max_length = enums_left > 0;
+        p.enum_strings_without_max_length = p
+            .enum_strings_without_max_length
+            .saturating_sub(enums.len());
         std::borrow::Cow::Owned(p)
     }
 
@@ -463,10 +460,7 @@ impl Profile {
                     });
                 }
                 self.int_or_string_with_max_length |= int_or_string && max_length;
-                if has_enum && !max_length {
-                    self.enum_string_without_max_length = true;
-                    self.enum_strings_without_max_length += 1;
-                }
+                self.enum_strings_without_max_length += usize::from(has_enum && !max_length);
                 self.resource_with_additional_properties |= additional && root;
                 for (k, x) in m {
                     match (k.as_str(), x) {
@@ -870,20 +864,7 @@ impl RangeEstimator {
         catalog: &SchemaCatalog,
         consulted: Option<u64>,
     ) -> bool {
-        self.estimate_alike_to_one_of(&[(a, consulted)], b, v, catalog)
-    }
-
-    /// Whether `b` estimates `v` as one of the `known` minors does
-    /// ([`RangeEstimator::estimate_alike_given`] of each, with what its estimate of `v`
-    /// consulted when given): the object's profile made once for all of them.
-    pub fn estimate_alike_to_one_of(
-        &self,
-        known: &[(&Estimator, Option<u64>)],
-        b: &Estimator,
-        v: &Value,
-        catalog: &SchemaCatalog,
-    ) -> bool {
-        self.alike_to_one_of(known, b, || {
+        self.alike_to_one_of(&[(a, consulted)], b, || {
             std::borrow::Cow::Owned(Profile::of(v, catalog))
         })
     }
@@ -897,11 +878,12 @@ impl RangeEstimator {
         }
     }
 
-    /// As [`RangeEstimator::estimate_alike_to_one_of`], for a copy of `object` with bounds set
-    /// (`bounded`: each node a bound is set on, as `object` has it, and the keyword set there):
-    /// `profile` is `object`'s ([`RangeEstimator::profile`]), and the copy is not walked again
-    /// (a profile of a large CRD for each probe of its suggestions was 5 % of a run with them at
-    /// 30 %). A profile of another object is made again.
+    /// Whether `b` estimates a copy of `object` with bounds set as one of the `known` minors
+    /// does ([`RangeEstimator::estimate_alike_given`] of each, with what its estimate of the
+    /// copy consulted when given). `bounded` is each node a bound is set on, as `object` has it,
+    /// and the keyword set there; `profile` is `object`'s ([`RangeEstimator::profile`]), and the
+    /// copy is not walked again (a profile of a large CRD for each probe of its suggestions was
+    /// 5 % of a run with them at 30 %). A profile of another object is made again.
     pub fn estimate_alike_bounded(
         &self,
         known: &[(&Estimator, Option<u64>)],
@@ -931,8 +913,8 @@ impl RangeEstimator {
         let Some(j) = index(b) else {
             return false;
         };
-        let mut profile = Some(profile);
-        let mut made: Option<std::borrow::Cow<'p, Profile>> = None;
+        // Made for the first known minor that is not `b`, once for all of them.
+        let profile = std::cell::LazyCell::new(profile);
         known.iter().any(|&(a, consulted)| {
             let Some(i) = index(a) else {
                 return false;
@@ -940,7 +922,7 @@ impl RangeEstimator {
             if i == j {
                 return true;
             }
-            let profile = made.get_or_insert_with(|| (profile.take().expect("made once"))());
+            let profile: &Profile = &profile;
             let consulted = consulted.unwrap_or_else(|| profile.presumed_consulted());
             self.served_alike(profile, i, j)
                 && self
@@ -1185,7 +1167,7 @@ mod tests {
         let node =
             |name: &str| format!("/spec/versions/0/schema/openAPIV3Schema/properties/{name}");
         let base = Profile::of(&object, &SchemaCatalog::new());
-        assert!(base.enum_string_without_max_length && !base.int_or_string_with_max_length);
+        assert!(base.enum_strings_without_max_length == 2 && !base.int_or_string_with_max_length);
         let cases: &[&[(&str, Keyword)]] = &[
             &[],
             &[("ios", Keyword::MaxLength)],
