@@ -1199,6 +1199,20 @@ fn first_pass_object(
     }
 }
 
+/// The suggestion search's test of whether a minor of `range` estimates a copy of one object
+/// with bounds set as known minors do ([`celcost_advice::suggest::Alike`]), the object's
+/// profile made once for all its copies, in `profile`.
+fn alike_copies<'a>(
+    range: &'a RangeEstimator,
+    profile: &'a std::sync::OnceLock<celcost_core::estimate::range::ObjectProfile>,
+) -> Box<celcost_advice::suggest::AlikeTest<'a>> {
+    Box::new(move |known, b, object, bounded| {
+        let catalog = SchemaCatalog::builtin();
+        let profile = profile.get_or_init(|| range.profile(object, catalog));
+        range.estimate_alike_bounded(known, b, object, profile, bounded, catalog)
+    })
+}
+
 /// A CRD's report: estimated with every minor of the run, with the run's advice found by the
 /// newest minor's estimator (over a range, bounds that fit every minor of it).
 fn crd_report(
@@ -1220,23 +1234,17 @@ fn crd_report(
             Minors::Range(r) => r.estimators().iter().zip(older.iter()).collect(),
             Minors::One(_) => Vec::new(),
         };
-        // The object's profile made once for all its copies' alike tests.
         let profile = std::sync::OnceLock::new();
-        let alike =
-            |known: &[(&Estimator, Option<u64>)],
-             b: &Estimator,
-             object: &serde_json::Value,
-             bounded: &[(&serde_json::Value, celcost_core::report::Keyword)]| {
-                let catalog = SchemaCatalog::builtin();
-                matches!(estimators, Minors::Range(r) if {
-                    let profile = profile.get_or_init(|| r.profile(object, catalog));
-                    r.estimate_alike_bounded(known, b, object, profile, bounded, catalog)
-                })
-            };
+        let alike = match estimators {
+            Minors::Range(r) => Some(alike_copies(r, &profile)),
+            Minors::One(_) => None,
+        };
         report = celcost_advice::suggest::suggest_across_with(
             e,
             &others,
-            Some(&alike),
+            alike
+                .as_ref()
+                .map(|a| a as celcost_advice::suggest::Alike<'_>),
             value,
             report,
             settings,

@@ -8,10 +8,8 @@ use celcost_advice::suggest::{HeadroomSettings, ObjectHeadroom, headroom};
 use celcost_core::estimate::Estimator;
 use celcost_core::estimate::range::RangeEstimator;
 use celcost_core::input::{objects_of, parse_documents};
-use celcost_core::report::Keyword;
-use celcost_core::schema::catalog::SchemaCatalog;
 
-use super::{STDIN, StdinText, is_stdin, parallel, threads};
+use super::{STDIN, StdinText, alike_copies, is_stdin, parallel, threads};
 
 /// A file to read, or standard input's text.
 enum Input {
@@ -119,19 +117,11 @@ pub fn run_headroom(
                     .push(format!("{source}: not a Kubernetes object")),
                 Ok(v) => {
                     for o in objects_of(&source, v) {
-                        // The object's profile made once for all its copies' alike tests.
                         let profile = std::sync::OnceLock::new();
-                        let alike = |known: &[(&Estimator, Option<u64>)],
-                                     b: &Estimator,
-                                     object: &serde_json::Value,
-                                     bounded: &[(&serde_json::Value, Keyword)]| {
-                            let catalog = SchemaCatalog::builtin();
-                            let profile = profile.get_or_init(|| range.profile(object, catalog));
-                            range.estimate_alike_bounded(known, b, object, profile, bounded, catalog)
-                        };
+                        let alike = alike_copies(&range, &profile);
                         one.objects.push(headroom(
                             &judged,
-                            Some(&alike),
+                            Some(&*alike),
                             &o.source,
                             &o.value,
                             settings,

@@ -40,12 +40,11 @@ use celcost_core::report::{
     judged_rule_cost,
 };
 use celcost_core::schema::Schema;
-use celcost_core::schema::path::{
-    Step, field_path, parse as parse_steps, walk as node, walk_mut as node_mut,
-};
+use celcost_core::schema::path::{Step, field_path, parse as parse_steps, walk_mut as node_mut};
 
 use super::model::{RuleCost, RuleModel};
 use super::sites::{Sites, rule_sites};
+use super::verify::bounded_nodes;
 use super::{Alike, Root, SEARCH_STACK, Settings};
 
 /// What a headroom search judges by.
@@ -536,19 +535,10 @@ impl Cx<'_> {
         let Some(alike) = self.alike else {
             return false;
         };
-        // The nodes the bounds are set on, at every schema root (none missing).
-        let mut nodes: Vec<(&Value, Keyword)> = Vec::new();
-        for p in &root.pointers {
-            for b in bounds {
-                let Some(n) = (self.object.pointer(p))
-                    .and_then(|s| node(s, b.node))
-                    .filter(|n| n.is_object())
-                else {
-                    return false;
-                };
-                nodes.push((n, b.keyword));
-            }
-        }
+        let sites = bounds.iter().map(|b| (b.node, b.keyword));
+        let Some(nodes) = bounded_nodes(self.object, &root.pointers, sites) else {
+            return false;
+        };
         let known: Vec<(&Estimator, Option<u64>)> =
             done.iter().map(|&j| (self.estimators[j], None)).collect();
         alike(&known, e, self.object, &nodes)

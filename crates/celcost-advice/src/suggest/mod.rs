@@ -268,10 +268,12 @@ pub fn suggest_across(
 /// known minor, when known, what its estimate of the copy consulted (its report's
 /// `made_by.consulted.rules`: `RangeEstimator::estimate_alike_bounded`); without it, whatever
 /// the object's words may reach.
-pub type Alike<'a> = &'a (
-        dyn Fn(&[(&Estimator, Option<u64>)], &Estimator, &Value, &[(&Value, Keyword)]) -> bool
-            + Sync
-    );
+pub type Alike<'a> = &'a AlikeTest<'a>;
+
+/// What an [`Alike`] refers to.
+pub type AlikeTest<'a> = dyn Fn(&[(&Estimator, Option<u64>)], &Estimator, &Value, &[(&Value, Keyword)]) -> bool
+    + Sync
+    + 'a;
 
 /// [`suggest_across`], skipping the verifications `alike` says would repeat another's (a range's
 /// minors that cannot differ on the object: `RangeEstimator::estimate_alike`).

@@ -12,13 +12,15 @@ use celcost_core::report::format::num;
 use celcost_core::report::{Keyword, ObjectReport, SchemaReport, Suggestion};
 use celcost_core::schema::Schema;
 use celcost_core::schema::decltype::ConversionMemo;
-use celcost_core::schema::path::{parse as parse_steps, rule_path as schema_path, walk as node};
+use celcost_core::schema::path::{parse as parse_steps, rule_path as schema_path};
 use serde_json::Value;
 
 use super::model::{Read, RuleCost, RuleModel};
 use super::search::{Answer, Search, Site, Stop, Target};
 use super::sites::{Sites, rule_sites, units_of};
-use super::verify::{Verified, fits_elsewhere, suggested_bound, verify, with_bounds};
+use super::verify::{
+    Verified, bounded_nodes, fits_elsewhere, suggested_bound, verify, with_bounds,
+};
 use super::{Alike, Finding, MAX_TOTAL_RULES, Other, Root, SEARCH_STACK, Settings};
 
 /// A finding's suggestions, or why there are none.
@@ -71,8 +73,7 @@ pub(super) fn search_findings(
         evals_left: settings.max_evaluations,
         verifications_left: settings.max_verifications,
     };
-    let mut verified = Verified::default();
-    let mut kept = KeptModels::default();
+    let mut keeping = Keeping::default();
     let mut roots: Vec<Option<Option<Root>>> = (0..report.schemas.len()).map(|_| None).collect();
     for (si, finding) in findings {
         let schema = &report.schemas[si];
@@ -101,9 +102,8 @@ pub(super) fn search_findings(
                             (si, finding),
                             root,
                             &mut left,
-                            &mut verified,
+                            &mut keeping,
                             &mut others,
-                            &mut kept,
                         )
                     })
                 });
@@ -140,6 +140,18 @@ pub(super) fn search_findings(
     out
 }
 
+/// What one object's search on the searched minor keeps across its findings: the whole
+/// estimates its verifications made, the rules it modeled, and the object's copy each probe
+/// sets its bounds on and puts back ([`with_bounds`]) for every minor's verification, made
+/// once, not once per verification (a copy of a large CRD for each of an object's findings was
+/// 5 % of a run with suggestions at 30 %, and one per minor 5 % again).
+#[derive(Default)]
+pub(super) struct Keeping {
+    verified: Verified,
+    models: KeptModels,
+    copy: Option<Value>,
+}
+
 /// The rules an object's findings modeled on one minor, by schema and rule: the model (`None`:
 /// the rule does not compile, or is not found in the schema), its cost of the schema as read,
 /// the sizes that cost asked, and the steps that took. A rule and its schema's total, or the
@@ -162,14 +174,11 @@ impl KeptModels {
         make: impl FnOnce() -> ModelOfRule,
     ) -> ModelOfRule {
         if let Some((model, steps)) = self.done.get(&(si, ri))
-            && budget::steps_left() >= *steps
+            && budget::spend_again(*steps)
         {
-            budget::consume(*steps);
             return model.clone();
         }
-        let before = budget::steps_left();
-        let model = make();
-        let steps = before.saturating_sub(budget::steps_left());
+        let (model, steps) = budget::counted(make);
         self.done.insert((si, ri), (model.clone(), steps));
         model
     }
@@ -192,8 +201,9 @@ pub(super) struct SearchBudget {
 /// Bounds to verify (set on a copy of `object` at its schema roots, [`with_bounds`]).
 pub(super) struct Probe<'a> {
     pub(super) object: &'a Value,
-    /// The nodes of `object` the bounds are set on (at each schema root), with the keyword.
-    pub(super) nodes: &'a [(&'a Value, Keyword)],
+    /// The nodes of `object` the bounds are set on (at each schema root), with the keyword;
+    /// `None` where the alike test is not asked (one minor) or cannot be (a node missing).
+    pub(super) nodes: Option<&'a [(&'a Value, Keyword)]>,
     pub(super) bounds: &'a [(&'a Site, i64)],
     pub(super) settings: &'a Settings,
 }
@@ -215,9 +225,8 @@ pub(super) fn search_and_verify(
     (si, finding): (usize, Finding),
     root: &mut Root,
     left: &mut SearchBudget,
-    verified: &mut Verified,
+    keeping: &mut Keeping,
     others: &mut [Other<'_>],
-    kept: &mut KeptModels,
 ) -> Result<Vec<Vec<Suggestion>>, String> {
     let Searched {
         estimator,
@@ -233,7 +242,13 @@ pub(super) fn search_and_verify(
         unit_groups,
         notes,
         fixed,
-    } = model_finding(env, (si, schema), &root.schema, finding, kept)?;
+    } = model_finding(
+        env,
+        (si, schema),
+        &root.schema,
+        finding,
+        &mut keeping.models,
+    )?;
     // A model depends on every site on its node's way from the root and below it.
     let depends = models
         .iter()
@@ -293,7 +308,7 @@ pub(super) fn search_and_verify(
         .iter()
         .map(|g| g.bounds.iter().map(|&(i, v)| (&sites[i], v)).collect())
         .collect();
-    verify_groups(cx, (si, finding), root, groups, left, verified, others)
+    verify_groups(cx, (si, finding), root, groups, left, keeping, others)
 }
 
 /// The rule models a finding's search runs on (the rule, or the costliest rules of its schema
@@ -394,7 +409,7 @@ fn verify_groups(
     root: &Root,
     groups: Vec<Vec<(&Site, i64)>>,
     left: &mut SearchBudget,
-    verified: &mut Verified,
+    keeping: &mut Keeping,
     others: &mut [Other<'_>],
 ) -> Result<Vec<Vec<Suggestion>>, String> {
     let Searched {
@@ -417,21 +432,23 @@ fn verify_groups(
             break;
         }
         left.verifications_left -= 1;
-        let nodes: Vec<(&Value, Keyword)> = (root.pointers.iter())
-            .filter_map(|p| object.pointer(p))
-            .flat_map(|r| {
-                (bounds.iter()).filter_map(|(site, _)| Some((node(r, &site.node)?, site.keyword)))
+        // (Only another minor's verification asks whether it estimates the copy alike.)
+        let nodes = (!others.is_empty())
+            .then(|| {
+                let sites = bounds.iter().map(|(s, _)| (s.node.as_slice(), s.keyword));
+                bounded_nodes(object, &root.pointers, sites)
             })
-            .collect();
+            .flatten();
         let probe = Probe {
             object,
-            nodes: &nodes,
+            nodes: nodes.as_deref(),
             bounds: &bounds,
             settings,
         };
         // The bounds set once on the object's copy for every minor's verification, and what
         // every minor reads of it alike made once ([`Shared`]).
-        let mut copy = verified.copy.take().unwrap_or_else(|| object.clone());
+        let Keeping { verified, copy, .. } = &mut *keeping;
+        let mut copy = copy.take().unwrap_or_else(|| object.clone());
         let judged = with_bounds(&mut copy, object, &root.pointers, &bounds, |bounded| {
             let bounded = Shared::new(bounded);
             match verify(estimator, report, (si, finding), &probe, verified, &bounded) {
@@ -456,7 +473,7 @@ fn verify_groups(
                 Err(e) => Err(e),
             }
         });
-        verified.copy = Some(copy);
+        keeping.copy = Some(copy);
         match judged.and_then(|j| j) {
             Ok(after) => out.push(
                 bounds

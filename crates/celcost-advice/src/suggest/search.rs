@@ -221,14 +221,10 @@ impl Search<'_> {
             budget::consume(steps);
             return Ok(cost);
         }
-        let before = budget::steps_left();
-        let cost = self.probe(values);
+        let (cost, steps) = budget::counted(|| self.probe(values));
         // Bounded: a million values kept at most (a search over many sites keeps fewer probes).
         if (self.probed.len() + 1) * values.len() <= 1 << 20 {
-            self.probed.insert(
-                values.to_vec(),
-                (cost, before.saturating_sub(budget::steps_left())),
-            );
+            self.probed.insert(values.to_vec(), (cost, steps));
         }
         Ok(cost)
     }

@@ -11,7 +11,7 @@ use celcost_core::report::{
     Keyword, ObjectReport, PER_RULE_COST_LIMIT, PER_SCHEMA_COST_LIMIT, Suggestion,
 };
 use celcost_core::schema::path::{
-    Step, field_path, rule_path as schema_path, walk_mut as node_mut,
+    Step, field_path, rule_path as schema_path, walk as node, walk_mut as node_mut,
 };
 use serde_json::Value;
 
@@ -32,11 +32,6 @@ pub(super) struct Verified {
     pub(super) nodes: HashMap<Vec<Step>, u32>,
     /// The estimate and the steps it took.
     pub(super) done: HashMap<VerifiedKey, (Rc<ObjectReport>, u64)>,
-    /// The object's copy each probe sets its bounds on and puts back afterwards
-    /// ([`with_bounds`]), for the searched minor and every other one: made once, not once per
-    /// verification (a copy of a large CRD for each of an object's findings was 5 % of a run
-    /// with suggestions at 30 %, and one per minor 5 % again).
-    pub(super) copy: Option<Value>,
 }
 
 /// A schema (its index) and its bounds: (node, keyword, value).
@@ -97,13 +92,13 @@ pub(super) fn fits_elsewhere(
         let Some((osi, of)) = same_finding(report, finding, o.base) else {
             continue;
         };
-        if let Some(alike) = o.alike {
+        if let (Some(alike), Some(nodes)) = (o.alike, probe.nodes) {
             let known: Vec<(&Estimator, Option<u64>)> = fitting
                 .iter()
                 .filter(|(_, _, theirs)| same_errors_but_costs(theirs, o.base))
                 .map(|&(known, consulted, _)| (known, Some(consulted)))
                 .collect();
-            if !known.is_empty() && alike(&known, o.estimator, probe.object, probe.nodes) {
+            if !known.is_empty() && alike(&known, o.estimator, probe.object, nodes) {
                 continue;
             }
         }
@@ -171,9 +166,8 @@ pub(super) fn verify(
             after.clone()
         }
         None => {
-            let before = budget::steps_left();
-            let after = Rc::new(estimator.estimate_crd_shared(bounded, &report.source));
-            let steps = before.saturating_sub(budget::steps_left());
+            let (after, steps) =
+                budget::counted(|| Rc::new(estimator.estimate_crd_shared(bounded, &report.source)));
             verified.done.insert(key, (after.clone(), steps));
             after
         }
@@ -319,6 +313,24 @@ pub(super) fn with_bounds<T>(
         }
     }
     out
+}
+
+/// The nodes of `object` bounds are set on (each at `steps` below every schema root of
+/// `pointers`, with its keyword), for the alike test of the bounded copy ([`super::Alike`]);
+/// `None` where one is missing or not an object (no bound can be set there).
+pub(super) fn bounded_nodes<'v, 's>(
+    object: &'v Value,
+    pointers: &[String],
+    bounds: impl Iterator<Item = (&'s [Step], Keyword)> + Clone,
+) -> Option<Vec<(&'v Value, Keyword)>> {
+    let mut nodes = Vec::new();
+    for p in pointers {
+        for (steps, keyword) in bounds.clone() {
+            let n = node(object.pointer(p)?, steps).filter(|n| n.is_object())?;
+            nodes.push((n, keyword));
+        }
+    }
+    Some(nodes)
 }
 
 pub(super) fn json_node<'v>(
