@@ -31,6 +31,7 @@ fn shared_estimates_equal_each_minors_own() {
     let mut compared = 0usize;
     let mut shared = 0usize;
     let mut typed_over_crds = 0usize;
+    let mut taken = (0, 0);
     for d in [Distribution::Kubernetes, Distribution::OpenShift] {
         let singles = estimators(d);
         let range = RangeEstimator::new(estimators(d));
@@ -85,11 +86,16 @@ fn shared_estimates_equal_each_minors_own() {
                     .count();
             }
         }
+        taken.0 += range.taken().compilations;
+        taken.1 += range.taken().checks;
     }
     println!(
         "{compared} minor reports compared; {shared} consecutive pairs alike; \
-         {typed_over_crds} typed estimates over a generated CRD"
+         {typed_over_crds} typed estimates over a generated CRD; {} rule compilations and {} \
+         type checks taken from another minor's",
+        taken.0, taken.1
     );
+    assert!(taken.0 > 0 && taken.1 > 0, "no rule was shared: {taken:?}");
     assert!(compared > 1000, "too few cases: {compared}");
     assert!(
         typed_over_crds > 100,
@@ -399,8 +405,15 @@ fn the_corpus_shares_only_what_is_alike() {
             })
             .count();
     }
-    println!("corpus: {compared} minor reports equal their own ({copies} consecutive pairs alike)");
+    let taken = range.taken();
+    println!(
+        "corpus: {compared} minor reports equal their own ({copies} consecutive pairs alike); \
+         {} rule compilations and {} type checks taken from another minor's",
+        taken.compilations, taken.checks
+    );
     assert!(compared > 3000, "{compared}");
+    // The reports compared were made with rules compiled on one minor standing for others'.
+    assert!(taken.compilations > 1000 && taken.checks > 100, "{taken:?}");
 }
 
 /// Errors whose words a minor decides when it makes them (a detail that repeats its field before

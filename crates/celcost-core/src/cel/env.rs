@@ -192,16 +192,31 @@ impl Env {
         crate::budget::charge(source.len() as u64);
         let opts = self.parser;
         let cache = || parse_cache().lock().unwrap_or_else(|p| p.into_inner());
-        let known = match cache().entries[usize::from(opts.optional_syntax)].get(source) {
-            Some(Parses::Any(r)) => return r.clone(),
-            Some(Parses::ByOptions(v)) => match v.iter().find(|(o, _)| *o == opts) {
-                Some((_, r)) => {
-                    consulted::note(consulted::PARSER_OPTIONS);
-                    return r.clone();
-                }
-                None => true,
-            },
-            None => false,
+        let known = {
+            let cache = cache();
+            match cache.entries[usize::from(opts.optional_syntax)].get(source) {
+                Some(Parses::Any(r)) => return r.clone(),
+                Some(Parses::ByOptions(v)) => match v.iter().find(|(o, _)| *o == opts) {
+                    Some((_, r)) => {
+                        consulted::note(consulted::PARSER_OPTIONS);
+                        return r.clone();
+                    }
+                    None => true,
+                },
+                // A text that does not use the optional syntax parses alike with it on and off
+                // (1.28's environment has it off, the later minors' on).
+                None => match cache.entries[usize::from(!opts.optional_syntax)].get(source) {
+                    Some(Parses::Any(r @ Ok(_)))
+                        if !super::parse::may_use_optional_syntax(
+                            source,
+                            super::parse::code_outside_literals(source).as_deref(),
+                        ) =>
+                    {
+                        return r.clone();
+                    }
+                    _ => false,
+                },
+            }
         };
         // A new text is parsed with every gated macro on: a parse that meets none of them
         // holds for every options.
@@ -970,6 +985,46 @@ fn unformattable(checked: &CheckedExpr, e: &Expr) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A text parsed with the optional syntax off (1.28's environment) and then with it on: the
+    /// second is the parse with it on, whether found (the text does not use the syntax) or made
+    /// again (it may).
+    #[test]
+    fn a_parse_without_the_optional_syntax_serves_both() {
+        use super::super::parse::{may_use_optional_syntax, parse_uncharged};
+        let off = ParserOptions::for_version(Version::new(1, 27));
+        let on = ParserOptions::for_version(Version::new(1, 30));
+        assert!(!off.optional_syntax && on.optional_syntax);
+        let texts = [
+            ("self.a > 1 ? self.b : 'c?'", false),
+            ("has(self.x) && self.x.all(i, i in ['?', 'b'])", false),
+            ("self.?a.orValue(1) == 1", true),
+            ("[1, ?self.b]", true),
+            ("{?'k': self.v}", true),
+        ];
+        for (i, (text, optional)) in texts.into_iter().enumerate() {
+            // A text of its own, not parsed by another test of this process.
+            let text = format!("{text} || {i} == 1234567 + {i}");
+            let code = super::super::parse::code_outside_literals(&text);
+            assert_eq!(
+                may_use_optional_syntax(&text, code.as_deref()),
+                optional,
+                "{text}"
+            );
+            let fresh = parse_uncharged(&text, on);
+            let env = |opts| Env {
+                parser: opts,
+                ..Env::for_kubernetes(Version::new(1, 30))
+            };
+            let (first, second) = (env(off).parse_cached(&text), env(on).parse_cached(&text));
+            // Parses compare by their every field, as printed.
+            let fresh = format!("{fresh:?}");
+            assert_eq!(format!("{second:?}"), fresh, "{text}");
+            if !optional {
+                assert_eq!(format!("{first:?}"), fresh, "{text}");
+            }
+        }
+    }
 
     #[test]
     fn durations() {

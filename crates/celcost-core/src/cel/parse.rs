@@ -1224,6 +1224,81 @@ fn sort_by(
     )))
 }
 
+/// Whether a CEL text may use the optional syntax, the one thing a parser with it on reads
+/// otherwise than one with it off: a `?` where the grammar takes one only with it (after `.`,
+/// `[`, `{`, or `,` in a literal; `(` and the start of a text too, where both refuse it, so
+/// that their errors are the other's check), blanks and comments between (a literal reads as a
+/// blank: over-approximates). A text whose literals cannot be told apart may. `code` is the
+/// text's [`code_outside_literals`].
+pub(crate) fn may_use_optional_syntax(text: &str, code: Option<&str>) -> bool {
+    if !text.contains('?') {
+        return false;
+    }
+    let Some(code) = code else {
+        return true;
+    };
+    code.match_indices('?').any(|(i, _)| {
+        code[..i]
+            .trim_end()
+            .chars()
+            .next_back()
+            .is_none_or(|c| matches!(c, '.' | '[' | '{' | ',' | '('))
+    })
+}
+
+/// `s` with every string or bytes literal and comment replaced by a space (cel-go's lexer: `'…'`,
+/// `"…"`, triple-quoted forms, the `r`/`b` prefixes, escapes outside raw literals, `//` to the
+/// end of the line), or `None` where that cannot be told.
+pub(crate) fn code_outside_literals(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                out.push(' ');
+            }
+            q @ (b'\'' | b'"') => {
+                let prefix_len = out
+                    .chars()
+                    .rev()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .map(char::len_utf8)
+                    .sum::<usize>();
+                let raw = match &out[out.len() - prefix_len..] {
+                    "" | "b" | "B" => false,
+                    "r" | "R" | "br" | "bR" | "Br" | "BR" => true,
+                    _ => return None,
+                };
+                let triple = b[i..].starts_with(&[q, q, q]);
+                i += if triple { 3 } else { 1 };
+                loop {
+                    match b.get(i)? {
+                        &c if c == q && (!triple || b[i..].starts_with(&[q, q, q])) => {
+                            i += if triple { 3 } else { 1 };
+                            break;
+                        }
+                        b'\n' | b'\r' if !triple => return None,
+                        b'\\' if !raw => i += 2,
+                        _ => i += 1,
+                    }
+                }
+                out.push(' ');
+            }
+            _ => {
+                // A character boundary: literals and comments end on ASCII bytes.
+                let c = s.get(i..)?.chars().next()?;
+                out.push(c);
+                i += c.len_utf8();
+            }
+        }
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

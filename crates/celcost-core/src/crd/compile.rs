@@ -112,6 +112,19 @@ fn honoured(rule: &ValidationRule, minor: &crate::cel::minor::Minor) -> Validati
     }
 }
 
+/// [`rule_variables`] of `rule` as `minor` reads it ([`honoured`]).
+fn variables_as_read(
+    rule: &ValidationRule,
+    decl: &DeclType,
+    minor: &crate::cel::minor::Minor,
+) -> Vec<(String, Type)> {
+    if rule.optional_old_self.is_some() {
+        rule_variables(&honoured(rule, minor), decl)
+    } else {
+        rule_variables(rule, decl)
+    }
+}
+
 /// A rule's variables: `self` of the node's type, `oldSelf` the same (optional with
 /// `optionalOldSelf`).
 pub fn rule_variables(rule: &ValidationRule, decl: &DeclType) -> Vec<(String, Type)> {
@@ -161,6 +174,238 @@ pub(crate) fn compile_rule_at(
     provider: &DeclTypeProvider,
     node: Option<&str>,
 ) -> RuleCompilation {
+    let across = node
+        .filter(|_| std::ptr::eq(env, message_env))
+        .and_then(|node| {
+            let minor = ACROSS.with(|a| a.borrow().as_ref().and_then(|a| a.minor_of(env)))?;
+            Some((minor, node))
+        });
+    let Some((minor, node)) = across else {
+        return compile_rule_fresh((env, message_env), rule, (decl, provider), node);
+    };
+    let key = RuleKey::of(node, rule);
+    let vars = variables_as_read(rule, decl, env.minor);
+    let hit = ACROSS.with(|a| a.borrow().as_ref()?.kept.get(&key)?.take(minor, &vars));
+    if let Some((result, (rules, libraries))) = hit {
+        crate::cel::version::consulted::note(rules);
+        crate::cel::version::consulted::note_libraries(libraries);
+        ACROSS.with(|a| {
+            if let Some(a) = a.borrow_mut().as_mut() {
+                a.taken.compilations += 1;
+            }
+        });
+        return result;
+    }
+    let ((result, consulted), steps) = crate::budget::counted(|| {
+        crate::cel::version::consulted::tracking_all(|| {
+            compile_rule_fresh((env, message_env), rule, (decl, provider), Some(node))
+        })
+    });
+    let clean = result.error.is_none() && result.message_error.is_none() && result.panic.is_none();
+    ACROSS.with(|a| {
+        if let Some(a) = a.borrow_mut().as_mut()
+            && clean
+            && a.entries < MAX_ACROSS_MINORS
+        {
+            a.entries += 1;
+            let made = MadeOn {
+                minor,
+                usable_at: None,
+                vars,
+                result: result.clone(),
+                steps,
+                consulted,
+            };
+            keep_made(&mut a.kept, key, made);
+        }
+    });
+    result
+}
+
+/// A rule of an object as [`with_rules_across_minors`] keeps its compilations: its node, its
+/// texts and its `optionalOldSelf`.
+#[derive(PartialEq, Eq, Hash)]
+struct RuleKey {
+    node: Box<str>,
+    rule: Box<str>,
+    message_expression: Box<str>,
+    optional_old_self: Option<bool>,
+}
+
+impl RuleKey {
+    fn of(node: &str, rule: &ValidationRule) -> RuleKey {
+        RuleKey {
+            node: node.into(),
+            rule: rule.rule.as_str().into(),
+            message_expression: rule.message_expression.as_str().into(),
+            optional_old_self: rule.optional_old_self,
+        }
+    }
+}
+
+/// What minors of a range made of one rule (its compilation) or one text at one node (its
+/// type check), oldest first.
+struct MadeAcross<T> {
+    /// Its number among those kept alike (for [`mark_rules_usable`]'s callers).
+    id: usize,
+    entries: Vec<MadeOn<T>>,
+}
+
+/// A result that one minor made (without errors: their words may be a minor's own), with what
+/// it took and consulted.
+struct MadeOn<T> {
+    /// The minor (by index in [`with_rules_across_minors`]'s environments) that made it.
+    minor: usize,
+    /// The minor whose estimate under way may take it, where the range found that minor makes
+    /// it as `minor` does ([`mark_rules_usable`]).
+    usable_at: Option<usize>,
+    vars: Vec<(String, Type)>,
+    result: T,
+    steps: u64,
+    consulted: (u64, u64),
+}
+
+impl<T: Clone> MadeAcross<T> {
+    /// The result minor `minor` may take, with what it consulted, its steps taken (`None`
+    /// where fewer are left: made again, to stop where it would).
+    fn take(&self, minor: usize, vars: &[(String, Type)]) -> Option<(T, (u64, u64))> {
+        let k = self.entries.iter().find(|k| k.usable_at == Some(minor))?;
+        (k.vars == vars && crate::budget::spend_again(k.steps))
+            .then(|| (k.result.clone(), k.consulted))
+    }
+
+    /// Marks for minor `to` the newest result of an earlier minor that `alike` (the minor that
+    /// made it, the rules it consulted) says `to` makes alike.
+    fn mark(&mut self, to: usize, mut alike: impl FnMut(usize, u64) -> bool) {
+        let mut found = false;
+        for k in self.entries.iter_mut().rev() {
+            k.usable_at = None;
+            if !found && k.minor < to && alike(k.minor, k.consulted.0) {
+                k.usable_at = Some(to);
+                found = true;
+            }
+        }
+    }
+}
+
+/// Keeps `made` in `kept` under `key` (numbered in the order first kept).
+fn keep_made<K: std::hash::Hash + Eq, T>(
+    kept: &mut HashMap<K, MadeAcross<T>>,
+    key: K,
+    made: MadeOn<T>,
+) {
+    let next = kept.len();
+    (kept.entry(key).or_insert_with(|| MadeAcross {
+        id: next,
+        entries: Vec::new(),
+    }))
+    .entries
+    .push(made);
+}
+
+/// The rule compilations kept while a range estimates one object on its minors
+/// ([`with_rules_across_minors`]).
+struct AcrossMinors {
+    /// The address of each minor's environment (for new expressions), by index.
+    envs: Vec<usize>,
+    kept: HashMap<RuleKey, MadeAcross<RuleCompilation>>,
+    /// Type checks by node and text ([`compile_kept`]), for a minor that compiles a rule again
+    /// only because it costs it otherwise.
+    checks: HashMap<(Box<str>, Box<str>), MadeAcross<CheckedExpr>>,
+    entries: usize,
+    taken: Taken,
+}
+
+/// What the minors of a range took of each other's work on one object instead of making it
+/// again ([`with_rules_across_minors`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Taken {
+    /// Whole rule compilations (their type checks and costs).
+    pub compilations: usize,
+    /// Type checks of a rule or messageExpression whose costs the minor estimated anew.
+    pub checks: usize,
+}
+
+impl AcrossMinors {
+    /// The index of the minor whose environment `env` is.
+    fn minor_of(&self, env: &Env) -> Option<usize> {
+        self.envs
+            .iter()
+            .position(|&e| e == env as *const Env as usize)
+    }
+}
+
+/// Rule compilations [`with_rules_across_minors`] keeps at most (the public corpus's largest
+/// CRD has fewer than 400 rules, on each of ten minors).
+const MAX_ACROSS_MINORS: usize = 8192;
+
+thread_local! {
+    static ACROSS: RefCell<Option<AcrossMinors>> = const { RefCell::new(None) };
+}
+
+/// `f`, with every rule compilation the schema walk of a CRD makes in one of the environments
+/// `envs` (a range's minors, by index) kept until it returns, for the next minors' estimates of
+/// the same object: a minor estimating it takes a kept compilation where the range said it may
+/// ([`mark_rules_usable`]), charges the steps it took and notes what it consulted, as made
+/// again. Only compilations without errors are kept (a minor may word errors its own way).
+/// A minor that compiles a rule again because it costs it otherwise takes the type checks of
+/// its texts where they are alike ([`compile_kept`]). Returns `f`'s result and what was taken.
+pub(crate) fn with_rules_across_minors<R>(envs: Vec<usize>, f: impl FnOnce() -> R) -> (R, Taken) {
+    let put_back = PutBackAcross(ACROSS.with(|a| {
+        a.borrow_mut().replace(AcrossMinors {
+            envs,
+            kept: HashMap::new(),
+            checks: HashMap::new(),
+            entries: 0,
+            taken: Taken::default(),
+        })
+    }));
+    let r = f();
+    let taken = ACROSS.with(|a| a.borrow().as_ref().map_or_else(Taken::default, |a| a.taken));
+    drop(put_back);
+    (r, taken)
+}
+
+/// Before minor `to`'s estimate (inside [`with_rules_across_minors`]): for each rule kept, the
+/// newest compilation by an earlier minor that `alike` says `to` makes alike, marked for `to` to
+/// take. `alike` gets the rule's number, its texts (the rule and its messageExpression), whether
+/// it has `optionalOldSelf`, the minor that made the compilation and the rules it consulted.
+/// The same for each type check kept, by `checks_alike` (the text's number, the text, the minor
+/// that checked it and the rules that consulted): where `to` compiles a rule again (it costs
+/// it otherwise), it takes the check of each text that it checks alike.
+pub(crate) fn mark_rules_usable(
+    to: usize,
+    mut alike: impl FnMut(usize, [&str; 2], bool, usize, u64) -> bool,
+    mut checks_alike: impl FnMut(usize, &str, usize, u64) -> bool,
+) {
+    ACROSS.with(|a| {
+        let mut a = a.borrow_mut();
+        let Some(a) = a.as_mut() else { return };
+        for ((_, text), kept) in a.checks.iter_mut() {
+            let id = kept.id;
+            kept.mark(to, |from, consulted| {
+                checks_alike(id, text, from, consulted)
+            });
+        }
+        for (key, kept) in a.kept.iter_mut() {
+            let texts = [&*key.rule, &*key.message_expression];
+            let old_self = key.optional_old_self.is_some();
+            let id = kept.id;
+            kept.mark(to, |from, consulted| {
+                alike(id, texts, old_self, from, consulted)
+            });
+        }
+    });
+}
+
+/// The body of [`compile_rule_at`]: `rule` compiled in the environments for it and for its
+/// messageExpression, against the node's type and its provider.
+fn compile_rule_fresh(
+    (env, message_env): (&Env, &Env),
+    rule: &ValidationRule,
+    (decl, provider): (&Arc<DeclType>, &DeclTypeProvider),
+    node: Option<&str>,
+) -> RuleCompilation {
     let mut out = RuleCompilation::default();
     if rule.rule.trim().is_empty() {
         return out;
@@ -168,12 +413,10 @@ pub(crate) fn compile_rule_at(
     if decl.minor_rules != 0 {
         crate::cel::version::consulted::note(decl.minor_rules);
     }
-    let vars = if rule.optional_old_self.is_some() {
+    if rule.optional_old_self.is_some() {
         crate::cel::version::consulted::note(crate::cel::version::consulted::OPTIONAL_OLD_SELF);
-        rule_variables(&honoured(rule, env.minor), decl)
-    } else {
-        rule_variables(rule, decl)
-    };
+    }
+    let vars = variables_as_read(rule, decl, env.minor);
     let checked = match compile_kept(env, node, &rule.rule, &vars, provider) {
         Ok(c) => c,
         Err(e) => {
@@ -283,7 +526,19 @@ pub fn with_compiles_kept<R>(f: impl FnOnce() -> R) -> R {
         }
     }
     let _put_back = PutBack(KEPT.with(|k| k.borrow_mut().replace(KeptCompiles::default())));
+    // The copies are not the object a range keeps compilations of.
+    let _apart = PutBackAcross(ACROSS.with(|a| a.borrow_mut().take()));
     f()
+}
+
+/// Puts back the compilations a range keeps ([`with_rules_across_minors`]) on drop.
+struct PutBackAcross(Option<AcrossMinors>);
+
+impl Drop for PutBackAcross {
+    fn drop(&mut self) {
+        let outer = self.0.take();
+        ACROSS.with(|a| *a.borrow_mut() = outer);
+    }
 }
 
 /// `env.compile` of `text`, kept by [`with_compiles_kept`] for the node at `node`.
@@ -295,9 +550,37 @@ fn compile_kept(
     provider: &DeclTypeProvider,
 ) -> Result<CheckedExpr, CompileError> {
     use crate::cel::version::consulted;
-    let Some(node) = node.filter(|_| KEPT.with(|k| k.borrow().is_some())) else {
+    let Some(node) = node else {
         return env.compile(text, vars, provider);
     };
+    let kept_here = KEPT.with(|k| k.borrow().is_some());
+    let across = ACROSS.with(|a| a.borrow().as_ref().and_then(|a| a.minor_of(env)));
+    if !kept_here && across.is_none() {
+        return env.compile(text, vars, provider);
+    }
+    if let Some(minor) = across {
+        let key = (Box::from(node), Box::from(text));
+        let hit = ACROSS.with(|a| a.borrow().as_ref()?.checks.get(&key)?.take(minor, vars));
+        if let Some((result, (rules, libraries))) = hit {
+            consulted::note(rules);
+            consulted::note_libraries(libraries);
+            ACROSS.with(|a| {
+                if let Some(a) = a.borrow_mut().as_mut() {
+                    a.taken.checks += 1;
+                }
+            });
+            return Ok(result);
+        }
+    }
+    if !kept_here {
+        let ((result, consulted), steps) = crate::budget::counted(|| {
+            consulted::tracking_all(|| env.compile(text, vars, provider))
+        });
+        if let (Some(minor), Ok(checked)) = (across, &result) {
+            keep_check(minor, node, text, vars, checked, steps, consulted);
+        }
+        return result;
+    }
     let key = (env as *const Env as usize, Box::from(node), Box::from(text));
     let hit = KEPT.with(|k| {
         let k = k.borrow();
@@ -331,6 +614,35 @@ fn compile_kept(
         }
     });
     result
+}
+
+/// Keeps minor `minor`'s type check of `text` at `node` for the next minors of a range
+/// ([`with_rules_across_minors`]).
+fn keep_check(
+    minor: usize,
+    node: &str,
+    text: &str,
+    vars: &[(String, Type)],
+    checked: &CheckedExpr,
+    steps: u64,
+    consulted: (u64, u64),
+) {
+    ACROSS.with(|a| {
+        let mut a = a.borrow_mut();
+        let Some(a) = a.as_mut().filter(|a| a.entries < MAX_ACROSS_MINORS) else {
+            return;
+        };
+        a.entries += 1;
+        let made = MadeOn {
+            minor,
+            usable_at: None,
+            vars: vars.to_vec(),
+            result: checked.clone(),
+            steps,
+            consulted,
+        };
+        keep_made(&mut a.checks, (Box::from(node), Box::from(text)), made);
+    });
 }
 
 /// How many unbounded nodes a cost read get their effect on it measured: the others are kept

@@ -13,9 +13,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use compile::Taken;
 pub use compile::{
     RuleCompilation, compile_rule, compile_rule_in, rule_variables, with_compiles_kept,
 };
+pub(crate) use compile::{mark_rules_usable, with_rules_across_minors};
 use fielderr::{CostError, FieldError};
 
 use crate::cel::env::{CheckerPanic, Env};
@@ -24,7 +26,8 @@ use crate::report::{
     SchemaReport,
 };
 use crate::schema::decltype::{
-    DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES, schema_decl_type,
+    ConversionFlavor, ConversionReads, DeclType, DeclTypeProvider, MAX_REQUEST_SIZE_BYTES,
+    schema_decl_type,
 };
 use crate::schema::{Schema, SchemaReadError};
 
@@ -66,7 +69,36 @@ pub struct Prepared<'a> {
 struct PreparedRoot<'a> {
     root: SchemaRoot<'a>,
     structure: validate::StructuralChecks,
+    /// The CEL types of its nodes as the minors that estimate it convert them: each kept for
+    /// the next minor that converts it alike ([`KeptTypes`]).
+    types: std::cell::RefCell<KeptTypes>,
 }
+
+/// The node types ([`schema_decl_type`] and its [`DeclTypeProvider`]) the schema walks of one
+/// schema root made, for every minor of a range that estimates the same CRD: a conversion
+/// depends on the node, whether it is a resource root, and the minor's rules that the node's
+/// schema reads ([`ConversionReads::flavor`]) and whether `metadata.name` is bounded
+/// ([`crate::cel::minor::Minor::object_meta_name_max_length`]). A node's schema lives in its
+/// [`Prepared`], so its address names it while the types are kept.
+#[derive(Default)]
+struct KeptTypes {
+    /// What each node's conversion reads of a minor, by the node's address.
+    reads: std::collections::HashMap<usize, ConversionReads>,
+    done: std::collections::HashMap<TypeKey, KeptType>,
+}
+
+type TypeKey = (usize, bool, ConversionFlavor, bool);
+
+/// A node type converted, and the steps converting it took.
+struct KeptType {
+    decl: Option<Arc<DeclType>>,
+    provider: Option<Arc<DeclTypeProvider>>,
+    steps: u64,
+}
+
+/// Node types one schema root keeps at most (the public corpus's largest CRD converts fewer
+/// than 400 nodes with rules, on each minor).
+const MAX_KEPT_TYPES: usize = 4096;
 
 impl<'a> Prepared<'a> {
     pub fn new(crd: &'a Value) -> Prepared<'a> {
@@ -81,7 +113,11 @@ impl<'a> Prepared<'a> {
                         &root.field_path,
                         root.status_enabled,
                     );
-                    PreparedRoot { root, structure }
+                    PreparedRoot {
+                        root,
+                        structure,
+                        types: Default::default(),
+                    }
                 })
                 .collect()
         });
@@ -316,6 +352,8 @@ struct Walk<'e> {
     /// that order).
     schema_errors: Vec<FieldError>,
     cel_errors: Vec<FieldError>,
+    /// The node types kept for the schema root walked, where it is a [`Prepared`] one.
+    types: Option<&'e std::cell::RefCell<KeptTypes>>,
 }
 
 /// Estimates one schema root.
@@ -347,6 +385,7 @@ fn estimate_schema(
         .collect();
     let default_panic = checks.panic;
     let mut w = Walk::new(env);
+    w.types = Some(&prepared.types);
     w.stored = update.map(update::UpdateRules::stored_expressions);
     // The schema every version shares is judged by the first version (`spec.version`).
     w.suppress_per_expression_cost =
@@ -582,10 +621,7 @@ impl<'e> Walk<'e> {
             };
         }
         let is_root = ctx.is_root || s.x_embedded_resource;
-        let decl = schema_decl_type(s, is_root, self.env.minor, "selfType");
-        let provider = decl
-            .as_ref()
-            .map(|d| Arc::new(DeclTypeProvider::new(&[d], self.env.minor)));
+        let (decl, provider) = self.converted(s, is_root);
         NodeType {
             in_scope,
             failed: decl.is_none(),
@@ -593,6 +629,56 @@ impl<'e> Walk<'e> {
             provider,
             type_path: TypePath::root("selfType"),
         }
+    }
+
+    /// The node's CEL type converted from its schema, and its provider: kept for the next
+    /// minor that converts the node alike ([`KeptTypes`]), charged the steps it took.
+    fn converted(
+        &self,
+        s: &Schema,
+        is_root: bool,
+    ) -> (Option<Arc<DeclType>>, Option<Arc<DeclTypeProvider>>) {
+        let minor = self.env.minor;
+        let convert = || {
+            let decl = schema_decl_type(s, is_root, minor, "selfType");
+            let provider = (decl.as_ref()).map(|d| Arc::new(DeclTypeProvider::new(&[d], minor)));
+            (decl, provider)
+        };
+        let Some(types) = self.types else {
+            return convert();
+        };
+        let at = s as *const Schema as usize;
+        let key = {
+            let mut kept = types.borrow_mut();
+            let reads = *kept
+                .reads
+                .entry(at)
+                .or_insert_with(|| ConversionReads::of(s));
+            (
+                at,
+                is_root,
+                reads.flavor(minor),
+                minor.object_meta_name_max_length,
+            )
+        };
+        if let Some(k) = types.borrow().done.get(&key)
+            && crate::budget::spend_again(k.steps)
+        {
+            return (k.decl.clone(), k.provider.clone());
+        }
+        let ((decl, provider), steps) = crate::budget::counted(convert);
+        let mut kept = types.borrow_mut();
+        if kept.done.len() < MAX_KEPT_TYPES {
+            kept.done.insert(
+                key,
+                KeptType {
+                    decl: decl.clone(),
+                    provider: provider.clone(),
+                    steps,
+                },
+            );
+        }
+        (decl, provider)
     }
 
     fn child_ctx(&self, parent: &Schema, ctx: &Ctx, display: &str, ty: &NodeType) -> Ctx {
@@ -634,6 +720,7 @@ impl<'e> Walk<'e> {
             rule_count: 0,
             schema_errors: Vec::new(),
             cel_errors: Vec::new(),
+            types: None,
         }
     }
 
@@ -965,5 +1052,63 @@ fn join_display(node: &str, rel: &str) -> String {
         format!("{node}{rel}")
     } else {
         format!("{node}.{rel}")
+    }
+}
+
+#[cfg(test)]
+mod kept_types_tests {
+    use crate::cel::decls::Version;
+    use crate::estimate::Estimator;
+    use serde_json::{Value, json};
+
+    /// The node types kept in a prepared CRD: each minor's estimate of it, made with them,
+    /// is the one it makes alone; a minor that converts its schema as one before takes that
+    /// one's types, and one that reads an enum string's size otherwise converts it again.
+    #[test]
+    fn node_types_are_converted_once_for_the_minors_that_convert_them_alike() {
+        let crd = |enum_without_max_length: bool| {
+            let mut mode = json!({"type": "string", "maxLength": 8, "enum": ["a", "b"]});
+            if enum_without_max_length {
+                mode.as_object_mut().unwrap().remove("maxLength");
+            }
+            crate::fixtures::widgets(json!({
+                "type": "object",
+                "properties": {"spec": {
+                    "type": "object",
+                    "x-kubernetes-validations": [{"rule": "self.mode != 'c'"}],
+                    "properties": {"mode": mode},
+                }},
+            }))
+        };
+        let kept = |p: &super::Prepared<'_>| match &p.roots {
+            Ok(roots) => roots
+                .iter()
+                .map(|r| r.types.borrow().done.len())
+                .sum::<usize>(),
+            Err(_) => 0,
+        };
+        for (enum_without_max_length, minors, converted) in [
+            (false, [(1, 28), (1, 29)], [1, 1]),
+            (true, [(1, 28), (1, 29)], [1, 2]),
+            (true, [(1, 35), (1, 36)], [1, 1]),
+        ] {
+            let v: Value = crd(enum_without_max_length);
+            let prepared = super::Prepared::new(&v);
+            for ((major, minor), want) in minors.into_iter().zip(converted) {
+                let e = Estimator::new(Version::new(major, minor));
+                let with_kept = super::estimate_prepared(e.env(), &v, "w.yaml", &prepared);
+                let alone = e.estimate_crd(&v, "w.yaml");
+                assert_eq!(
+                    serde_json::to_value(&with_kept).unwrap(),
+                    serde_json::to_value(&alone).unwrap(),
+                    "1.{minor}"
+                );
+                assert_eq!(
+                    kept(&prepared),
+                    want,
+                    "1.{minor}, enum without maxLength: {enum_without_max_length}"
+                );
+            }
+        }
     }
 }

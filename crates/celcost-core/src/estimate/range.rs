@@ -238,13 +238,32 @@ impl Differences {
     /// error wording, which [`RangeEstimator`] checks on the report), given the rules an estimate
     /// of it consulted (`consulted`, bits of [`consulted`]; all of them where none was made).
     fn irrelevant_to(&self, p: &Profile, consulted: u64) -> bool {
+        self.irrelevant_to_with(p, consulted, true)
+    }
+
+    /// Whether both minors type-check the CEL of an object with this profile alike, given what
+    /// the checks consulted: [`Differences::irrelevant_to`] but for the differences that change
+    /// only costs and sizes (the cost algorithms, comprehension result sizes, presence tests,
+    /// clamped factors, `url` and `quantity` costs, the sizes of int-or-string, enum and
+    /// `metadata.name` strings, the global `matches`, runtime costs).
+    fn checks_alike(&self, p: &Profile, consulted: u64) -> bool {
+        self.irrelevant_to_with(p, consulted, false)
+    }
+
+    /// [`Differences::irrelevant_to`], weighing the differences of costs and sizes where
+    /// `costs`.
+    fn irrelevant_to_with(&self, p: &Profile, consulted: u64, costs: bool) -> bool {
         let any = |words: &[&str]| words.iter().any(|w| p.tokens.contains(*w));
         let calls = |words: &[&str]| words.iter().any(|w| p.called.contains(*w));
         let noted = |bit: u64| consulted & bit != 0;
         if p.has_cel
             && (self.optional_syntax && p.optional_syntax
-                || self.cost_algorithm && p.algorithm_dependent && noted(consulted::COST_ALGORITHM)
-                || self.comprehension_result_size
+                || costs
+                    && self.cost_algorithm
+                    && p.algorithm_dependent
+                    && noted(consulted::COST_ALGORITHM)
+                || costs
+                    && self.comprehension_result_size
                     && p.algorithm_dependent
                     && noted(consulted::COMPREHENSION_RESULT_SIZE)
                 || self.untyped_member_calls && noted(consulted::UNTYPED_MEMBER_CALLS)
@@ -258,24 +277,25 @@ impl Differences {
         {
             return false;
         }
-        !(self.optional_macros && any(&["optMap", "optFlatMap"])
+        let types = self.optional_macros && any(&["optMap", "optFlatMap"])
             || (self.format_validator || self.homogeneous_exemption) && any(&["format"])
             || self.kubernetes_type_equality
                 && (calls(KUBERNETES_TYPE_CONSTRUCTORS) || any(KUBERNETES_TYPE_NAMESPACES))
-            || self.url_result_size && calls(&["url"])
+            || self.optional_old_self && p.optional_old_self
+            || self.keywords_as_field_names && selects_reserved_word(p)
+            || self.type_meta_additional_properties && p.resource_with_additional_properties;
+        let sizes = self.url_result_size && calls(&["url"])
             || self.quantity_parse_cost && calls(&["quantity", "isQuantity"])
             || self.presence_test_cost && calls(&["has"]) && noted(consulted::PRESENCE_TEST_COST)
             || self.cost_factor_clamped && noted(consulted::COST_FACTOR_CLAMP)
-            || self.optional_old_self && p.optional_old_self
-            || self.keywords_as_field_names && selects_reserved_word(p)
-            || self.type_meta_additional_properties && p.resource_with_additional_properties
             || self.int_or_string_max_length && p.int_or_string_with_max_length
             || self.enum_string_max_length
                 && p.enum_strings_without_max_length > 0
                 && noted(consulted::ENUM_STRING_SIZES)
             || self.global_matches && noted(consulted::GLOBAL_MATCHES)
             || self.affix_runtime_cost && noted(consulted::AFFIX_RUNTIME_COST)
-            || self.object_meta_names && p.root_rule_reads_metadata)
+            || self.object_meta_names && p.root_rule_reads_metadata;
+        !(types || costs && sizes)
     }
 }
 
@@ -428,6 +448,49 @@ impl Profile {
         std::borrow::Cow::Owned(p)
     }
 
+    /// What a CEL text of the object tells.
+    fn add_text(&mut self, s: &str) {
+        let text = CelText::of(s);
+        self.has_cel = true;
+        self.backtick |= s.contains('`');
+        self.algorithm_dependent |= algorithm_dependent(&text);
+        self.optional_syntax |= optional_syntax(&text);
+        self.global_matches |= calls_global(&text, "matches");
+        let (operators, macros) = operators_called(&text);
+        self.operators.extend(operators);
+        self.macros |= macros;
+        for (word, call) in text.tokens {
+            if call {
+                self.called.insert(word.clone());
+            }
+            self.tokens.insert(word);
+        }
+    }
+
+    /// The profile of one CRD rule of the object this is the profile of, for sharing its
+    /// compilation between minors ([`crate::crd::mark_rules_usable`]): the words of its texts
+    /// (the rule and its messageExpression; an empty one is none), whether it has
+    /// `optionalOldSelf`, and what the object's schema has that minors convert differently
+    /// (the rule's `self` is part of it). A rule compiles alike wherever the object would by
+    /// these words alone: a compilation depends on its texts, its node's type and the minor.
+    fn of_rule(&self, texts: [&str; 2], optional_old_self: bool) -> Profile {
+        let mut p = Profile {
+            map_api_version: self.map_api_version.clone(),
+            vap_api_version: self.vap_api_version.clone(),
+            int_or_string_with_max_length: self.int_or_string_with_max_length,
+            enum_strings_without_max_length: self.enum_strings_without_max_length,
+            optional_old_self,
+            resource_with_additional_properties: self.resource_with_additional_properties,
+            has_default: self.has_default,
+            ..Profile::default()
+        };
+        for t in texts.into_iter().filter(|t| !t.is_empty()) {
+            p.add_text(t);
+        }
+        p.root_rule_reads_metadata = self.root_rule_reads_metadata && p.tokens.contains("metadata");
+        p
+    }
+
     fn walk(&mut self, v: &Value, resource_root: bool) {
         match v {
             Value::Object(m) => {
@@ -467,23 +530,7 @@ impl Profile {
                         (
                             "rule" | "messageExpression" | "expression" | "valueExpression",
                             Value::String(s),
-                        ) => {
-                            let text = CelText::of(s);
-                            self.has_cel = true;
-                            self.backtick |= s.contains('`');
-                            self.algorithm_dependent |= algorithm_dependent(&text);
-                            self.optional_syntax |= optional_syntax(&text);
-                            self.global_matches |= calls_global(&text, "matches");
-                            let (operators, macros) = operators_called(&text);
-                            self.operators.extend(operators);
-                            self.macros |= macros;
-                            for (word, call) in text.tokens {
-                                if call {
-                                    self.called.insert(word.clone());
-                                }
-                                self.tokens.insert(word);
-                            }
-                        }
+                        ) => self.add_text(s),
                         _ => self.walk(x, k == "openAPIV3Schema"),
                     }
                 }
@@ -533,25 +580,9 @@ const COMPREHENSION_MACROS: &[&str] = &[
     "optFlatMap",
 ];
 
-/// Whether a CEL text may use the optional syntax, the one thing a parser with it on reads
-/// otherwise than one with it off: a `?` where the grammar takes one only with it (after `.`,
-/// `[`, `{`, or `,` in a literal; `(` and the start of a text too, where both refuse it, so
-/// that their errors are the other's check), blanks and comments between (a literal reads as a
-/// blank: over-approximates). A text whose literals cannot be told apart may.
+/// [`crate::cel::parse::may_use_optional_syntax`] of a text.
 fn optional_syntax(text: &CelText<'_>) -> bool {
-    if !text.text.contains('?') {
-        return false;
-    }
-    let Some(code) = &text.code else {
-        return true;
-    };
-    code.match_indices('?').any(|(i, _)| {
-        code[..i]
-            .trim_end()
-            .chars()
-            .next_back()
-            .is_none_or(|c| matches!(c, '.' | '[' | '{' | ',' | '('))
-    })
+    crate::cel::parse::may_use_optional_syntax(text.text, text.code.as_deref())
 }
 
 /// The functions of CEL's operators, each with the marks one of its calls has in a text: a
@@ -690,7 +721,7 @@ fn identifier_tokens(s: &str) -> Vec<(String, bool)> {
 }
 
 /// A CEL text as a profile reads it, read once: its code outside literals and comments
-/// ([`code_outside_literals`]) and its words ([`identifier_tokens`]).
+/// ([`crate::cel::parse::code_outside_literals`]) and its words ([`identifier_tokens`]).
 struct CelText<'s> {
     text: &'s str,
     code: Option<String>,
@@ -701,7 +732,7 @@ struct CelText<'s> {
 
 impl<'s> CelText<'s> {
     fn of(text: &'s str) -> Self {
-        let code = code_outside_literals(text);
+        let code = crate::cel::parse::code_outside_literals(text);
         let tokens = tokens_of(code.as_deref(), text);
         let compact = code
             .as_deref()
@@ -734,59 +765,6 @@ fn tokens_of(code: Option<&str>, s: &str) -> Vec<(String, bool)> {
     out
 }
 
-/// `s` with every string or bytes literal and comment replaced by a space (cel-go's lexer: `'…'`,
-/// `"…"`, triple-quoted forms, the `r`/`b` prefixes, escapes outside raw literals, `//` to the
-/// end of the line), or `None` where that cannot be told.
-fn code_outside_literals(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-                out.push(' ');
-            }
-            q @ (b'\'' | b'"') => {
-                let prefix_len = out
-                    .chars()
-                    .rev()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .map(char::len_utf8)
-                    .sum::<usize>();
-                let raw = match &out[out.len() - prefix_len..] {
-                    "" | "b" | "B" => false,
-                    "r" | "R" | "br" | "bR" | "Br" | "BR" => true,
-                    _ => return None,
-                };
-                let triple = b[i..].starts_with(&[q, q, q]);
-                i += if triple { 3 } else { 1 };
-                loop {
-                    match b.get(i)? {
-                        &c if c == q && (!triple || b[i..].starts_with(&[q, q, q])) => {
-                            i += if triple { 3 } else { 1 };
-                            break;
-                        }
-                        b'\n' | b'\r' if !triple => return None,
-                        b'\\' if !raw => i += 2,
-                        _ => i += 1,
-                    }
-                }
-                out.push(' ');
-            }
-            _ => {
-                // A character boundary: literals and comments end on ASCII bytes.
-                let c = s.get(i..)?.chars().next()?;
-                out.push(c);
-                i += c.len_utf8();
-            }
-        }
-    }
-    Some(out)
-}
-
 /// What of one object can make two minors estimate it differently ([`RangeEstimator::profile`]),
 /// kept for the copies of it that differ only by bounds
 /// ([`RangeEstimator::estimate_alike_bounded`]).
@@ -805,6 +783,9 @@ pub struct RangeEstimator {
     differences: Mutex<HashMap<(usize, usize), Arc<Differences>>>,
     /// Estimates [`RangeEstimator::estimate_each`] made (not copied), over its life.
     made: std::sync::atomic::AtomicUsize,
+    /// What its estimates took from another minor's estimate of the same CRD instead of making
+    /// it ([`crate::crd::with_rules_across_minors`]), over its life.
+    taken: Mutex<crate::crd::Taken>,
 }
 
 impl RangeEstimator {
@@ -813,6 +794,7 @@ impl RangeEstimator {
             estimators,
             differences: Mutex::new(HashMap::new()),
             made: Default::default(),
+            taken: Default::default(),
         }
     }
 
@@ -820,6 +802,45 @@ impl RangeEstimator {
     /// minor, rather than copied from another minor's (the benchmarks' measure of sharing).
     pub fn estimates_made(&self) -> usize {
         self.made.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// What its estimates took from another minor's estimate of the same CRD instead of making
+    /// it (rule compilations, type checks), over its life.
+    pub fn taken(&self) -> crate::crd::Taken {
+        *self.taken.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Before minor `to` estimates a CRD that an earlier minor estimated: the rules it may take
+    /// that minor's compilation of ([`crate::crd::mark_rules_usable`]), by the rule's profile
+    /// (`profile` is the object's; each rule's is made once, in `rule_profiles`). Where `to`'s
+    /// estimate compares the cost algorithms (`compare`), a compilation that noted the cost
+    /// algorithm is made again: the comparison may find that the next algorithm agrees, which
+    /// lets the next minors share the whole report.
+    fn mark_rules_usable(
+        &self,
+        to: usize,
+        profile: &Profile,
+        (rule_profiles, text_profiles): (&mut Vec<Option<Profile>>, &mut Vec<Option<Profile>>),
+        compare: bool,
+    ) {
+        let differences: Vec<std::cell::OnceCell<Arc<Differences>>> =
+            (0..to).map(|_| std::cell::OnceCell::new()).collect();
+        let differences =
+            |from: usize| differences[from].get_or_init(|| self.differences(from, to));
+        crate::crd::mark_rules_usable(
+            to,
+            |id, texts, old_self, from, consulted| {
+                if compare && consulted & consulted::COST_ALGORITHM != 0 {
+                    return false;
+                }
+                let p = kept_profile(rule_profiles, id, || profile.of_rule(texts, old_self));
+                self.served_alike(p, from, to) && differences(from).irrelevant_to(p, consulted)
+            },
+            |id, text, from, consulted| {
+                let p = kept_profile(text_profiles, id, || profile.of_rule([text, ""], false));
+                self.served_alike(p, from, to) && differences(from).checks_alike(p, consulted)
+            },
+        );
     }
 
     pub fn estimators(&self) -> &[Estimator] {
@@ -985,6 +1006,34 @@ impl RangeEstimator {
             return Some(vec![estimate(&self.estimators[0], &object)?]);
         }
         let profile = Profile::of(v, catalog);
+        let crd = v.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition");
+        if !crd {
+            return self.estimate_each_of(&profile, &object, &estimate);
+        }
+        let envs = (self.estimators.iter())
+            .map(|e| e.env() as *const crate::cel::env::Env as usize)
+            .collect();
+        let (out, taken) = crate::crd::with_rules_across_minors(envs, || {
+            self.estimate_each_of(&profile, &object, &estimate)
+        });
+        let mut total = self.taken.lock().unwrap_or_else(|p| p.into_inner());
+        total.compilations += taken.compilations;
+        total.checks += taken.checks;
+        out
+    }
+
+    /// [`RangeEstimator::estimate_each`] of an object with profile `profile`, with the range
+    /// minors' rule compilations of a CRD kept ([`crate::crd::with_rules_across_minors`]).
+    fn estimate_each_of(
+        &self,
+        profile: &Profile,
+        object: &Shared<'_>,
+        estimate: &impl Fn(&Estimator, &Shared<'_>) -> Option<ObjectReport>,
+    ) -> Option<Vec<ObjectReport>> {
+        let n = self.estimators.len();
+        // Each rule's profile, by its number among those kept (made where first asked).
+        let (mut rule_profiles, mut text_profiles): (Vec<Option<Profile>>, Vec<Option<Profile>>) =
+            (Vec::new(), Vec::new());
         let mut out: Vec<ObjectReport> = Vec::with_capacity(n);
         // The wording rules each report's text depends on (bits by index of
         // `fielderr::wording`): those its estimate consulted.
@@ -993,15 +1042,15 @@ impl RangeEstimator {
         let mut representative: Option<usize> = None;
         for i in 0..n {
             let to = self.estimators[i].kubernetes_version();
-            let alike = representative
-                .filter(|&r| self.differences(r, i).irrelevant_to(&profile, rules[r]));
+            let alike =
+                representative.filter(|&r| self.differences(r, i).irrelevant_to(profile, rules[r]));
             // The representative's report, as it stands or with its errors in this minor's
             // words (rendered again from the field errors its estimate kept); a
             // MutatingAdmissionPolicy's with what this minor says of serving its version.
             let copy = alike.and_then(|r| {
                 let from = self.estimators[r].kubernetes_version();
-                if !self.served_alike(&profile, r, i) {
-                    return served_otherwise(&profile, &out[r], (from, to), rules[r], || {
+                if !self.served_alike(profile, r, i) {
+                    return served_otherwise(profile, &out[r], (from, to), rules[r], || {
                         object.errors_worded_for(from, to)
                     });
                 }
@@ -1026,14 +1075,22 @@ impl RangeEstimator {
                 }
                 None => {
                     self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let compare = self.compares_algorithms(i, &profile);
+                    let compare = self.compares_algorithms(i, profile);
+                    if representative.is_some() {
+                        self.mark_rules_usable(
+                            i,
+                            profile,
+                            (&mut rule_profiles, &mut text_profiles),
+                            compare,
+                        );
+                    }
                     let (report, consulted) = consulted::tracking(|| {
                         if compare {
                             crate::cel::cost::comparing_algorithms(|| {
-                                estimate(&self.estimators[i], &object)
+                                estimate(&self.estimators[i], object)
                             })
                         } else {
-                            estimate(&self.estimators[i], &object)
+                            estimate(&self.estimators[i], object)
                         }
                     });
                     let report = report?;
@@ -1048,6 +1105,18 @@ impl RangeEstimator {
         }
         Some(out)
     }
+}
+
+/// The profile numbered `id` of `profiles`, made by `make` where first asked.
+fn kept_profile(
+    profiles: &mut Vec<Option<Profile>>,
+    id: usize,
+    make: impl FnOnce() -> Profile,
+) -> &Profile {
+    if profiles.len() <= id {
+        profiles.resize(id + 1, None);
+    }
+    profiles[id].get_or_insert_with(make)
 }
 
 /// A MutatingAdmissionPolicy's report of minor `from` as minor `to` makes it, where the two
@@ -1129,6 +1198,65 @@ fn shareable(r: &ObjectReport, from: Version, to: Version, rules: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Where a range estimates a CRD again on a minor, a rule that compiles alike there is taken
+    /// whole from the earlier minor, and one that the minor only costs otherwise is type-checked
+    /// once; every report is the one the minor makes alone.
+    #[test]
+    fn a_range_compiles_a_rule_again_only_where_the_minors_differ_on_it() {
+        use crate::estimate::Estimator;
+        let crd = crate::fixtures::widgets(serde_json::json!({
+            "type": "object",
+            "properties": {"spec": {
+                "type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": "self.name.startsWith('a')"},
+                    {"rule": "self.items.all(i, i.size() < 5)"},
+                ],
+                "properties": {
+                    "name": {"type": "string", "maxLength": 10},
+                    "items": {
+                        "type": "array",
+                        "maxItems": 10,
+                        "items": {"type": "string", "maxLength": 10},
+                    },
+                },
+            }},
+        }));
+        let minors = || {
+            vec![
+                Estimator::new(Version::new(1, 29)),
+                Estimator::new(Version::new(1, 30)),
+            ]
+        };
+        let range = RangeEstimator::new(minors());
+        let catalog = SchemaCatalog::new();
+        let reports = range
+            .estimate_each(&crd, &catalog, |e, s| {
+                Some(e.estimate_crd_shared(s, "w.yaml"))
+            })
+            .unwrap();
+        assert_eq!(
+            range.estimates_made(),
+            2,
+            "1.30 sizes comprehension results otherwise"
+        );
+        assert_eq!(
+            range.taken(),
+            crate::crd::Taken {
+                compilations: 1,
+                checks: 1
+            }
+        );
+        for (e, r) in minors().iter().zip(&reports) {
+            assert_eq!(
+                serde_json::to_value(e.estimate_crd(&crd, "w.yaml")).unwrap(),
+                serde_json::to_value(r).unwrap(),
+                "{}",
+                e.kubernetes_version()
+            );
+        }
+    }
 
     fn tokens(s: &str) -> Vec<String> {
         let mut t: Vec<String> = identifier_tokens(s).into_iter().map(|(w, _)| w).collect();
