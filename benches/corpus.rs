@@ -53,9 +53,12 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
     if let Ok(mode) = std::env::var("CELCOST_BENCH_MODE") {
-        // The suggestions' lines alone (`suggestions`), or one process's measure of a mode.
+        // The suggestions' lines alone (`suggestions`), the ranges' (`ranges`), or one
+        // process's measure of a mode.
         if mode == "suggestions" {
             suggestions(&dir, iterations);
+        } else if mode == "ranges" {
+            range(iterations);
         } else {
             measure_mode(&corpus, &mode, iterations);
         }
@@ -430,7 +433,7 @@ fn suggestions(dir: &Path, iterations: usize) {
 /// range estimates each object once per group of minors that cannot differ on it
 /// (`celcost::estimate::range::RangeEstimator`).
 fn range(iterations: usize) {
-    let run = |mode: &str| -> Option<(f64, f64, usize)> {
+    let run = |mode: &str| -> Option<(f64, f64, usize, usize, usize)> {
         let out = std::process::Command::new(std::env::current_exe().ok()?)
             .env("CELCOST_BENCH_MODE", mode)
             .env("CELCOST_BENCH_ITERATIONS", iterations.to_string())
@@ -443,10 +446,12 @@ fn range(iterations: usize) {
             it.next()?.parse().ok()?,
             it.next()?.parse().ok()?,
             it.next()?.parse().ok()?,
+            it.next()?.parse().ok()?,
+            it.next()?.parse().ok()?,
         ))
     };
     match (run("one"), run("range"), run("window")) {
-        (Some((o, om, on)), Some((a, am, an)), Some((w, wm, wn))) => {
+        (Some((o, om, on, ..)), Some((a, am, an, ac, at)), Some((w, wm, wn, ..))) => {
             println!(
                 "crds+policies, one minor ({}): median {o:.3} s, peak memory {om:.1} MiB, {on} objects",
                 NEWEST_MINOR.label()
@@ -458,6 +463,9 @@ fn range(iterations: usize) {
                 window.len(),
                 on * KUBERNETES.len(),
                 KUBERNETES.len()
+            );
+            println!(
+                "the range's estimates made again took {ac} rule compilations and {at} type checks from another minor's estimate of the CRD"
             );
             println!(
                 "crds+policies, the default window {}..{} ({} minors): median {w:.3} s = {:.2}x one minor (the target: at most 1.3x), peak memory {wm:.1} MiB",
@@ -521,6 +529,8 @@ fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
     // Estimates made per run: the range's (each object once per group of minors that can
     // differ on it), one per object on one minor.
     let mut estimates = 0;
+    // What the range's estimates took of each other's rules (compilations, type checks).
+    let mut taken = celcost::crd::Taken::default();
     for _ in 0..iterations.max(1) {
         let t = Instant::now();
         if mode == "headroom" {
@@ -537,6 +547,7 @@ fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
             let r = RangeEstimator::new(KUBERNETES.iter().map(Estimator::for_minor).collect());
             Run::new(&r).paths(&dirs);
             estimates = r.estimates_made();
+            taken = r.taken();
         } else if mode == "window" {
             let r = RangeEstimator::new(window());
             Run::new(&r).paths(&dirs);
@@ -552,8 +563,10 @@ fn measure_mode(corpus: &Path, mode: &str, iterations: usize) {
     walls.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let peak = peak_rss_kib().unwrap_or(0) as f64 / 1024.0;
     println!(
-        "mode {mode} {:.4} {peak:.1} {estimates}",
-        walls[walls.len() / 2]
+        "mode {mode} {:.4} {peak:.1} {estimates} {} {}",
+        walls[walls.len() / 2],
+        taken.compilations,
+        taken.checks
     );
 }
 
