@@ -180,15 +180,13 @@ pub(crate) fn compile_rule_at(
             let minor = ACROSS.with(|a| a.borrow().as_ref().and_then(|a| a.minor_of(env)))?;
             Some((minor, node))
         });
+    let vars = variables_as_read(rule, decl, env.minor);
     let Some((minor, node)) = across else {
-        return compile_rule_fresh((env, message_env), rule, (decl, provider), node);
+        return compile_rule_fresh((env, message_env), rule, (decl, provider), &vars, node);
     };
     let key = RuleKey::of(node, rule);
-    let vars = variables_as_read(rule, decl, env.minor);
     let hit = ACROSS.with(|a| a.borrow().as_ref()?.kept.get(&key)?.take(minor, &vars));
-    if let Some((result, (rules, libraries))) = hit {
-        crate::cel::version::consulted::note(rules);
-        crate::cel::version::consulted::note_libraries(libraries);
+    if let Some(result) = hit {
         ACROSS.with(|a| {
             if let Some(a) = a.borrow_mut().as_mut() {
                 a.taken.compilations += 1;
@@ -198,7 +196,13 @@ pub(crate) fn compile_rule_at(
     }
     let ((result, consulted), steps) = crate::budget::counted(|| {
         crate::cel::version::consulted::tracking_all(|| {
-            compile_rule_fresh((env, message_env), rule, (decl, provider), Some(node))
+            compile_rule_fresh(
+                (env, message_env),
+                rule,
+                (decl, provider),
+                &vars,
+                Some(node),
+            )
         })
     });
     let clean = result.error.is_none() && result.message_error.is_none() && result.panic.is_none();
@@ -266,12 +270,16 @@ struct MadeOn<T> {
 }
 
 impl<T: Clone> MadeAcross<T> {
-    /// The result minor `minor` may take, with what it consulted, its steps taken (`None`
-    /// where fewer are left: made again, to stop where it would).
-    fn take(&self, minor: usize, vars: &[(String, Type)]) -> Option<(T, (u64, u64))> {
+    /// The result minor `minor` may take, its steps taken and what it consulted noted, as made
+    /// again (`None` where fewer steps are left: made again, to stop where it would).
+    fn take(&self, minor: usize, vars: &[(String, Type)]) -> Option<T> {
         let k = self.entries.iter().find(|k| k.usable_at == Some(minor))?;
-        (k.vars == vars && crate::budget::spend_again(k.steps))
-            .then(|| (k.result.clone(), k.consulted))
+        if k.vars != vars || !crate::budget::spend_again(k.steps) {
+            return None;
+        }
+        crate::cel::version::consulted::note(k.consulted.0);
+        crate::cel::version::consulted::note_libraries(k.consulted.1);
+        Some(k.result.clone())
     }
 
     /// Marks for minor `to` the newest result of an earlier minor that `alike` (the minor that
@@ -399,11 +407,13 @@ pub(crate) fn mark_rules_usable(
 }
 
 /// The body of [`compile_rule_at`]: `rule` compiled in the environments for it and for its
-/// messageExpression, against the node's type and its provider.
+/// messageExpression, against the node's type and its provider, with its variables as the
+/// minor reads them (`vars`, [`variables_as_read`]).
 fn compile_rule_fresh(
     (env, message_env): (&Env, &Env),
     rule: &ValidationRule,
     (decl, provider): (&Arc<DeclType>, &DeclTypeProvider),
+    vars: &[(String, Type)],
     node: Option<&str>,
 ) -> RuleCompilation {
     let mut out = RuleCompilation::default();
@@ -416,8 +426,7 @@ fn compile_rule_fresh(
     if rule.optional_old_self.is_some() {
         crate::cel::version::consulted::note(crate::cel::version::consulted::OPTIONAL_OLD_SELF);
     }
-    let vars = variables_as_read(rule, decl, env.minor);
-    let checked = match compile_kept(env, node, &rule.rule, &vars, provider) {
+    let checked = match compile_kept(env, node, &rule.rule, vars, provider) {
         Ok(c) => c,
         Err(e) => {
             out.error = Some(CelError {
@@ -452,7 +461,7 @@ fn compile_rule_fresh(
     out.max_cost = max_cost;
     if !rule.message_expression.is_empty() {
         let env = message_env;
-        match compile_kept(env, node, &rule.message_expression, &vars, provider) {
+        match compile_kept(env, node, &rule.message_expression, vars, provider) {
             Err(e) => {
                 out.message_error = Some(if e.1.is_some() {
                     e.0
@@ -558,12 +567,10 @@ fn compile_kept(
     if !kept_here && across.is_none() {
         return env.compile(text, vars, provider);
     }
-    if let Some(minor) = across {
-        let key = (Box::from(node), Box::from(text));
-        let hit = ACROSS.with(|a| a.borrow().as_ref()?.checks.get(&key)?.take(minor, vars));
-        if let Some((result, (rules, libraries))) = hit {
-            consulted::note(rules);
-            consulted::note_libraries(libraries);
+    let check_key = across.map(|minor| (minor, (Box::<str>::from(node), Box::<str>::from(text))));
+    if let Some((minor, key)) = &check_key {
+        let hit = ACROSS.with(|a| a.borrow().as_ref()?.checks.get(key)?.take(*minor, vars));
+        if let Some(result) = hit {
             ACROSS.with(|a| {
                 if let Some(a) = a.borrow_mut().as_mut() {
                     a.taken.checks += 1;
@@ -576,8 +583,8 @@ fn compile_kept(
         let ((result, consulted), steps) = crate::budget::counted(|| {
             consulted::tracking_all(|| env.compile(text, vars, provider))
         });
-        if let (Some(minor), Ok(checked)) = (across, &result) {
-            keep_check(minor, node, text, vars, checked, steps, consulted);
+        if let (Some((minor, key)), Ok(checked)) = (check_key, &result) {
+            keep_check(minor, key, vars, checked, steps, consulted);
         }
         return result;
     }
@@ -616,12 +623,11 @@ fn compile_kept(
     result
 }
 
-/// Keeps minor `minor`'s type check of `text` at `node` for the next minors of a range
+/// Keeps minor `minor`'s type check of a text at a node (`key`) for the next minors of a range
 /// ([`with_rules_across_minors`]).
 fn keep_check(
     minor: usize,
-    node: &str,
-    text: &str,
+    key: (Box<str>, Box<str>),
     vars: &[(String, Type)],
     checked: &CheckedExpr,
     steps: u64,
@@ -641,7 +647,7 @@ fn keep_check(
             steps,
             consulted,
         };
-        keep_made(&mut a.checks, (Box::from(node), Box::from(text)), made);
+        keep_made(&mut a.checks, key, made);
     });
 }
 

@@ -810,7 +810,8 @@ impl RangeEstimator {
         *self.taken.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Before minor `to` estimates a CRD that an earlier minor estimated: the rules it may take
+    /// Before minor `to` estimates a CRD (every minor serves CRDs alike) that an earlier minor
+    /// estimated: the rules it may take
     /// that minor's compilation of ([`crate::crd::mark_rules_usable`]), by the rule's profile
     /// (`profile` is the object's; each rule's is made once, in `rule_profiles`). Where `to`'s
     /// estimate compares the cost algorithms (`compare`), a compilation that noted the cost
@@ -834,11 +835,11 @@ impl RangeEstimator {
                     return false;
                 }
                 let p = kept_profile(rule_profiles, id, || profile.of_rule(texts, old_self));
-                self.served_alike(p, from, to) && differences(from).irrelevant_to(p, consulted)
+                differences(from).irrelevant_to(p, consulted)
             },
             |id, text, from, consulted| {
                 let p = kept_profile(text_profiles, id, || profile.of_rule([text, ""], false));
-                self.served_alike(p, from, to) && differences(from).checks_alike(p, consulted)
+                differences(from).checks_alike(p, consulted)
             },
         );
     }
